@@ -1,0 +1,27 @@
+// Simple dual-port RAM: one synchronous write port, one synchronous read port with read enable,
+// same clock. Written so that Yosys infers block RAM (Xilinx RAMB, iCE40 EBR) and Verilator
+// models it exactly. Read-during-write to the same address returns the old data.
+`default_nettype none
+module velo_sdp_ram #(
+    parameter integer W      = 32,  // data width in bits
+    parameter integer ADDR_W = 8    // address width; depth is 2^ADDR_W words
+) (
+    input  wire              clk,
+    input  wire              we,     // write enable
+    input  wire [ADDR_W-1:0] waddr,  // write address
+    input  wire [W-1:0]      wdata,  // write data
+    input  wire              re,     // read enable: rdata updates the next cycle, holds otherwise
+    input  wire [ADDR_W-1:0] raddr,  // read address
+    output reg  [W-1:0]      rdata   // read data (registered)
+);
+    reg [W-1:0] mem [0:(1<<ADDR_W)-1];
+
+    always @(posedge clk) begin
+        if (we) mem[waddr] <= wdata;
+    end
+
+    always @(posedge clk) begin
+        if (re) rdata <= mem[raddr];
+    end
+endmodule
+`default_nettype wire

@@ -1,0 +1,35 @@
+// Event counters: N free-running 32-bit counters, one increment input each, a combinational read
+// port and a clear port. Kept apart from the register file so each unit's cost shows on its own.
+`default_nettype none
+module velo_counters #(
+    parameter integer N     = 16,  // number of counters
+    parameter integer IDX_W = 5    // width of a counter index (2^IDX_W >= N)
+) (
+    input  wire             clk,
+    input  wire             rst,     // synchronous, active high: all counters to 0
+    input  wire [N-1:0]     inc,     // one-cycle event per counter
+    input  wire             clr,     // clear counter clr_idx
+    input  wire [IDX_W-1:0] clr_idx,
+    input  wire [IDX_W-1:0] rd_idx,  // read counter rd_idx
+    output wire [31:0]      rd_data  // its value (0 for an index >= N)
+);
+    reg [31:0] cnt [0:N-1];
+    integer i;
+
+    always @(posedge clk) begin
+        for (i = 0; i < N; i = i + 1) begin
+            if (rst || (clr && clr_idx == i[IDX_W-1:0])) cnt[i] <= 32'd0;
+            else if (inc[i])                             cnt[i] <= cnt[i] + 32'd1;
+        end
+    end
+
+    reg [31:0] rd;
+    integer j;
+    always @(*) begin
+        rd = 32'd0;
+        for (j = 0; j < N; j = j + 1)
+            if (rd_idx == j[IDX_W-1:0]) rd = cnt[j];
+    end
+    assign rd_data = rd;
+endmodule
+`default_nettype wire

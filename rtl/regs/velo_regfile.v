@@ -1,0 +1,448 @@
+// VELO register file (BAR0): the register-block chain (ID, CTRL, COUNTERS, VPID), the per-vpid
+// mailbox table and the per-vpid user pages holding the read pointers.
+//
+// Register writes and reads arrive as TLPs (1 DW, or 2 DW 8-byte aligned); reads are answered
+// with completions. Requests the NIC does not support are answered with UR completions and
+// counted, never left hanging. The mailbox table and read pointers live in block RAM with one
+// read port shared with the completer (the completer has priority) and, for the write pointer,
+// one write port shared with the completer (again with priority). After reset the table is
+// cleared (every vpid disabled) before the first request is taken.
+`default_nettype none
+`include "velo_spec.vh"
+module velo_regfile #(
+    parameter integer TLP_W     = 64,  // TLP stream data width: 64 or 128
+    parameter integer VPID_BITS = 8,   // vpid width (spec param VPID_BITS)
+    parameter integer NODE_BITS = 8,   // node id width (spec param NODE_BITS)
+    parameter integer LINK_W    = 16,  // network flit width, reported in CAPS
+    parameter integer CNT_IDX_W = 5    // counter index width
+) (
+    input  wire                 clk,
+    input  wire                 rst,          // synchronous, active high
+    input  wire [15:0]          cpl_id,       // our completer id (bus/device/function)
+    // TLP stream in: BAR0 writes and every non-posted request
+    input  wire                 in_valid,
+    output reg                  in_ready,
+    input  wire                 in_sop,
+    input  wire                 in_eop,
+    // TC, attributes, digest and the address bits above BAR0's size are of no use here.
+    /* verilator lint_off UNUSEDSIGNAL */
+    input  wire [127:0]         in_hdr,
+    /* verilator lint_on UNUSEDSIGNAL */
+    input  wire [2:0]           in_bar,
+    // register writes carry at most 2 DW (the low 64 bits of the first beat)
+    /* verilator lint_off UNUSEDSIGNAL */
+    input  wire [TLP_W-1:0]     in_data,
+    /* verilator lint_on UNUSEDSIGNAL */
+    // completions out (single beat)
+    output reg                  cpl_valid,
+    input  wire                 cpl_ready,
+    output wire                 cpl_sop,
+    output wire                 cpl_eop,
+    output reg  [127:0]         cpl_hdr,
+    output wire [TLP_W-1:0]     cpl_data,
+    // configuration
+    output reg  [7:0]           node_id,
+    output wire                 enable,
+    // mailbox table port of the completer
+    input  wire                 tbl_re,
+    input  wire [VPID_BITS-1:0] tbl_vpid,
+    output wire [57:0]          tbl_base,
+    output wire                 tbl_en,
+    output wire [4:0]           tbl_log2,
+    output wire [16:0]          tbl_wp,
+    output wire [16:0]          tbl_rp,
+    input  wire                 wp_we,
+    input  wire [VPID_BITS-1:0] wp_vpid,
+    input  wire [16:0]          wp_data,
+    output reg                  sw_wr,        // software wrote the table or read pointer of ...
+    output reg  [VPID_BITS-1:0] sw_wr_vpid,   // ... this vpid
+    // status
+    input  wire                 link_up,
+    input  wire                 cpl_busy,
+    output wire [VPID_BITS-1:0] q_vpid,
+    input  wire                 q_busy,
+    // counters
+    output wire [CNT_IDX_W-1:0] cnt_idx,
+    input  wire [31:0]          cnt_data,
+    output reg                  cnt_clr,
+    output reg  [CNT_IDX_W-1:0] cnt_clr_idx,
+    // counter events
+    output reg                  ev_window_read,
+    output reg                  ev_unsupported,
+    output reg                  ev_bad_access
+);
+    localparam integer NV = 1 << VPID_BITS;
+    localparam [31:0] MSG_MAX = `VELO_MSG_MAX;
+    localparam [20:0] TBL_LO  = `VELO_TBL_VPID_TABLE_BASE;
+    localparam [31:0] TBL_HI  = {11'd0, TBL_LO} + NV * 16;
+    localparam [20:0] USR_LO  = `VELO_TBL_VPID_USER_BASE;
+    localparam [31:0] USR_HI  = {11'd0, USR_LO} + NV * 4096;
+    localparam [20:0] CNT_LO  = `VELO_REG_COUNTERS_COUNTER_BASE;
+    localparam [31:0] CNT_HI  = {11'd0, CNT_LO} + 4 * `VELO_CNT_NUM;
+    localparam [2:0] R_INIT = 3'd0, R_IDLE = 3'd1, R_DRAIN = 3'd2, R_WR = 3'd3,
+                     R_RD = 3'd4, R_RDW = 3'd5, R_CPL = 3'd6;
+
+    // ------------------------------------------------------------------ state
+    reg [2:0]  st, st_after_drain;
+    reg [VPID_BITS-1:0] init_idx;
+    reg [31:0] scratch;
+    reg        ctrl_enable;
+    reg [VPID_BITS-1:0] quiesce_vpid;
+
+    reg [20:0] a;          // current register offset (DW aligned)
+    reg        two;        // 2-DW access
+    reg        second;     // working on the second DW
+    reg [63:0] wdata;      // write data (DW0 in 31:0)
+    reg [63:0] rdata;      // read data gathered for the completion
+    reg        ur;         // answer with UR
+    reg [15:0] rq_id;
+    reg [7:0]  rq_tag;
+    reg [6:0]  lower;
+    reg [11:0] bcnt;
+
+    assign enable  = ctrl_enable;
+    assign q_vpid  = quiesce_vpid;
+    assign cpl_sop = 1'b1;
+    assign cpl_eop = 1'b1;
+
+    // ------------------------------------------------------------------ request decode
+    wire        is4dw    = in_hdr[`VELO_TLP_HDR_FMT_TYPE_LSB + 5];
+    wire [7:0]  fmt_type = in_hdr[`VELO_TLP_HDR_FMT_TYPE];
+    wire [31:0] req_addr = is4dw ? {in_hdr[`VELO_TLP_HDR_ADDR64_LO], 2'b00}
+                                 : {in_hdr[`VELO_TLP_HDR_ADDR32], 2'b00};
+    wire [9:0]  len_dw   = in_hdr[`VELO_TLP_HDR_LENGTH];
+    wire [3:0]  fbe      = in_hdr[`VELO_TLP_HDR_FIRST_BE];
+    wire [3:0]  lbe      = in_hdr[`VELO_TLP_HDR_LAST_BE];
+    wire is_mwr  = (fmt_type == `VELO_TLP_FMT_TYPE_MWR32) || (fmt_type == `VELO_TLP_FMT_TYPE_MWR64);
+    wire is_mrd  = (fmt_type == `VELO_TLP_FMT_TYPE_MRD32) || (fmt_type == `VELO_TLP_FMT_TYPE_MRD64);
+    // posted: memory writes and messages; everything else that reaches us needs a completion
+    wire is_posted = is_mwr || (fmt_type[4:3] == 2'b10);
+    wire on_bar0 = (in_bar == `VELO_BAR_REGS);
+    wire len_ok  = (len_dw == 10'd1 && lbe == 4'd0) ||
+                   (len_dw == 10'd2 && req_addr[2] == 1'b0);
+    wire wr_ok   = len_ok && fbe == 4'hF && (len_dw == 10'd1 || lbe == 4'hF);
+
+    // byte count and lower address of a read completion (PCIe rules for 1 or 2 DW reads)
+    reg [1:0] lead;
+    reg [2:0] fspan, ltop;
+    always @(*) begin
+        casez (fbe)
+            4'b???1: lead = 2'd0;
+            4'b??10: lead = 2'd1;
+            4'b?100: lead = 2'd2;
+            default: lead = 2'd3;
+        endcase
+        casez (fbe)  // first DW of a 1-DW read: from lowest to highest enabled byte
+            4'b1??1: fspan = 3'd4;
+            4'b01?1, 4'b1?10: fspan = 3'd3;
+            4'b0011, 4'b0110, 4'b1100: fspan = 3'd2;
+            default: fspan = 3'd1;
+        endcase
+        casez (lbe)
+            4'b1???: ltop = 3'd4;
+            4'b01??: ltop = 3'd3;
+            4'b001?: ltop = 3'd2;
+            default: ltop = 3'd1;
+        endcase
+    end
+    wire [11:0] rd_bcnt = (len_dw == 10'd1) ? {9'd0, fspan}
+                                            : (12'd4 - {10'd0, lead} + {9'd0, ltop});
+
+    // ------------------------------------------------------------------ address map
+    wire in_glob = (a < TBL_LO);
+    wire in_tbl  = (a >= TBL_LO) && ({11'd0, a} < TBL_HI);
+    wire in_user = (a >= USR_LO) && ({11'd0, a} < USR_HI) && (a[11:0] == 12'd0);
+    wire [VPID_BITS-1:0] tv = in_user ? a[12 +: VPID_BITS] : a[4 +: VPID_BITS];
+    wire [1:0] tfield = a[3:2];
+    wire in_cnt  = (a >= CNT_LO) && ({11'd0, a} < CNT_HI);
+    wire [20:0] cnt_off = a - CNT_LO;
+    assign cnt_idx = cnt_off[2 +: CNT_IDX_W];
+    wire unused_ok = &{1'b0, req_addr[31:21], cnt_off};
+
+    // global registers (combinational read)
+    reg [31:0] g_rd;
+    reg        g_wr_ok;
+    always @(*) begin
+        g_rd = 32'd0;
+        g_wr_ok = 1'b0;
+        case (a)
+            `VELO_BLK_ID_BASE + `VELO_BLKHDR_TYPE:       g_rd = `VELO_BLK_ID_TYPE;
+            `VELO_BLK_ID_BASE + `VELO_BLKHDR_VERSION:    g_rd = `VELO_BLK_ID_VERSION;
+            `VELO_BLK_ID_BASE + `VELO_BLKHDR_NEXT:       g_rd = {11'd0, `VELO_BLK_ID_NEXT};
+            `VELO_REG_ID_DESIGN_VERSION:                 g_rd = `VELO_SPEC_VERSION;
+            `VELO_REG_ID_CAPS: begin
+                g_rd[`VELO_REG_ID_CAPS_NODE_BITS]  = NODE_BITS[3:0];
+                g_rd[`VELO_REG_ID_CAPS_VPID_BITS]  = VPID_BITS[3:0];
+                g_rd[`VELO_REG_ID_CAPS_TLP_BYTES]  = TLP_W[10:3];
+                g_rd[`VELO_REG_ID_CAPS_LINK_BYTES] = LINK_W[10:3];
+                g_rd[`VELO_REG_ID_CAPS_MSG_MAX]    = MSG_MAX[7:0];
+            end
+            `VELO_REG_ID_SPEC_HASH:                      g_rd = `VELO_SPEC_HASH;
+            `VELO_BLK_CTRL_BASE + `VELO_BLKHDR_TYPE:     g_rd = `VELO_BLK_CTRL_TYPE;
+            `VELO_BLK_CTRL_BASE + `VELO_BLKHDR_VERSION:  g_rd = `VELO_BLK_CTRL_VERSION;
+            `VELO_BLK_CTRL_BASE + `VELO_BLKHDR_NEXT:     g_rd = {11'd0, `VELO_BLK_CTRL_NEXT};
+            `VELO_REG_CTRL_NODE_ID:        begin g_rd = {24'd0, node_id}; g_wr_ok = 1'b1; end
+            `VELO_REG_CTRL_CONTROL:        begin g_rd[`VELO_REG_CTRL_CONTROL_ENABLE] = ctrl_enable; g_wr_ok = 1'b1; end
+            `VELO_REG_CTRL_STATUS: begin
+                g_rd[`VELO_REG_CTRL_STATUS_LINK_UP]  = link_up;
+                g_rd[`VELO_REG_CTRL_STATUS_CPL_BUSY] = cpl_busy;
+            end
+            `VELO_REG_CTRL_QUIESCE_VPID:   begin g_rd = {{(32-VPID_BITS){1'b0}}, quiesce_vpid}; g_wr_ok = 1'b1; end
+            `VELO_REG_CTRL_QUIESCE_STATUS: g_rd[`VELO_REG_CTRL_QUIESCE_STATUS_BUSY] = q_busy;
+            `VELO_REG_CTRL_SCRATCH:        begin g_rd = scratch; g_wr_ok = 1'b1; end
+            `VELO_BLK_COUNTERS_BASE + `VELO_BLKHDR_TYPE:    g_rd = `VELO_BLK_COUNTERS_TYPE;
+            `VELO_BLK_COUNTERS_BASE + `VELO_BLKHDR_VERSION: g_rd = `VELO_BLK_COUNTERS_VERSION;
+            `VELO_BLK_COUNTERS_BASE + `VELO_BLKHDR_NEXT:    g_rd = {11'd0, `VELO_BLK_COUNTERS_NEXT};
+            `VELO_REG_COUNTERS_COUNT:                       g_rd = `VELO_CNT_NUM;
+            `VELO_BLK_VPID_BASE + `VELO_BLKHDR_TYPE:        g_rd = `VELO_BLK_VPID_TYPE;
+            `VELO_BLK_VPID_BASE + `VELO_BLKHDR_VERSION:     g_rd = `VELO_BLK_VPID_VERSION;
+            `VELO_BLK_VPID_BASE + `VELO_BLKHDR_NEXT:        g_rd = {11'd0, `VELO_BLK_VPID_NEXT};
+            `VELO_REG_VPID_NUM_VPIDS:                       g_rd = NV;
+            `VELO_REG_VPID_TABLE_OFFSET:                    g_rd = {11'd0, `VELO_TBL_VPID_TABLE_BASE};
+            `VELO_REG_VPID_TABLE_STRIDE:                    g_rd = {11'd0, `VELO_TBL_VPID_TABLE_STRIDE};
+            `VELO_REG_VPID_USER_OFFSET:                     g_rd = {11'd0, `VELO_TBL_VPID_USER_BASE};
+            `VELO_REG_VPID_USER_STRIDE:                     g_rd = {11'd0, `VELO_TBL_VPID_USER_STRIDE};
+            default: begin
+                if (in_cnt) begin
+                    g_rd = cnt_data;
+                    g_wr_ok = 1'b1;
+                end
+            end
+        endcase
+    end
+
+    // ------------------------------------------------------------------ table RAMs
+    wire        init_busy = (st == R_INIT);
+    wire        sw_re     = (st == R_RD) && (in_tbl || in_user) && !tbl_re;
+    wire        ram_re    = tbl_re || sw_re;
+    wire [VPID_BITS-1:0] ram_ra = tbl_re ? tbl_vpid : tv;
+    wire [31:0] wd = second ? wdata[63:32] : wdata[31:0];
+
+    wire        do_wr   = (st == R_WR);
+    wire        wr_tbl  = do_wr && in_tbl;
+    wire        wr_user = do_wr && in_user;
+    wire        wp_busy = wr_tbl && tfield == 2'd3 && wp_we;  // the completer has the port
+    wire        we_lo   = init_busy || (wr_tbl && tfield == 2'd0);
+    wire        we_hi   = init_busy || (wr_tbl && tfield == 2'd1);
+    wire        we_cfg  = init_busy || (wr_tbl && tfield == 2'd2);
+    wire        we_wp   = wp_we || init_busy || (wr_tbl && tfield == 2'd3);
+    wire        we_rp   = init_busy || wr_user;
+    wire [VPID_BITS-1:0] wa = init_busy ? init_idx : tv;
+
+    wire [25:0] r_lo;
+    wire [31:0] r_hi;
+    wire [5:0]  r_cfg;
+    wire [16:0] r_wp, r_rp;
+    wire [5:0]  cfg_w = {wd[`VELO_TBL_VPID_TABLE_MB_CFG_LOG2_LINES], wd[`VELO_TBL_VPID_TABLE_MB_CFG_ENABLE]};
+
+    velo_sdp_ram #(.W(26), .ADDR_W(VPID_BITS)) u_lo (
+        .clk(clk), .we(we_lo), .waddr(wa), .wdata(init_busy ? 26'd0 : wd[31:6]),
+        .re(ram_re), .raddr(ram_ra), .rdata(r_lo));
+    velo_sdp_ram #(.W(32), .ADDR_W(VPID_BITS)) u_hi (
+        .clk(clk), .we(we_hi), .waddr(wa), .wdata(init_busy ? 32'd0 : wd),
+        .re(ram_re), .raddr(ram_ra), .rdata(r_hi));
+    velo_sdp_ram #(.W(6), .ADDR_W(VPID_BITS)) u_cfg (
+        .clk(clk), .we(we_cfg), .waddr(wa), .wdata(init_busy ? 6'd0 : cfg_w),
+        .re(ram_re), .raddr(ram_ra), .rdata(r_cfg));
+    velo_sdp_ram #(.W(17), .ADDR_W(VPID_BITS)) u_wp (
+        .clk(clk), .we(we_wp), .waddr(wp_we ? wp_vpid : wa),
+        .wdata(wp_we ? wp_data : (init_busy ? 17'd0 : wd[16:0])),
+        .re(ram_re), .raddr(ram_ra), .rdata(r_wp));
+    velo_sdp_ram #(.W(17), .ADDR_W(VPID_BITS)) u_rp (
+        .clk(clk), .we(we_rp), .waddr(wa), .wdata(init_busy ? 17'd0 : wd[16:0]),
+        .re(ram_re), .raddr(ram_ra), .rdata(r_rp));
+
+    assign tbl_base = {r_hi, r_lo};
+    assign tbl_en   = r_cfg[0];
+    assign tbl_log2 = r_cfg[5:1];
+    assign tbl_wp   = r_wp;
+    assign tbl_rp   = r_rp;
+
+    reg [31:0] t_rd;  // RAM-backed register as software sees it
+    always @(*) begin
+        t_rd = 32'd0;
+        if (in_user) begin
+            t_rd = {15'd0, r_rp};
+        end else begin
+            case (tfield)
+                2'd0: t_rd = {r_lo, 6'd0};
+                2'd1: t_rd = r_hi;
+                2'd2: begin
+                    t_rd[`VELO_TBL_VPID_TABLE_MB_CFG_ENABLE]     = r_cfg[0];
+                    t_rd[`VELO_TBL_VPID_TABLE_MB_CFG_LOG2_LINES] = r_cfg[5:1];
+                end
+                default: t_rd = {15'd0, r_wp};
+            endcase
+        end
+    end
+
+    // ------------------------------------------------------------------ control
+    wire in_fire = in_valid && in_ready;
+    always @(*) begin
+        case (st)
+            R_IDLE, R_DRAIN: in_ready = 1'b1;
+            default:         in_ready = 1'b0;
+        endcase
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
+            st             <= R_INIT;
+            st_after_drain <= R_IDLE;
+            init_idx       <= {VPID_BITS{1'b0}};
+            node_id        <= 8'd0;
+            ctrl_enable    <= 1'b0;
+            quiesce_vpid   <= {VPID_BITS{1'b0}};
+            scratch        <= 32'd0;
+            cpl_valid      <= 1'b0;
+            sw_wr          <= 1'b0;
+            sw_wr_vpid     <= {VPID_BITS{1'b0}};
+            cnt_clr        <= 1'b0;
+            cnt_clr_idx    <= {CNT_IDX_W{1'b0}};
+            ev_window_read <= 1'b0;
+            ev_unsupported <= 1'b0;
+            ev_bad_access  <= 1'b0;
+            a              <= 21'd0;
+            two            <= 1'b0;
+            second         <= 1'b0;
+            ur             <= 1'b0;
+        end else begin
+            sw_wr          <= 1'b0;
+            cnt_clr        <= 1'b0;
+            ev_window_read <= 1'b0;
+            ev_unsupported <= 1'b0;
+            ev_bad_access  <= 1'b0;
+            case (st)
+                R_INIT: begin
+                    init_idx <= init_idx + 1'b1;
+                    if (init_idx == NV[VPID_BITS-1:0] - 1'b1) st <= R_IDLE;
+                end
+                R_IDLE: begin
+                    if (in_fire && in_sop) begin
+                        a      <= req_addr[20:0];
+                        two    <= (len_dw == 10'd2);
+                        second <= 1'b0;
+                        ur     <= 1'b0;
+                        if (is_posted) begin
+                            if (is_mwr && on_bar0 && wr_ok) st_after_drain <= R_WR;
+                            else begin
+                                st_after_drain <= R_IDLE;
+                                ev_bad_access  <= is_mwr && on_bar0;
+                                ev_unsupported <= !(is_mwr && on_bar0);
+                            end
+                        end else begin
+                            st_after_drain <= (is_mrd && on_bar0 && len_ok) ? R_RD : R_CPL;
+                            if (!(is_mrd && on_bar0 && len_ok)) begin
+                                ur <= 1'b1;
+                                ev_window_read <= is_mrd && !on_bar0;
+                                ev_bad_access  <= is_mrd && on_bar0;
+                                ev_unsupported <= !is_mrd;
+                            end
+                        end
+                        if (in_eop) begin
+                            if (is_posted) st <= (is_mwr && on_bar0 && wr_ok) ? R_WR : R_IDLE;
+                            else           st <= (is_mrd && on_bar0 && len_ok) ? R_RD : R_CPL;
+                        end else begin
+                            st <= R_DRAIN;
+                        end
+                    end
+                end
+                R_DRAIN: if (in_fire && in_eop) st <= st_after_drain;
+                R_WR: begin
+                    if (!wp_busy) begin
+                        if (in_glob) begin
+                            if (!g_wr_ok) ev_bad_access <= 1'b1;
+                            case (a)
+                                `VELO_REG_CTRL_NODE_ID:      node_id      <= wd[7:0];
+                                `VELO_REG_CTRL_CONTROL:      ctrl_enable  <= wd[`VELO_REG_CTRL_CONTROL_ENABLE_LSB];
+                                `VELO_REG_CTRL_QUIESCE_VPID: quiesce_vpid <= wd[VPID_BITS-1:0];
+                                `VELO_REG_CTRL_SCRATCH:      scratch      <= wd;
+                                default: ;
+                            endcase
+                            if (in_cnt) begin
+                                cnt_clr     <= 1'b1;
+                                cnt_clr_idx <= cnt_idx;
+                            end
+                        end else if (in_tbl || in_user) begin
+                            sw_wr      <= 1'b1;
+                            sw_wr_vpid <= tv;
+                        end else begin
+                            ev_bad_access <= 1'b1;
+                        end
+                        if (two && !second) begin
+                            second <= 1'b1;
+                            a      <= a + 21'd4;
+                        end else begin
+                            st <= R_IDLE;
+                        end
+                    end
+                end
+                R_RD: begin
+                    if (in_tbl || in_user) begin
+                        // RAM-backed: use the read port when the completer leaves it free
+                        if (sw_re) st <= R_RDW;
+                    end else begin
+                        if (second) rdata[63:32] <= g_rd;
+                        else        rdata[31:0]  <= g_rd;
+                        if (two && !second) begin
+                            second <= 1'b1;
+                            a      <= a + 21'd4;
+                        end else begin
+                            st <= R_CPL;
+                        end
+                    end
+                end
+                R_RDW: begin
+                    if (second) rdata[63:32] <= t_rd;
+                    else        rdata[31:0]  <= t_rd;
+                    if (two && !second) begin
+                        second <= 1'b1;
+                        a      <= a + 21'd4;
+                        st     <= R_RD;
+                    end else begin
+                        st <= R_CPL;
+                    end
+                end
+                R_CPL: begin
+                    if (!cpl_valid) cpl_valid <= 1'b1;
+                    else if (cpl_ready) begin
+                        cpl_valid <= 1'b0;
+                        st        <= R_IDLE;
+                    end
+                end
+                default: st <= R_IDLE;
+            endcase
+        end
+    end
+
+    // request fields kept for the completion (no reset needed: used only after being set)
+    always @(posedge clk) begin
+        if (st == R_IDLE && in_fire && in_sop) begin
+            wdata  <= in_data[63:0];
+            rq_id  <= in_hdr[`VELO_TLP_HDR_REQ_ID];
+            rq_tag <= in_hdr[`VELO_TLP_HDR_REQ_TAG];
+            lower  <= (is_mrd) ? {req_addr[6:2], lead} : 7'd0;
+            bcnt   <= (is_mrd && on_bar0 && len_ok) ? rd_bcnt : 12'd4;
+        end
+    end
+
+    always @(*) begin
+        cpl_hdr = 128'd0;
+        cpl_hdr[`VELO_TLP_HDR_FMT_TYPE]       = ur ? `VELO_TLP_FMT_TYPE_CPL : `VELO_TLP_FMT_TYPE_CPLD;
+        cpl_hdr[`VELO_TLP_HDR_LENGTH]         = ur ? 10'd0 : (two ? 10'd2 : 10'd1);
+        cpl_hdr[`VELO_TLP_HDR_CPL_ID]         = cpl_id;
+        cpl_hdr[`VELO_TLP_HDR_CPL_STATUS]     = ur ? `VELO_TLP_CPL_UR : `VELO_TLP_CPL_SC;
+        cpl_hdr[`VELO_TLP_HDR_CPL_BYTE_COUNT] = bcnt;
+        cpl_hdr[`VELO_TLP_HDR_CPL_REQ_ID]     = rq_id;
+        cpl_hdr[`VELO_TLP_HDR_CPL_TAG]        = rq_tag;
+        cpl_hdr[`VELO_TLP_HDR_CPL_LOWER_ADDR] = lower;
+    end
+    generate
+        if (TLP_W > 64) begin : g_wide
+            assign cpl_data = {{(TLP_W-64){1'b0}}, rdata};
+        end else begin : g_narrow
+            assign cpl_data = rdata;
+        end
+    endgenerate
+endmodule
+`default_nettype wire

@@ -1,0 +1,183 @@
+// VELO NIC: host interface (device-independent TLP stream), VELO requester and completer,
+// register file, counters and the minimal network port (flit serializer/deserializer).
+//
+// The boundary to the network is a packet stream of 64-bit words (requester out, completer in);
+// here it is cut into LINK_W-bit flits for the minimal back-to-back link. The network layer
+// (link layer with CRC/retry/credits and the switch) replaces velo_flit_tx/velo_flit_rx.
+`default_nettype none
+`include "velo_spec.vh"
+module velo_nic #(
+    parameter integer NODE_BITS     = 8,   // node id width (spec param NODE_BITS)
+    parameter integer VPID_BITS     = 8,   // vpid width (spec param VPID_BITS)
+    parameter integer TLP_W         = 64,  // TLP stream data width: 64 or 128
+    parameter integer LINK_W        = 16,  // network flit width: 16, 32 or 64
+    parameter integer NET_DST_CHECK = 1    // 1: drop arriving packets not addressed to this node
+) (
+    input  wire              clk,
+    input  wire              rst,          // synchronous, active high
+    input  wire [15:0]       cfg_id,       // our PCIe id (bus/device/function), from the host core
+    input  wire              link_up,      // network port status
+    // TLP stream from the host (downstream)
+    input  wire              rx_valid,
+    output wire              rx_ready,
+    input  wire              rx_sop,
+    input  wire              rx_eop,
+    input  wire [127:0]      rx_hdr,
+    input  wire [2:0]        rx_bar,
+    input  wire [TLP_W-1:0]  rx_data,
+    // TLP stream to the host (upstream)
+    output wire              tx_valid,
+    input  wire              tx_ready,
+    output wire              tx_sop,
+    output wire              tx_eop,
+    output wire [127:0]      tx_hdr,
+    output wire [TLP_W-1:0]  tx_data,
+    // network port
+    output wire              net_tx_valid,
+    input  wire              net_tx_ready,
+    output wire [LINK_W-1:0] net_tx_data,
+    output wire              net_tx_last,
+    input  wire              net_rx_valid,
+    output wire              net_rx_ready,
+    input  wire [LINK_W-1:0] net_rx_data,
+    input  wire              net_rx_last
+);
+    localparam integer NCNT = `VELO_CNT_NUM;
+
+    // ---------------------------------------------------------------- host side demux
+    wire             req_valid, req_ready, req_sop, req_eop;
+    wire [127:0]     req_hdr;
+    wire [TLP_W-1:0] req_data;
+    wire             reg_valid, reg_ready, reg_sop, reg_eop;
+    wire [127:0]     reg_hdr;
+    wire [2:0]       reg_bar;
+    wire [TLP_W-1:0] reg_data;
+    wire             ev_bad_bar, ev_unsup_dmx;
+
+    velo_tlp_rx_demux #(.TLP_W(TLP_W)) u_demux (
+        .clk(clk), .rst(rst),
+        .in_valid(rx_valid), .in_ready(rx_ready), .in_sop(rx_sop), .in_eop(rx_eop),
+        .in_hdr(rx_hdr), .in_bar(rx_bar), .in_data(rx_data),
+        .req_valid(req_valid), .req_ready(req_ready), .req_sop(req_sop), .req_eop(req_eop),
+        .req_hdr(req_hdr), .req_data(req_data),
+        .reg_valid(reg_valid), .reg_ready(reg_ready), .reg_sop(reg_sop), .reg_eop(reg_eop),
+        .reg_hdr(reg_hdr), .reg_bar(reg_bar), .reg_data(reg_data),
+        .ev_bad_bar(ev_bad_bar), .ev_unsupported(ev_unsup_dmx));
+
+    // ---------------------------------------------------------------- register file
+    wire        enable;
+    wire [7:0]  node_id;
+    wire        tbl_re;
+    wire [VPID_BITS-1:0] tbl_vpid, wp_vpid, sw_wr_vpid, q_vpid;
+    wire [57:0] tbl_base;
+    wire        tbl_en;
+    wire [4:0]  tbl_log2;
+    wire [16:0] tbl_wp, tbl_rp, wp_data;
+    wire        wp_we, sw_wr, q_busy, cpl_busy;
+    wire [4:0]  cnt_idx, cnt_clr_idx;
+    wire [31:0] cnt_data;
+    wire        cnt_clr;
+    wire        ev_window_read, ev_unsup_reg, ev_bad_access;
+    wire             c_valid, c_ready, c_sop, c_eop;
+    wire [127:0]     c_hdr;
+    wire [TLP_W-1:0] c_data;
+
+    velo_regfile #(.TLP_W(TLP_W), .VPID_BITS(VPID_BITS), .NODE_BITS(NODE_BITS), .LINK_W(LINK_W),
+                   .CNT_IDX_W(5)) u_regs (
+        .clk(clk), .rst(rst), .cpl_id(cfg_id),
+        .in_valid(reg_valid), .in_ready(reg_ready), .in_sop(reg_sop), .in_eop(reg_eop),
+        .in_hdr(reg_hdr), .in_bar(reg_bar), .in_data(reg_data),
+        .cpl_valid(c_valid), .cpl_ready(c_ready), .cpl_sop(c_sop), .cpl_eop(c_eop),
+        .cpl_hdr(c_hdr), .cpl_data(c_data),
+        .node_id(node_id), .enable(enable),
+        .tbl_re(tbl_re), .tbl_vpid(tbl_vpid), .tbl_base(tbl_base), .tbl_en(tbl_en),
+        .tbl_log2(tbl_log2), .tbl_wp(tbl_wp), .tbl_rp(tbl_rp),
+        .wp_we(wp_we), .wp_vpid(wp_vpid), .wp_data(wp_data),
+        .sw_wr(sw_wr), .sw_wr_vpid(sw_wr_vpid),
+        .link_up(link_up), .cpl_busy(cpl_busy), .q_vpid(q_vpid), .q_busy(q_busy),
+        .cnt_idx(cnt_idx), .cnt_data(cnt_data), .cnt_clr(cnt_clr), .cnt_clr_idx(cnt_clr_idx),
+        .ev_window_read(ev_window_read), .ev_unsupported(ev_unsup_reg), .ev_bad_access(ev_bad_access));
+
+    // ---------------------------------------------------------------- requester
+    wire        p_valid, p_ready, p_last;
+    wire [63:0] p_data;
+    wire [2:0]  p_lnb;
+    wire ev_tx_msg, ev_tx_frag, ev_tx_dis, ev_tx_mal, ev_tx_long, ev_tx_page;
+
+    velo_requester #(.TLP_W(TLP_W), .NODE_BITS(NODE_BITS), .VPID_BITS(VPID_BITS)) u_req (
+        .clk(clk), .rst(rst), .enable(enable), .node_id(node_id),
+        .in_valid(req_valid), .in_ready(req_ready), .in_sop(req_sop), .in_eop(req_eop),
+        .in_hdr(req_hdr), .in_data(req_data),
+        .pkt_valid(p_valid), .pkt_ready(p_ready), .pkt_data(p_data), .pkt_last(p_last), .pkt_lnb(p_lnb),
+        .ev_tx_msg(ev_tx_msg), .ev_tx_frag(ev_tx_frag), .ev_drop_disabled(ev_tx_dis),
+        .ev_drop_malformed(ev_tx_mal), .ev_drop_too_long(ev_tx_long), .ev_drop_cross_page(ev_tx_page));
+
+    velo_flit_tx #(.LINK_W(LINK_W)) u_ftx (
+        .clk(clk), .rst(rst),
+        .pkt_valid(p_valid), .pkt_ready(p_ready), .pkt_data(p_data), .pkt_last(p_last), .pkt_lnb(p_lnb),
+        .flit_valid(net_tx_valid), .flit_ready(net_tx_ready), .flit_data(net_tx_data), .flit_last(net_tx_last));
+
+    // ---------------------------------------------------------------- completer
+    wire        r_valid, r_ready, r_last;
+    wire [63:0] r_data;
+    wire [2:0]  r_lnb;
+    wire             d_valid, d_ready, d_sop, d_eop;
+    wire [127:0]     d_hdr;
+    wire [TLP_W-1:0] d_data;
+    wire ev_rx_msg, ev_rx_frag, ev_rx_dis, ev_rx_vpid, ev_rx_bad, ev_bp;
+
+    velo_flit_rx #(.LINK_W(LINK_W)) u_frx (
+        .clk(clk), .rst(rst),
+        .flit_valid(net_rx_valid), .flit_ready(net_rx_ready), .flit_data(net_rx_data), .flit_last(net_rx_last),
+        .pkt_valid(r_valid), .pkt_ready(r_ready), .pkt_data(r_data), .pkt_last(r_last), .pkt_lnb(r_lnb));
+
+    velo_completer #(.TLP_W(TLP_W), .VPID_BITS(VPID_BITS), .NODE_BITS(NODE_BITS),
+                     .NET_DST_CHECK(NET_DST_CHECK)) u_cpl (
+        .clk(clk), .rst(rst), .enable(enable), .node_id(node_id), .req_id(cfg_id),
+        .pkt_valid(r_valid), .pkt_ready(r_ready), .pkt_data(r_data), .pkt_last(r_last),
+        .tbl_re(tbl_re), .tbl_vpid(tbl_vpid), .tbl_base(tbl_base), .tbl_en(tbl_en),
+        .tbl_log2(tbl_log2), .tbl_wp(tbl_wp), .tbl_rp(tbl_rp),
+        .wp_we(wp_we), .wp_vpid(wp_vpid), .wp_data(wp_data),
+        .sw_wr(sw_wr), .sw_wr_vpid(sw_wr_vpid), .q_vpid(q_vpid), .q_busy(q_busy), .busy(cpl_busy),
+        .tx_valid(d_valid), .tx_ready(d_ready), .tx_sop(d_sop), .tx_eop(d_eop),
+        .tx_hdr(d_hdr), .tx_data(d_data),
+        .ev_rx_msg(ev_rx_msg), .ev_rx_frag(ev_rx_frag), .ev_drop_disabled(ev_rx_dis),
+        .ev_drop_vpid(ev_rx_vpid), .ev_drop_bad(ev_rx_bad), .ev_backpressure(ev_bp));
+
+    wire unused_ok = &{1'b0, r_lnb};  // the completer sizes packets from their headers
+
+    // ---------------------------------------------------------------- upstream arbiter
+    velo_tlp_tx_arb #(.TLP_W(TLP_W)) u_arb (
+        .clk(clk), .rst(rst),
+        .a_valid(d_valid), .a_ready(d_ready), .a_sop(d_sop), .a_eop(d_eop), .a_hdr(d_hdr), .a_data(d_data),
+        .b_valid(c_valid), .b_ready(c_ready), .b_sop(c_sop), .b_eop(c_eop), .b_hdr(c_hdr), .b_data(c_data),
+        .out_valid(tx_valid), .out_ready(tx_ready), .out_sop(tx_sop), .out_eop(tx_eop),
+        .out_hdr(tx_hdr), .out_data(tx_data));
+
+    // ---------------------------------------------------------------- counters
+    reg [NCNT-1:0] inc;
+    always @(*) begin
+        inc = {NCNT{1'b0}};
+        inc[`VELO_CNT_TX_MSGS]               = ev_tx_msg;
+        inc[`VELO_CNT_TX_FRAGS]              = ev_tx_frag;
+        inc[`VELO_CNT_RX_MSGS]               = ev_rx_msg;
+        inc[`VELO_CNT_RX_FRAGS]              = ev_rx_frag;
+        inc[`VELO_CNT_DROP_TX_DISABLED]      = ev_tx_dis;
+        inc[`VELO_CNT_DROP_TX_MALFORMED]     = ev_tx_mal;
+        inc[`VELO_CNT_DROP_TX_TOO_LONG]      = ev_tx_long;
+        inc[`VELO_CNT_DROP_TX_CROSS_PAGE]    = ev_tx_page;
+        inc[`VELO_CNT_DROP_TLP_BAD_BAR]      = ev_bad_bar;
+        inc[`VELO_CNT_DROP_TLP_UNSUPPORTED]  = ev_unsup_dmx || ev_unsup_reg;
+        inc[`VELO_CNT_DROP_WINDOW_READ]      = ev_window_read;
+        inc[`VELO_CNT_DROP_REG_BAD_ACCESS]   = ev_bad_access;
+        inc[`VELO_CNT_DROP_RX_DISABLED]      = ev_rx_dis;
+        inc[`VELO_CNT_DROP_RX_VPID_DISABLED] = ev_rx_vpid;
+        inc[`VELO_CNT_DROP_RX_BAD_PKT]       = ev_rx_bad;
+        inc[`VELO_CNT_RX_BACKPRESSURE_CYCLES] = ev_bp;
+    end
+
+    velo_counters #(.N(NCNT), .IDX_W(5)) u_cnt (
+        .clk(clk), .rst(rst), .inc(inc), .clr(cnt_clr), .clr_idx(cnt_clr_idx),
+        .rd_idx(cnt_idx), .rd_data(cnt_data));
+endmodule
+`default_nettype wire

@@ -1,0 +1,247 @@
+// VELO requester: turns a posted write into the send window (BAR2) into a network packet.
+//
+// Stateless: everything it needs is in the TLP. The window offset carries destination node,
+// destination vpid and source vpid (page bits) and message length and byte offset (12 low bits,
+// spec format SEND_ADDR); the source node comes from the NODE_ID register, which only the kernel
+// can write. A write that covers the whole message makes a message packet; a piece of a
+// write-combining flush makes a fragment tagged with original length, own length and offset.
+// Bytes written past the message length are clipped.
+//
+// Cut-through: the packet header word leaves the cycle after the TLP's first beat arrives; the
+// payload follows the TLP data beats unchanged (the payload area is DW aligned, see PKT_HDR), so
+// nothing is stored and forwarded. Malformed writes are dropped whole and counted by reason.
+`default_nettype none
+`include "velo_spec.vh"
+module velo_requester #(
+    parameter integer TLP_W     = 64,  // TLP stream data width: 64 or 128
+    parameter integer NODE_BITS = 8,   // node id width (spec param NODE_BITS)
+    parameter integer VPID_BITS = 8    // vpid width (spec param VPID_BITS)
+) (
+    input  wire             clk,
+    input  wire             rst,            // synchronous, active high
+    // configuration (register file)
+    input  wire             enable,         // CONTROL.ENABLE
+    input  wire [7:0]       node_id,        // CTRL.NODE_ID (low NODE_BITS used)
+    // TLP stream in: posted writes that hit BAR2
+    input  wire             in_valid,
+    output reg              in_ready,
+    input  wire             in_sop,
+    input  wire             in_eop,
+    // Tag, requester id, TC and attributes mean nothing to a posted window write.
+    /* verilator lint_off UNUSEDSIGNAL */
+    input  wire [127:0]     in_hdr,         // valid with in_sop
+    /* verilator lint_on UNUSEDSIGNAL */
+    input  wire [TLP_W-1:0] in_data,
+    // packet stream out (to the network port)
+    output reg              pkt_valid,
+    input  wire             pkt_ready,
+    output reg  [63:0]      pkt_data,
+    output reg              pkt_last,
+    output reg  [2:0]       pkt_lnb,        // last word: valid bytes minus one
+    // counter events (one-cycle pulses)
+    output reg              ev_tx_msg,
+    output reg              ev_tx_frag,
+    output reg              ev_drop_disabled,
+    output reg              ev_drop_malformed,
+    output reg              ev_drop_too_long,
+    output reg              ev_drop_cross_page
+);
+    localparam integer R = TLP_W / 64;  // 64-bit words per TLP beat
+
+    // ---------------------------------------------------------------- decode of the first beat
+    wire        is4dw   = in_hdr[`VELO_TLP_HDR_FMT_TYPE_LSB + 5];
+    wire [31:0] addr_lo = is4dw ? {in_hdr[`VELO_TLP_HDR_ADDR64_LO], 2'b00}
+                                : {in_hdr[`VELO_TLP_HDR_ADDR32], 2'b00};
+    wire [31:0] addr_hi = is4dw ? in_hdr[`VELO_TLP_HDR_ADDR64_HI] : 32'd0;
+    wire [63:0] addr    = {addr_hi, addr_lo};
+    wire [7:0]  fmt_type = in_hdr[`VELO_TLP_HDR_FMT_TYPE];
+    wire [9:0]  len_dw  = in_hdr[`VELO_TLP_HDR_LENGTH];
+    wire [3:0]  fbe     = in_hdr[`VELO_TLP_HDR_FIRST_BE];
+    wire [3:0]  lbe     = in_hdr[`VELO_TLP_HDR_LAST_BE];
+    wire        ep      = in_hdr[`VELO_TLP_HDR_EP_LSB];
+
+    wire is_mwr = (fmt_type == `VELO_TLP_FMT_TYPE_MWR32) || (fmt_type == `VELO_TLP_FMT_TYPE_MWR64);
+    wire one_dw = (len_dw == 10'd1);
+
+    // byte enables: one run of ones; first DW ends at the top, last DW starts at the bottom
+    reg       fbe_ok, lbe_ok;
+    reg [1:0] lead;    // disabled bytes below the first enabled one
+    reg [2:0] fbytes;  // enabled bytes in the first DW
+    reg [2:0] lbytes;  // enabled bytes in the last DW
+    always @(*) begin
+        case (fbe)
+            4'b0001: begin fbe_ok = one_dw; lead = 2'd0; fbytes = 3'd1; end
+            4'b0011: begin fbe_ok = one_dw; lead = 2'd0; fbytes = 3'd2; end
+            4'b0111: begin fbe_ok = one_dw; lead = 2'd0; fbytes = 3'd3; end
+            4'b1111: begin fbe_ok = 1'b1;   lead = 2'd0; fbytes = 3'd4; end
+            4'b0010: begin fbe_ok = one_dw; lead = 2'd1; fbytes = 3'd1; end
+            4'b0110: begin fbe_ok = one_dw; lead = 2'd1; fbytes = 3'd2; end
+            4'b1110: begin fbe_ok = 1'b1;   lead = 2'd1; fbytes = 3'd3; end
+            4'b0100: begin fbe_ok = one_dw; lead = 2'd2; fbytes = 3'd1; end
+            4'b1100: begin fbe_ok = 1'b1;   lead = 2'd2; fbytes = 3'd2; end
+            4'b1000: begin fbe_ok = 1'b1;   lead = 2'd3; fbytes = 3'd1; end
+            default: begin fbe_ok = 1'b0;   lead = 2'd0; fbytes = 3'd1; end
+        endcase
+        case (lbe)
+            4'b0000: begin lbe_ok = one_dw;  lbytes = 3'd0; end
+            4'b0001: begin lbe_ok = !one_dw; lbytes = 3'd1; end
+            4'b0011: begin lbe_ok = !one_dw; lbytes = 3'd2; end
+            4'b0111: begin lbe_ok = !one_dw; lbytes = 3'd3; end
+            4'b1111: begin lbe_ok = !one_dw; lbytes = 3'd4; end
+            default: begin lbe_ok = 1'b0;    lbytes = 3'd0; end
+        endcase
+    end
+
+    wire [4:0]  len5      = len_dw[4:0];
+    wire        too_big   = (len_dw == 10'd0) || (len_dw > 10'd16);
+    wire [10:0] page_end  = {1'b0, addr[11:2]} + {6'd0, len5};
+    wire        cross_pg  = page_end > 11'd1024;
+    wire [4:0]  line_end  = {1'b0, addr[5:2]} + len5;          // in DW; len5 <= 16 here
+    wire        cross_ln  = line_end > 5'd16;
+    wire [5:0]  off       = {addr[5:2], lead};
+    wire [6:0]  msg_len   = {1'b0, addr[`VELO_SEND_ADDR_LEN_M1]} + 7'd1;
+    // bytes written: 4*len - lead - (4 - lbytes) for multi-DW writes, fbytes for one DW
+    wire [6:0]  wr_bytes  = one_dw ? {4'd0, fbytes}
+                                   : ({len5, 2'b00} - {5'd0, lead} - 7'd4 + {4'd0, lbytes});
+    wire [6:0]  wr_end    = {1'b0, off} + wr_bytes;
+    wire        beyond    = {1'b0, off} >= msg_len;
+    wire [6:0]  frag_end  = (wr_end < msg_len) ? wr_end : msg_len;
+    wire [6:0]  frag_len  = frag_end - {1'b0, off};
+    wire [6:0]  area      = {5'd0, off[1:0]} + frag_len;       // payload area bytes, 1..64
+    wire [6:0]  area_m1   = area - 7'd1;
+    wire [3:0]  nwords    = {1'b0, area_m1[5:3]} + 4'd1;       // payload words, 1..8
+    wire        is_frag   = (off != 6'd0) || (frag_len != msg_len);
+
+    // one reason per dropped write, in this order
+    wire drop_dis  = !enable;
+    wire drop_mal  = !is_mwr || ep || !fbe_ok || !lbe_ok;
+    wire drop_long = too_big;
+    wire drop_page = cross_pg;
+    wire drop_line = cross_ln;
+    wire drop_beyond = beyond;
+    wire drop = drop_dis || drop_mal || drop_long || drop_page || drop_line || drop_beyond;
+
+    wire [VPID_BITS-1:0] dst_vpid = addr[`VELO_SEND_ADDR_DST_VPID];
+    wire [NODE_BITS-1:0] dst_node = addr[`VELO_SEND_ADDR_DST_NODE];
+    wire [VPID_BITS-1:0] src_vpid = addr[`VELO_SEND_ADDR_SRC_VPID];
+
+    reg [63:0] hdr_word;
+    always @(*) begin
+        hdr_word = 64'd0;
+        hdr_word[`VELO_PKT_HDR_NET]         = {{(16-NODE_BITS){1'b0}}, dst_node};
+        hdr_word[`VELO_PKT_HDR_TYPE]        = `VELO_PKT_TYPE_VELO;
+        hdr_word[`VELO_PKT_HDR_MSG_LEN_M1]  = addr[`VELO_SEND_ADDR_LEN_M1];
+        hdr_word[`VELO_PKT_HDR_FRAG_OFF]    = off;
+        hdr_word[`VELO_PKT_HDR_SRC_NODE]    = {{(8-NODE_BITS){1'b0}}, node_id[NODE_BITS-1:0]};
+        hdr_word[`VELO_PKT_HDR_SRC_VPID]    = {{(8-VPID_BITS){1'b0}}, src_vpid};
+        hdr_word[`VELO_PKT_HDR_DST_VPID]    = {{(8-VPID_BITS){1'b0}}, dst_vpid};
+        hdr_word[`VELO_PKT_HDR_FRAG_LEN_M1] = frag_len[5:0] - 6'd1;
+        hdr_word[`VELO_PKT_HDR_FRAG]        = is_frag;
+    end
+
+    // ---------------------------------------------------------------- datapath
+    // No copy of the TLP is kept: the first beat waits on the input while the header word goes
+    // out, then each beat is accepted with its last needed word.
+    reg       st_in;       // inside a TLP (first beat accepted, last not yet)
+    reg       st_fwd;      // the current TLP is forwarded
+    reg       hdr_done;    // the header word of the waiting first beat has been sent
+    reg [3:0] words_left;  // payload words still to send
+    reg [2:0] lnb_q;       // last word's valid bytes minus one
+    reg [R-1:0] lane;      // next 64-bit lane of the current beat (0 when R == 1)
+
+    wire o_free    = !pkt_valid || pkt_ready;
+    wire new_tlp   = in_valid && in_sop && !st_in;
+    wire drop_new  = drop && !hdr_done;   // decided once: a header already sent commits the TLP
+    wire fwd_beat  = new_tlp ? hdr_done : (st_in && st_fwd);
+    wire send_hdr  = new_tlp && !drop && !hdr_done && o_free;
+    wire send_word = in_valid && fwd_beat && (words_left != 4'd0) && o_free;
+    wire last_lane = (R == 1) ? 1'b1 : (lane == R[R-1:0] - 1'b1);
+    wire beat_done = send_word && (last_lane || words_left == 4'd1);
+    // the last word: by the header's count, or cut short by a TLP that ends early
+    wire word_last = (words_left == 4'd1) || (beat_done && in_eop);
+
+    always @(*) begin
+        if (new_tlp)
+            in_ready = drop_new ? 1'b1 : beat_done;
+        else if (st_in && st_fwd && words_left != 4'd0)
+            in_ready = beat_done;
+        else
+            in_ready = 1'b1;  // dropped TLPs, clipped tail beats and stray beats are eaten
+    end
+
+    wire in_fire  = in_valid && in_ready;
+    wire sop_fire = in_fire && new_tlp;
+    wire drop_ev  = sop_fire && drop_new;
+
+    always @(posedge clk) begin
+        if (rst) begin
+            st_in      <= 1'b0;
+            st_fwd     <= 1'b0;
+            hdr_done   <= 1'b0;
+            words_left <= 4'd0;
+            lnb_q      <= 3'd0;
+            lane       <= {R{1'b0}};
+            pkt_valid  <= 1'b0;
+            pkt_last   <= 1'b0;
+            pkt_lnb    <= 3'd0;
+        end else begin
+            if (send_hdr) begin
+                pkt_valid  <= 1'b1;
+                pkt_last   <= 1'b0;
+                pkt_lnb    <= 3'd7;
+                hdr_done   <= 1'b1;
+                words_left <= nwords;
+                lnb_q      <= area_m1[2:0];
+                lane       <= {R{1'b0}};
+            end else if (send_word) begin
+                pkt_valid  <= 1'b1;
+                pkt_last   <= word_last;
+                pkt_lnb    <= word_last ? lnb_q : 3'd7;
+                words_left <= word_last ? 4'd0 : words_left - 4'd1;
+                lane       <= beat_done ? {R{1'b0}} : lane + 1'b1;
+            end else if (o_free) begin
+                pkt_valid <= 1'b0;
+            end
+            if (in_fire) begin
+                if (new_tlp) begin
+                    st_in    <= !in_eop;
+                    st_fwd   <= !drop_new;
+                    hdr_done <= 1'b0;
+                end else if (in_eop) begin
+                    st_in <= 1'b0;
+                end
+                if (in_eop && !send_word) words_left <= 4'd0;
+            end
+        end
+    end
+
+    // data register: no reset needed (qualified by pkt_valid)
+    always @(posedge clk) begin
+        if (send_hdr)       pkt_data <= hdr_word;
+        else if (send_word) pkt_data <= in_data[lane*64 +: 64];
+    end
+
+    // ---- counter events (registered: one pulse per accepted TLP)
+    always @(posedge clk) begin
+        if (rst) begin
+            ev_tx_msg          <= 1'b0;
+            ev_tx_frag         <= 1'b0;
+            ev_drop_disabled   <= 1'b0;
+            ev_drop_malformed  <= 1'b0;
+            ev_drop_too_long   <= 1'b0;
+            ev_drop_cross_page <= 1'b0;
+        end else begin
+            ev_tx_msg          <= send_hdr && !is_frag;
+            ev_tx_frag         <= send_hdr && is_frag;
+            ev_drop_disabled   <= drop_ev && drop_dis;
+            ev_drop_malformed  <= drop_ev && !drop_dis && (drop_mal || (!drop_long && !drop_page && !drop_line && drop_beyond));
+            ev_drop_too_long   <= drop_ev && !drop_dis && !drop_mal && (drop_long || (!drop_page && drop_line));
+            ev_drop_cross_page <= drop_ev && !drop_dis && !drop_mal && !drop_long && drop_page;
+        end
+    end
+
+    // address bits above the window and the unused header bits are ignored by design
+    wire unused_ok = &{1'b0, addr[63:12+2*VPID_BITS+NODE_BITS], addr[1:0],
+                       node_id, area_m1[6], frag_len[6]};
+endmodule
+`default_nettype wire
