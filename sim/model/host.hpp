@@ -1,0 +1,205 @@
+// C++ models of the host side of a VELO NIC: TLP stream driver and sink, host memory with the
+// visibility guarantees of a real root complex (and nothing more), the CPU's write-combining
+// buffer, the mailbox-polling software, fragment recombination and a scoreboard.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "harness.hpp"
+#include "tlp.hpp"
+
+namespace velo::sim {
+
+// Pins of a TLP stream into the DUT.
+struct TlpInPins {
+    uint8_t* valid;
+    uint8_t* ready;
+    uint8_t* sop;
+    uint8_t* eop;
+    Words hdr;
+    uint8_t* bar;  // may be null
+    Words data;
+};
+// Pins of a TLP stream out of the DUT.
+struct TlpOutPins {
+    uint8_t* valid;
+    uint8_t* ready;
+    uint8_t* sop;
+    uint8_t* eop;
+    Words hdr;
+    Words data;
+};
+
+// Drives queued TLPs into the DUT, beat by beat, honouring ready. Call drive() before eval()
+// and sample() after it, every cycle.
+class TlpDriver {
+  public:
+    explicit TlpDriver(TlpInPins p) : p_(p) {}
+    void push(const Tlp& t) { q_.push_back(t); }
+    bool idle() const { return q_.empty(); }
+    size_t pending() const { return q_.size(); }
+    // Percent of cycles valid is held low (between and, if mid_tlp_gaps, inside TLPs).
+    int gap_pct = 0;
+    bool mid_tlp_gaps = false;
+    std::mt19937_64* rng = nullptr;
+    void drive();
+    // Returns true when the last beat of a TLP was accepted this cycle.
+    bool sample();
+    uint64_t beats_sent = 0;
+    // Set when the first beat of the head TLP was accepted in this cycle.
+    bool sop_fired = false;
+
+  private:
+    int beats_of(const Tlp& t) const;
+    TlpInPins p_;
+    std::deque<Tlp> q_;
+    int beat_ = 0;
+    bool gap_ = false;
+};
+
+// Accepts TLPs from the DUT. Call drive() before eval() and sample() after it.
+class TlpSink {
+  public:
+    explicit TlpSink(TlpOutPins p) : p_(p) {}
+    int stall_pct = 0;  // percent of cycles ready is held low
+    std::mt19937_64* rng = nullptr;
+    std::function<void(const Tlp&)> on_tlp;
+    void drive();
+    void sample();
+    uint64_t tlps = 0;
+    bool eop_fired = false;  // last beat of a TLP accepted this cycle
+    std::vector<std::string> errors;
+
+  private:
+    TlpOutPins p_;
+    bool in_ = false;
+    Tlp cur_;
+    int beat_ = 0;
+};
+
+// Host memory as the NIC's DMA writes reach it. A posted write becomes visible one 64-byte line
+// at a time: the lines of one TLP in random order with random delays, strictly after all lines
+// of the TLPs before it. That is all a root complex promises.
+class HostMem {
+  public:
+    explicit HostMem(uint64_t seed) : rng_(seed) {}
+    void post(const Tlp& t);
+    void step();   // one cycle: maybe make one pending line chunk visible
+    void drain();  // make everything visible
+    bool idle() const { return pending_.empty(); }
+    uint8_t read8(uint64_t a) const;
+    uint64_t read64(uint64_t a) const;
+    void write(uint64_t a, const uint8_t* p, size_t n);
+    void fill(uint64_t a, size_t n, uint8_t v);
+    int max_delay = 3;  // cycles between two lines becoming visible: 0..max_delay
+    uint64_t lines_applied = 0;
+
+  private:
+    struct Chunk {
+        uint64_t line;
+        std::vector<std::pair<unsigned, uint8_t>> bytes;  // offset in line, value
+    };
+    std::map<uint64_t, std::array<uint8_t, 64>> mem_;
+    std::deque<std::vector<Chunk>> pending_;
+    std::mt19937_64 rng_;
+    int wait_ = 0;
+};
+
+// One mailbox entry as software reads it.
+struct MboxEntry {
+    uint64_t hdr = 0;
+    std::vector<uint8_t> area;  // payload area: (FRAG_OFF % 4) bytes before the fragment
+    unsigned src_node() const;
+    unsigned src_vpid() const;
+    unsigned dst_vpid() const;
+    unsigned msg_len() const;
+    unsigned frag_off() const;
+    unsigned frag_len() const;
+    bool frag() const;
+    unsigned lines() const;
+};
+
+// The polling receiver of one vpid: follows the ring protocol of MBOX_HDR, checks that no entry
+// is ever seen torn, and tells when to return the read pointer.
+class MailboxReader {
+  public:
+    MailboxReader(const HostMem& mem, uint64_t base, unsigned log2_lines)
+        : mem_(mem), base_(base), log2_(log2_lines) {}
+    // Consume one entry if the next one is visible.
+    bool poll(MboxEntry& e);
+    uint32_t rp() const { return rp_; }
+    uint32_t rp_returned = 0;  // last value written to the NIC
+    std::vector<std::string> errors;
+
+  private:
+    const HostMem& mem_;
+    uint64_t base_;
+    unsigned log2_;
+    uint32_t rp_ = 0;
+};
+
+// A whole message as the application receives it.
+struct Msg {
+    unsigned src_node = 0, src_vpid = 0, dst_node = 0, dst_vpid = 0;
+    std::vector<uint8_t> bytes;
+};
+
+// Software recombination of fragments (paper, section 3): fragments of one sender (node, vpid)
+// are merged until they cover the message.
+class Recombiner {
+  public:
+    // Returns true and fills m when e completes a message.
+    bool add(unsigned dst_node, const MboxEntry& e, Msg& m);
+    bool idle() const { return part_.empty(); }
+    std::vector<std::string> errors;
+    uint64_t fragments = 0;
+
+  private:
+    struct Part {
+        unsigned len = 0;
+        std::vector<uint8_t> bytes;
+        std::vector<bool> have;
+        unsigned dst_vpid = 0;
+    };
+    std::map<std::pair<unsigned, unsigned>, Part> part_;
+};
+
+// Expected messages per (source node, source vpid, destination node, destination vpid), in
+// order: every message exactly once, byte exact, in order per sender and receiver.
+class Scoreboard {
+  public:
+    void expect(const Msg& m);
+    void deliver(const Msg& m);
+    size_t outstanding() const;
+    uint64_t delivered = 0;
+    std::vector<std::string> errors;
+
+  private:
+    std::map<std::array<unsigned, 4>, std::deque<std::vector<uint8_t>>> q_;
+};
+
+// How the CPU's write-combining buffer flushes one message's stores.
+enum class WcMode {
+    Burst,     // one posted write of the stored quadwords (sfence after the stores)
+    FullLine,  // the sender pads to the whole 64-byte line: one 64-byte write
+    Split,     // interrupted after a random number of stores: two writes (a fragment pair)
+    Chunk8,    // every quadword flushed on its own (worst case partial flushes)
+    Bytes,     // byte stores, flushed as 1..3 pieces with byte-granular edges
+};
+
+// Window offset (SEND_ADDR format) of message length `len` for (src vpid -> node, vpid).
+uint64_t send_offset(unsigned vpid_bits, unsigned node_bits, unsigned src_vpid, unsigned dst_node,
+                     unsigned dst_vpid, unsigned len);
+
+// The posted writes one message turns into.
+std::vector<Tlp> wc_flush(uint64_t window_base, uint64_t offset, const std::vector<uint8_t>& msg, WcMode mode,
+                          std::mt19937_64& rng);
+
+}  // namespace velo::sim
