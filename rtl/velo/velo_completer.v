@@ -41,10 +41,11 @@ module velo_completer #(
     input  wire [4:0]           tbl_log2,
     input  wire [16:0]          tbl_wp,
     input  wire [16:0]          tbl_rp,
-    // write pointer update (has priority in the register file)
-    output reg                  wp_we,
-    output reg  [VPID_BITS-1:0] wp_vpid,
-    output reg  [16:0]          wp_data,
+    // write pointer update (has priority in the register file); written in the cycle of the
+    // entry's last DMA beat, so the next lookup (a cycle later at the earliest) sees it
+    output wire                 wp_we,
+    output wire [VPID_BITS-1:0] wp_vpid,
+    output wire [16:0]          wp_data,
     // software wrote the table or read pointer of this vpid
     input  wire                 sw_wr,
     input  wire [VPID_BITS-1:0] sw_wr_vpid,
@@ -203,6 +204,9 @@ module velo_completer #(
     wire       final_hs = o_valid && tx_ready && o_eop && !o_tail;
 
     assign e_free = d_drop || ((e_st == E_EMIT) && final_hs);
+    assign wp_we   = (e_st == E_EMIT) && final_hs;
+    assign wp_vpid = e_vpid;
+    assign wp_data = e_wp + {15'd0, e_lines};
 
     always @(posedge clk) begin
         if (rst) begin
@@ -217,11 +221,7 @@ module velo_completer #(
             o_eop    <= 1'b0;
             o_tail   <= 1'b0;
             o_subst  <= 1'b0;
-            wp_we    <= 1'b0;
-            wp_vpid  <= {VPID_BITS{1'b0}};
-            wp_data  <= 17'd0;
         end else begin
-            wp_we <= 1'b0;
             case (e_st)
                 E_IDLE: if (slot_hv) e_st <= E_LOOK;
                 E_LOOK: e_st <= E_CHECK;
@@ -237,11 +237,8 @@ module velo_completer #(
                 end
                 default: begin  // E_EMIT
                     if (final_hs) begin
-                        e_st    <= E_IDLE;
-                        e_slot  <= ~e_slot;
-                        wp_we   <= 1'b1;
-                        wp_vpid <= e_vpid;
-                        wp_data <= e_wp + {15'd0, e_lines};
+                        e_st   <= E_IDLE;
+                        e_slot <= ~e_slot;
                     end
                 end
             endcase

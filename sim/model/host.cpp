@@ -28,15 +28,21 @@ int TlpDriver::beats_of(const Tlp& t) const {
 
 void TlpDriver::drive() {
     sop_fired = false;
+    sop_presented = false;
     if (q_.empty()) {
         *p_.valid = 0;
         return;
     }
     gap_ = false;
-    if (gap_pct && rng && (beat_ == 0 || mid_tlp_gaps)) gap_ = rnd(*rng, 100) < gap_pct;
+    // valid/ready rule: a beat once presented stays until it is taken
+    if (gap_pct && rng && !holding_ && (beat_ == 0 || mid_tlp_gaps)) gap_ = rnd(*rng, 100) < gap_pct;
     const Tlp& t = q_.front();
     *p_.valid = gap_ ? 0 : 1;
     *p_.sop = beat_ == 0;
+    if (!gap_ && beat_ == 0 && !presented_) {
+        sop_presented = true;
+        presented_ = true;
+    }
     *p_.eop = beat_ == beats_of(t) - 1;
     uint32_t dw[4];
     t.encode(dw);
@@ -51,11 +57,13 @@ void TlpDriver::drive() {
 }
 
 bool TlpDriver::sample() {
+    holding_ = !q_.empty() && *p_.valid && !*p_.ready;
     if (q_.empty() || !*p_.valid || !*p_.ready) return false;
     ++beats_sent;
     if (beat_ == 0) sop_fired = true;
     if (++beat_ == beats_of(q_.front())) {
         beat_ = 0;
+        presented_ = false;
         q_.pop_front();
         return true;
     }
@@ -263,6 +271,19 @@ uint64_t send_offset(unsigned vb, unsigned nb, unsigned src_vpid, unsigned dst_n
     o |= static_cast<uint64_t>(src_vpid) << VELO_SEND_ADDR_SRC_VPID_SHIFT(vb, nb);
     o |= static_cast<uint64_t>(len - 1) << VELO_SEND_ADDR_LEN_M1_SHIFT;
     return o;
+}
+
+unsigned entry_lines(const Tlp& t) {
+    unsigned written = static_cast<unsigned>(mwr_bytes(t).size());
+    if (!written) return 0;
+    unsigned lead = 0;
+    while (lead < 3 && !((t.first_be >> lead) & 1)) ++lead;
+    unsigned off = static_cast<unsigned>(t.addr & 63) + lead;
+    unsigned msg_len = static_cast<unsigned>((t.addr >> 6) & 63) + 1;
+    if (off >= msg_len) return 0;
+    unsigned end = std::min(off + written, msg_len);
+    unsigned area = off % 4 + (end - off);
+    return area > 56 ? 2 : 1;
 }
 
 std::vector<Tlp> wc_flush(uint64_t window_base, uint64_t offset, const std::vector<uint8_t>& msg, WcMode mode,

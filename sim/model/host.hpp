@@ -55,6 +55,9 @@ class TlpDriver {
     uint64_t beats_sent = 0;
     // Set when the first beat of the head TLP was accepted in this cycle.
     bool sop_fired = false;
+    // Set in the cycle the head TLP's first beat is presented for the first time (the moment a
+    // write "enters" the port for latency measurements, whether or not it is accepted at once).
+    bool sop_presented = false;
 
   private:
     int beats_of(const Tlp& t) const;
@@ -62,6 +65,8 @@ class TlpDriver {
     std::deque<Tlp> q_;
     int beat_ = 0;
     bool gap_ = false;
+    bool presented_ = false;
+    bool holding_ = false;
 };
 
 // Accepts TLPs from the DUT. Call drive() before eval() and sample() after it.
@@ -197,6 +202,9 @@ enum class WcMode {
 // Window offset (SEND_ADDR format) of message length `len` for (src vpid -> node, vpid).
 uint64_t send_offset(unsigned vpid_bits, unsigned node_bits, unsigned src_vpid, unsigned dst_node,
                      unsigned dst_vpid, unsigned len);
+
+// Mailbox lines the entry made from this send-window write takes (0 if the NIC drops it).
+unsigned entry_lines(const Tlp& t);
 
 // The posted writes one message turns into.
 std::vector<Tlp> wc_flush(uint64_t window_base, uint64_t offset, const std::vector<uint8_t>& msg, WcMode mode,
