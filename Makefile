@@ -1,0 +1,50 @@
+# VELO: the two commands are `make demo` and `make test` (see README.md).
+BUILD   ?= build
+JOBS    ?= $(shell nproc)
+CMAKE_FLAGS ?=
+
+.PHONY: all deps gen configure build demo test bench lint synth-report format clean
+
+all: build
+
+deps:
+	@scripts/deps.sh
+
+gen:
+	python3 spec/gen_spec.py
+
+configure: deps
+	@cmake -S . -B $(BUILD) -G Ninja $(CMAKE_FLAGS) > /dev/null
+
+build: configure
+	cmake --build $(BUILD) -j $(JOBS)
+
+# the two-node RTL simulation: threads of both nodes send, mailboxes print, latency in cycles
+demo: configure
+	cmake --build $(BUILD) -j $(JOBS) --target velo-demo
+	$(BUILD)/sim/velo-demo
+
+# every test: spec/header agreement, RTL lint, Yosys synthesis, unit and system benches
+test: build
+	ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS)
+
+# benchmarks (not tests): BENCH lines, appended to $(BUILD)/bench/results.txt
+bench: configure
+	cmake --build $(BUILD) -j $(JOBS) --target velo-bench-hw
+	@mkdir -p $(BUILD)/bench
+	@{ echo "# $$(date -u +%Y-%m-%dT%H:%M:%SZ) $$(git rev-parse --short HEAD 2>/dev/null)"; \
+	   $(BUILD)/sim/velo-bench-hw && python3 scripts/synth.py --bench; } | tee $(BUILD)/bench/last.txt
+	@grep -E '^(BENCH|#)' $(BUILD)/bench/last.txt >> $(BUILD)/bench/results.txt
+	@echo "appended to $(BUILD)/bench/results.txt"
+
+lint: deps
+	scripts/rtl_lint.sh
+
+synth-report: deps
+	python3 scripts/synth.py --table
+
+format:
+	clang-format -i $$(git ls-files '*.cpp' '*.hpp' '*.h' | grep -v velo_hw.h)
+
+clean:
+	rm -rf $(BUILD)

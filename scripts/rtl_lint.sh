@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Verilator -Wall lint of every RTL module as its own top, plus the parameter sets we ship.
+# Fails on any warning.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+mapfile -t SRC < <(find rtl -name '*.v' | sort)
+fail=0
+lint() {  # top [params...]
+  local top=$1; shift
+  if ! out=$(verilator --lint-only -Wall -Irtl/include "${SRC[@]}" sim/rtl/velo_pair.v --top-module "$top" "$@" 2>&1); then
+    echo "LINT FAIL: $top $*"; echo "$out"; fail=1
+  else
+    echo "lint ok: $top $*"
+  fi
+}
+for f in "${SRC[@]}"; do lint "$(basename "$f" .v)"; done
+for p in "-GTLP_W=128" "-GLINK_W=32" "-GLINK_W=64" "-GTLP_W=128 -GLINK_W=64" "-GNODE_BITS=3 -GVPID_BITS=4"; do
+  # shellcheck disable=SC2086
+  lint velo_nic $p
+done
+lint velo_pair
+lint velo_pair -GTLP_W=128 -GLINK_W=32 -GLINK_STAGES=3
+exit $fail

@@ -1,0 +1,103 @@
+#!/usr/bin/env python3
+"""Synthesize VELO units with Yosys and report resources.
+
+  synth.py --check          every unit must synthesize for xc4v, xc7 and ice40 (the test)
+  synth.py --bench          BENCH lines for the units the paper's Table 1 lists (xc4v)
+  synth.py --table          a resource table for all units and families
+
+Logs go to build/synth/. Counting: flip-flops are FD* cells (Xilinx) or SB_DFF* (iCE40); LUTs
+are LUT1..LUT6 plus INV (an inverter takes a LUT) for Xilinx, SB_LUT4 for iCE40; block RAMs
+are listed apart (the paper's table counts flip-flops and LUTs only).
+"""
+import os
+import re
+import subprocess
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+LOG = os.path.join(ROOT, "build", "synth")
+
+COMMON = ["rtl/common/velo_sdp_ram.v", "rtl/common/velo_skid.v"]
+UNITS = {
+    "requester": ("velo_requester", ["rtl/velo/velo_requester.v"]),
+    "completer": ("velo_completer", ["rtl/velo/velo_completer.v"]),
+    "regfile": ("velo_regfile", ["rtl/regs/velo_regfile.v"]),
+    "counters": ("velo_counters", ["rtl/regs/velo_counters.v"]),
+    "host": ("velo_tlp_rx_demux", ["rtl/host/velo_tlp_rx_demux.v"]),
+    "link": ("velo_flit_tx", ["rtl/net/velo_flit_tx.v"]),
+    "nic": ("velo_nic", None),  # everything
+}
+PAPER = {"requester": (88, 143), "completer": (274, 365), "regfile": (222, 199)}
+FAMILIES = {
+    "xc4v": "synth_xilinx -family xc4v -top {top}",
+    "xc7": "synth_xilinx -family xc7 -top {top}",
+    "ice40": "synth_ice40 -top {top}",
+}
+
+
+def all_rtl():
+    out = []
+    for d, _, files in os.walk(os.path.join(ROOT, "rtl")):
+        out += [os.path.relpath(os.path.join(d, f), ROOT) for f in files if f.endswith(".v")]
+    return sorted(out)
+
+
+def synth(unit, family):
+    top, files = UNITS[unit]
+    files = all_rtl() if files is None else files + COMMON
+    os.makedirs(LOG, exist_ok=True)
+    log = os.path.join(LOG, "%s_%s.log" % (unit, family))
+    script = "read_verilog -Irtl/include %s; %s; stat" % (" ".join(files), FAMILIES[family].format(top=top))
+    r = subprocess.run(["yosys", "-l", log, "-q", "-p", script], cwd=ROOT, stdout=subprocess.PIPE,
+                       stderr=subprocess.STDOUT, text=True)
+    if r.returncode != 0:
+        raise RuntimeError("yosys failed for %s/%s (see %s):\n%s" % (unit, family, log, r.stdout[-2000:]))
+    with open(log) as f:
+        text = f.read()
+    stat = text[text.rfind("=== %s ===" % top) if "=== %s ===" % top in text else text.rfind("Printing statistics"):]
+    cells = {}
+    for m in re.finditer(r"^\s+(\S+)\s+(\d+)\s*$", stat, re.M):
+        cells[m.group(1)] = cells.get(m.group(1), 0) + int(m.group(2))
+    if family == "ice40":
+        ff = sum(v for k, v in cells.items() if k.startswith("SB_DFF"))
+        lut = cells.get("SB_LUT4", 0)
+        ram = cells.get("SB_RAM40_4K", 0)
+    else:
+        ff = sum(v for k, v in cells.items() if re.match(r"^FD", k))
+        lut = sum(v for k, v in cells.items() if re.match(r"^LUT\d$", k)) + cells.get("INV", 0)
+        ram = sum(v for k, v in cells.items() if k.startswith("RAMB"))
+    lutram = sum(v for k, v in cells.items() if re.match(r"^RAM(32|64|16|128|256)", k))
+    return {"ff": ff, "lut": lut, "bram": ram, "lutram": lutram}
+
+
+def main(argv):
+    if "--check" in argv:
+        ok = True
+        for unit in ("requester", "completer", "regfile", "nic"):
+            for fam in FAMILIES:
+                try:
+                    r = synth(unit, fam)
+                    print("synth ok: %-10s %-6s ff=%d lut=%d bram=%d" % (unit, fam, r["ff"], r["lut"], r["bram"]))
+                except RuntimeError as e:
+                    print(e)
+                    ok = False
+        return 0 if ok else 1
+    if "--bench" in argv:
+        for unit in ("requester", "completer", "regfile", "counters", "nic"):
+            r = synth(unit, "xc4v")
+            if unit in PAPER:
+                print("# %s on xc4v: paper Table 1: %d flip-flops, %d LUTs" % (unit, *PAPER[unit]))
+            print("BENCH syn.xc4v.%s.ff %d ff" % (unit, r["ff"]))
+            print("BENCH syn.xc4v.%s.lut %d lut" % (unit, r["lut"]))
+            print("BENCH syn.xc4v.%s.bram %d ramb16" % (unit, r["bram"]))
+        return 0
+    print("%-10s %-6s %6s %6s %6s %7s" % ("unit", "family", "FF", "LUT", "BRAM", "LUTRAM"))
+    for unit in UNITS:
+        for fam in FAMILIES:
+            r = synth(unit, fam)
+            print("%-10s %-6s %6d %6d %6d %7d" % (unit, fam, r["ff"], r["lut"], r["bram"], r["lutram"]))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
