@@ -29,8 +29,8 @@ long long requester_cycles() {
     h->node_id = 0x11;
     h->pkt_ready = 1;
     h.reset();
-    TlpDriver drv(TlpInPins{&h->in_valid, &h->in_ready, &h->in_sop, &h->in_eop, words(h->in_hdr), nullptr,
-                            words(h->in_data)});
+    TlpDriver drv(
+        TlpInPins{&h->in_valid, &h->in_ready, &h->in_sop, &h->in_eop, words(h->in_hdr), nullptr, words(h->in_data)});
     std::vector<uint8_t> msg(8, 0x42);
     drv.push(Tlp::mwr(Pair::kBar2 + send_offset(8, 8, 1, 0x2C, 2, 8), msg, VELO_BAR_SEND));
     long long t_in = -1, t_out = -1;
@@ -132,7 +132,8 @@ int main() {
     long long cpl = completer_cycles();
     long long lat = e2e(false);
     std::printf("# end-to-end: first beat of the PIO write into NIC A -> last beat of the mailbox DMA write out of\n");
-    std::printf("# NIC B, 8-byte payload, 16-bit link, back to back (paper: 64 incl. 21 of HT core + crossbar => 43)\n");
+    std::printf(
+        "# NIC B, 8-byte payload, 16-bit link, back to back (paper: 64 incl. 21 of HT core + crossbar => 43)\n");
     bench("hw.e2e_latency_cycles", static_cast<double>(lat), "cycles");
     std::printf("# requester: first beat presented -> packet header word out (paper: 3)\n");
     bench("hw.requester_cycles", static_cast<double>(req), "cycles");

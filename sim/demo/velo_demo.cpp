@@ -12,7 +12,9 @@
 using namespace velo::sim;
 
 namespace {
-std::vector<uint8_t> text(const std::string& s) { return std::vector<uint8_t>(s.begin(), s.end()); }
+std::vector<uint8_t> text(const std::string& s) {
+    return std::vector<uint8_t>(s.begin(), s.end());
+}
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -88,7 +90,6 @@ int main(int argc, char** argv) {
         return 1;
     }
     std::printf("\nall %llu messages delivered exactly once, byte exact, in order per sender; %llu cycles simulated\n",
-                static_cast<unsigned long long>(p.scoreboard().delivered),
-                static_cast<unsigned long long>(p.cycle()));
+                static_cast<unsigned long long>(p.scoreboard().delivered), static_cast<unsigned long long>(p.cycle()));
     return 0;
 }

@@ -45,8 +45,12 @@ struct Words {
         for (int i = 0; i < n; ++i) w[i] = 0;
     }
 };
-inline Words words(uint64_t& q) { return Words{reinterpret_cast<uint32_t*>(&q), 2}; }
-inline Words words(uint32_t& d) { return Words{&d, 1}; }
+inline Words words(uint64_t& q) {
+    return Words{reinterpret_cast<uint32_t*>(&q), 2};
+}
+inline Words words(uint32_t& d) {
+    return Words{&d, 1};
+}
 template <std::size_t N>
 inline Words words(VlWide<N>& v) {
     return Words{v.data(), static_cast<int>(N)};

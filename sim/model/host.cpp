@@ -9,7 +9,9 @@
 namespace velo::sim {
 
 namespace {
-int rnd(std::mt19937_64& r, int n) { return static_cast<int>(r() % static_cast<uint64_t>(n)); }
+int rnd(std::mt19937_64& r, int n) {
+    return static_cast<int>(r() % static_cast<uint64_t>(n));
+}
 std::string fmt(const char* f, unsigned long long a = 0, unsigned long long b = 0, unsigned long long c = 0,
                 unsigned long long d = 0) {
     char buf[256];
@@ -97,7 +99,8 @@ void TlpSink::sample() {
     if (*p_.eop) {
         in_ = false;
         eop_fired = true;
-        if (cur_.payload.size() != want) errors.push_back(fmt("sink: TLP carries %llu bytes, header says %llu", cur_.payload.size(), want));
+        if (cur_.payload.size() != want)
+            errors.push_back(fmt("sink: TLP carries %llu bytes, header says %llu", cur_.payload.size(), want));
         ++tlps;
         if (on_tlp) on_tlp(cur_);
     }
@@ -159,14 +162,30 @@ void HostMem::fill(uint64_t a, size_t n, uint8_t v) {
 
 // ------------------------------------------------------------------------------ MboxEntry
 #define HF(F) static_cast<unsigned>(VELO_FIELD_GET(VELO_MBOX_HDR_##F, hdr))
-unsigned MboxEntry::src_node() const { return HF(SRC_NODE); }
-unsigned MboxEntry::src_vpid() const { return HF(SRC_VPID); }
-unsigned MboxEntry::dst_vpid() const { return HF(DST_VPID); }
-unsigned MboxEntry::msg_len() const { return HF(MSG_LEN_M1) + 1; }
-unsigned MboxEntry::frag_off() const { return HF(FRAG_OFF); }
-unsigned MboxEntry::frag_len() const { return HF(FRAG_LEN_M1) + 1; }
-bool MboxEntry::frag() const { return HF(FRAG) != 0; }
-unsigned MboxEntry::lines() const { return HF(LINES); }
+unsigned MboxEntry::src_node() const {
+    return HF(SRC_NODE);
+}
+unsigned MboxEntry::src_vpid() const {
+    return HF(SRC_VPID);
+}
+unsigned MboxEntry::dst_vpid() const {
+    return HF(DST_VPID);
+}
+unsigned MboxEntry::msg_len() const {
+    return HF(MSG_LEN_M1) + 1;
+}
+unsigned MboxEntry::frag_off() const {
+    return HF(FRAG_OFF);
+}
+unsigned MboxEntry::frag_len() const {
+    return HF(FRAG_LEN_M1) + 1;
+}
+bool MboxEntry::frag() const {
+    return HF(FRAG) != 0;
+}
+unsigned MboxEntry::lines() const {
+    return HF(LINES);
+}
 
 // ------------------------------------------------------------------------------ MailboxReader
 bool MailboxReader::poll(MboxEntry& e) {
@@ -190,7 +209,8 @@ bool MailboxReader::poll(MboxEntry& e) {
         uint32_t tp = rp_ + 1;
         uint64_t t = mem_.read64(line_addr(tp));
         if (VELO_FIELD_GET(VELO_MBOX_HDR_PHASE, t) != want_phase(tp) || !VELO_FIELD_GET(VELO_MBOX_HDR_TAIL, t))
-            errors.push_back(fmt("mailbox: torn read: second line of entry at rp %llu not written yet (hdr %llx)", rp_, t));
+            errors.push_back(
+                fmt("mailbox: torn read: second line of entry at rp %llu not written yet (hdr %llx)", rp_, t));
         for (unsigned i = 56; i < area; ++i) e.area[i] = mem_.read8(line_addr(tp) + 8 + (i - 56));
     }
     rp_ += lines;
@@ -208,7 +228,9 @@ bool Recombiner::add(unsigned dst_node, const MboxEntry& e, Msg& m) {
     auto key = std::make_pair(m.src_node, m.src_vpid);
     if (!e.frag()) {
         if (off != 0 || len != mlen) errors.push_back("recombine: FRAG=0 on a partial message");
-        if (part_.count(key)) errors.push_back(fmt("recombine: message from %llu/%llu overtook an unfinished one", m.src_node, m.src_vpid));
+        if (part_.count(key))
+            errors.push_back(
+                fmt("recombine: message from %llu/%llu overtook an unfinished one", m.src_node, m.src_vpid));
         m.bytes.assign(data, data + len);
         return true;
     }
@@ -220,7 +242,8 @@ bool Recombiner::add(unsigned dst_node, const MboxEntry& e, Msg& m) {
         p.have.assign(mlen, false);
         p.dst_vpid = m.dst_vpid;
     } else if (p.len != mlen || p.dst_vpid != m.dst_vpid) {
-        errors.push_back(fmt("recombine: fragment of another message from %llu/%llu interleaved", m.src_node, m.src_vpid));
+        errors.push_back(
+            fmt("recombine: fragment of another message from %llu/%llu interleaved", m.src_node, m.src_vpid));
     }
     if (off + len > mlen) {
         errors.push_back("recombine: fragment past the message end");
@@ -240,14 +263,16 @@ bool Recombiner::add(unsigned dst_node, const MboxEntry& e, Msg& m) {
 }
 
 // ------------------------------------------------------------------------------ Scoreboard
-void Scoreboard::expect(const Msg& m) { q_[{m.src_node, m.src_vpid, m.dst_node, m.dst_vpid}].push_back(m.bytes); }
+void Scoreboard::expect(const Msg& m) {
+    q_[{m.src_node, m.src_vpid, m.dst_node, m.dst_vpid}].push_back(m.bytes);
+}
 
 void Scoreboard::deliver(const Msg& m) {
     ++delivered;
     auto it = q_.find({m.src_node, m.src_vpid, m.dst_node, m.dst_vpid});
     if (it == q_.end() || it->second.empty()) {
-        errors.push_back(fmt("scoreboard: unexpected message %llu/%llu -> %llu/%llu", m.src_node, m.src_vpid, m.dst_node,
-                             m.dst_vpid));
+        errors.push_back(fmt("scoreboard: unexpected message %llu/%llu -> %llu/%llu", m.src_node, m.src_vpid,
+                             m.dst_node, m.dst_vpid));
         return;
     }
     if (it->second.front() != m.bytes) {
@@ -326,11 +351,13 @@ std::vector<Tlp> wc_flush(uint64_t window_base, uint64_t offset, const std::vect
             // byte stores: the flush edges fall on any byte; pieces never extend past len
             std::vector<unsigned> cuts{0, len};
             unsigned extra = static_cast<unsigned>(rng() % 3);
-            for (unsigned i = 0; i < extra && len > 1; ++i) cuts.push_back(1 + static_cast<unsigned>(rng() % (len - 1)));
+            for (unsigned i = 0; i < extra && len > 1; ++i)
+                cuts.push_back(1 + static_cast<unsigned>(rng() % (len - 1)));
             std::sort(cuts.begin(), cuts.end());
             cuts.erase(std::unique(cuts.begin(), cuts.end()), cuts.end());
             for (size_t i = 0; i + 1 < cuts.size(); ++i)
-                out.push_back(Tlp::mwr(a + cuts[i], std::vector<uint8_t>(msg.begin() + cuts[i], msg.begin() + cuts[i + 1]), bar));
+                out.push_back(
+                    Tlp::mwr(a + cuts[i], std::vector<uint8_t>(msg.begin() + cuts[i], msg.begin() + cuts[i + 1]), bar));
             break;
         }
     }

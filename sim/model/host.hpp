@@ -135,8 +135,7 @@ struct MboxEntry {
 // is ever seen torn, and tells when to return the read pointer.
 class MailboxReader {
   public:
-    MailboxReader(const HostMem& mem, uint64_t base, unsigned log2_lines)
-        : mem_(mem), base_(base), log2_(log2_lines) {}
+    MailboxReader(const HostMem& mem, uint64_t base, unsigned log2_lines) : mem_(mem), base_(base), log2_(log2_lines) {}
     // Consume one entry if the next one is visible.
     bool poll(MboxEntry& e);
     uint32_t rp() const { return rp_; }
@@ -200,8 +199,8 @@ enum class WcMode {
 };
 
 // Window offset (SEND_ADDR format) of message length `len` for (src vpid -> node, vpid).
-uint64_t send_offset(unsigned vpid_bits, unsigned node_bits, unsigned src_vpid, unsigned dst_node,
-                     unsigned dst_vpid, unsigned len);
+uint64_t send_offset(unsigned vpid_bits, unsigned node_bits, unsigned src_vpid, unsigned dst_node, unsigned dst_vpid,
+                     unsigned len);
 
 // Mailbox lines the entry made from this send-window write takes (0 if the NIC drops it).
 unsigned entry_lines(const Tlp& t);

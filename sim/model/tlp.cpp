@@ -93,8 +93,8 @@ Tlp Tlp::decode(const uint32_t dw[4]) {
 
 std::string Tlp::str() const {
     char b[160];
-    std::snprintf(b, sizeof b, "TLP ft=%02x len=%u be=%x/%x addr=%llx tag=%u bar=%u bytes=%zu", fmt_type,
-                  len_dw, first_be, last_be, static_cast<unsigned long long>(addr), tag, bar, payload.size());
+    std::snprintf(b, sizeof b, "TLP ft=%02x len=%u be=%x/%x addr=%llx tag=%u bar=%u bytes=%zu", fmt_type, len_dw,
+                  first_be, last_be, static_cast<unsigned long long>(addr), tag, bar, payload.size());
     return b;
 }
 

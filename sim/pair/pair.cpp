@@ -73,10 +73,10 @@ struct ImplT final : Pair::Impl {
         cfg = c;
         rng.seed(c.seed);
         M& t = h.top();
-        n[0].drv.reset(new TlpDriver(TlpInPins{&t.a_rx_valid, &t.a_rx_ready, &t.a_rx_sop, &t.a_rx_eop, words(t.a_rx_hdr),
-                                               &t.a_rx_bar, words(t.a_rx_data)}));
-        n[1].drv.reset(new TlpDriver(TlpInPins{&t.b_rx_valid, &t.b_rx_ready, &t.b_rx_sop, &t.b_rx_eop, words(t.b_rx_hdr),
-                                               &t.b_rx_bar, words(t.b_rx_data)}));
+        n[0].drv.reset(new TlpDriver(TlpInPins{&t.a_rx_valid, &t.a_rx_ready, &t.a_rx_sop, &t.a_rx_eop,
+                                               words(t.a_rx_hdr), &t.a_rx_bar, words(t.a_rx_data)}));
+        n[1].drv.reset(new TlpDriver(TlpInPins{&t.b_rx_valid, &t.b_rx_ready, &t.b_rx_sop, &t.b_rx_eop,
+                                               words(t.b_rx_hdr), &t.b_rx_bar, words(t.b_rx_data)}));
         n[0].sink.reset(new TlpSink(
             TlpOutPins{&t.a_tx_valid, &t.a_tx_ready, &t.a_tx_sop, &t.a_tx_eop, words(t.a_tx_hdr), words(t.a_tx_data)}));
         n[1].sink.reset(new TlpSink(
@@ -162,7 +162,8 @@ struct ImplT final : Pair::Impl {
             uint32_t gone = r->rp() - r->rp_returned;
             if (gone && (gone >= std::max(1u, size / 4) || got == 0)) {
                 uint32_t off = VELO_TBL_VPID_USER_BASE + v * VELO_TBL_VPID_USER_STRIDE + VELO_TBL_VPID_USER_MB_RP;
-                s.drv->push(Tlp::mwr(Pair::kBar0 + off, le32(r->rp() & ((1u << VELO_MBOX_PTR_BITS) - 1)), VELO_BAR_REGS));
+                s.drv->push(
+                    Tlp::mwr(Pair::kBar0 + off, le32(r->rp() & ((1u << VELO_MBOX_PTR_BITS) - 1)), VELO_BAR_REGS));
                 s.send_q.push_back(false);
                 r->rp_returned = r->rp();
             }
@@ -215,17 +216,24 @@ Pair::Pair(const Config& c) {
 }
 Pair::~Pair() = default;
 
-unsigned Pair::tlp_bits() const { return p_->tlp_bits(); }
-unsigned Pair::link_bits() const { return p_->link_bits(); }
-uint64_t Pair::cycle() const { return p_->cyc(); }
+unsigned Pair::tlp_bits() const {
+    return p_->tlp_bits();
+}
+unsigned Pair::link_bits() const {
+    return p_->link_bits();
+}
+uint64_t Pair::cycle() const {
+    return p_->cyc();
+}
 void Pair::step(uint64_t k) {
     for (uint64_t i = 0; i < k; ++i) p_->cycle();
 }
 
 void Pair::reg_write(int node, uint32_t off, uint32_t v) {
     auto& s = p_->n[node];
-    s.drv->push(Tlp::mwr(kBar0 + off, {static_cast<uint8_t>(v), static_cast<uint8_t>(v >> 8),
-                                       static_cast<uint8_t>(v >> 16), static_cast<uint8_t>(v >> 24)},
+    s.drv->push(Tlp::mwr(kBar0 + off,
+                         {static_cast<uint8_t>(v), static_cast<uint8_t>(v >> 8), static_cast<uint8_t>(v >> 16),
+                          static_cast<uint8_t>(v >> 24)},
                          VELO_BAR_REGS));
     s.send_q.push_back(false);
 }
@@ -264,7 +272,9 @@ void Pair::init(unsigned id_a, unsigned id_b) {
     }
 }
 
-unsigned Pair::node_id(int node) const { return p_->n[node].id; }
+unsigned Pair::node_id(int node) const {
+    return p_->n[node].id;
+}
 
 void Pair::open_mailbox(int node, unsigned vpid, unsigned log2_lines, uint64_t base) {
     auto& s = p_->n[node];
@@ -304,7 +314,9 @@ void Pair::close_mailbox(int node, unsigned vpid) {
     s.errors.push_back("close_mailbox: vpid never quiesced");
 }
 
-void Pair::pause_reader(int node, unsigned vpid, bool paused) { p_->n[node].paused[vpid] = paused; }
+void Pair::pause_reader(int node, unsigned vpid, bool paused) {
+    p_->n[node].paused[vpid] = paused;
+}
 
 void Pair::send(int node, unsigned src_vpid, unsigned dst_node_id, unsigned dst_vpid, const std::vector<uint8_t>& msg,
                 WcMode mode, bool expect) {
@@ -363,7 +375,9 @@ bool Pair::run_until_idle(uint64_t max_cycles) {
     return false;
 }
 
-Scoreboard& Pair::scoreboard() { return p_->sb; }
+Scoreboard& Pair::scoreboard() {
+    return p_->sb;
+}
 
 std::vector<std::string> Pair::errors() const {
     std::vector<std::string> e = p_->sb.errors;
@@ -376,6 +390,8 @@ std::vector<std::string> Pair::errors() const {
     return e;
 }
 
-uint64_t Pair::fragments_seen() const { return p_->n[0].rec.fragments + p_->n[1].rec.fragments; }
+uint64_t Pair::fragments_seen() const {
+    return p_->n[0].rec.fragments + p_->n[1].rec.fragments;
+}
 
 }  // namespace velo::sim

@@ -18,20 +18,20 @@ namespace velo::sim {
 class Pair {
   public:
     struct Config {
-        bool wide = false;        // TLP_W=128, LINK_W=32 instead of 64/16
+        bool wide = false;  // TLP_W=128, LINK_W=32 instead of 64/16
         uint64_t seed = 1;
-        int mem_delay = 3;        // host memory: max cycles between two lines becoming visible
-        int sink_stall_pct = 0;   // host refuses DMA beats this often (percent of cycles)
-        int drv_gap_pct = 0;      // host leaves gaps in its PIO stream (percent of cycles)
-        int max_inflight = 2;     // TLPs queued at the CPU side of a NIC at once
+        int mem_delay = 3;       // host memory: max cycles between two lines becoming visible
+        int sink_stall_pct = 0;  // host refuses DMA beats this often (percent of cycles)
+        int drv_gap_pct = 0;     // host leaves gaps in its PIO stream (percent of cycles)
+        int max_inflight = 2;    // TLPs queued at the CPU side of a NIC at once
         // Senders start a message only when the destination ring has room for it (end-to-end
         // credits, as the API keeps them). Without it two nodes that fill each other's rings while
         // their CPUs block on sends deadlock: a read-pointer update waits in the PCIe posted queue
         // behind the blocked send (the paper's "congestion propagates into the nodes").
         bool credits = true;
     };
-    static constexpr uint64_t kBar0 = 0xF0000000ull;         // register BAR (MWr32/MRd32)
-    static constexpr uint64_t kBar2 = 0x4000000000ull;       // send window (64-bit BAR)
+    static constexpr uint64_t kBar0 = 0xF0000000ull;    // register BAR (MWr32/MRd32)
+    static constexpr uint64_t kBar2 = 0x4000000000ull;  // send window (64-bit BAR)
 
     explicit Pair(const Config& c);
     ~Pair();

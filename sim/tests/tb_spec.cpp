@@ -16,7 +16,9 @@ namespace {
 
 // Minimal reader of the spec's numbers: "name": ..., "value"/"lsb"/"width" fields. The spec is
 // plain JSON written by people; the values we need are integers or hex strings.
-long long num(const std::string& s) { return std::stoll(s, nullptr, 0); }
+long long num(const std::string& s) {
+    return std::stoll(s, nullptr, 0);
+}
 
 std::string slurp(const char* path) {
     std::ifstream f(path);

@@ -45,7 +45,8 @@ unsigned run_traffic(Pair& p, const Traffic& t, std::mt19937_64& r) {
     p.init(kA, kB);
     for (int n = 0; n < 2; ++n)
         for (unsigned v = 0; v < t.vpids; ++v)
-            p.open_mailbox(n, v, t.log2_min + static_cast<unsigned>(r() % (t.log2_max - t.log2_min + 1)), mbox_base(n, v));
+            p.open_mailbox(n, v, t.log2_min + static_cast<unsigned>(r() % (t.log2_max - t.log2_min + 1)),
+                           mbox_base(n, v));
     for (unsigned i = 0; i < t.msgs; ++i) {
         int n = static_cast<int>(r() % 2);
         unsigned len = 1 + static_cast<unsigned>(r() % 64);
@@ -280,7 +281,8 @@ TEST(System, CloseMailboxQuiescesUnderTraffic) {
     p.init(kA, kB);
     p.open_mailbox(1, 6, 3, mbox_base(1, 6));
     p.pause_reader(1, 6, true);  // nobody reads: the NIC ends up waiting for space on vpid 6
-    for (unsigned i = 0; i < 40; ++i) p.send(0, 2, kB, 6, random_msg(r, 1 + static_cast<unsigned>(r() % 64)), WcMode::Burst, false);
+    for (unsigned i = 0; i < 40; ++i)
+        p.send(0, 2, kB, 6, random_msg(r, 1 + static_cast<unsigned>(r() % 64)), WcMode::Burst, false);
     p.step(2000);
     EXPECT_GT(p.counter(1, VELO_CNT_RX_BACKPRESSURE_CYCLES), 0u);
     p.close_mailbox(1, 6);  // disable, then QUIESCE_STATUS until no packet for vpid 6 is held
