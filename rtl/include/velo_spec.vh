@@ -6,7 +6,7 @@
 // Spec version.
 `define VELO_SPEC_VERSION 32'h100
 // CRC-32 of spec/velo_spec.json.
-`define VELO_SPEC_HASH 32'h477AC9AA
+`define VELO_SPEC_HASH 32'h284524DD
 // Width of a node id: up to 2^NODE_BITS nodes (paper: n - t = 8, 256 nodes).
 `define VELO_DEFAULT_NODE_BITS 32'h8
 // Smallest NODE_BITS.
@@ -223,7 +223,7 @@
 `define VELO_SEND_ADDR_SRC_VPID_LSB (12+VPID_BITS+NODE_BITS)
 `define VELO_SEND_ADDR_SRC_VPID_W (VPID_BITS)
 `define VELO_SEND_ADDR_SRC_VPID ((12+VPID_BITS+NODE_BITS)+(VPID_BITS)-1):(12+VPID_BITS+NODE_BITS)
-// Owned by the network layer (source route and virtual channel); 0 on the minimal back-to-back link.
+// Owned by the network layer (source route and virtual channel). On the minimal back-to-back link the requester puts the destination node in NET[7:0] and the receiving completer drops packets whose NET[7:0] is not its node id.
 `define VELO_PKT_HDR_NET_LSB 0
 `define VELO_PKT_HDR_NET_W 16
 `define VELO_PKT_HDR_NET 15:0

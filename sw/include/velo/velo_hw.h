@@ -11,7 +11,7 @@
 /* Spec version. */
 #define VELO_SPEC_VERSION 0x100
 /* CRC-32 of spec/velo_spec.json. */
-#define VELO_SPEC_HASH 0x477AC9AA
+#define VELO_SPEC_HASH 0x284524DD
 /* Width of a node id: up to 2^NODE_BITS nodes (paper: n - t = 8, 256 nodes). */
 #define VELO_DEFAULT_NODE_BITS 0x8
 /* Smallest NODE_BITS. */
@@ -221,7 +221,7 @@
 /* Sending vpid (only the driver maps pages, so only pages with the owner's vpid are reachable). */
 #define VELO_SEND_ADDR_SRC_VPID_SHIFT(vb, nb) (12+(vb)+(nb))
 #define VELO_SEND_ADDR_SRC_VPID_WIDTH(vb, nb) ((vb))
-/* Owned by the network layer (source route and virtual channel); 0 on the minimal back-to-back link. */
+/* Owned by the network layer (source route and virtual channel). On the minimal back-to-back link the requester puts the destination node in NET[7:0] and the receiving completer drops packets whose NET[7:0] is not its node id. */
 #define VELO_PKT_HDR_NET_SHIFT 0
 #define VELO_PKT_HDR_NET_WIDTH 16
 /* Packet type (PKT_TYPE_*). */
