@@ -27,7 +27,10 @@ module velo_tlp_tx_arb #(
     output wire [127:0]     out_hdr,
     output wire [TLP_W-1:0] out_data
 );
-    reg  locked;  // a TLP is under way
+    // A TLP is under way, or its first beat was offered and not yet taken: an offered beat must
+    // stay on the output until it is taken (valid/ready rules), so a stalled b is not pre-empted
+    // by an a that becomes valid later.
+    reg  locked;
     reg  owner;   // 0: a, 1: b
     wire sel = locked ? owner : !a_valid;
 
@@ -43,8 +46,8 @@ module velo_tlp_tx_arb #(
         if (rst) begin
             locked <= 1'b0;
             owner  <= 1'b0;
-        end else if (out_valid && out_ready) begin
-            locked <= !out_eop;
+        end else if (out_valid) begin
+            locked <= !(out_ready && out_eop);
             owner  <= sel;
         end
     end

@@ -73,6 +73,7 @@ module velo_regfile #(
 );
     localparam integer NV = 1 << VPID_BITS;
     localparam [31:0] MSG_MAX = `VELO_MSG_MAX;
+    localparam [7:0]  NODE_MASK = 8'hFF >> (8 - NODE_BITS);  // NODE_ID keeps NODE_BITS bits
     localparam [20:0] TBL_LO  = `VELO_TBL_VPID_TABLE_BASE;
     localparam [31:0] TBL_HI  = {11'd0, TBL_LO} + NV * 16;
     localparam [20:0] USR_LO  = `VELO_TBL_VPID_USER_BASE;
@@ -115,18 +116,24 @@ module velo_regfile #(
     wire [3:0]  lbe      = in_hdr[`VELO_TLP_HDR_LAST_BE];
     wire is_mwr  = (fmt_type == `VELO_TLP_FMT_TYPE_MWR32) || (fmt_type == `VELO_TLP_FMT_TYPE_MWR64);
     wire is_mrd  = (fmt_type == `VELO_TLP_FMT_TYPE_MRD32) || (fmt_type == `VELO_TLP_FMT_TYPE_MRD64);
-    // posted: memory writes and messages; everything else that reaches us needs a completion
-    wire is_posted = is_mwr || (fmt_type[4:3] == 2'b10);
+    // no completion: memory writes, messages and (stray) completions; every other request
+    // that reaches us needs one
+    wire is_cpl    = (fmt_type[4:1] == 4'b0101);
+    wire is_posted = is_mwr || (fmt_type[4:3] == 2'b10) || is_cpl;
     wire on_bar0 = (in_bar == `VELO_BAR_REGS);
+    // 1 DW, or 2 DW 8-byte aligned with a non-zero last byte enable (PCIe forbids 0 there)
     wire len_ok  = (len_dw == 10'd1 && lbe == 4'd0) ||
-                   (len_dw == 10'd2 && req_addr[2] == 1'b0);
-    wire wr_ok   = len_ok && fbe == 4'hF && (len_dw == 10'd1 || lbe == 4'hF);
+                   (len_dw == 10'd2 && req_addr[2] == 1'b0 && lbe != 4'd0);
+    // poisoned writes are dropped (and counted) like malformed ones
+    wire wr_ok   = len_ok && fbe == 4'hF && (len_dw == 10'd1 || lbe == 4'hF) &&
+                   !in_hdr[`VELO_TLP_HDR_EP_LSB];
 
     // byte count and lower address of a read completion (PCIe rules for 1 or 2 DW reads)
     reg [1:0] lead;
     reg [2:0] fspan, ltop;
     always @(*) begin
-        casez (fbe)
+        casez (fbe)  // zero-length read (fbe 0000): lower address bits 00
+            4'b0000: lead = 2'd0;
             4'b???1: lead = 2'd0;
             4'b??10: lead = 2'd1;
             4'b?100: lead = 2'd2;
@@ -353,7 +360,7 @@ module velo_regfile #(
                         if (in_glob) begin
                             if (!g_wr_ok) ev_bad_access <= 1'b1;
                             case (a)
-                                `VELO_REG_CTRL_NODE_ID:      node_id      <= wd[7:0];
+                                `VELO_REG_CTRL_NODE_ID:      node_id      <= wd[7:0] & NODE_MASK;
                                 `VELO_REG_CTRL_CONTROL:      ctrl_enable  <= wd[`VELO_REG_CTRL_CONTROL_ENABLE_LSB];
                                 `VELO_REG_CTRL_QUIESCE_VPID: quiesce_vpid <= wd[VPID_BITS-1:0];
                                 `VELO_REG_CTRL_SCRATCH:      scratch      <= wd;

@@ -9,11 +9,21 @@
 //
 // Flow control: a packet waits (and with it the network, by back pressure) until the ring has
 // room; it is never dropped or overwritten for lack of space. A packet for a disabled vpid is
-// dropped and counted and has no effect on other vpids.
+// dropped and counted and has no effect on other vpids. A packet whose length disagrees with its
+// header (or whose header claims a payload area over 64 bytes) is dropped as bad.
 //
-// Structure: two packet slots. Ingress writes a packet into one slot while egress looks up the
-// vpid table, waits for space and emits the DMA of the other slot. The table lookup starts as soon
-// as the header word is in, so it is hidden behind the payload's arrival.
+// Structure: two packet slots, used in turn. Ingress writes a packet into one slot while the
+// other may be decided or emitted. Packets are decided in order (head slot): the vpid table is
+// read as soon as the head packet's header word is in (in the very cycle it is accepted when the
+// slot is already the head), so the lookup is hidden behind the payload's arrival, and the
+// decision (drop, wait for room, go) is taken from the read data directly in the cycle they
+// arrive. A decided packet is handed to the emission sequencer, which issues one TLP beat per
+// cycle; the next packet's lookup and decision overlap the current packet's emission, so the
+// beats of consecutive packets follow without gaps.
+//
+// Our write pointer update is registered and the table RAM returns old data when read during a
+// write, so a lookup in the cycle of our update of the same vpid takes the pointer being written. When software writes the table or read pointer of the head
+// packet's vpid after its lookup, a packet waiting for room reads the table again.
 `default_nettype none
 `include "velo_spec.vh"
 module velo_completer #(
@@ -41,8 +51,8 @@ module velo_completer #(
     input  wire [4:0]           tbl_log2,
     input  wire [16:0]          tbl_wp,
     input  wire [16:0]          tbl_rp,
-    // write pointer update (has priority in the register file); written in the cycle of the
-    // entry's last DMA beat, so the next lookup (a cycle later at the earliest) sees it
+    // write pointer update (has priority in the register file); written the cycle after an
+    // entry is decided; the completer forwards it to its next decision itself
     output wire                 wp_we,
     output wire [VPID_BITS-1:0] wp_vpid,
     output wire [16:0]          wp_data,
@@ -69,53 +79,63 @@ module velo_completer #(
     output reg                  ev_backpressure
 );
     localparam integer R = TLP_W / 64;  // words per TLP beat
-    localparam [1:0] S_FREE = 2'd0, S_FILL = 2'd1, S_FULL = 2'd2;
-    localparam [1:0] E_IDLE = 2'd0, E_LOOK = 2'd1, E_CHECK = 2'd2, E_EMIT = 2'd3;
+    // slot states: free, being filled, complete (not decided), decided (being emitted)
+    localparam [1:0] S_FREE = 2'd0, S_FILL = 2'd1, S_FULL = 2'd2, S_EMIT = 2'd3;
+    // table lookup of the head packet: none, read issued (data on tbl_* now), data captured
+    localparam [1:0] L_NONE = 2'd0, L_PEND = 2'd1, L_HAVE = 2'd2;
+    localparam [3:0] TAIL_BEATS = (R == 1) ? 4'd2 : 4'd1;
 
-    // ================================================================ egress state
-    reg [1:0]  e_st;
-    reg        e_slot;
-    reg        e_reread;   // software touched our vpid since the table was read
-    reg [57:0] e_base;
-    reg        e_en;
-    reg [4:0]  e_log2;
-    reg [16:0] e_wp;
-    reg [16:0] e_rp;
-    wire       e_free;     // egress releases its slot this cycle
+    // payload area of a header in bytes: (FRAG_OFF % 4) + FRAG_LEN, 1..67 (over 64 is bad)
+    function [6:0] area_of;
+        input [1:0] off_lo;       // FRAG_OFF % 4
+        input [5:0] frag_len_m1;  // FRAG_LEN_M1
+        begin
+            area_of = {5'd0, off_lo} + {1'b0, frag_len_m1} + 7'd1;
+        end
+    endfunction
 
-    // ================================================================ ingress
+    // payload words of an area: ceil(area / 8)
+    function [3:0] words_of;
+        input [6:0] area;
+        begin
+            words_of = {area[6], area[5:3]} + {3'd0, area[2:0] != 3'd0};
+        end
+    endfunction
+
+    // beats of a head TLP of hw words (header word included)
+    function [3:0] head_beats;
+        input [3:0] hw;
+        begin
+            head_beats = (R == 1) ? hw : ({1'b0, hw[3:1]} + {3'd0, hw[0]});
+        end
+    endfunction
+
+    // ================================================================ slots and ingress
     reg [1:0]  slot_st [0:1];
     reg [63:0] slot_hdr [0:1];
     reg [1:0]  slot_bad;
     reg        in_slot;
-    reg [3:0]  in_cnt;   // words of the current packet accepted so far (saturates)
+    reg [3:0]  in_cnt;    // words of the current packet accepted so far (saturates)
 
-    assign pkt_ready = (slot_st[in_slot] != S_FULL);
+    reg        h_slot;    // head: the next packet to decide
+    wire       d_go;      // the head packet is decided for delivery this cycle
+    wire       d_drop;    // the head packet is dropped this cycle
+    wire       final_hs;  // the last beat of an entry is accepted: its slot is free
+    reg        j_slot;    // slot of the packet being emitted
+
+    assign pkt_ready = (slot_st[in_slot] == S_FREE) || (slot_st[in_slot] == S_FILL);
     wire in_fire = pkt_valid && pkt_ready;
+    wire in_hdr  = in_fire && (in_cnt == 4'd0);
+    wire in_done = in_fire && pkt_last;
 
-    // expected payload words of a header: ceil(((FRAG_OFF % 4) + FRAG_LEN) / 8)
-    function [3:0] payload_words;
-        input [1:0] off_lo;      // FRAG_OFF % 4
-        input [5:0] frag_len_m1; // FRAG_LEN_M1
-        reg [6:0] area;
-        begin
-            area = {5'd0, off_lo} + {1'b0, frag_len_m1} + 7'd1;
-            payload_words = {1'b0, area[5:3]} + {3'd0, area[2:0] != 3'd0} + {area[6], 3'd0};
-        end
-    endfunction
-
-    wire [63:0] slot_h    = slot_hdr[in_slot];
-    wire [1:0]  cur_off   = (in_cnt == 4'd0) ? pkt_data[`VELO_PKT_HDR_FRAG_OFF_LSB +: 2]
-                                             : slot_h[`VELO_PKT_HDR_FRAG_OFF_LSB +: 2];
-    wire [5:0]  cur_flen  = (in_cnt == 4'd0) ? pkt_data[`VELO_PKT_HDR_FRAG_LEN_M1]
-                                             : slot_h[`VELO_PKT_HDR_FRAG_LEN_M1];
-    wire [3:0]  exp_words = payload_words(cur_off, cur_flen) + 4'd1;
-    wire        in_done   = in_fire && pkt_last;
-    wire        in_bad    = (in_cnt + 4'd1 != exp_words) || (in_cnt == 4'd15);
+    wire [63:0] cur_h     = (in_cnt == 4'd0) ? pkt_data : slot_hdr[in_slot];
+    wire [6:0]  cur_area  = area_of(cur_h[`VELO_PKT_HDR_FRAG_OFF_LSB +: 2], cur_h[`VELO_PKT_HDR_FRAG_LEN_M1]);
+    wire [3:0]  exp_words = words_of(cur_area) + 4'd1;
+    wire        in_bad    = (in_cnt + 4'd1 != exp_words) || (in_cnt == 4'd15) || (cur_area > 7'd64);
 
     // payload word i (1..8) goes to beat i/R lane i%R, except word 8 (bytes 56..63 of the area,
     // the second line's payload) which goes to beat 15, top lane, so that the tail TLP's beat is
-    // "lane 0 replaced by the marker" like every other first beat.
+    // "lane 0 replaced by the header copy" like every other first beat.
     wire [3:0] w_beat = (in_cnt == 4'd8) ? 4'd15 : (in_cnt / R[3:0]);
     wire [3:0] w_lane = (in_cnt == 4'd8) ? (R[3:0] - 4'd1) : (in_cnt % R[3:0]);
     wire       w_ok   = in_fire && (in_cnt != 4'd0) && (in_cnt <= 4'd8);
@@ -139,150 +159,185 @@ module velo_completer #(
                     in_cnt <= in_cnt + 4'd1;
                 end
             end
-            if (e_free) slot_st[e_slot] <= S_FREE;
+            // the head may be decided in the cycle its last word arrives: these win
+            if (d_go)   slot_st[h_slot] <= S_EMIT;
+            if (d_drop) slot_st[h_slot] <= S_FREE;
+            if (final_hs) slot_st[j_slot] <= S_FREE;
         end
     end
 
     always @(posedge clk) begin
-        if (in_fire && in_cnt == 4'd0) slot_hdr[in_slot] <= pkt_data;
+        if (in_hdr) slot_hdr[in_slot] <= pkt_data;
     end
 
-    // ================================================================ egress
+    // ================================================================ head: lookup and decision
+    wire [63:0] hh       = slot_hdr[h_slot];
+    wire [7:0]  h_dst8   = hh[`VELO_PKT_HDR_DST_VPID];
+    wire [VPID_BITS-1:0] h_vpid = h_dst8[VPID_BITS-1:0];
+    wire        h_vpid_oor = (VPID_BITS < 8) ? (h_dst8 >> VPID_BITS) != 8'd0 : 1'b0;
+    wire [6:0]  h_area   = area_of(hh[`VELO_PKT_HDR_FRAG_OFF_LSB +: 2], hh[`VELO_PKT_HDR_FRAG_LEN_M1]);
+    wire        h_two    = (h_area > 7'd56);   // second line needed
+    wire [1:0]  h_lines  = h_two ? 2'd2 : 2'd1;
+    wire [3:0]  h_hw     = h_two ? 4'd8 : words_of(h_area) + 4'd1;  // head TLP words
+    wire [1:0]  h_st     = slot_st[h_slot];
+    wire        h_avail  = (h_st == S_FILL) || (h_st == S_FULL);
 
-    wire [63:0] eh = slot_hdr[e_slot];
-    wire [7:0]  e_dst8  = eh[`VELO_PKT_HDR_DST_VPID];
-    wire [VPID_BITS-1:0] e_vpid = e_dst8[VPID_BITS-1:0];
-    wire        e_vpid_oor = (VPID_BITS < 8) ? (e_dst8 >> VPID_BITS) != 8'd0 : 1'b0;
-    wire [3:0]  e_words = payload_words(eh[`VELO_PKT_HDR_FRAG_OFF_LSB +: 2], eh[`VELO_PKT_HDR_FRAG_LEN_M1]);          // 1..8
-    wire        e_two   = (e_words == 4'd8);          // area > 56 bytes: two lines
-    wire [1:0]  e_lines = e_two ? 2'd2 : 2'd1;
-    wire [3:0]  head_words = e_two ? 4'd8 : e_words + 4'd1;
-    wire [3:0]  head_beats = (R == 1) ? head_words : ((head_words + 4'd1) >> 1);
-    wire [3:0]  tail_beats = (R == 1) ? 4'd2 : 4'd1;
+    reg  [1:0]  lk;       // lookup state of the head packet
+    reg         rr;       // software wrote the head's vpid since the table was read
+    reg  [57:0] t_base;
+    reg         t_en;
+    reg  [4:0]  t_log2;
+    reg  [16:0] t_wp;
+    reg  [16:0] t_rp;
 
-    wire        slot_hv   = (slot_st[e_slot] != S_FREE);
-    wire        done_now  = in_done && (in_slot == e_slot);
-    wire        full_reg  = (slot_st[e_slot] == S_FULL);
-    wire        e_bad_reg = slot_bad[e_slot];
+    wire [7:0]  in_dst8   = pkt_data[`VELO_PKT_HDR_DST_VPID];
+    wire        look_hdr  = (lk == L_NONE) && in_hdr && (in_slot == h_slot);   // header arriving now
+    wire        look_slot = (lk == L_NONE) && h_avail;                         // header already in
+    wire        d_wait;
+    wire        reread    = (lk == L_HAVE) && d_wait && rr;
+    assign tbl_re   = look_hdr || look_slot || reread;
+    assign tbl_vpid = look_hdr ? in_dst8[VPID_BITS-1:0] : h_vpid;
+
+    // the table row: straight from the RAM in the cycle after the read, else as captured
+    wire        live   = (lk == L_PEND);
+    wire [57:0] d_base = live ? tbl_base : t_base;
+    wire        d_en   = live ? tbl_en   : t_en;
+    wire [4:0]  d_log2 = live ? tbl_log2 : t_log2;
+    wire [16:0] d_rp   = live ? tbl_rp   : t_rp;
+
+    // our own write pointer update lands in the table RAM at the end of the cycle after the
+    // decision; a read in that very cycle returns the old pointer, so it is bypassed
+    reg         fx_v;
+    reg  [16:0] fx_wp;
+    wire [16:0] tbl_wp_fx = fx_v ? fx_wp : tbl_wp;
+    wire [16:0] d_wp      = live ? tbl_wp_fx : t_wp;
+    wire [16:0] d_wp_next = d_wp + {15'd0, h_lines};
 
     // ring arithmetic
-    wire [16:0] size   = 17'd1 << e_log2;
-    wire [16:0] mask   = size - 17'd1;
-    wire [16:0] used   = e_wp - e_rp;
-    wire        log2_ok = (e_log2 >= `VELO_MBOX_LOG2_MIN) && (e_log2 <= `VELO_MBOX_LOG2_MAX);
-    wire        room   = (used <= size) && ((size - used) >= {15'd0, e_lines});
+    wire [16:0] d_size  = 17'd1 << d_log2;
+    wire [16:0] d_used  = d_wp - d_rp;
+    wire        log2_ok = (d_log2 >= `VELO_MBOX_LOG2_MIN) && (d_log2 <= `VELO_MBOX_LOG2_MAX);
+    wire        room    = (d_used <= d_size) && ((d_size - d_used) >= {15'd0, h_lines});
 
-    wire type_ok = (eh[`VELO_PKT_HDR_TYPE] == `VELO_PKT_TYPE_VELO);
+    wire type_ok = (hh[`VELO_PKT_HDR_TYPE] == `VELO_PKT_TYPE_VELO);
     wire dst_ok  = (NET_DST_CHECK == 0) ||
-                   (eh[`VELO_PKT_HDR_NET_LSB +: NODE_BITS] == node_id[NODE_BITS-1:0]);
+                   (hh[`VELO_PKT_HDR_NET_LSB +: NODE_BITS] == node_id[NODE_BITS-1:0]);
 
-    // the decision, once the whole packet is in
-    wire pkt_in    = full_reg || (done_now && R == 1 && !e_two);   // start without waiting a cycle
-    wire pkt_bad   = full_reg ? e_bad_reg : in_bad;
-    wire dec       = (e_st == E_CHECK) && pkt_in;
-    wire d_bad     = !type_ok || !dst_ok || pkt_bad;
-    wire d_dis     = !d_bad && !enable;
-    wire d_vpid    = !d_bad && enable && (e_vpid_oor || !e_en || !log2_ok);
-    wire d_ok      = !d_bad && enable && !e_vpid_oor && e_en && log2_ok;
-    wire d_wait    = dec && d_ok && !room;
-    wire d_go      = dec && d_ok && room;
-    wire d_drop    = dec && !d_ok;
-
-    assign tbl_re   = (e_st == E_IDLE) && slot_hv;
-    assign tbl_vpid = e_vpid;
+    // the decision, once the whole packet is in; with one word per beat an entry starts in the
+    // cycle its last word arrives (the first beat of its first TLP is a header word, the payload
+    // words are read from the slot buffer from the next cycle on)
+    wire h_in     = (h_st == S_FULL) || (in_done && in_slot == h_slot && R == 1);
+    wire h_bad    = (h_st == S_FULL) ? slot_bad[h_slot] : in_bad;
+    wire dec      = h_in && (lk != L_NONE);
+    wire d_bad    = !type_ok || !dst_ok || h_bad;
+    wire d_dis    = !d_bad && !enable;
+    wire d_vpid   = !d_bad && enable && (h_vpid_oor || !d_en || !log2_ok);
+    wire d_ok     = !d_bad && enable && !h_vpid_oor && d_en && log2_ok;
+    assign d_wait = dec && d_ok && !room;
+    assign d_drop = dec && !d_ok;
 
     // ---- emission sequencer: which beat is read from the slot buffer next
-    reg        sq_act;     // beats left to issue
-    reg        sq_tail;    // issuing the tail TLP (second line, written first)
+    reg        sq_busy;   // beats of the current entry left to issue
+    reg        sq_tail;   // issuing the tail TLP (second line, written first)
     reg [3:0]  sq_beat;
-    reg        o_valid, o_sop, o_eop, o_tail, o_subst;
+    reg [57:0] j_base;    // the entry being emitted
+    reg [4:0]  j_log2;
+    reg [16:0] j_wp;
+    reg        j_two;
+    reg [3:0]  j_hw;
+    reg        o_valid, o_sop, o_eop, o_tail;
     wire       advance = !o_valid || tx_ready;
-    wire       issue   = advance && ((e_st == E_EMIT) ? sq_act : d_go);
-    wire [3:0] sq_nb   = sq_tail ? tail_beats : head_beats;
-    wire       sq_lastb = (sq_beat == sq_nb - 4'd1);
-    wire [3:0] rd_beat = sq_tail ? 4'd15 : sq_beat;
-    wire       final_hs = o_valid && tx_ready && o_eop && !o_tail;
+    assign d_go = dec && d_ok && room && !sq_busy && advance;
+    wire       issue   = advance && (sq_busy || d_go);
+    // the first beat is issued in the decision cycle, the others from the entry registers
+    wire       i_tail  = d_go ? h_two  : sq_tail;
+    wire [3:0] i_beat  = d_go ? 4'd0   : sq_beat;
+    wire       i_slot  = d_go ? h_slot : j_slot;
+    wire [3:0] i_hw    = d_go ? h_hw   : j_hw;
+    wire [3:0] i_nb    = i_tail ? TAIL_BEATS : head_beats(i_hw);
+    wire       i_last  = (i_beat == i_nb - 4'd1);
+    wire [3:0] rd_beat = i_tail ? 4'd15 : i_beat;
 
-    assign e_free = d_drop || ((e_st == E_EMIT) && final_hs);
-    assign wp_we   = (e_st == E_EMIT) && final_hs;
-    assign wp_vpid = e_vpid;
-    assign wp_data = e_wp + {15'd0, e_lines};
+    assign final_hs = o_valid && tx_ready && o_eop && !o_tail;
 
     always @(posedge clk) begin
         if (rst) begin
-            e_st     <= E_IDLE;
-            e_slot   <= 1'b0;
-            e_reread <= 1'b0;
-            sq_act   <= 1'b0;
-            sq_tail  <= 1'b0;
-            sq_beat  <= 4'd0;
-            o_valid  <= 1'b0;
-            o_sop    <= 1'b0;
-            o_eop    <= 1'b0;
-            o_tail   <= 1'b0;
-            o_subst  <= 1'b0;
+            h_slot  <= 1'b0;
+            lk      <= L_NONE;
+            rr      <= 1'b0;
+            fx_v    <= 1'b0;
+            sq_busy <= 1'b0;
+            sq_tail <= 1'b0;
+            sq_beat <= 4'd0;
+            o_valid <= 1'b0;
+            o_sop   <= 1'b0;
+            o_eop   <= 1'b0;
+            o_tail  <= 1'b0;
         end else begin
-            case (e_st)
-                E_IDLE: if (slot_hv) e_st <= E_LOOK;
-                E_LOOK: e_st <= E_CHECK;
-                E_CHECK: begin
-                    if (d_drop) begin
-                        e_st   <= E_IDLE;
-                        e_slot <= ~e_slot;
-                    end else if (d_go) begin
-                        e_st <= E_EMIT;
-                    end else if (d_wait && e_reread) begin
-                        e_st <= E_IDLE;  // read the table again
-                    end
-                end
-                default: begin  // E_EMIT
-                    if (final_hs) begin
-                        e_st   <= E_IDLE;
-                        e_slot <= ~e_slot;
-                    end
-                end
-            endcase
-
-            // software wrote our vpid: the copy read from the table may be stale
-            if (tbl_re) e_reread <= 1'b0;
-            if (sw_wr && sw_wr_vpid == e_vpid && e_st != E_EMIT) e_reread <= 1'b1;
-
+            // lookup
+            if (lk == L_PEND) lk <= L_HAVE;
+            if (tbl_re) lk <= L_PEND;
+            if (tbl_re) rr <= sw_wr && (sw_wr_vpid == tbl_vpid);
+            else if (lk != L_NONE && sw_wr && sw_wr_vpid == h_vpid) rr <= 1'b1;
+            if (d_go || d_drop) begin
+                lk     <= L_NONE;
+                h_slot <= ~h_slot;
+            end
+            if (tbl_re) fx_v <= wp_we && (wp_vpid == tbl_vpid);
             // sequencer
-            if (e_st != E_EMIT) begin
-                sq_act  <= 1'b1;
-                sq_tail <= e_two;
-                sq_beat <= 4'd0;
-            end
             if (issue) begin
-                if (sq_lastb) begin
+                if (i_last) begin
                     sq_beat <= 4'd0;
-                    if (sq_tail) sq_tail <= 1'b0;
-                    else         sq_act  <= 1'b0;
+                    sq_tail <= 1'b0;
+                    sq_busy <= i_tail;  // the head TLP follows the tail TLP
                 end else begin
-                    sq_beat <= sq_beat + 4'd1;
+                    sq_beat <= i_beat + 4'd1;
+                    sq_tail <= i_tail;
+                    sq_busy <= 1'b1;
                 end
             end
-
-            // output stage (RAM read data arrives together with these flags)
+            // output stage (RAM read data arrive together with these flags)
             if (advance) begin
                 o_valid <= issue;
-                o_sop   <= (sq_beat == 4'd0);
-                o_eop   <= sq_lastb;
-                o_tail  <= sq_tail;
-                o_subst <= (sq_beat == 4'd0);
+                o_sop   <= (i_beat == 4'd0);
+                o_eop   <= i_last;
+                o_tail  <= i_tail;
             end
         end
     end
 
     always @(posedge clk) begin
-        if (e_st == E_LOOK) begin
-            e_base <= tbl_base;
-            e_en   <= tbl_en;
-            e_log2 <= tbl_log2;
-            e_wp   <= tbl_wp;
-            e_rp   <= tbl_rp;
+        if (tbl_re) fx_wp <= wp_data;
+        if (lk == L_PEND) begin
+            t_base <= tbl_base;
+            t_en   <= tbl_en;
+            t_log2 <= tbl_log2;
+            t_wp   <= tbl_wp_fx;
+            t_rp   <= tbl_rp;
+        end
+        if (d_go) begin
+            j_slot  <= h_slot;
+            j_base  <= d_base;
+            j_log2  <= d_log2;
+            j_wp    <= d_wp;
+            j_two   <= h_two;
+            j_hw    <= h_hw;
         end
     end
+
+    // write pointer update, the cycle after the decision
+    reg                 wp_we_q;
+    reg [VPID_BITS-1:0] wp_vpid_q;
+    reg [16:0]          wp_data_q;
+    always @(posedge clk) begin
+        if (rst) wp_we_q <= 1'b0;
+        else     wp_we_q <= d_go;
+        wp_vpid_q <= h_vpid;
+        wp_data_q <= d_wp_next;
+    end
+    assign wp_we   = wp_we_q;
+    assign wp_vpid = wp_vpid_q;
+    assign wp_data = wp_data_q;
 
     // ---- slot buffer: one RAM per 64-bit lane, address {slot, beat}
     wire [TLP_W-1:0] rd_data;
@@ -295,48 +350,44 @@ module velo_completer #(
                 .waddr({in_slot, w_beat}),
                 .wdata(pkt_data),
                 .re   (issue),
-                .raddr({e_slot, rd_beat}),
+                .raddr({i_slot, rd_beat}),
                 .rdata(rd_data[l*64 +: 64])
             );
         end
     endgenerate
 
-    // ---- mailbox header words
-    wire [16:0] head_ptr = e_wp;
-    wire [16:0] tail_ptr = e_wp + 17'd1;
-    wire        head_phase = ((head_ptr & size) == 17'd0);
-    wire        tail_phase = ((tail_ptr & size) == 17'd0);
-    reg  [63:0] mb_hdr, mb_tail;
+    // ---- the beat in the output stage belongs to the entry registers (j_*)
+    wire [63:0] jh      = slot_hdr[j_slot];
+    wire [16:0] j_size  = 17'd1 << j_log2;
+    wire [16:0] o_ptr   = o_tail ? j_wp + 17'd1 : j_wp;
+    wire        o_phase = ((o_ptr & j_size) == 17'd0);
+    reg  [63:0] mb_hdr;   // header word of the line the current TLP writes
     always @(*) begin
-        mb_hdr = eh;
-        mb_hdr[`VELO_MBOX_HDR_PHASE] = head_phase;
-        mb_hdr[`VELO_MBOX_HDR_TAIL]  = 1'b0;
-        mb_hdr[`VELO_MBOX_HDR_LINES] = e_lines;
+        mb_hdr = jh;
+        mb_hdr[`VELO_MBOX_HDR_PHASE] = o_phase;
+        mb_hdr[`VELO_MBOX_HDR_TAIL]  = o_tail;
+        mb_hdr[`VELO_MBOX_HDR_LINES] = j_two ? 2'd2 : 2'd1;
         mb_hdr[`VELO_MBOX_HDR_RSVD0] = 12'd0;
         mb_hdr[`VELO_MBOX_HDR_RSVD1] = 1'b0;
-        mb_tail = mb_hdr;
-        mb_tail[`VELO_MBOX_HDR_PHASE] = tail_phase;
-        mb_tail[`VELO_MBOX_HDR_TAIL]  = 1'b1;
     end
 
     generate
         if (R == 1) begin : g_d1
-            assign tx_data = o_subst ? (o_tail ? mb_tail : mb_hdr) : rd_data;
+            assign tx_data = o_sop ? mb_hdr : rd_data;
         end else begin : g_d2
-            assign tx_data = {rd_data[TLP_W-1:64], o_subst ? (o_tail ? mb_tail : mb_hdr) : rd_data[63:0]};
+            assign tx_data = {rd_data[TLP_W-1:64], o_sop ? mb_hdr : rd_data[63:0]};
         end
     endgenerate
 
     // ---- DMA TLP header
-    wire [57:0] line = e_base + {41'd0, (o_tail ? tail_ptr : head_ptr) & mask};
+    wire [57:0] line  = j_base + {41'd0, o_ptr & (j_size - 17'd1)};
     wire [63:0] waddr = {line, 6'd0};
     wire        w64   = (waddr[63:32] != 32'd0);
-    wire        unused_ok = &{1'b0, waddr[1:0], node_id, slot_h};
-    wire [9:0]  len_dw = {5'd0, head_words, 1'b0};   // head TLP; the tail TLP is 4 DW
+    wire [9:0]  len_dw = o_tail ? 10'd4 : {5'd0, j_hw, 1'b0};
     always @(*) begin
         tx_hdr = 128'd0;
         tx_hdr[`VELO_TLP_HDR_FMT_TYPE] = w64 ? `VELO_TLP_FMT_TYPE_MWR64 : `VELO_TLP_FMT_TYPE_MWR32;
-        tx_hdr[`VELO_TLP_HDR_LENGTH]   = o_tail ? 10'd4 : len_dw;
+        tx_hdr[`VELO_TLP_HDR_LENGTH]   = len_dw;
         tx_hdr[`VELO_TLP_HDR_FIRST_BE] = 4'hF;
         tx_hdr[`VELO_TLP_HDR_LAST_BE]  = 4'hF;
         tx_hdr[`VELO_TLP_HDR_REQ_ID]   = req_id;
@@ -352,12 +403,14 @@ module velo_completer #(
     assign tx_sop   = o_sop;
     assign tx_eop   = o_eop;
 
-    // ---- quiesce / busy
+    // ---- quiesce / busy: a slot is held from its header word to its entry's last DMA beat
     wire [7:0] h0d = slot_hdr[0][`VELO_PKT_HDR_DST_VPID];
     wire [7:0] h1d = slot_hdr[1][`VELO_PKT_HDR_DST_VPID];
     wire [7:0] qv8 = {{(8-VPID_BITS){1'b0}}, q_vpid};
     assign busy   = (slot_st[0] != S_FREE) || (slot_st[1] != S_FREE);
     assign q_busy = ((slot_st[0] != S_FREE) && (h0d == qv8)) || ((slot_st[1] != S_FREE) && (h1d == qv8));
+
+    wire unused_ok = &{1'b0, waddr[1:0], node_id, cur_h, in_dst8, hh};
 
     // ---- counter events
     always @(posedge clk) begin
@@ -369,8 +422,8 @@ module velo_completer #(
             ev_drop_bad      <= 1'b0;
             ev_backpressure  <= 1'b0;
         end else begin
-            ev_rx_msg        <= (e_st == E_EMIT) && final_hs && !eh[`VELO_PKT_HDR_FRAG_LSB];
-            ev_rx_frag       <= (e_st == E_EMIT) && final_hs && eh[`VELO_PKT_HDR_FRAG_LSB];
+            ev_rx_msg        <= final_hs && !jh[`VELO_PKT_HDR_FRAG_LSB];
+            ev_rx_frag       <= final_hs && jh[`VELO_PKT_HDR_FRAG_LSB];
             ev_drop_disabled <= d_drop && d_dis;
             ev_drop_vpid     <= d_drop && d_vpid;
             ev_drop_bad      <= d_drop && d_bad;
