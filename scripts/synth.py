@@ -54,7 +54,13 @@ def synth(unit, family):
         raise RuntimeError("yosys failed for %s/%s (see %s):\n%s" % (unit, family, log, r.stdout[-2000:]))
     with open(log) as f:
         text = f.read()
-    stat = text[text.rfind("=== %s ===" % top) if "=== %s ===" % top in text else text.rfind("Printing statistics"):]
+    # the last statistics: with submodules, the "design hierarchy" block holds the totals (the
+    # per-module blocks before it must not be added again); without, the top module's block
+    stat = text[text.rfind("Printing statistics"):]
+    if "=== design hierarchy ===" in stat:
+        stat = stat[stat.rfind("=== design hierarchy ==="):]
+    else:
+        stat = stat[stat.rfind("=== %s ===" % top):]
     cells = {}
     for m in re.finditer(r"^\s+(\S+)\s+(\d+)\s*$", stat, re.M):
         cells[m.group(1)] = cells.get(m.group(1), 0) + int(m.group(2))
