@@ -25,6 +25,14 @@ uint64_t test_seed();
 // on its own with the same SEED.
 std::mt19937_64 test_rng();
 
+// Uniform integer in [0, n) and "true p percent of the time", for random stimulus.
+inline int rnd(std::mt19937_64& r, int n) {
+    return static_cast<int>(r() % static_cast<uint64_t>(n));
+}
+inline bool pct(std::mt19937_64& r, int p) {
+    return rnd(r, 100) < p;
+}
+
 // Name of the running GoogleTest test, "Suite.Name" with '/' replaced.
 std::string test_name();
 

@@ -9,9 +9,6 @@
 namespace velo::sim {
 
 namespace {
-int rnd(std::mt19937_64& r, int n) {
-    return static_cast<int>(r() % static_cast<uint64_t>(n));
-}
 std::string fmt(const char* f, unsigned long long a = 0, unsigned long long b = 0, unsigned long long c = 0,
                 unsigned long long d = 0) {
     char buf[256];

@@ -10,16 +10,11 @@
 #include "harness.hpp"
 
 using velo::sim::Harness;
+using velo::sim::pct;
+using velo::sim::rnd;
 using velo::sim::test_rng;
 
 namespace {
-
-int rnd(std::mt19937_64& r, int n) {
-    return static_cast<int>(r() % static_cast<uint64_t>(n));
-}
-bool pct(std::mt19937_64& r, int p) {
-    return rnd(r, 100) < p;
-}
 
 // velo_sdp_ram has no reset, so it gets its own little clock loop instead of the Harness.
 class Ram {

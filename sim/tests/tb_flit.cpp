@@ -14,16 +14,11 @@
 #include "harness.hpp"
 
 using velo::sim::Harness;
+using velo::sim::pct;
+using velo::sim::rnd;
 using velo::sim::test_rng;
 
 namespace {
-
-int rnd(std::mt19937_64& r, int n) {
-    return static_cast<int>(r() % static_cast<uint64_t>(n));
-}
-bool pct(std::mt19937_64& r, int p) {
-    return rnd(r, 100) < p;
-}
 
 struct Word {
     uint64_t data = 0;

@@ -14,18 +14,13 @@
 #include "velo/velo_hw.h"
 
 using velo::sim::Harness;
+using velo::sim::pct;
+using velo::sim::rnd;
 using velo::sim::test_rng;
 using velo::sim::Tlp;
 using velo::sim::words;
 
 namespace {
-
-int rnd(std::mt19937_64& r, int n) {
-    return static_cast<int>(r() % static_cast<uint64_t>(n));
-}
-bool pct(std::mt19937_64& r, int p) {
-    return rnd(r, 100) < p;
-}
 
 // One beat of a TLP stream, as it appears on the pins.
 struct Beat {

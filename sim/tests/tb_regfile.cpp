@@ -16,6 +16,8 @@
 #include "velo/velo_hw.h"
 
 using velo::sim::Harness;
+using velo::sim::pct;
+using velo::sim::rnd;
 using velo::sim::test_rng;
 using velo::sim::Tlp;
 using velo::sim::TlpDriver;
@@ -34,13 +36,6 @@ constexpr uint32_t kUsr = VELO_TBL_VPID_USER_BASE;
 constexpr uint32_t kCnt = VELO_REG_COUNTERS_COUNTER_BASE;
 constexpr uint8_t kIORd = 0x02, kIOWr = 0x42, kCfgRd0 = 0x04, kCfgWr0 = 0x44, kCfgRd1 = 0x05, kMRdLk = 0x01;
 constexpr uint8_t kMsg = 0x30, kMsgD = 0x70;
-
-int rnd(std::mt19937_64& r, int n) {
-    return static_cast<int>(r() % static_cast<uint64_t>(n));
-}
-bool pct(std::mt19937_64& r, int p) {
-    return rnd(r, 100) < p;
-}
 
 uint32_t tbl_off(unsigned v, unsigned field) {
     return kTbl + v * VELO_TBL_VPID_TABLE_STRIDE + 4 * field;
