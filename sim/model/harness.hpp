@@ -13,6 +13,8 @@
 #include <memory>
 #include <random>
 #include <string>
+#include <type_traits>
+#include <utility>
 
 #include <gtest/gtest.h>
 
@@ -64,6 +66,12 @@ inline Words words(VlWide<N>& v) {
     return Words{v.data(), static_cast<int>(N)};
 }
 
+// Whether a model has a reset input (a few leaf modules, e.g. RAMs, have none).
+template <class M, class = void>
+struct HasRst : std::false_type {};
+template <class M>
+struct HasRst<M, std::void_t<decltype(std::declval<M&>().rst)>> : std::true_type {};
+
 template <class M>
 class Harness {
   public:
@@ -78,7 +86,7 @@ class Harness {
             std::printf("[ waves ] %s\n", f.c_str());
         }
         top_->clk = 0;
-        top_->rst = 1;
+        if constexpr (HasRst<M>::value) top_->rst = 1;
         top_->eval();
     }
     ~Harness() {
@@ -108,9 +116,9 @@ class Harness {
     }
 
     void reset(int cycles = 4) {
-        top_->rst = 1;
+        if constexpr (HasRst<M>::value) top_->rst = 1;
         for (int i = 0; i < cycles; ++i) tick();
-        top_->rst = 0;
+        if constexpr (HasRst<M>::value) top_->rst = 0;
         top_->eval();
     }
 

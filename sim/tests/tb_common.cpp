@@ -16,27 +16,19 @@ using velo::sim::test_rng;
 
 namespace {
 
-// velo_sdp_ram has no reset, so it gets its own little clock loop instead of the Harness.
+// velo_sdp_ram has no reset: the harness only clocks it (and dumps waves with WAVES=1).
 class Ram {
   public:
-    Ram() : ctx_(new VerilatedContext), m_(new Vsdp_ram{ctx_.get(), "ram"}) {
-        m_->clk = 0;
-        m_->we = 0;
-        m_->re = 0;
-        m_->eval();
+    Ram() {
+        h_->we = 0;
+        h_->re = 0;
+        h_.eval();
     }
-    ~Ram() { m_->final(); }
-    Vsdp_ram* operator->() { return m_.get(); }
-    void tick() {
-        m_->clk = 1;
-        m_->eval();
-        m_->clk = 0;
-        m_->eval();
-    }
+    Vsdp_ram* operator->() { return &h_.top(); }
+    void tick() { h_.tick(); }
 
   private:
-    std::unique_ptr<VerilatedContext> ctx_;
-    std::unique_ptr<Vsdp_ram> m_;
+    Harness<Vsdp_ram> h_;
 };
 
 }  // namespace
