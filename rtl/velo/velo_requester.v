@@ -94,20 +94,21 @@ module velo_requester #(
 
     wire [4:0]  len5      = len_dw[4:0];
     wire        too_big   = (len_dw == 10'd0) || (len_dw > 10'd16);
-    wire [10:0] page_end  = {1'b0, addr[11:2]} + {6'd0, len5};
-    wire        cross_pg  = page_end > 11'd1024;
     wire [4:0]  line_end  = {1'b0, addr[5:2]} + len5;          // in DW; len5 <= 16 here
     wire        cross_ln  = line_end > 5'd16;
+    // a write of at most 16 DW crosses the 4 KiB page exactly when it runs past the page's last line
+    wire        cross_pg  = cross_ln && (addr[11:6] == 6'h3F);
     wire [5:0]  off       = {addr[5:2], lead};
     wire [6:0]  msg_len   = {1'b0, addr[`VELO_SEND_ADDR_LEN_M1]} + 7'd1;
-    // bytes written: 4*len - lead - (4 - lbytes) for multi-DW writes, fbytes for one DW
-    wire [6:0]  wr_bytes  = one_dw ? {4'd0, fbytes}
-                                   : ({len5, 2'b00} - {5'd0, lead} - 7'd4 + {4'd0, lbytes});
-    wire [6:0]  wr_end    = {1'b0, off} + wr_bytes;
+    // end of the write (exclusive byte offset): last DW's offset plus its enabled bytes reaching up
+    wire [4:0]  last_dw   = line_end - 5'd1;
+    wire [2:0]  top_bytes = one_dw ? ({1'b0, lead} + fbytes) : lbytes;
+    wire [6:0]  wr_end    = {last_dw, 2'b00} + {4'd0, top_bytes};
     wire        beyond    = {1'b0, off} >= msg_len;
     wire [6:0]  frag_end  = (wr_end < msg_len) ? wr_end : msg_len;
     wire [6:0]  frag_len  = frag_end - {1'b0, off};
-    wire [6:0]  area      = {5'd0, off[1:0]} + frag_len;       // payload area bytes, 1..64
+    // payload area: from the DW the fragment starts in to its end
+    wire [6:0]  area      = frag_end - {1'b0, addr[5:2], 2'b00};  // 1..64
     wire [6:0]  area_m1   = area - 7'd1;
     wire [3:0]  nwords    = {1'b0, area_m1[5:3]} + 4'd1;       // payload words, 1..8
     wire        is_frag   = (off != 6'd0) || (frag_len != msg_len);
