@@ -126,7 +126,6 @@ void HostMem::step() {
     tlp.pop_back();
     auto& l = mem_[c.line];
     for (auto& [o, v] : c.bytes) l[o] = v;  // all bytes of one line at once
-    ++lines_applied;
     if (tlp.empty()) pending_.pop_front();
     wait_ = max_delay ? rnd(rng_, max_delay + 1) : 0;
 }

@@ -104,7 +104,6 @@ class HostMem {
     void write(uint64_t a, const uint8_t* p, size_t n);
     void fill(uint64_t a, size_t n, uint8_t v);
     int max_delay = 3;  // cycles between two lines becoming visible: 0..max_delay
-    uint64_t lines_applied = 0;
 
   private:
     struct Chunk {

@@ -41,7 +41,6 @@ struct NodeState {
     Recombiner rec;
     std::map<unsigned, Thread> threads;  // by source vpid
     std::map<uint8_t, uint64_t> cpl;     // tag -> data (once completed)
-    std::vector<uint8_t> done_tags;
     uint8_t next_tag = 0;
     unsigned id = 0;
     std::vector<std::string> errors;
@@ -196,7 +195,6 @@ struct ImplT final : Pair::Impl {
             ++owner->link_flits_ab;
             owner->link_last_ab = h.cycle();
         }
-        if (t.ab_rx_fire && owner->link_rx_first_ab == 0) owner->link_rx_first_ab = h.cycle();
         h.tick();
         for (int i = 0; i < 2; ++i) {
             n[i].mem->step();

@@ -77,7 +77,6 @@ class Pair {
     uint64_t last_send_sop[2] = {0, 0};  // first beat of the last send-window write presented
     uint64_t last_dma_eop[2] = {0, 0};   // last beat of the last DMA write accepted
     uint64_t link_flits_ab = 0, link_first_ab = 0, link_last_ab = 0;
-    uint64_t link_rx_first_ab = 0;
 
     struct Impl;
 

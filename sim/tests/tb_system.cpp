@@ -27,6 +27,13 @@ void expect_clean(Pair& p) {
     EXPECT_EQ(p.scoreboard().outstanding(), 0u);
 }
 
+// A default pair configuration seeded from the test's generator.
+Pair::Config seeded(std::mt19937_64& r) {
+    Pair::Config c;
+    c.seed = r();
+    return c;
+}
+
 uint64_t mbox_base(int node, unsigned vpid) {
     // half of the rings below 4 GiB (3DW DMA headers), half above (4DW)
     return (vpid % 2 ? 0x123400000000ull : 0x40000000ull) + node * 0x1000000ull + vpid * 0x10000ull;
@@ -62,9 +69,7 @@ unsigned run_traffic(Pair& p, const Traffic& t, std::mt19937_64& r) {
 
 TEST(System, RandomTrafficBothWays) {
     auto r = test_rng();
-    Pair::Config c;
-    c.seed = r();
-    Pair p(c);
+    Pair p(seeded(r));
     Traffic t;
     unsigned n = run_traffic(p, t, r);
     expect_clean(p);
@@ -155,9 +160,7 @@ TEST(System, FullMailboxBackPressureThenDrain) {
 
 TEST(System, DisabledVpidDropsOnlyItsOwnTraffic) {
     auto r = test_rng();
-    Pair::Config c;
-    c.seed = r();
-    Pair p(c);
+    Pair p(seeded(r));
     p.init(kA, kB);
     p.open_mailbox(1, 1, 4, mbox_base(1, 1));
     unsigned good = 0, bad = 0;
@@ -176,9 +179,7 @@ TEST(System, DisabledVpidDropsOnlyItsOwnTraffic) {
 
 TEST(System, WrongNodeIsDroppedAndCounted) {
     auto r = test_rng();
-    Pair::Config c;
-    c.seed = r();
-    Pair p(c);
+    Pair p(seeded(r));
     p.init(kA, kB);
     p.open_mailbox(1, 0, 3, mbox_base(1, 0));
     p.send(0, 1, 0x77, 0, random_msg(r, 8), WcMode::Burst, false);  // no such node behind this link
@@ -192,9 +193,7 @@ TEST(System, WrongNodeIsDroppedAndCounted) {
 
 TEST(System, MalformedTlpsAreDroppedCountedAndHarmless) {
     auto r = test_rng();
-    Pair::Config c;
-    c.seed = r();
-    Pair p(c);
+    Pair p(seeded(r));
     p.init(kA, kB);
     p.open_mailbox(1, 2, 4, mbox_base(1, 2));
     const uint64_t page = Pair::kBar2 + send_offset(VELO_DEFAULT_VPID_BITS, VELO_DEFAULT_NODE_BITS, 3, kB, 2, 16);
@@ -239,9 +238,7 @@ TEST(System, MalformedTlpsAreDroppedCountedAndHarmless) {
 
 TEST(System, RegistersReadBackAndDiscovery) {
     auto r = test_rng();
-    Pair::Config c;
-    c.seed = r();
-    Pair p(c);
+    Pair p(seeded(r));
     p.init(kA, kB);
     for (int n = 0; n < 2; ++n) {
         // walk the block chain
