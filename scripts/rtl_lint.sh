@@ -5,9 +5,13 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 mapfile -t SRC < <(find rtl -name '*.v' | sort)
 fail=0
-lint() {  # top [params...]
+mapfile -t DIRS < <(find rtl sim/rtl -mindepth 0 -type d | sort)
+YDIRS=()
+for d in "${DIRS[@]}"; do YDIRS+=(-y "$d"); done
+topfile() { find rtl sim/rtl -name "$1.v" | head -1; }
+lint() {  # top [params...]: the top's file, every module below it found by name (-y)
   local top=$1; shift
-  if ! out=$(verilator --lint-only -Wall -Irtl/include "${SRC[@]}" sim/rtl/velo_pair.v --top-module "$top" "$@" 2>&1); then
+  if ! out=$(verilator --lint-only -Wall -Irtl/include "${YDIRS[@]}" "$(topfile "$top")" --top-module "$top" "$@" 2>&1); then
     echo "LINT FAIL: $top $*"; echo "$out"; fail=1
   else
     echo "lint ok: $top $*"
