@@ -1,0 +1,85 @@
+// A simulated cluster: one Verilated VELO NIC per node, their network ports wired by C++ link
+// channels after a topology (pair, ring:N, torus:XxY, or an explicit link list), each channel
+// with a latency and optional fault injection (bit errors, lost flits, link down). Cycle
+// accurate: every NIC and every wire advance together, one clock per step().
+//
+// The host side of each node is left to the owner: it posts the TLPs its CPU would issue
+// (send-window stores, register accesses) and receives every DMA write the NIC makes, in PCIe
+// order. The system tests put the host model (HostMem, MailboxReader) there; the fabric daemon
+// puts the shared memory of its client processes there.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "tlp.hpp"
+
+namespace velo::sim {
+
+struct SystemConfig {
+    // "pair" (two nodes, one link), "ring:N", "torus:XxY", or "links:<file>" (one link per
+    // line: "<node>.<port> <node>.<port>", ports numbered from 1)
+    std::string topology = "pair";
+    bool wide = false;           // TLP_W=128 and LINK_W=32 instead of 64 and 16
+    uint64_t seed = 1;           // fault injection and host-side randomness
+    unsigned link_latency = 2;   // cycles a flit spends on a wire
+    double ber = 0.0;            // bit error rate on every wire
+    double flit_loss = 0.0;      // probability that a flit is lost on a wire
+    int cpu_gap_pct = 0;         // the CPU leaves gaps in its TLP stream (percent of cycles)
+    int dma_stall_pct = 0;       // host memory refuses DMA beats (percent of cycles)
+    bool waves = false;          // dump an FST per node (WAVES=1 does the same)
+    std::string waves_prefix = "system";
+};
+
+class System {
+  public:
+    static constexpr uint64_t kBar0 = 0xF0000000ull;    // register BAR as the host sees it
+    static constexpr uint64_t kBar2 = 0x4000000000ull;  // send window (64-bit BAR)
+
+    explicit System(const SystemConfig& c);
+    ~System();
+    System(const System&) = delete;
+    System& operator=(const System&) = delete;
+
+    unsigned nodes() const;
+    unsigned net_ports() const;   // network ports per NIC
+    unsigned tlp_bits() const;
+    unsigned link_bits() const;
+    uint64_t cycle() const;
+    void step(uint64_t n = 1);
+
+    // ---- CPU side of a node: TLPs into its NIC's TLP port, in order.
+    void cpu_post(unsigned node, const Tlp& t);
+    size_t cpu_queued(unsigned node) const;  // posted but not yet taken by the NIC
+    void reg_write(unsigned node, uint32_t off, uint32_t v);   // posted, in order with cpu_post
+    uint32_t reg_read(unsigned node, uint32_t off);            // steps until the completion is in
+
+    // Every memory write a NIC issues towards host memory (mailbox DMA), in PCIe order.
+    std::function<void(unsigned node, const Tlp& t)> on_dma_write;
+    // Measurement points: first beat of a send-window write taken by a NIC, last beat of a DMA
+    // write leaving a NIC.
+    std::function<void(unsigned node, uint64_t cycle)> on_send_sop;
+    std::function<void(unsigned node, uint64_t cycle)> on_dma_eop;
+
+    // ---- bring-up as the driver does it: node id = index, route table and port configuration
+    // from the topology (sw/route), NIC enable; then waits until every link is up.
+    // Returns false if links do not come up within max_cycles.
+    bool init(uint64_t max_cycles = 100000);
+
+    // ---- network
+    void set_link_down(unsigned node, unsigned port, bool down);  // cut both directions of a link
+    bool links_up() const;
+    // Nothing queued at any CPU port, no DMA pending, every NIC idle and every wire carrying
+    // only idle/control symbols: the simulation may sleep until the next cpu_post.
+    bool quiet() const;
+
+    struct Impl;
+
+  private:
+    std::unique_ptr<Impl> p_;
+};
+
+}  // namespace velo::sim
