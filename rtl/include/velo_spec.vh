@@ -6,7 +6,7 @@
 // Spec version.
 `define VELO_SPEC_VERSION 32'h100
 // CRC-32 of spec/velo_spec.json.
-`define VELO_SPEC_HASH 32'h284524DD
+`define VELO_SPEC_HASH 32'h557D0F4A
 // Width of a node id: up to 2^NODE_BITS nodes (paper: n - t = 8, 256 nodes).
 `define VELO_DEFAULT_NODE_BITS 32'h8
 // Smallest NODE_BITS.
@@ -77,6 +77,46 @@
 `define VELO_TLP_CPL_UR 3'h1
 // Type of the ID block, ASCII 'VELO'.
 `define VELO_ID_MAGIC 32'h56454C4F
+// Virtual channels per link: {class, dateline}.
+`define VELO_NVC 32'h4
+// Width of the source route field.
+`define VELO_ROUTE_BITS 32'hE
+// Virtual channel class of requests (bit 1 of VC).
+`define VELO_VC_REQ 2'h0
+// Virtual channel class of responses (bit 1 of VC).
+`define VELO_VC_RSP 2'h2
+// Sync code of a data flit (64b/66b style: 01 data, 10 control, 00 and 11 invalid).
+`define VELO_LINK_SYNC_DATA 2'h1
+// Sync code of a control flit.
+`define VELO_LINK_SYNC_CTL 2'h2
+// Control symbol type: link management (SUB: TS1, TS2, NACK, REPLAY).
+`define VELO_LINK_CTL_TYPE_LINK 2'h0
+// Control symbol type: cumulative acknowledgement (also the idle symbol).
+`define VELO_LINK_CTL_TYPE_ACK 2'h1
+// Control symbol type: cumulative credit return of one VC.
+`define VELO_LINK_CTL_TYPE_CREDIT 2'h2
+// Control symbol type: stored-flit count of one VC (credit resynchronisation after REPLAY).
+`define VELO_LINK_CTL_TYPE_SYNC 2'h3
+// Training: I am here.
+`define VELO_LINK_SUB_TS1 2'h0
+// Training: I am here and I hear you.
+`define VELO_LINK_SUB_TS2 2'h1
+// Go back to SEQ: a packet failed its check (or a flit was lost).
+`define VELO_LINK_SUB_NACK 2'h2
+// The data that follows is a replay starting at SEQ.
+`define VELO_LINK_SUB_REPLAY 2'h3
+// Width of link sequence numbers (implicit in the packet CRC).
+`define VELO_LINK_SEQ_BITS 32'h7
+// Packet CRC: CRC-16-CCITT x^16+x^12+x^5+1, MSB first, over every data flit of the packet.
+`define VELO_LINK_CRC16_POLY 16'h1021
+// Packet CRC initial value, XORed with the packet's 7-bit sequence number (implicit sequence numbers).
+`define VELO_LINK_CRC16_INIT 16'hFFFF
+// A packet whose CRC is the good CRC XOR this was nullified upstream (cut-through forwarding of a packet that failed later): it is acknowledged and discarded everywhere.
+`define VELO_LINK_CRC16_STOMP 16'hFFFF
+// Control symbol CRC-5 (x^5+x^2+1, USB).
+`define VELO_LINK_CRC5_POLY 5'h5
+// Control symbol CRC-5 initial value.
+`define VELO_LINK_CRC5_INIT 5'h1F
 // Identity of the design.
 `define VELO_BLK_ID_BASE 21'h0
 // Block type.
@@ -223,10 +263,14 @@
 `define VELO_SEND_ADDR_SRC_VPID_LSB (12+VPID_BITS+NODE_BITS)
 `define VELO_SEND_ADDR_SRC_VPID_W (VPID_BITS)
 `define VELO_SEND_ADDR_SRC_VPID ((12+VPID_BITS+NODE_BITS)+(VPID_BITS)-1):(12+VPID_BITS+NODE_BITS)
-// Owned by the network layer (source route and virtual channel). On the minimal back-to-back link the requester puts the destination node in NET[7:0] and the receiving completer drops packets whose NET[7:0] is not its node id.
-`define VELO_PKT_HDR_NET_LSB 0
-`define VELO_PKT_HDR_NET_W 16
-`define VELO_PKT_HDR_NET 15:0
+// Virtual channel {class, dateline}: bit 1 is the traffic class chosen by the sending unit (0 request, 1 response) and never changed; bit 0 is the dateline bit, 0 at injection and updated by every switch (see docs/network.md). The link places a packet in the receive buffer of this VC.
+`define VELO_PKT_HDR_VC_LSB 0
+`define VELO_PKT_HDR_VC_W 2
+`define VELO_PKT_HDR_VC 1:0
+// Source route: a list of output port codes of ROUTE_PB bits each, first hop in the low bits. Every switch takes the low code as its output port (0 = eject to the local units, 1..P = network port) and shifts the field right by one code. At most floor(14 / ROUTE_PB) link hops.
+`define VELO_PKT_HDR_ROUTE_LSB 2
+`define VELO_PKT_HDR_ROUTE_W 14
+`define VELO_PKT_HDR_ROUTE 15:2
 // Packet type (PKT_TYPE_*).
 `define VELO_PKT_HDR_TYPE_LSB 16
 `define VELO_PKT_HDR_TYPE_W 4
@@ -251,7 +295,7 @@
 `define VELO_PKT_HDR_DST_VPID_LSB 48
 `define VELO_PKT_HDR_DST_VPID_W 8
 `define VELO_PKT_HDR_DST_VPID 55:48
-// Bytes carried by this fragment minus one.
+// Bytes carried by this packet's payload minus one (the network layer frames every packet as the header word plus FRAG_LEN_M1+1 payload bytes, see docs/network.md).
 `define VELO_PKT_HDR_FRAG_LEN_M1_LSB 56
 `define VELO_PKT_HDR_FRAG_LEN_M1_W 6
 `define VELO_PKT_HDR_FRAG_LEN_M1 61:56
@@ -391,6 +435,30 @@
 `define VELO_TLP_HDR_CPL_REQ_ID_LSB 80
 `define VELO_TLP_HDR_CPL_REQ_ID_W 16
 `define VELO_TLP_HDR_CPL_REQ_ID 95:80
+// CRC-5 over TYPE and VALUE.
+`define VELO_LINK_CTL_CRC5_LSB 0
+`define VELO_LINK_CTL_CRC5_W 5
+`define VELO_LINK_CTL_CRC5 4:0
+// Type-specific value (LINK_CTLV_* layouts).
+`define VELO_LINK_CTL_VALUE_LSB 5
+`define VELO_LINK_CTL_VALUE_W 9
+`define VELO_LINK_CTL_VALUE 13:5
+// LINK_CTL_TYPE_*: LINK (training, NACK, replay), ACK, CREDIT, SYNC.
+`define VELO_LINK_CTL_TYPE_LSB 14
+`define VELO_LINK_CTL_TYPE_W 2
+`define VELO_LINK_CTL_TYPE 15:14
+// Sequence number (LINK, ACK).
+`define VELO_LINK_CTLV_SEQ_LSB 0
+`define VELO_LINK_CTLV_SEQ_W 7
+`define VELO_LINK_CTLV_SEQ 6:0
+// Cumulative flit count mod 128 (CREDIT, SYNC).
+`define VELO_LINK_CTLV_COUNT_LSB 0
+`define VELO_LINK_CTLV_COUNT_W 7
+`define VELO_LINK_CTLV_COUNT 6:0
+// LINK sub type (LINK_SUB_*) or VC (CREDIT, SYNC).
+`define VELO_LINK_CTLV_SUB_LSB 7
+`define VELO_LINK_CTLV_SUB_W 2
+`define VELO_LINK_CTLV_SUB 8:7
 `define VELO_REG_ID_CAPS_NODE_BITS_LSB 0
 `define VELO_REG_ID_CAPS_NODE_BITS_W 4
 `define VELO_REG_ID_CAPS_NODE_BITS 3:0

@@ -11,7 +11,7 @@
 /* Spec version. */
 #define VELO_SPEC_VERSION 0x100
 /* CRC-32 of spec/velo_spec.json. */
-#define VELO_SPEC_HASH 0x284524DD
+#define VELO_SPEC_HASH 0x557D0F4A
 /* Width of a node id: up to 2^NODE_BITS nodes (paper: n - t = 8, 256 nodes). */
 #define VELO_DEFAULT_NODE_BITS 0x8
 /* Smallest NODE_BITS. */
@@ -82,6 +82,46 @@
 #define VELO_TLP_CPL_UR 0x1
 /* Type of the ID block, ASCII 'VELO'. */
 #define VELO_ID_MAGIC 0x56454C4F
+/* Virtual channels per link: {class, dateline}. */
+#define VELO_NVC 0x4
+/* Width of the source route field. */
+#define VELO_ROUTE_BITS 0xE
+/* Virtual channel class of requests (bit 1 of VC). */
+#define VELO_VC_REQ 0x0
+/* Virtual channel class of responses (bit 1 of VC). */
+#define VELO_VC_RSP 0x2
+/* Sync code of a data flit (64b/66b style: 01 data, 10 control, 00 and 11 invalid). */
+#define VELO_LINK_SYNC_DATA 0x1
+/* Sync code of a control flit. */
+#define VELO_LINK_SYNC_CTL 0x2
+/* Control symbol type: link management (SUB: TS1, TS2, NACK, REPLAY). */
+#define VELO_LINK_CTL_TYPE_LINK 0x0
+/* Control symbol type: cumulative acknowledgement (also the idle symbol). */
+#define VELO_LINK_CTL_TYPE_ACK 0x1
+/* Control symbol type: cumulative credit return of one VC. */
+#define VELO_LINK_CTL_TYPE_CREDIT 0x2
+/* Control symbol type: stored-flit count of one VC (credit resynchronisation after REPLAY). */
+#define VELO_LINK_CTL_TYPE_SYNC 0x3
+/* Training: I am here. */
+#define VELO_LINK_SUB_TS1 0x0
+/* Training: I am here and I hear you. */
+#define VELO_LINK_SUB_TS2 0x1
+/* Go back to SEQ: a packet failed its check (or a flit was lost). */
+#define VELO_LINK_SUB_NACK 0x2
+/* The data that follows is a replay starting at SEQ. */
+#define VELO_LINK_SUB_REPLAY 0x3
+/* Width of link sequence numbers (implicit in the packet CRC). */
+#define VELO_LINK_SEQ_BITS 0x7
+/* Packet CRC: CRC-16-CCITT x^16+x^12+x^5+1, MSB first, over every data flit of the packet. */
+#define VELO_LINK_CRC16_POLY 0x1021
+/* Packet CRC initial value, XORed with the packet's 7-bit sequence number (implicit sequence numbers). */
+#define VELO_LINK_CRC16_INIT 0xFFFF
+/* A packet whose CRC is the good CRC XOR this was nullified upstream (cut-through forwarding of a packet that failed later): it is acknowledged and discarded everywhere. */
+#define VELO_LINK_CRC16_STOMP 0xFFFF
+/* Control symbol CRC-5 (x^5+x^2+1, USB). */
+#define VELO_LINK_CRC5_POLY 0x5
+/* Control symbol CRC-5 initial value. */
+#define VELO_LINK_CRC5_INIT 0x1F
 /* Identity of the design. */
 #define VELO_BLK_ID_BASE 0x0
 /* Block type. */
@@ -221,9 +261,12 @@
 /* Sending vpid (only the driver maps pages, so only pages with the owner's vpid are reachable). */
 #define VELO_SEND_ADDR_SRC_VPID_SHIFT(vb, nb) (12+(vb)+(nb))
 #define VELO_SEND_ADDR_SRC_VPID_WIDTH(vb, nb) ((vb))
-/* Owned by the network layer (source route and virtual channel). On the minimal back-to-back link the requester puts the destination node in NET[7:0] and the receiving completer drops packets whose NET[7:0] is not its node id. */
-#define VELO_PKT_HDR_NET_SHIFT 0
-#define VELO_PKT_HDR_NET_WIDTH 16
+/* Virtual channel {class, dateline}: bit 1 is the traffic class chosen by the sending unit (0 request, 1 response) and never changed; bit 0 is the dateline bit, 0 at injection and updated by every switch (see docs/network.md). The link places a packet in the receive buffer of this VC. */
+#define VELO_PKT_HDR_VC_SHIFT 0
+#define VELO_PKT_HDR_VC_WIDTH 2
+/* Source route: a list of output port codes of ROUTE_PB bits each, first hop in the low bits. Every switch takes the low code as its output port (0 = eject to the local units, 1..P = network port) and shifts the field right by one code. At most floor(14 / ROUTE_PB) link hops. */
+#define VELO_PKT_HDR_ROUTE_SHIFT 2
+#define VELO_PKT_HDR_ROUTE_WIDTH 14
 /* Packet type (PKT_TYPE_*). */
 #define VELO_PKT_HDR_TYPE_SHIFT 16
 #define VELO_PKT_HDR_TYPE_WIDTH 4
@@ -242,7 +285,7 @@
 /* Destination vpid. */
 #define VELO_PKT_HDR_DST_VPID_SHIFT 48
 #define VELO_PKT_HDR_DST_VPID_WIDTH 8
-/* Bytes carried by this fragment minus one. */
+/* Bytes carried by this packet's payload minus one (the network layer frames every packet as the header word plus FRAG_LEN_M1+1 payload bytes, see docs/network.md). */
 #define VELO_PKT_HDR_FRAG_LEN_M1_SHIFT 56
 #define VELO_PKT_HDR_FRAG_LEN_M1_WIDTH 6
 /* 1 when this packet is a fragment (FRAG_OFF != 0 or FRAG_LEN != MSG_LEN). */
@@ -347,6 +390,24 @@
 /* Completions: requester id of the request. */
 #define VELO_TLP_HDR_CPL_REQ_ID_SHIFT 80
 #define VELO_TLP_HDR_CPL_REQ_ID_WIDTH 16
+/* CRC-5 over TYPE and VALUE. */
+#define VELO_LINK_CTL_CRC5_SHIFT 0
+#define VELO_LINK_CTL_CRC5_WIDTH 5
+/* Type-specific value (LINK_CTLV_* layouts). */
+#define VELO_LINK_CTL_VALUE_SHIFT 5
+#define VELO_LINK_CTL_VALUE_WIDTH 9
+/* LINK_CTL_TYPE_*: LINK (training, NACK, replay), ACK, CREDIT, SYNC. */
+#define VELO_LINK_CTL_TYPE_SHIFT 14
+#define VELO_LINK_CTL_TYPE_WIDTH 2
+/* Sequence number (LINK, ACK). */
+#define VELO_LINK_CTLV_SEQ_SHIFT 0
+#define VELO_LINK_CTLV_SEQ_WIDTH 7
+/* Cumulative flit count mod 128 (CREDIT, SYNC). */
+#define VELO_LINK_CTLV_COUNT_SHIFT 0
+#define VELO_LINK_CTLV_COUNT_WIDTH 7
+/* LINK sub type (LINK_SUB_*) or VC (CREDIT, SYNC). */
+#define VELO_LINK_CTLV_SUB_SHIFT 7
+#define VELO_LINK_CTLV_SUB_WIDTH 2
 #define VELO_REG_ID_CAPS_NODE_BITS_SHIFT 0
 #define VELO_REG_ID_CAPS_NODE_BITS_WIDTH 4
 #define VELO_REG_ID_CAPS_VPID_BITS_SHIFT 4
