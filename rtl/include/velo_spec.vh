@@ -6,7 +6,7 @@
 // Spec version.
 `define VELO_SPEC_VERSION 32'h100
 // CRC-32 of spec/velo_spec.json.
-`define VELO_SPEC_HASH 32'h557D0F4A
+`define VELO_SPEC_HASH 32'h332ECE82
 // Width of a node id: up to 2^NODE_BITS nodes (paper: n - t = 8, 256 nodes).
 `define VELO_DEFAULT_NODE_BITS 32'h8
 // Smallest NODE_BITS.
@@ -117,6 +117,8 @@
 `define VELO_LINK_CRC5_POLY 5'h5
 // Control symbol CRC-5 initial value.
 `define VELO_LINK_CRC5_INIT 5'h1F
+// Link counters per network port, CNT_CRC_ERR at entry offset 0x10 onwards, 4 bytes apart.
+`define VELO_NET_PORT_COUNTERS 32'h8
 // Identity of the design.
 `define VELO_BLK_ID_BASE 21'h0
 // Block type.
@@ -140,7 +142,15 @@
 // Block version.
 `define VELO_BLK_COUNTERS_VERSION 32'h1
 // Offset of the next block (0: last).
-`define VELO_BLK_COUNTERS_NEXT 21'h400
+`define VELO_BLK_COUNTERS_NEXT 21'h300
+// Network layer: the NIC's switch ports, their links, the route table (kernel only).
+`define VELO_BLK_NET_BASE 21'h300
+// Block type.
+`define VELO_BLK_NET_TYPE 32'h5645544E
+// Block version.
+`define VELO_BLK_NET_VERSION 32'h1
+// Offset of the next block (0: last).
+`define VELO_BLK_NET_NEXT 21'h400
 // Per-vpid mailbox configuration (kernel only) and where the user pages are.
 `define VELO_BLK_VPID_BASE 21'h400
 // Block type.
@@ -177,6 +187,18 @@
 `define VELO_REG_COUNTERS_COUNT 21'h20C
 // First counter (see the counters list).
 `define VELO_REG_COUNTERS_COUNTER_BASE 21'h210
+// Switch geometry.
+`define VELO_REG_NET_PORTS 21'h30C
+// Bit p-1: the link of network port p is up.
+`define VELO_REG_NET_LINK_STATUS 21'h310
+// BAR0 offset of the route table (ROUTE_TABLE).
+`define VELO_REG_NET_ROUTE_OFFSET 21'h314
+// BAR0 offset of network port 1's entry in NET_PORT (port p at + (p-1) * stride).
+`define VELO_REG_NET_PORT_OFFSET 21'h318
+// Bytes per NET_PORT entry.
+`define VELO_REG_NET_PORT_STRIDE 21'h31C
+// Packets the switch dropped for an invalid route code (a destination without a valid route, or a bad route table entry); write clears.
+`define VELO_REG_NET_DROP_NO_ROUTE 21'h320
 // 2^VPID_BITS.
 `define VELO_REG_VPID_NUM_VPIDS 21'h40C
 // BAR0 offset of the mailbox table (VPID_TABLE).
@@ -205,6 +227,36 @@
 `define VELO_TBL_VPID_USER_STRIDE 21'h1000
 // Read pointer in lines (MBOX_PTR_BITS, free-running): every line before it is free for the NIC. Write it after consuming entries (lazily, in batches).
 `define VELO_TBL_VPID_USER_MB_RP 21'h0
+// Route to node d at base + d*stride, 2^NODE_BITS entries (kernel only), cleared (invalid) after reset. The requester puts ROUTE into every packet for node d; a send to a node without a valid route leaves with the all-ones route, which no switch accepts: it is dropped and counted (NET.DROP_NO_ROUTE).
+`define VELO_TBL_ROUTE_TABLE_BASE 21'hC000
+// Bytes per entry.
+`define VELO_TBL_ROUTE_TABLE_STRIDE 21'h4
+// Route entry.
+`define VELO_TBL_ROUTE_TABLE_ROUTE 21'h0
+// Network port p (1..NP) at base + (p-1)*stride (kernel only): configuration, status and link counters (32 bits, write clears).
+`define VELO_TBL_NET_PORT_BASE 21'hA000
+// Bytes per entry.
+`define VELO_TBL_NET_PORT_STRIDE 21'h40
+// Routing configuration of this port (computed by the route library).
+`define VELO_TBL_NET_PORT_CFG 21'h0
+// Link status.
+`define VELO_TBL_NET_PORT_STATUS 21'h4
+// Packets received with a failed check (CRC, framing, lost flit).
+`define VELO_TBL_NET_PORT_CNT_CRC_ERR 21'h10
+// NACKs sent.
+`define VELO_TBL_NET_PORT_CNT_NACK 21'h14
+// Replays started by the transmitter (on NACK, timeout or link-up).
+`define VELO_TBL_NET_PORT_CNT_REPLAY 21'h18
+// Nullified (stomped) packets received.
+`define VELO_TBL_NET_PORT_CNT_STOMP 21'h1C
+// Cycles a packet waited at the switch for this link's credits.
+`define VELO_TBL_NET_PORT_CNT_CREDIT_STALL 21'h20
+// Link-down events.
+`define VELO_TBL_NET_PORT_CNT_LINK_DOWN 21'h24
+// Control symbols dropped (CRC-5 failure or invalid sync outside a packet).
+`define VELO_TBL_NET_PORT_CNT_CTL_DROP 21'h28
+// Packets received good (accepted with their sequence number).
+`define VELO_TBL_NET_PORT_CNT_RX_PKTS 21'h2C
 // Whole messages sent (one TLP carried the whole message).
 `define VELO_CNT_TX_MSGS 32'h0
 // Fragments sent (a partial write-combining flush).
@@ -489,6 +541,22 @@
 `define VELO_REG_CTRL_QUIESCE_STATUS_BUSY_LSB 0
 `define VELO_REG_CTRL_QUIESCE_STATUS_BUSY_W 1
 `define VELO_REG_CTRL_QUIESCE_STATUS_BUSY 0:0
+// Network ports (numbered 1..NP; port 0 is the local port).
+`define VELO_REG_NET_PORTS_NP_LSB 0
+`define VELO_REG_NET_PORTS_NP_W 4
+`define VELO_REG_NET_PORTS_NP 3:0
+// Route code bits per hop.
+`define VELO_REG_NET_PORTS_PB_LSB 4
+`define VELO_REG_NET_PORTS_PB_W 4
+`define VELO_REG_NET_PORTS_PB 7:4
+// Virtual channels per link.
+`define VELO_REG_NET_PORTS_NVC_LSB 8
+`define VELO_REG_NET_PORTS_NVC_W 4
+`define VELO_REG_NET_PORTS_NVC 11:8
+// Receive buffer per VC, in flits.
+`define VELO_REG_NET_PORTS_VC_DEPTH_LSB 16
+`define VELO_REG_NET_PORTS_VC_DEPTH_W 8
+`define VELO_REG_NET_PORTS_VC_DEPTH 23:16
 // 1: packets for this vpid are delivered; 0: dropped and counted.
 `define VELO_TBL_VPID_TABLE_MB_CFG_ENABLE_LSB 0
 `define VELO_TBL_VPID_TABLE_MB_CFG_ENABLE_W 1
@@ -497,5 +565,25 @@
 `define VELO_TBL_VPID_TABLE_MB_CFG_LOG2_LINES_LSB 8
 `define VELO_TBL_VPID_TABLE_MB_CFG_LOG2_LINES_W 5
 `define VELO_TBL_VPID_TABLE_MB_CFG_LOG2_LINES 12:8
+// Source route (PKT_HDR ROUTE).
+`define VELO_TBL_ROUTE_TABLE_ROUTE_ROUTE_LSB 0
+`define VELO_TBL_ROUTE_TABLE_ROUTE_ROUTE_W 14
+`define VELO_TBL_ROUTE_TABLE_ROUTE_ROUTE 13:0
+// 1: the entry is valid.
+`define VELO_TBL_ROUTE_TABLE_ROUTE_VALID_LSB 31
+`define VELO_TBL_ROUTE_TABLE_ROUTE_VALID_W 1
+`define VELO_TBL_ROUTE_TABLE_ROUTE_VALID 31:31
+// Dimension of the port (dateline rule).
+`define VELO_TBL_NET_PORT_CFG_DIM_LSB 0
+`define VELO_TBL_NET_PORT_CFG_DIM_W 2
+`define VELO_TBL_NET_PORT_CFG_DIM 1:0
+// 1: a packet leaving through this port crosses the dateline (VC dateline bit set).
+`define VELO_TBL_NET_PORT_CFG_DATELINE_LSB 2
+`define VELO_TBL_NET_PORT_CFG_DATELINE_W 1
+`define VELO_TBL_NET_PORT_CFG_DATELINE 2:2
+// The link is up.
+`define VELO_TBL_NET_PORT_STATUS_UP_LSB 0
+`define VELO_TBL_NET_PORT_STATUS_UP_W 1
+`define VELO_TBL_NET_PORT_STATUS_UP 0:0
 
 `endif // VELO_SPEC_VH

@@ -1,12 +1,14 @@
-// VELO register file (BAR0): the register-block chain (ID, CTRL, COUNTERS, VPID), the per-vpid
-// mailbox table and the per-vpid user pages holding the read pointers.
+// VELO register file (BAR0): the register-block chain (ID, CTRL, COUNTERS, NET, VPID), the per-vpid
+// mailbox table, the per-vpid user pages holding the read pointers, the route table (block RAM,
+// read port shared with the requester, which has priority) and the network port entries
+// (configuration, link status, link counters).
 //
 // Register writes and reads arrive as TLPs (1 DW, or 2 DW 8-byte aligned); reads are answered
 // with completions. Requests the NIC does not support are answered with UR completions and
 // counted, never left hanging. The mailbox table and read pointers live in block RAM with one
 // read port shared with the completer (the completer has priority) and, for the write pointer,
 // one write port shared with the completer (again with priority). After reset the table is
-// cleared (every vpid disabled) before the first request is taken.
+// cleared (every vpid disabled, every route invalid) before the first request is taken.
 `default_nettype none
 `include "velo_spec.vh"
 module velo_regfile #(
@@ -14,7 +16,12 @@ module velo_regfile #(
     parameter integer VPID_BITS = 8,   // vpid width (spec param VPID_BITS)
     parameter integer NODE_BITS = 8,   // node id width (spec param NODE_BITS)
     parameter integer LINK_W    = 16,  // network flit width, reported in CAPS
-    parameter integer CNT_IDX_W = 5    // counter index width
+    parameter integer CNT_IDX_W = 5,   // counter index width
+    parameter integer NP        = 2,   // network ports of the switch (1..7)
+    parameter integer PB        = 2,   // route code bits per hop (reported in NET.PORTS)
+    parameter integer NVC       = 4,   // virtual channels per link (reported)
+    parameter integer VC_DEPTH  = 64,  // receive buffer per VC in flits (reported)
+    parameter integer NCNT_IDX_W = 6   // link counter index width: port * 8 + counter
 ) (
     input  wire                 clk,
     input  wire                 rst,          // synchronous, active high
@@ -56,6 +63,19 @@ module velo_regfile #(
     input  wire [16:0]          wp_data,
     output reg                  sw_wr,        // software wrote the table or read pointer of ...
     output reg  [VPID_BITS-1:0] sw_wr_vpid,   // ... this vpid
+    // route table port of the requester: data the cycle after rt_re
+    input  wire                 rt_re,
+    input  wire [NODE_BITS-1:0] rt_node,
+    output wire [14:0]          rt_data,      // {VALID, ROUTE}
+    // network ports: configuration {DATELINE, DIM} per port (port 1 in the low bits), status,
+    // link counters (read combinationally, cleared by a write) and the no-route drop event
+    output wire [3*NP-1:0]      port_cfg,
+    input  wire [NP-1:0]        port_up,
+    output wire [NCNT_IDX_W-1:0] ncnt_idx,
+    input  wire [31:0]          ncnt_data,
+    output reg                  ncnt_clr,
+    output reg  [NCNT_IDX_W-1:0] ncnt_clr_idx,
+    input  wire                 ev_no_route,
     // status
     input  wire                 link_up,
     input  wire                 cpl_busy,
@@ -80,12 +100,22 @@ module velo_regfile #(
     localparam [31:0] USR_HI  = {11'd0, USR_LO} + NV * 4096;
     localparam [20:0] CNT_LO  = `VELO_REG_COUNTERS_COUNTER_BASE;
     localparam [31:0] CNT_HI  = {11'd0, CNT_LO} + 4 * `VELO_CNT_NUM;
+    localparam integer NN = 1 << NODE_BITS;
+    localparam integer IW = (VPID_BITS > NODE_BITS) ? VPID_BITS : NODE_BITS;  // init index width
+    localparam integer NI = 1 << IW;
+    localparam [20:0] RT_LO   = `VELO_TBL_ROUTE_TABLE_BASE;
+    localparam [31:0] RT_HI   = {11'd0, RT_LO} + NN * 4;
+    localparam [20:0] NP_LO   = `VELO_TBL_NET_PORT_BASE;
+    localparam [31:0] NP_HI   = {11'd0, NP_LO} + NP * `VELO_TBL_NET_PORT_STRIDE;
     localparam [2:0] R_INIT = 3'd0, R_IDLE = 3'd1, R_DRAIN = 3'd2, R_WR = 3'd3,
                      R_RD = 3'd4, R_RDW = 3'd5, R_CPL = 3'd6;
 
     // ------------------------------------------------------------------ state
     reg [2:0]  st, st_after_drain;
-    reg [VPID_BITS-1:0] init_idx;
+    reg [IW-1:0] init_idx;
+    reg [2:0]  pcfg [0:7];     // {DATELINE, DIM} of network port p+1 (entries >= NP unused)
+    reg [31:0] no_route;       // NET.DROP_NO_ROUTE
+    integer    pi;
     reg [31:0] scratch;
     reg        ctrl_enable;
     reg [VPID_BITS-1:0] quiesce_vpid;
@@ -156,7 +186,17 @@ module velo_regfile #(
                                             : (12'd4 - {10'd0, lead} + {9'd0, ltop});
 
     // ------------------------------------------------------------------ address map
-    wire in_glob = (a < TBL_LO);
+    wire in_np   = (a >= NP_LO) && ({11'd0, a} < NP_HI);
+    wire in_rt   = (a >= RT_LO) && ({11'd0, a} < RT_HI);
+    wire in_glob = (a < TBL_LO) || in_np;
+    wire [20:0] np_off = a - NP_LO;
+    wire [2:0]  np_port = np_off[6 +: 3];   // port - 1
+    wire [5:0]  np_reg  = np_off[5:0];
+    wire        np_cnt  = (np_reg >= 6'h10) && ({26'd0, np_reg} < 32'h10 + 32'd4 * `VELO_NET_PORT_COUNTERS);
+    wire [5:0]  np_cidx = np_reg - 6'h10;
+    assign ncnt_idx = {np_port, np_cidx[4:2]};
+    wire [NODE_BITS-1:0] rt_sw_node = a[2 +: NODE_BITS];
+    wire [7:0]  up8 = {{(8-NP){1'b0}}, port_up};
     wire in_tbl  = (a >= TBL_LO) && ({11'd0, a} < TBL_HI);
     wire in_user = (a >= USR_LO) && ({11'd0, a} < USR_HI) && (a[11:0] == 12'd0);
     wire [VPID_BITS-1:0] tv = in_user ? a[12 +: VPID_BITS] : a[4 +: VPID_BITS];
@@ -164,7 +204,17 @@ module velo_regfile #(
     wire in_cnt  = (a >= CNT_LO) && ({11'd0, a} < CNT_HI);
     wire [20:0] cnt_off = a - CNT_LO;
     assign cnt_idx = cnt_off[2 +: CNT_IDX_W];
-    wire unused_ok = &{1'b0, req_addr[31:21], cnt_off};
+    wire unused_ok = &{1'b0, req_addr[31:21], cnt_off, np_off, np_cidx[5], np_cidx[1:0]};
+    genvar gp;
+    generate
+        for (gp = 0; gp < NP; gp = gp + 1) begin : g_pcfg
+            assign port_cfg[3*gp +: 3] = pcfg[gp];
+        end
+    endgenerate
+    localparam [31:0] NP32 = NP, PB32 = PB, NVC32 = NVC, VCD32 = VC_DEPTH;
+    wire [3:0] NP4 = NP32[3:0], PB4 = PB32[3:0], NVC4 = NVC32[3:0];
+    wire [7:0] VCD8 = VCD32[7:0];
+    wire unused_par = &{1'b0, NP32[31:4], PB32[31:4], NVC32[31:4], VCD32[31:8]};
 
     // global registers (combinational read)
     reg [31:0] g_rd;
@@ -209,10 +259,35 @@ module velo_regfile #(
             `VELO_REG_VPID_TABLE_STRIDE:                    g_rd = {11'd0, `VELO_TBL_VPID_TABLE_STRIDE};
             `VELO_REG_VPID_USER_OFFSET:                     g_rd = {11'd0, `VELO_TBL_VPID_USER_BASE};
             `VELO_REG_VPID_USER_STRIDE:                     g_rd = {11'd0, `VELO_TBL_VPID_USER_STRIDE};
+            `VELO_BLK_NET_BASE + `VELO_BLKHDR_TYPE:         g_rd = `VELO_BLK_NET_TYPE;
+            `VELO_BLK_NET_BASE + `VELO_BLKHDR_VERSION:      g_rd = `VELO_BLK_NET_VERSION;
+            `VELO_BLK_NET_BASE + `VELO_BLKHDR_NEXT:         g_rd = {11'd0, `VELO_BLK_NET_NEXT};
+            `VELO_REG_NET_PORTS: begin
+                g_rd[`VELO_REG_NET_PORTS_NP]       = NP4;
+                g_rd[`VELO_REG_NET_PORTS_PB]       = PB4;
+                g_rd[`VELO_REG_NET_PORTS_NVC]      = NVC4;
+                g_rd[`VELO_REG_NET_PORTS_VC_DEPTH] = VCD8;
+            end
+            `VELO_REG_NET_LINK_STATUS:   g_rd = {{(32-NP){1'b0}}, port_up};
+            `VELO_REG_NET_ROUTE_OFFSET:  g_rd = {11'd0, `VELO_TBL_ROUTE_TABLE_BASE};
+            `VELO_REG_NET_PORT_OFFSET:   g_rd = {11'd0, `VELO_TBL_NET_PORT_BASE};
+            `VELO_REG_NET_PORT_STRIDE:   g_rd = {11'd0, `VELO_TBL_NET_PORT_STRIDE};
+            `VELO_REG_NET_DROP_NO_ROUTE: begin g_rd = no_route; g_wr_ok = 1'b1; end
             default: begin
                 if (in_cnt) begin
                     g_rd = cnt_data;
                     g_wr_ok = 1'b1;
+                end else if (in_np) begin
+                    if ({15'd0, np_reg} == `VELO_TBL_NET_PORT_CFG) begin
+                        g_rd[`VELO_TBL_NET_PORT_CFG_DIM]      = pcfg[np_port][1:0];
+                        g_rd[`VELO_TBL_NET_PORT_CFG_DATELINE] = pcfg[np_port][2];
+                        g_wr_ok = 1'b1;
+                    end else if ({15'd0, np_reg} == `VELO_TBL_NET_PORT_STATUS) begin
+                        g_rd[`VELO_TBL_NET_PORT_STATUS_UP] = up8[np_port];
+                    end else if (np_cnt) begin
+                        g_rd = ncnt_data;
+                        g_wr_ok = 1'b1;
+                    end
                 end
             end
         endcase
@@ -221,6 +296,7 @@ module velo_regfile #(
     // ------------------------------------------------------------------ table RAMs
     wire        init_busy = (st == R_INIT);
     wire        sw_re     = (st == R_RD) && (in_tbl || in_user) && !tbl_re;
+    wire        rt_sw_re  = (st == R_RD) && in_rt && !rt_re;
     wire        ram_re    = tbl_re || sw_re;
     wire [VPID_BITS-1:0] ram_ra = tbl_re ? tbl_vpid : tv;
     wire [31:0] wd = second ? wdata[63:32] : wdata[31:0];
@@ -234,7 +310,8 @@ module velo_regfile #(
     wire        we_cfg  = init_busy || (wr_tbl && tfield == 2'd2);
     wire        we_wp   = wp_we || init_busy || (wr_tbl && tfield == 2'd3);
     wire        we_rp   = init_busy || wr_user;
-    wire [VPID_BITS-1:0] wa = init_busy ? init_idx : tv;
+    wire [VPID_BITS-1:0] wa = init_busy ? init_idx[VPID_BITS-1:0] : tv;
+    wire        we_rt   = init_busy || (do_wr && in_rt);
 
     wire [25:0] r_lo;
     wire [31:0] r_hi;
@@ -259,6 +336,14 @@ module velo_regfile #(
         .clk(clk), .we(we_rp), .waddr(wa), .wdata(init_busy ? 17'd0 : wd[16:0]),
         .re(ram_re), .raddr(ram_ra), .rdata(r_rp));
 
+    // route table: {VALID, ROUTE}; the requester's reads have priority
+    wire [14:0] r_rt;
+    velo_sdp_ram #(.W(15), .ADDR_W(NODE_BITS)) u_rt (
+        .clk(clk), .we(we_rt), .waddr(init_busy ? init_idx[NODE_BITS-1:0] : rt_sw_node),
+        .wdata(init_busy ? 15'd0 : {wd[`VELO_TBL_ROUTE_TABLE_ROUTE_VALID_LSB], wd[`VELO_TBL_ROUTE_TABLE_ROUTE_ROUTE]}),
+        .re(rt_re || rt_sw_re), .raddr(rt_re ? rt_node : rt_sw_node), .rdata(r_rt));
+    assign rt_data = r_rt;
+
     assign tbl_base = {r_hi, r_lo};
     assign tbl_en   = r_cfg[0];
     assign tbl_log2 = r_cfg[5:1];
@@ -268,7 +353,10 @@ module velo_regfile #(
     reg [31:0] t_rd;  // RAM-backed register as software sees it
     always @(*) begin
         t_rd = 32'd0;
-        if (in_user) begin
+        if (in_rt) begin
+            t_rd[`VELO_TBL_ROUTE_TABLE_ROUTE_VALID] = r_rt[14];
+            t_rd[`VELO_TBL_ROUTE_TABLE_ROUTE_ROUTE] = r_rt[13:0];
+        end else if (in_user) begin
             t_rd = {15'd0, r_rp};
         end else begin
             case (tfield)
@@ -296,7 +384,11 @@ module velo_regfile #(
         if (rst) begin
             st             <= R_INIT;
             st_after_drain <= R_IDLE;
-            init_idx       <= {VPID_BITS{1'b0}};
+            init_idx       <= {IW{1'b0}};
+            for (pi = 0; pi < 8; pi = pi + 1) pcfg[pi] <= 3'd0;
+            no_route       <= 32'd0;
+            ncnt_clr       <= 1'b0;
+            ncnt_clr_idx   <= {NCNT_IDX_W{1'b0}};
             node_id        <= 8'd0;
             ctrl_enable    <= 1'b0;
             quiesce_vpid   <= {VPID_BITS{1'b0}};
@@ -316,13 +408,15 @@ module velo_regfile #(
         end else begin
             sw_wr          <= 1'b0;
             cnt_clr        <= 1'b0;
+            ncnt_clr       <= 1'b0;
             ev_window_read <= 1'b0;
+            if (ev_no_route && no_route != 32'hFFFF_FFFF) no_route <= no_route + 32'd1;
             ev_unsupported <= 1'b0;
             ev_bad_access  <= 1'b0;
             case (st)
                 R_INIT: begin
                     init_idx <= init_idx + 1'b1;
-                    if (init_idx == NV[VPID_BITS-1:0] - 1'b1) st <= R_IDLE;
+                    if (init_idx == NI[IW-1:0] - 1'b1) st <= R_IDLE;
                 end
                 R_IDLE: begin
                     if (in_fire && in_sop) begin
@@ -364,14 +458,21 @@ module velo_regfile #(
                                 `VELO_REG_CTRL_CONTROL:      ctrl_enable  <= wd[`VELO_REG_CTRL_CONTROL_ENABLE_LSB];
                                 `VELO_REG_CTRL_QUIESCE_VPID: quiesce_vpid <= wd[VPID_BITS-1:0];
                                 `VELO_REG_CTRL_SCRATCH:      scratch      <= wd;
+                                `VELO_REG_NET_DROP_NO_ROUTE: no_route     <= 32'd0;
                                 default: ;
                             endcase
                             if (in_cnt) begin
                                 cnt_clr     <= 1'b1;
                                 cnt_clr_idx <= cnt_idx;
                             end
-                        end else if (in_tbl || in_user) begin
-                            sw_wr      <= 1'b1;
+                            if (in_np && {15'd0, np_reg} == `VELO_TBL_NET_PORT_CFG)
+                                pcfg[np_port] <= {wd[`VELO_TBL_NET_PORT_CFG_DATELINE_LSB], wd[`VELO_TBL_NET_PORT_CFG_DIM]};
+                            if (in_np && np_cnt) begin
+                                ncnt_clr     <= 1'b1;
+                                ncnt_clr_idx <= ncnt_idx;
+                            end
+                        end else if (in_tbl || in_user || in_rt) begin
+                            sw_wr      <= !in_rt;
                             sw_wr_vpid <= tv;
                         end else begin
                             ev_bad_access <= 1'b1;
@@ -385,9 +486,9 @@ module velo_regfile #(
                     end
                 end
                 R_RD: begin
-                    if (in_tbl || in_user) begin
-                        // RAM-backed: use the read port when the completer leaves it free
-                        if (sw_re) st <= R_RDW;
+                    if (in_tbl || in_user || in_rt) begin
+                        // RAM-backed: use the read port when the completer (requester) leaves it free
+                        if (sw_re || rt_sw_re) st <= R_RDW;
                     end else begin
                         if (second) rdata[63:32] <= g_rd;
                         else        rdata[31:0]  <= g_rd;

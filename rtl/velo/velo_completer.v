@@ -10,7 +10,10 @@
 // Flow control: a packet waits (and with it the network, by back pressure) until the ring has
 // room; it is never dropped or overwritten for lack of space. A packet for a disabled vpid is
 // dropped and counted and has no effect on other vpids. A packet whose length disagrees with its
-// header (or whose header claims a payload area over 64 bytes) is dropped as bad.
+// header (or whose header claims a payload area over 64 bytes), or that arrives marked bad by the
+// network (pkt_bad with its last word: it failed a link check after cut-through forwarding began),
+// is dropped as bad. Nothing of a packet reaches host memory before its last word is in, so a bad
+// packet never touches a mailbox. The packet's VC and ROUTE bits belong to the network.
 //
 // Structure: two packet slots, used in turn. Ingress writes a packet into one slot while the
 // other may be decided or emitted. Packets are decided in order (head slot): the vpid table is
@@ -28,21 +31,19 @@
 `include "velo_spec.vh"
 module velo_completer #(
     parameter integer TLP_W         = 64,  // TLP stream data width: 64 or 128
-    parameter integer VPID_BITS     = 8,   // vpid width (spec param VPID_BITS)
-    parameter integer NODE_BITS     = 8,   // node id width (spec param NODE_BITS)
-    parameter integer NET_DST_CHECK = 1    // 1: minimal link, drop packets whose NET[7:0] != node id
+    parameter integer VPID_BITS     = 8    // vpid width (spec param VPID_BITS)
 ) (
     input  wire                 clk,
     input  wire                 rst,        // synchronous, active high
     // configuration
     input  wire                 enable,     // CONTROL.ENABLE
-    input  wire [7:0]           node_id,    // CTRL.NODE_ID
     input  wire [15:0]          req_id,     // our PCIe requester id (bus/device/function)
     // packet stream in (from the network port)
     input  wire                 pkt_valid,
     output wire                 pkt_ready,
     input  wire [63:0]          pkt_data,
     input  wire                 pkt_last,
+    input  wire                 pkt_bad,    // with pkt_last: the packet failed a check upstream
     // mailbox table read port (register file RAMs): data the cycle after tbl_re
     output wire                 tbl_re,
     output wire [VPID_BITS-1:0] tbl_vpid,
@@ -131,7 +132,7 @@ module velo_completer #(
     wire [63:0] cur_h     = (in_cnt == 4'd0) ? pkt_data : slot_hdr[in_slot];
     wire [6:0]  cur_area  = area_of(cur_h[`VELO_PKT_HDR_FRAG_OFF_LSB +: 2], cur_h[`VELO_PKT_HDR_FRAG_LEN_M1]);
     wire [3:0]  exp_words = words_of(cur_area) + 4'd1;
-    wire        in_bad    = (in_cnt + 4'd1 != exp_words) || (in_cnt == 4'd15) || (cur_area > 7'd64);
+    wire        in_bad    = (in_cnt + 4'd1 != exp_words) || (in_cnt == 4'd15) || (cur_area > 7'd64) || pkt_bad;
 
     // payload word i (1..8) goes to beat i/R lane i%R, except word 8 (bytes 56..63 of the area,
     // the second line's payload) which goes to beat 15, top lane, so that the tail TLP's beat is
@@ -220,8 +221,6 @@ module velo_completer #(
     wire        room    = (d_used <= d_size) && ((d_size - d_used) >= {15'd0, h_lines});
 
     wire type_ok = (hh[`VELO_PKT_HDR_TYPE] == `VELO_PKT_TYPE_VELO);
-    wire dst_ok  = (NET_DST_CHECK == 0) ||
-                   (hh[`VELO_PKT_HDR_NET_LSB +: NODE_BITS] == node_id[NODE_BITS-1:0]);
 
     // the decision, once the whole packet is in; with one word per beat an entry starts in the
     // cycle its last word arrives (the first beat of its first TLP is a header word, the payload
@@ -229,7 +228,7 @@ module velo_completer #(
     wire h_in     = (h_st == S_FULL) || (in_done && in_slot == h_slot && R == 1);
     wire h_bad    = (h_st == S_FULL) ? slot_bad[h_slot] : in_bad;
     wire dec      = h_in && (lk != L_NONE);
-    wire d_bad    = !type_ok || !dst_ok || h_bad;
+    wire d_bad    = !type_ok || h_bad;
     wire d_dis    = !d_bad && !enable;
     wire d_vpid   = !d_bad && enable && (h_vpid_oor || !d_en || !log2_ok);
     wire d_ok     = !d_bad && enable && !h_vpid_oor && d_en && log2_ok;
@@ -410,7 +409,7 @@ module velo_completer #(
     assign busy   = (slot_st[0] != S_FREE) || (slot_st[1] != S_FREE);
     assign q_busy = ((slot_st[0] != S_FREE) && (h0d == qv8)) || ((slot_st[1] != S_FREE) && (h1d == qv8));
 
-    wire unused_ok = &{1'b0, waddr[1:0], node_id, cur_h, in_dst8, hh};
+    wire unused_ok = &{1'b0, waddr[1:0], cur_h, in_dst8, hh};
 
     // ---- counter events
     always @(posedge clk) begin

@@ -7,6 +7,11 @@
 // write-combining flush makes a fragment tagged with original length, own length and offset.
 // Bytes written past the message length are clipped.
 //
+// Routing: the destination node indexes the route table (block RAM in the register file) in the
+// cycle the header word is formed; the route and VC (request class, dateline bit 0) are put into
+// the header word's low 16 bits as it leaves, so the lookup costs no cycle. A destination without
+// a valid route gets the all-ones route, which no switch accepts (dropped and counted there).
+//
 // Cut-through: the packet header word leaves the cycle after the TLP's first beat arrives; the
 // payload follows the TLP data beats unchanged (the payload area is DW aligned, see PKT_HDR), so
 // nothing is stored and forwarded. Malformed writes are dropped whole and counted by reason.
@@ -22,6 +27,10 @@ module velo_requester #(
     // configuration (register file)
     input  wire             enable,         // CONTROL.ENABLE
     input  wire [7:0]       node_id,        // CTRL.NODE_ID (low NODE_BITS used)
+    // route table read port: data the cycle after rt_re
+    output wire             rt_re,
+    output wire [NODE_BITS-1:0] rt_node,
+    input  wire [14:0]      rt_data,        // {VALID, ROUTE}
     // TLP stream in: posted writes that hit BAR2
     input  wire             in_valid,
     output reg              in_ready,
@@ -35,7 +44,7 @@ module velo_requester #(
     // packet stream out (to the network port)
     output reg              pkt_valid,
     input  wire             pkt_ready,
-    output reg  [63:0]      pkt_data,
+    output wire [63:0]      pkt_data,
     output reg              pkt_last,
     output reg  [2:0]       pkt_lnb,        // last word: valid bytes minus one
     // counter events (one-cycle pulses)
@@ -129,7 +138,6 @@ module velo_requester #(
     reg [63:0] hdr_word;
     always @(*) begin
         hdr_word = 64'd0;
-        hdr_word[`VELO_PKT_HDR_NET]         = {{(16-NODE_BITS){1'b0}}, dst_node};
         hdr_word[`VELO_PKT_HDR_TYPE]        = `VELO_PKT_TYPE_VELO;
         hdr_word[`VELO_PKT_HDR_MSG_LEN_M1]  = addr[`VELO_SEND_ADDR_LEN_M1];
         hdr_word[`VELO_PKT_HDR_FRAG_OFF]    = off;
@@ -217,10 +225,39 @@ module velo_requester #(
     end
 
     // data register: no reset needed (qualified by pkt_valid)
+    reg [63:0] data_q;
     always @(posedge clk) begin
-        if (send_hdr)       pkt_data <= hdr_word;
-        else if (send_word) pkt_data <= in_data[lane*64 +: 64];
+        if (send_hdr)       data_q <= hdr_word;
+        else if (send_word) data_q <= in_data[lane*64 +: 64];
     end
+
+    // route lookup: read with the header word, inserted as it leaves (kept while it waits)
+    assign rt_re   = send_hdr;
+    assign rt_node = dst_node;
+    reg        hdr_out;    // pkt_data is a header word
+    reg        hdr_fresh;  // ... formed last cycle: the route is on rt_data now
+    reg [13:0] route_q;
+    always @(posedge clk) begin
+        if (rst) begin
+            hdr_out   <= 1'b0;
+            hdr_fresh <= 1'b0;
+        end else begin
+            hdr_fresh <= send_hdr;
+            if (send_hdr) hdr_out <= 1'b1;
+            else if (send_word) hdr_out <= 1'b0;
+        end
+    end
+    wire [13:0] route_now = rt_data[14] ? rt_data[13:0] : 14'h3FFF;
+    always @(posedge clk) begin
+        if (hdr_fresh) route_q <= route_now;
+    end
+    reg [15:0] net_bits;
+    always @(*) begin
+        net_bits = 16'd0;
+        net_bits[`VELO_PKT_HDR_VC]    = `VELO_VC_REQ;
+        net_bits[`VELO_PKT_HDR_ROUTE] = hdr_fresh ? route_now : route_q;
+    end
+    assign pkt_data = hdr_out ? {data_q[63:16], net_bits} : data_q;
 
     // ---- counter events (registered: one pulse per accepted TLP)
     always @(posedge clk) begin
@@ -242,7 +279,7 @@ module velo_requester #(
     end
 
     // address bits above the window and the unused header bits are ignored by design
-    wire unused_ok = &{1'b0, addr[63:12+2*VPID_BITS+NODE_BITS], addr[1:0],
+    wire unused_ok = &{1'b0, addr[63:12+2*VPID_BITS+NODE_BITS], addr[1:0], data_q[15:0],
                        node_id, area_m1[6], frag_len[6]};
 endmodule
 `default_nettype wire

@@ -49,11 +49,10 @@ long long requester_cycles() {
 long long completer_cycles() {
     Harness<Vbcpl> h;
     h->enable = 1;
-    h->node_id = 0x2C;
     h->req_id = 0x0200;
     h->tx_ready = 1;
     h.reset();
-    uint64_t hdr = VELO_FIELD_PREP(VELO_PKT_HDR_NET, 0x2C) | VELO_FIELD_PREP(VELO_PKT_HDR_TYPE, VELO_PKT_TYPE_VELO) |
+    uint64_t hdr = VELO_FIELD_PREP(VELO_PKT_HDR_TYPE, VELO_PKT_TYPE_VELO) |
                    VELO_FIELD_PREP(VELO_PKT_HDR_MSG_LEN_M1, 7) | VELO_FIELD_PREP(VELO_PKT_HDR_SRC_NODE, 0x11) |
                    VELO_FIELD_PREP(VELO_PKT_HDR_SRC_VPID, 1) | VELO_FIELD_PREP(VELO_PKT_HDR_DST_VPID, 2) |
                    VELO_FIELD_PREP(VELO_PKT_HDR_FRAG_LEN_M1, 7);

@@ -265,6 +265,9 @@ void Pair::init(unsigned id_a, unsigned id_b) {
     p_->n[1].id = id_b;
     for (int i = 0; i < 2; ++i) {
         reg_write(i, VELO_REG_CTRL_NODE_ID, p_->n[i].id);
+        // the peer is one hop away: route code 1 (network port 1), then eject
+        reg_write(i, VELO_TBL_ROUTE_TABLE_BASE + VELO_TBL_ROUTE_TABLE_STRIDE * p_->n[1 - i].id,
+                  VELO_FIELD_PREP(VELO_TBL_ROUTE_TABLE_ROUTE_VALID, 1) | VELO_FIELD_PREP(VELO_TBL_ROUTE_TABLE_ROUTE_ROUTE, 1));
         reg_write(i, VELO_REG_CTRL_CONTROL, 1u << VELO_REG_CTRL_CONTROL_ENABLE_SHIFT);
         if (reg_read(i, VELO_REG_CTRL_NODE_ID) != p_->n[i].id) p_->n[i].errors.push_back("init: NODE_ID readback");
     }

@@ -75,6 +75,9 @@ class System {
     // Nothing queued at any CPU port, no DMA pending, every NIC idle and every wire carrying
     // only idle/control symbols: the simulation may sleep until the next cpu_post.
     bool quiet() const;
+    // Cycles without data flits or TLP beats after which quiet() holds (longer than every link
+    // timeout, so no retransmission is pending).
+    static constexpr uint64_t kQuietCycles = 4096;
 
     struct Impl;
 

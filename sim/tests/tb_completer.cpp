@@ -57,7 +57,8 @@ namespace {
 #define MBOX_PREP(F, v) VELO_FIELD_PREP(VELO_MBOX_HDR_##F, (v))
 #define MBOX_GET(F, x) static_cast<unsigned>(VELO_FIELD_GET(VELO_MBOX_HDR_##F, (x)))
 
-constexpr unsigned kNode = 0x3C;        // CTRL.NODE_ID of the node under test
+constexpr unsigned kNode = 0x3C;        // this node (destination of the expected entries)
+constexpr uint64_t kStompMark = 0x5354304D50ED0BADull;  // test-only: send the packet marked bad
 constexpr uint32_t kPtrMask = 0x1FFFF;  // MBOX_PTR_BITS
 constexpr uint64_t kBaseMask = (1ull << 58) - 1;
 constexpr uint64_t k4G = 1ull << 32;
@@ -112,13 +113,13 @@ struct HdrArgs {
     unsigned dst_vpid = 0, src_node = 0, src_vpid = 0;
     Shape s;
     unsigned type = VELO_PKT_TYPE_VELO;
-    unsigned net = kNode;  // NET[7:0] is the destination node on the minimal link
+    unsigned vc = 0, route = 0;  // the network's bits: the completer ignores them
     bool rsvd = false;
 };
 
 uint64_t make_hdr(const HdrArgs& a) {
     bool frag = a.s.off != 0 || a.s.len != a.s.msg_len;
-    return PKT_PREP(NET, a.net) | PKT_PREP(TYPE, a.type) | PKT_PREP(MSG_LEN_M1, a.s.msg_len - 1) |
+    return PKT_PREP(VC, a.vc) | PKT_PREP(ROUTE, a.route) | PKT_PREP(TYPE, a.type) | PKT_PREP(MSG_LEN_M1, a.s.msg_len - 1) |
            PKT_PREP(FRAG_OFF, a.s.off) | PKT_PREP(SRC_NODE, a.src_node) | PKT_PREP(SRC_VPID, a.src_vpid) |
            PKT_PREP(DST_VPID, a.dst_vpid) | PKT_PREP(FRAG_LEN_M1, a.s.len - 1) | PKT_PREP(FRAG, frag ? 1 : 0) |
            PKT_PREP(RSVD, a.rsvd ? 1 : 0);
@@ -259,7 +260,7 @@ class Env {
     Fate predict(const std::vector<uint64_t>& w) const {
         uint64_t hd = w[0];
         unsigned area = hdr_area(hd);
-        bool bad = PKT_GET(TYPE, hd) != VELO_PKT_TYPE_VELO || (PKT_GET(NET, hd) & 0xFF) != kNode || area > 64 ||
+        bool bad = PKT_GET(TYPE, hd) != VELO_PKT_TYPE_VELO || area > 64 ||
                    w.size() != 1 + area_words(area);
         if (bad) return Fate::Bad;
         if (!enable) return Fate::Disabled;
@@ -269,9 +270,13 @@ class Env {
     }
 
     // Queue a packet; its fate is predicted from the table and enable now unless given.
-    Fate send(const std::vector<uint64_t>& w, int fate = -1) {
-        Fate f = fate < 0 ? predict(w) : static_cast<Fate>(fate);
+    // A packet ending in kStompMark is sent without the mark and with pkt_bad on its last word.
+    Fate send(std::vector<uint64_t> w, int fate = -1) {
+        bool stomp = w.size() >= 2 && w.back() == kStompMark;
+        if (stomp) w.pop_back();
+        Fate f = stomp ? Fate::Bad : fate < 0 ? predict(w) : static_cast<Fate>(fate);
         inq.push_back(w);
+        inq_bad.push_back(stomp);
         switch (f) {
             case Fate::Deliver:
                 expect_delivery(w);
@@ -371,6 +376,7 @@ class Env {
             ++words_in;
             if (++in_idx == inq.front().size()) {
                 inq.pop_front();
+                inq_bad.pop_front();
                 in_idx = 0;
                 ++pkts_in;
                 pkt_end_cycle.push_back(cyc);
@@ -443,6 +449,7 @@ class Env {
   private:
     const bool trace = std::getenv("CPL_TRACE") != nullptr;
     std::deque<std::vector<uint64_t>> inq;
+    std::deque<bool> inq_bad;  // the packet arrives marked bad (stomped upstream)
     size_t in_idx = 0;
     bool presenting = false;
     Row tq;  // table read data register
@@ -466,7 +473,6 @@ class Env {
 
     void drive_fixed() {
         h->enable = enable;
-        h->node_id = kNode;
         h->req_id = req_id;
         h->q_vpid = q_vpid;
     }
@@ -478,10 +484,12 @@ class Env {
             h->pkt_valid = 1;
             h->pkt_data = w[in_idx];
             h->pkt_last = in_idx + 1 == w.size();
+            h->pkt_bad = h->pkt_last ? inq_bad.front() : (rng() & 1);  // meaningful with last only
         } else {
             h->pkt_valid = 0;
             h->pkt_data = rng();
             h->pkt_last = rng() & 1;
+            h->pkt_bad = rng() & 1;
         }
     }
 
@@ -639,7 +647,8 @@ std::vector<uint64_t> good_pkt(std::mt19937_64& r, unsigned v, unsigned area) {
     a.src_node = rnd(r, 256);
     a.src_vpid = rnd(r, 256);
     a.s = shape_for_area(r, area);
-    a.net = kNode | (rnd(r, 4) == 0 ? rnd(r, 256) << 8 : 0);  // NET[15:8] belongs to the network
+    a.vc = rnd(r, 4);  // VC and ROUTE belong to the network
+    a.route = rnd(r, 1u << 14);
     return make_words(make_hdr(a), r);
 }
 
@@ -663,9 +672,11 @@ std::vector<uint64_t> bad_pkt(std::mt19937_64& r, unsigned v, int kind = -1) {
         case 4:                                                                    // wrong type
             a.type = rnd(r, 2) ? 0 : 2 + rnd(r, 14);
             return make_words(make_hdr(a), r);
-        case 5:  // addressed to another node
-            a.net = (kNode ^ (1 + rnd(r, 255))) | (rnd(r, 256) << 8);
-            return make_words(make_hdr(a), r);
+        case 5: {  // a good packet marked bad upstream (cut-through forwarding, failed CRC)
+            auto w = make_words(make_hdr(a), r);
+            w.push_back(kStompMark);
+            return w;
+        }
         case 6: {  // payload area over 64 bytes (FRAG_OFF % 4 + FRAG_LEN > 64): the header lies
             a.s = Shape{64, 1 + rnd(r, 3), 64};
             uint64_t hd = make_hdr(a);
@@ -1014,11 +1025,12 @@ TYPED_TEST(Cpl, DropsAreCountedOnce) {
             one(make_words(make_hdr(a), r, 1), Fate::Bad);
             one(make_words(make_hdr(a), r, -1), Fate::Bad);
         }
-        // NET[15:8] is not ours to check, a set reserved bit is cleared
+        // VC and ROUTE are not ours to check, a set reserved bit is cleared
         HdrArgs a;
         a.dst_vpid = g;
         a.s = shape_for_area(r, 64);
-        a.net = kNode | 0xA500;
+        a.vc = 3;
+        a.route = 0x2A5;
         a.rsvd = true;
         one(make_words(make_hdr(a), r), Fate::Deliver);
         for (unsigned v : {dis, l0, l17, l31, none}) {

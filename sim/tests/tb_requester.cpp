@@ -78,6 +78,15 @@ uint64_t bits(uint64_t v, unsigned shift, unsigned width) {
 // The requester's contract, from the spec: the window offset (SEND_ADDR) names the message line
 // (length) and the destination, the first enabled byte is the offset in the message, bytes past
 // the message are clipped, drops in priority order.
+// The route table the requester reads (register file RAM model): {VALID, ROUTE} per node. Each
+// bench fills it at random, a quarter of the entries invalid.
+std::array<uint16_t, 256> g_routes{};
+uint64_t net_bits(uint64_t dst_node) {
+    const uint16_t e = g_routes[dst_node];
+    const uint64_t route = (e >> 14) & 1 ? (e & 0x3FFF) : 0x3FFF;  // no valid route: all-ones
+    return VELO_FIELD_PREP(VELO_PKT_HDR_VC, VELO_VC_REQ) | VELO_FIELD_PREP(VELO_PKT_HDR_ROUTE, route);
+}
+
 Expect reference(const Tlp& t, bool enable, unsigned node_id, unsigned vb, unsigned nb) {
     Expect e;
     if (!enable) {
@@ -134,7 +143,7 @@ Expect reference(const Tlp& t, bool enable, unsigned node_id, unsigned vb, unsig
     const uint64_t dst_vpid = bits(a, VELO_SEND_ADDR_DST_VPID_SHIFT(vb, nb), VELO_SEND_ADDR_DST_VPID_WIDTH(vb, nb));
     const uint64_t dst_node = bits(a, VELO_SEND_ADDR_DST_NODE_SHIFT(vb, nb), VELO_SEND_ADDR_DST_NODE_WIDTH(vb, nb));
     const uint64_t src_vpid = bits(a, VELO_SEND_ADDR_SRC_VPID_SHIFT(vb, nb), VELO_SEND_ADDR_SRC_VPID_WIDTH(vb, nb));
-    e.hdr = VELO_FIELD_PREP(VELO_PKT_HDR_NET, dst_node) | VELO_FIELD_PREP(VELO_PKT_HDR_TYPE, VELO_PKT_TYPE_VELO) |
+    e.hdr = net_bits(dst_node) | VELO_FIELD_PREP(VELO_PKT_HDR_TYPE, VELO_PKT_TYPE_VELO) |
             VELO_FIELD_PREP(VELO_PKT_HDR_MSG_LEN_M1, msg_len - 1) | VELO_FIELD_PREP(VELO_PKT_HDR_FRAG_OFF, off) |
             VELO_FIELD_PREP(VELO_PKT_HDR_SRC_NODE, bits(node_id, 0, nb)) |
             VELO_FIELD_PREP(VELO_PKT_HDR_SRC_VPID, src_vpid) | VELO_FIELD_PREP(VELO_PKT_HDR_DST_VPID, dst_vpid) |
@@ -145,9 +154,10 @@ Expect reference(const Tlp& t, bool enable, unsigned node_id, unsigned vb, unsig
 std::string hdr_str(uint64_t h) {
     char b[200];
     std::snprintf(b, sizeof b,
-                  "%016llx{net=%llu type=%llu mlen-1=%llu off=%llu snode=%llu svpid=%llu dvpid=%llu flen-1=%llu "
+                  "%016llx{vc=%llu route=%llx type=%llu mlen-1=%llu off=%llu snode=%llu svpid=%llu dvpid=%llu flen-1=%llu "
                   "frag=%llu rsvd=%llu}",
-                  static_cast<unsigned long long>(h), VELO_FIELD_GET(VELO_PKT_HDR_NET, h),
+                  static_cast<unsigned long long>(h), VELO_FIELD_GET(VELO_PKT_HDR_VC, h),
+                  VELO_FIELD_GET(VELO_PKT_HDR_ROUTE, h),
                   VELO_FIELD_GET(VELO_PKT_HDR_TYPE, h), VELO_FIELD_GET(VELO_PKT_HDR_MSG_LEN_M1, h),
                   VELO_FIELD_GET(VELO_PKT_HDR_FRAG_OFF, h), VELO_FIELD_GET(VELO_PKT_HDR_SRC_NODE, h),
                   VELO_FIELD_GET(VELO_PKT_HDR_SRC_VPID, h), VELO_FIELD_GET(VELO_PKT_HDR_DST_VPID, h),
@@ -233,8 +243,11 @@ class Bench {
           sink(PktSink::Pins{&h->pkt_valid, &h->pkt_ready, &h->pkt_data, &h->pkt_last, &h->pkt_lnb}) {
         drv.rng = &rng_;
         sink.rng = &rng_;
+        for (auto& e : g_routes)
+            e = static_cast<uint16_t>((rng_() % 4 ? 0x4000 : 0) | (rng_() & 0x3FFF));
         h->enable = 1;
         h->node_id = 0;
+        h->rt_data = 0;
         h->in_valid = 0;
         h->pkt_ready = 1;
         h.reset();
@@ -293,6 +306,9 @@ class Bench {
             head_decided_ = false;
         }
         sink.sample(c);
+        // route table RAM: registered read, holds when not read
+        const bool rt_re = h->rt_re;
+        const unsigned rt_node = h->rt_node;
         const uint8_t ev[kEvN] = {h->ev_tx_msg,         h->ev_tx_frag,       h->ev_drop_disabled,
                                   h->ev_drop_malformed, h->ev_drop_too_long, h->ev_drop_cross_page};
         int k = 0;
@@ -305,6 +321,8 @@ class Bench {
         if (k > 1 && sink.errors.size() < 20)
             sink.errors.push_back("two counter events in one cycle " + std::to_string(c));
         h.tick();
+        if (rt_re) h->rt_data = g_routes[rt_node] & 0x7FFF;
+        else if (rng_() % 8 == 0) h->rt_data = static_cast<uint16_t>(rng_() & 0x7FFF);  // software reads it
     }
 
     // Until every TLP is in, every expected packet out and the port has been quiet a while.
@@ -596,7 +614,7 @@ TYPED_TEST(Requester, HeaderFields) {
     ASSERT_EQ(b.sink.packets.size(), 1u);
     const Packet& p = b.sink.packets[0];
     const uint64_t h = p.w[0];
-    EXPECT_EQ(VELO_FIELD_GET(VELO_PKT_HDR_NET, h), dn);
+    EXPECT_EQ(h & 0xFFFF, net_bits(dn));
     EXPECT_EQ(VELO_FIELD_GET(VELO_PKT_HDR_TYPE, h), static_cast<unsigned>(VELO_PKT_TYPE_VELO));
     EXPECT_EQ(VELO_FIELD_GET(VELO_PKT_HDR_MSG_LEN_M1, h), 39u);
     EXPECT_EQ(VELO_FIELD_GET(VELO_PKT_HDR_FRAG_OFF, h), 0u);

@@ -11,7 +11,7 @@
 /* Spec version. */
 #define VELO_SPEC_VERSION 0x100
 /* CRC-32 of spec/velo_spec.json. */
-#define VELO_SPEC_HASH 0x557D0F4A
+#define VELO_SPEC_HASH 0x332ECE82
 /* Width of a node id: up to 2^NODE_BITS nodes (paper: n - t = 8, 256 nodes). */
 #define VELO_DEFAULT_NODE_BITS 0x8
 /* Smallest NODE_BITS. */
@@ -122,6 +122,8 @@
 #define VELO_LINK_CRC5_POLY 0x5
 /* Control symbol CRC-5 initial value. */
 #define VELO_LINK_CRC5_INIT 0x1F
+/* Link counters per network port, CNT_CRC_ERR at entry offset 0x10 onwards, 4 bytes apart. */
+#define VELO_NET_PORT_COUNTERS 0x8
 /* Identity of the design. */
 #define VELO_BLK_ID_BASE 0x0
 /* Block type. */
@@ -145,7 +147,15 @@
 /* Block version. */
 #define VELO_BLK_COUNTERS_VERSION 0x1
 /* Offset of the next block (0: last). */
-#define VELO_BLK_COUNTERS_NEXT 0x400
+#define VELO_BLK_COUNTERS_NEXT 0x300
+/* Network layer: the NIC's switch ports, their links, the route table (kernel only). */
+#define VELO_BLK_NET_BASE 0x300
+/* Block type. */
+#define VELO_BLK_NET_TYPE 0x5645544E
+/* Block version. */
+#define VELO_BLK_NET_VERSION 0x1
+/* Offset of the next block (0: last). */
+#define VELO_BLK_NET_NEXT 0x400
 /* Per-vpid mailbox configuration (kernel only) and where the user pages are. */
 #define VELO_BLK_VPID_BASE 0x400
 /* Block type. */
@@ -182,6 +192,18 @@
 #define VELO_REG_COUNTERS_COUNT 0x20C
 /* First counter (see the counters list). */
 #define VELO_REG_COUNTERS_COUNTER_BASE 0x210
+/* Switch geometry. */
+#define VELO_REG_NET_PORTS 0x30C
+/* Bit p-1: the link of network port p is up. */
+#define VELO_REG_NET_LINK_STATUS 0x310
+/* BAR0 offset of the route table (ROUTE_TABLE). */
+#define VELO_REG_NET_ROUTE_OFFSET 0x314
+/* BAR0 offset of network port 1's entry in NET_PORT (port p at + (p-1) * stride). */
+#define VELO_REG_NET_PORT_OFFSET 0x318
+/* Bytes per NET_PORT entry. */
+#define VELO_REG_NET_PORT_STRIDE 0x31C
+/* Packets the switch dropped for an invalid route code (a destination without a valid route, or a bad route table entry); write clears. */
+#define VELO_REG_NET_DROP_NO_ROUTE 0x320
 /* 2^VPID_BITS. */
 #define VELO_REG_VPID_NUM_VPIDS 0x40C
 /* BAR0 offset of the mailbox table (VPID_TABLE). */
@@ -210,6 +232,36 @@
 #define VELO_TBL_VPID_USER_STRIDE 0x1000
 /* Read pointer in lines (MBOX_PTR_BITS, free-running): every line before it is free for the NIC. Write it after consuming entries (lazily, in batches). */
 #define VELO_TBL_VPID_USER_MB_RP 0x0
+/* Route to node d at base + d*stride, 2^NODE_BITS entries (kernel only), cleared (invalid) after reset. The requester puts ROUTE into every packet for node d; a send to a node without a valid route leaves with the all-ones route, which no switch accepts: it is dropped and counted (NET.DROP_NO_ROUTE). */
+#define VELO_TBL_ROUTE_TABLE_BASE 0xC000
+/* Bytes per entry. */
+#define VELO_TBL_ROUTE_TABLE_STRIDE 0x4
+/* Route entry. */
+#define VELO_TBL_ROUTE_TABLE_ROUTE 0x0
+/* Network port p (1..NP) at base + (p-1)*stride (kernel only): configuration, status and link counters (32 bits, write clears). */
+#define VELO_TBL_NET_PORT_BASE 0xA000
+/* Bytes per entry. */
+#define VELO_TBL_NET_PORT_STRIDE 0x40
+/* Routing configuration of this port (computed by the route library). */
+#define VELO_TBL_NET_PORT_CFG 0x0
+/* Link status. */
+#define VELO_TBL_NET_PORT_STATUS 0x4
+/* Packets received with a failed check (CRC, framing, lost flit). */
+#define VELO_TBL_NET_PORT_CNT_CRC_ERR 0x10
+/* NACKs sent. */
+#define VELO_TBL_NET_PORT_CNT_NACK 0x14
+/* Replays started by the transmitter (on NACK, timeout or link-up). */
+#define VELO_TBL_NET_PORT_CNT_REPLAY 0x18
+/* Nullified (stomped) packets received. */
+#define VELO_TBL_NET_PORT_CNT_STOMP 0x1C
+/* Cycles a packet waited at the switch for this link's credits. */
+#define VELO_TBL_NET_PORT_CNT_CREDIT_STALL 0x20
+/* Link-down events. */
+#define VELO_TBL_NET_PORT_CNT_LINK_DOWN 0x24
+/* Control symbols dropped (CRC-5 failure or invalid sync outside a packet). */
+#define VELO_TBL_NET_PORT_CNT_CTL_DROP 0x28
+/* Packets received good (accepted with their sequence number). */
+#define VELO_TBL_NET_PORT_CNT_RX_PKTS 0x2C
 /* Whole messages sent (one TLP carried the whole message). */
 #define VELO_CNT_TX_MSGS 0x0
 /* Fragments sent (a partial write-combining flush). */
@@ -429,12 +481,39 @@
 #define VELO_REG_CTRL_STATUS_CPL_BUSY_WIDTH 1
 #define VELO_REG_CTRL_QUIESCE_STATUS_BUSY_SHIFT 0
 #define VELO_REG_CTRL_QUIESCE_STATUS_BUSY_WIDTH 1
+/* Network ports (numbered 1..NP; port 0 is the local port). */
+#define VELO_REG_NET_PORTS_NP_SHIFT 0
+#define VELO_REG_NET_PORTS_NP_WIDTH 4
+/* Route code bits per hop. */
+#define VELO_REG_NET_PORTS_PB_SHIFT 4
+#define VELO_REG_NET_PORTS_PB_WIDTH 4
+/* Virtual channels per link. */
+#define VELO_REG_NET_PORTS_NVC_SHIFT 8
+#define VELO_REG_NET_PORTS_NVC_WIDTH 4
+/* Receive buffer per VC, in flits. */
+#define VELO_REG_NET_PORTS_VC_DEPTH_SHIFT 16
+#define VELO_REG_NET_PORTS_VC_DEPTH_WIDTH 8
 /* 1: packets for this vpid are delivered; 0: dropped and counted. */
 #define VELO_TBL_VPID_TABLE_MB_CFG_ENABLE_SHIFT 0
 #define VELO_TBL_VPID_TABLE_MB_CFG_ENABLE_WIDTH 1
 /* Ring size: 2^LOG2_LINES lines of 64 bytes (MBOX_LOG2_MIN..MBOX_LOG2_MAX). */
 #define VELO_TBL_VPID_TABLE_MB_CFG_LOG2_LINES_SHIFT 8
 #define VELO_TBL_VPID_TABLE_MB_CFG_LOG2_LINES_WIDTH 5
+/* Source route (PKT_HDR ROUTE). */
+#define VELO_TBL_ROUTE_TABLE_ROUTE_ROUTE_SHIFT 0
+#define VELO_TBL_ROUTE_TABLE_ROUTE_ROUTE_WIDTH 14
+/* 1: the entry is valid. */
+#define VELO_TBL_ROUTE_TABLE_ROUTE_VALID_SHIFT 31
+#define VELO_TBL_ROUTE_TABLE_ROUTE_VALID_WIDTH 1
+/* Dimension of the port (dateline rule). */
+#define VELO_TBL_NET_PORT_CFG_DIM_SHIFT 0
+#define VELO_TBL_NET_PORT_CFG_DIM_WIDTH 2
+/* 1: a packet leaving through this port crosses the dateline (VC dateline bit set). */
+#define VELO_TBL_NET_PORT_CFG_DATELINE_SHIFT 2
+#define VELO_TBL_NET_PORT_CFG_DATELINE_WIDTH 1
+/* The link is up. */
+#define VELO_TBL_NET_PORT_STATUS_UP_SHIFT 0
+#define VELO_TBL_NET_PORT_STATUS_UP_WIDTH 1
 
 #ifdef VELO_HW_WANT_NAMES
 /* Counter names, indexed by VELO_CNT_*. */

@@ -1,0 +1,341 @@
+// The simulated cluster: see system.hpp.
+#include "system.hpp"
+
+#include <verilated.h>
+#include <verilated_fst_c.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <deque>
+#include <map>
+#include <random>
+#include <stdexcept>
+
+#include "Vnic_p1.h"
+#include "Vnic_p1w.h"
+#include "Vnic_p2.h"
+#include "Vnic_p4.h"
+#include "channel.hpp"
+#include "host.hpp"
+#include "topology.hpp"
+#include "velo/velo_hw.h"
+
+namespace velo::sim {
+
+namespace {
+
+// Bits [lo, lo + w) of a Verilated port of any width (w <= 64).
+uint64_t get_bits(const Words& v, unsigned lo, unsigned w) {
+    uint64_t r = 0;
+    for (unsigned i = 0; i < w; ++i) {
+        unsigned b = lo + i;
+        r |= static_cast<uint64_t>((v.w[b / 32] >> (b % 32)) & 1u) << i;
+    }
+    return r;
+}
+void set_bits(const Words& v, unsigned lo, unsigned w, uint64_t x) {
+    for (unsigned i = 0; i < w; ++i) {
+        unsigned b = lo + i;
+        uint32_t m = 1u << (b % 32);
+        v.w[b / 32] = ((x >> i) & 1) ? (v.w[b / 32] | m) : (v.w[b / 32] & ~m);
+    }
+}
+
+// One NIC model behind a width-independent interface.
+class Nic {
+  public:
+    virtual ~Nic() = default;
+    virtual void set_rst(bool r) = 0;
+    virtual void eval() = 0;
+    virtual void tick(uint64_t cycle) = 0;  // rising and falling edge
+    virtual TlpInPins in_pins() = 0;
+    virtual TlpOutPins out_pins() = 0;
+    virtual uint64_t phy_tx(unsigned port) = 0;  // port 1..NP
+    virtual void set_phy_rx(unsigned port, uint64_t flit) = 0;
+    virtual bool port_up(unsigned port) = 0;
+    virtual void set_cfg_id(uint16_t id) = 0;
+};
+
+template <class V>
+class NicT : public Nic {
+  public:
+    NicT(unsigned link_w, bool waves, const std::string& wave_file) : pw_(link_w + 2) {
+        ctx_.reset(new VerilatedContext);
+        if (waves) ctx_->traceEverOn(true);
+        m_.reset(new V{ctx_.get(), "nic"});
+        if (waves) {
+            fst_.reset(new VerilatedFstC);
+            m_->trace(fst_.get(), 99);
+            fst_->open(wave_file.c_str());
+        }
+        m_->clk = 0;
+        m_->rst = 1;
+        m_->eval();
+    }
+    ~NicT() override {
+        m_->final();
+        if (fst_) fst_->close();
+    }
+    void set_rst(bool r) override { m_->rst = r; }
+    void eval() override { m_->eval(); }
+    void tick(uint64_t cycle) override {
+        m_->clk = 1;
+        m_->eval();
+        if (fst_) fst_->dump(2 * cycle + 1);
+        m_->clk = 0;
+        m_->eval();
+        if (fst_) fst_->dump(2 * cycle + 2);
+    }
+    TlpInPins in_pins() override {
+        return TlpInPins{&m_->rx_valid, &m_->rx_ready, &m_->rx_sop,           &m_->rx_eop,
+                         words(m_->rx_hdr), &m_->rx_bar, words(m_->rx_data)};
+    }
+    TlpOutPins out_pins() override {
+        return TlpOutPins{&m_->tx_valid, &m_->tx_ready, &m_->tx_sop, &m_->tx_eop, words(m_->tx_hdr), words(m_->tx_data)};
+    }
+    uint64_t phy_tx(unsigned port) override { return get_bits(words(m_->phy_tx), (port - 1) * pw_, pw_); }
+    void set_phy_rx(unsigned port, uint64_t f) override { set_bits(words(m_->phy_rx), (port - 1) * pw_, pw_, f); }
+    bool port_up(unsigned port) override { return (m_->port_up >> (port - 1)) & 1; }
+    void set_cfg_id(uint16_t id) override { m_->cfg_id = id; }
+
+  private:
+    unsigned pw_;
+    std::unique_ptr<VerilatedContext> ctx_;
+    std::unique_ptr<V> m_;
+    std::unique_ptr<VerilatedFstC> fst_;
+};
+
+}  // namespace
+
+struct System::Impl {
+    SystemConfig cfg;
+    Topology topo;
+    unsigned np = 1, link_w = 16, tlp_w = 64;
+    uint64_t cycle = 0;
+    std::mt19937_64 rng;
+
+    struct Node {
+        std::unique_ptr<Nic> nic;
+        std::unique_ptr<TlpDriver> drv;
+        std::unique_ptr<TlpSink> sink;
+        std::deque<bool> is_send;  // per queued TLP: a send-window write (measurement point)
+        std::map<uint8_t, uint32_t> cpl;  // register read completions by tag
+        uint8_t next_tag = 0;
+    };
+    std::vector<Node> nodes;
+    // one channel per direction of every link: ch[(node * 8 + port)] carries what (node, port) sends
+    std::map<unsigned, std::unique_ptr<Channel>> ch;
+    uint64_t last_activity = 0;
+
+    static unsigned key(unsigned node, unsigned port) { return node * 8 + port; }
+};
+
+System::System(const SystemConfig& c) : p_(new Impl) {
+    auto& s = *p_;
+    s.cfg = c;
+    s.rng.seed(c.seed);
+    std::string err;
+    if (!load_topology(c.topology, s.topo, err)) throw std::invalid_argument("velo: topology: " + err);
+    s.np = s.topo.ports;
+    s.link_w = c.wide ? 32 : 16;
+    s.tlp_w = c.wide ? 128 : 64;
+    const char* w = std::getenv("WAVES");
+    const bool waves = c.waves || (w && std::atoi(w) != 0);
+    s.nodes.resize(s.topo.nodes);
+    for (unsigned i = 0; i < s.topo.nodes; ++i) {
+        auto& n = s.nodes[i];
+        std::string f = c.waves_prefix + "_node" + std::to_string(i) + ".fst";
+        if (c.wide && s.np == 1)
+            n.nic.reset(new NicT<Vnic_p1w>(s.link_w, waves, f));
+        else if (c.wide)
+            throw std::invalid_argument("velo: the wide configuration (TLP 128, LINK 32) is built for the pair only");
+        else if (s.np == 1)
+            n.nic.reset(new NicT<Vnic_p1>(s.link_w, waves, f));
+        else if (s.np == 2)
+            n.nic.reset(new NicT<Vnic_p2>(s.link_w, waves, f));
+        else if (s.np <= 4)
+            n.nic.reset(new NicT<Vnic_p4>(s.link_w, waves, f));
+        else
+            throw std::invalid_argument("velo: at most 4 network ports per NIC are built");
+        n.nic->set_cfg_id(static_cast<uint16_t>(0x0100 + i));
+        n.drv.reset(new TlpDriver(n.nic->in_pins()));
+        n.sink.reset(new TlpSink(n.nic->out_pins()));
+        n.drv->rng = &s.rng;
+        n.sink->rng = &s.rng;
+        n.drv->gap_pct = c.cpu_gap_pct;
+        n.sink->stall_pct = c.dma_stall_pct;
+        Impl::Node* np = &n;
+        const unsigned idx = i;
+        n.sink->on_tlp = [this, np, idx](const Tlp& t) {
+            if (t.is_cpl()) {
+                uint32_t v = t.payload.size() >= 4 ? static_cast<uint32_t>(t.payload[0]) | (t.payload[1] << 8) |
+                                                         (t.payload[2] << 16) | (static_cast<uint32_t>(t.payload[3]) << 24)
+                                                   : 0xFFFFFFFFu;
+                np->cpl[t.tag] = v;
+            } else if (t.is_mwr()) {
+                if (on_dma_write) on_dma_write(idx, t);
+                if (on_dma_eop) on_dma_eop(idx, p_->cycle);
+            }
+        };
+    }
+    if (s.np > 4) throw std::invalid_argument("velo: at most 4 network ports per NIC");
+    // wires: every (node, port) that the topology connects sends into its own channel
+    for (const auto& l : s.topo.links) {
+        for (int d = 0; d < 2; ++d) {
+            unsigned n = d ? l.b_node : l.a_node, p = d ? l.b_port : l.a_port;
+            ChannelConfig cc;
+            cc.width = s.link_w + 2;
+            cc.latency = c.link_latency;
+            cc.ber = c.ber;
+            cc.flit_loss = c.flit_loss;
+            cc.seed = c.seed * 1000003u + Impl::key(n, p);
+            s.ch[Impl::key(n, p)].reset(new Channel(cc));
+        }
+    }
+}
+
+System::~System() = default;
+
+unsigned System::nodes() const {
+    return p_->topo.nodes;
+}
+unsigned System::net_ports() const {
+    return p_->np;
+}
+unsigned System::tlp_bits() const {
+    return p_->tlp_w;
+}
+unsigned System::link_bits() const {
+    return p_->link_w;
+}
+uint64_t System::cycle() const {
+    return p_->cycle;
+}
+
+void System::step(uint64_t n) {
+    auto& s = *p_;
+    for (uint64_t k = 0; k < n; ++k) {
+        // drive: wires into the receivers, CPU streams, DMA ready
+        for (unsigned i = 0; i < s.topo.nodes; ++i) {
+            auto& nd = s.nodes[i];
+            for (unsigned p = 1; p <= s.np; ++p) {
+                const Peer& pr = s.topo.peer(i, p);
+                uint64_t f = 0;  // an unconnected port hears nothing (sync 00)
+                if (pr.node >= 0) f = s.ch[Impl::key(static_cast<unsigned>(pr.node), pr.port)]->out();
+                nd.nic->set_phy_rx(p, f);
+            }
+            nd.drv->drive();
+            nd.sink->drive();
+        }
+        for (auto& nd : s.nodes) nd.nic->eval();
+        // sample
+        for (unsigned i = 0; i < s.topo.nodes; ++i) {
+            auto& nd = s.nodes[i];
+            for (unsigned p = 1; p <= s.np; ++p) {
+                auto it = s.ch.find(Impl::key(i, p));
+                if (it == s.ch.end()) continue;
+                uint64_t f = nd.nic->phy_tx(p);
+                if (((f >> s.link_w) & 3) == VELO_LINK_SYNC_DATA) s.last_activity = s.cycle;
+                it->second->in(f);
+            }
+            if (nd.drv->sop_presented && !nd.is_send.empty() && nd.is_send.front() && on_send_sop)
+                on_send_sop(i, s.cycle);
+            const bool busy = !nd.drv->idle() || *nd.nic->out_pins().valid;
+            if (busy) s.last_activity = s.cycle;
+            if (nd.drv->sample() && !nd.is_send.empty()) nd.is_send.pop_front();
+            nd.sink->sample();
+        }
+        for (auto& nd : s.nodes) nd.nic->tick(s.cycle);
+        for (auto& c : s.ch) c.second->tick();
+        ++s.cycle;
+    }
+}
+
+void System::cpu_post(unsigned node, const Tlp& t) {
+    auto& nd = p_->nodes.at(node);
+    nd.drv->push(t);
+    nd.is_send.push_back(t.bar == VELO_BAR_SEND && t.is_mwr());
+}
+
+size_t System::cpu_queued(unsigned node) const {
+    return p_->nodes.at(node).drv->pending();
+}
+
+void System::reg_write(unsigned node, uint32_t off, uint32_t v) {
+    std::vector<uint8_t> b = {static_cast<uint8_t>(v), static_cast<uint8_t>(v >> 8), static_cast<uint8_t>(v >> 16),
+                              static_cast<uint8_t>(v >> 24)};
+    cpu_post(node, Tlp::mwr(kBar0 + off, b, VELO_BAR_REGS));
+}
+
+uint32_t System::reg_read(unsigned node, uint32_t off) {
+    auto& nd = p_->nodes.at(node);
+    const uint8_t tag = nd.next_tag++;
+    nd.cpl.erase(tag);
+    cpu_post(node, Tlp::mrd(kBar0 + off, 1, tag, VELO_BAR_REGS));
+    for (int i = 0; i < 100000; ++i) {
+        auto it = nd.cpl.find(tag);
+        if (it != nd.cpl.end()) {
+            uint32_t v = it->second;
+            nd.cpl.erase(it);
+            return v;
+        }
+        step();
+    }
+    throw std::runtime_error("velo: register read timed out (node " + std::to_string(node) + ")");
+}
+
+bool System::init(uint64_t max_cycles) {
+    auto& s = *p_;
+    for (auto& nd : s.nodes) nd.nic->set_rst(true);
+    step(4);
+    for (auto& nd : s.nodes) nd.nic->set_rst(false);
+    for (unsigned i = 0; i < s.topo.nodes; ++i) {
+        reg_write(i, VELO_REG_CTRL_NODE_ID, i);
+        for (unsigned d = 0; d < s.topo.nodes; ++d) {
+            uint32_t e = static_cast<uint32_t>(VELO_FIELD_PREP(VELO_TBL_ROUTE_TABLE_ROUTE_VALID, 1) |
+                                               VELO_FIELD_PREP(VELO_TBL_ROUTE_TABLE_ROUTE_ROUTE, s.topo.route(i, d)));
+            reg_write(i, VELO_TBL_ROUTE_TABLE_BASE + VELO_TBL_ROUTE_TABLE_STRIDE * d, e);
+        }
+        for (unsigned p = 1; p <= s.np; ++p) {
+            uint32_t cfgv = static_cast<uint32_t>(VELO_FIELD_PREP(VELO_TBL_NET_PORT_CFG_DIM, s.topo.dim(i, p)) |
+                                                  VELO_FIELD_PREP(VELO_TBL_NET_PORT_CFG_DATELINE, s.topo.dateline(i, p)));
+            reg_write(i, VELO_TBL_NET_PORT_BASE + VELO_TBL_NET_PORT_STRIDE * (p - 1) + VELO_TBL_NET_PORT_CFG, cfgv);
+        }
+        reg_write(i, VELO_REG_CTRL_CONTROL, 1u << VELO_REG_CTRL_CONTROL_ENABLE_SHIFT);
+    }
+    // read back (a non-posted read completes after the posted writes before it)
+    for (unsigned i = 0; i < s.topo.nodes; ++i)
+        if (reg_read(i, VELO_REG_CTRL_NODE_ID) != i) return false;
+    const uint64_t start = s.cycle;
+    while (!links_up()) {
+        if (s.cycle - start > max_cycles) return false;
+        step(16);
+    }
+    return true;
+}
+
+void System::set_link_down(unsigned node, unsigned port, bool down) {
+    auto& s = *p_;
+    auto it = s.ch.find(Impl::key(node, port));
+    if (it == s.ch.end()) throw std::invalid_argument("velo: no link at that port");
+    it->second->set_down(down);
+    const Peer& pr = s.topo.peer(node, port);
+    s.ch.at(Impl::key(static_cast<unsigned>(pr.node), pr.port))->set_down(down);
+}
+
+bool System::links_up() const {
+    auto& s = *p_;
+    for (unsigned i = 0; i < s.topo.nodes; ++i)
+        for (unsigned p = 1; p <= s.np; ++p)
+            if (s.topo.peer(i, p).node >= 0 && !s.nodes[i].nic->port_up(p)) return false;
+    return true;
+}
+
+bool System::quiet() const {
+    auto& s = *p_;
+    for (auto& nd : s.nodes)
+        if (!nd.drv->idle()) return false;
+    return s.cycle - s.last_activity > kQuietCycles;
+}
+
+}  // namespace velo::sim
