@@ -5,10 +5,10 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 mapfile -t SRC < <(find rtl -name '*.v' | sort)
 fail=0
-mapfile -t DIRS < <(find rtl sim/rtl -mindepth 0 -type d | sort)
+mapfile -t DIRS < <(find rtl -mindepth 0 -type d | sort)
 YDIRS=()
 for d in "${DIRS[@]}"; do YDIRS+=(-y "$d"); done
-topfile() { find rtl sim/rtl -name "$1.v" | head -1; }
+topfile() { find rtl -name "$1.v" | head -1; }
 lint() {  # top [params...]: the top's file, every module below it found by name (-y)
   local top=$1; shift
   if ! out=$(verilator --lint-only -Wall -Irtl/include "${YDIRS[@]}" "$(topfile "$top")" --top-module "$top" "$@" 2>&1); then
@@ -18,10 +18,9 @@ lint() {  # top [params...]: the top's file, every module below it found by name
   fi
 }
 for f in "${SRC[@]}"; do lint "$(basename "$f" .v)"; done
-for p in "-GTLP_W=128" "-GLINK_W=32" "-GLINK_W=64" "-GTLP_W=128 -GLINK_W=64" "-GNODE_BITS=3 -GVPID_BITS=4"; do
+for p in "-GNP=1" "-GNP=4" "-GTLP_W=128" "-GLINK_W=32" "-GLINK_W=64" "-GNP=1 -GTLP_W=128 -GLINK_W=32" \
+         "-GTLP_W=128 -GLINK_W=64" "-GNODE_BITS=3 -GVPID_BITS=4"; do
   # shellcheck disable=SC2086
   lint velo_nic $p
 done
-lint velo_pair
-lint velo_pair -GTLP_W=128 -GLINK_W=32 -GLINK_STAGES=3
 exit $fail

@@ -24,8 +24,10 @@ UNITS = {
     "regfile": ("velo_regfile", ["rtl/regs/velo_regfile.v"]),
     "counters": ("velo_counters", ["rtl/regs/velo_counters.v"]),
     "host": ("velo_tlp_rx_demux", ["rtl/host/velo_tlp_rx_demux.v"]),
-    "link": ("velo_flit_tx", ["rtl/net/velo_flit_tx.v"]),
-    "nic": ("velo_nic", None),  # everything
+    "flit": ("velo_flit_tx", ["rtl/net/velo_flit_tx.v"]),
+    "link": ("velo_link", None),      # one network port's link layer (LINK_W 16)
+    "switch": ("velo_switch", None),  # the switch, NP = 2 (a ring node), LINK_W 16
+    "nic": ("velo_nic", None),        # everything, NP = 2
 }
 PAPER = {"requester": (88, 143), "completer": (274, 365), "regfile": (222, 199)}
 FAMILIES = {
@@ -79,7 +81,7 @@ def synth(unit, family):
 def main(argv):
     if "--check" in argv:
         ok = True
-        for unit in ("requester", "completer", "regfile", "nic"):
+        for unit in ("requester", "completer", "regfile", "link", "switch", "nic"):
             for fam in FAMILIES:
                 try:
                     r = synth(unit, fam)
@@ -89,7 +91,7 @@ def main(argv):
                     ok = False
         return 0 if ok else 1
     if "--bench" in argv:
-        for unit in ("requester", "completer", "regfile", "counters", "nic"):
+        for unit in ("requester", "completer", "regfile", "counters", "link", "switch", "nic"):
             r = synth(unit, "xc4v")
             if unit in PAPER:
                 print("# %s on xc4v: paper Table 1: %d flip-flops, %d LUTs" % (unit, *PAPER[unit]))

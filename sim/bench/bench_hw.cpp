@@ -1,14 +1,17 @@
 // Hardware benchmarks in NIC clock cycles (deterministic): latency of the requester, the
-// completer and end to end, and the back-to-back message interval on the link.
+// completer, end to end and per hop, the back-to-back message interval and link efficiency,
+// retransmission overhead, saturation throughput of a torus, and losses under faults.
 // Prints "BENCH <name> <value> <unit>" lines; comments start with '#'.
 #include <cstdio>
 #include <map>
+#include <random>
+#include <string>
 
 #include "Vbcpl.h"
 #include "Vbreq.h"
 #include "harness.hpp"
 #include "host.hpp"
-#include "pair.hpp"
+#include "cluster.hpp"
 #include "velo/velo_hw.h"
 
 using namespace velo::sim;
@@ -32,7 +35,7 @@ long long requester_cycles() {
     TlpDriver drv(
         TlpInPins{&h->in_valid, &h->in_ready, &h->in_sop, &h->in_eop, words(h->in_hdr), nullptr, words(h->in_data)});
     std::vector<uint8_t> msg(8, 0x42);
-    drv.push(Tlp::mwr(Pair::kBar2 + send_offset(8, 8, 1, 0x2C, 2, 8), msg, VELO_BAR_SEND));
+    drv.push(Tlp::mwr(Cluster::kBar2 + send_offset(8, 8, 1, 0x2C, 2, 8), msg, VELO_BAR_SEND));
     long long t_in = -1, t_out = -1;
     for (int i = 0; i < 100 && t_out < 0; ++i) {
         drv.drive();
@@ -93,35 +96,132 @@ struct Interval {
     long long idle;
 };
 
-// Back-to-back messages of `len` bytes from one thread: cycles per message on the link.
-Interval msg_interval(unsigned len, unsigned n) {
-    Pair::Config c;
-    c.seed = 7;
+Cluster::Config cfg(const std::string& topo, uint64_t seed) {
+    Cluster::Config c;
+    c.sys.topology = topo;
+    c.sys.seed = seed;
     c.mem_delay = 0;
     c.max_inflight = 4;
-    Pair p(c);
-    p.init(0x11, 0x2C);
-    p.open_mailbox(1, 2, 12, 0x200000000ull);
-    p.step(20);
-    std::vector<uint8_t> m(len, 0x5A);
-    for (unsigned i = 0; i < n; ++i) p.send(0, 1, 0x2C, 2, m, WcMode::Burst);
-    p.run_until_idle(1000000);
-    long long span = static_cast<long long>(p.link_last_ab - p.link_first_ab + 1);
-    return Interval{static_cast<double>(span) / n, static_cast<double>(p.link_flits_ab) / n,
-                    span - static_cast<long long>(p.link_flits_ab)};
+    return c;
 }
 
-long long e2e(bool wide) {
-    Pair::Config c;
-    c.seed = 3;
-    c.wide = wide;
-    Pair p(c);
-    p.init(0x11, 0x2C);
-    p.open_mailbox(1, 2, 6, 0x200000000ull);
+// Back-to-back messages of `len` bytes from one thread of node 0 to node 1 (pair): cycles per
+// message on the link, data flits per message, idle (control or empty) flit cycles in the span.
+Interval msg_interval(unsigned len, unsigned n, double ber = 0.0, double* msgs_per_cycle = nullptr) {
+    auto c = cfg("pair", 7);
+    c.sys.ber = ber;
+    Cluster p(c);
+    if (!p.init()) return Interval{0, 0, -1};
+    p.open_mailbox(1, 2, 12, 0x200000000ull);
+    p.step(20);
+    uint64_t flits = 0, first = 0, last = 0;
+    p.sys().on_flit = [&](unsigned node, unsigned port, uint64_t f) {
+        if (node != 0 || port != 1 || ((f >> p.sys().link_bits()) & 3) != VELO_LINK_SYNC_DATA) return;
+        if (!flits++) first = p.cycle();
+        last = p.cycle();
+    };
+    std::vector<uint8_t> m(len, 0x5A);
+    for (unsigned i = 0; i < n; ++i) p.send(0, 1, 1, 2, m, WcMode::Burst);
+    p.run_until_idle(4000000);
+    long long span = static_cast<long long>(last - first + 1);
+    if (msgs_per_cycle) *msgs_per_cycle = static_cast<double>(n) / static_cast<double>(span);
+    return Interval{static_cast<double>(span) / n, static_cast<double>(flits) / n,
+                    span - static_cast<long long>(flits)};
+}
+
+// One 8-byte message from node 0 to node `dst` on an idle cluster: first beat of the PIO write
+// into NIC 0 to the last beat of the mailbox DMA write out of NIC dst.
+long long e2e(const std::string& topo, unsigned dst, bool wide = false) {
+    auto c = cfg(topo, 3);
+    c.sys.wide = wide;
+    Cluster p(c);
+    if (!p.init()) return -1;
+    p.open_mailbox(dst, 2, 6, 0x200000000ull);
     p.step(50);
-    p.send(0, 1, 0x2C, 2, std::vector<uint8_t>(8, 0x77), WcMode::Burst);
-    p.run_until_idle(10000);
-    return static_cast<long long>(p.last_dma_eop[1] - p.last_send_sop[0]);
+    p.send(0, 1, dst, 2, std::vector<uint8_t>(8, 0x77), WcMode::Burst);
+    p.run_until_idle(100000);
+    return static_cast<long long>(p.last_dma_eop[dst] - p.last_send_sop[0]);
+}
+
+// Through one forwarding node (ring:4, node 0 -> node 2 via node 1): the packet's first flit in
+// on node 1's wire from node 0 to its first flit out on node 1's wire to node 2.
+long long hop_latency() {
+    Cluster p(cfg("ring:4", 5));
+    if (!p.init()) return -1;
+    p.open_mailbox(2, 2, 6, 0x200000000ull);
+    p.step(50);
+    long long t_in = -1, t_out = -1;
+    p.sys().on_flit = [&](unsigned node, unsigned port, uint64_t f) {
+        if (((f >> p.sys().link_bits()) & 3) != VELO_LINK_SYNC_DATA) return;
+        // node 0 port 1 feeds node 1 after the wire's latency; node 1 port 1 leads to node 2
+        if (node == 0 && port == 1 && t_in < 0) t_in = static_cast<long long>(p.cycle() + p.sys().link_latency());
+        if (node == 1 && port == 1 && t_out < 0) t_out = static_cast<long long>(p.cycle());
+    };
+    p.send(0, 1, 2, 2, std::vector<uint8_t>(8, 0x77), WcMode::Burst);
+    p.run_until_idle(100000);
+    return t_out - t_in;
+}
+
+// Saturation throughput on a 4x4 torus under uniform random traffic: data flits carried by the
+// bisection links (between columns 1|2 and 3|0, both directions) per link and cycle, measured over
+// a window in steady state while every node keeps its send queue full.
+double saturation(double* offered) {
+    auto c = cfg("torus:4x4", 11);
+    c.max_inflight = 8;
+    Cluster p(c);
+    if (!p.init()) return -1;
+    const unsigned n = p.nodes();
+    for (unsigned i = 0; i < n; ++i) p.open_mailbox(i, 0, 12, 0x200000000ull + i * 0x100000ull);
+    std::mt19937_64 r(99);
+    uint64_t window_start = 0, window_end = 0, flits = 0, injected = 0;
+    p.sys().on_flit = [&](unsigned node, unsigned port, uint64_t f) {
+        if (p.cycle() < window_start || p.cycle() >= window_end) return;
+        if (((f >> p.sys().link_bits()) & 3) != VELO_LINK_SYNC_DATA) return;
+        const unsigned x = node % 4;
+        if ((port == 1 && (x == 1 || x == 3)) || (port == 2 && (x == 2 || x == 0))) ++flits;  // +x / -x crossings
+    };
+    auto top_up = [&] {
+        for (unsigned s = 0; s < n; ++s)
+            while (p.queued_writes(s) < 16) {
+                unsigned d = static_cast<unsigned>(r() % (n - 1));
+                if (d >= s) ++d;
+                p.send(s, 1 + static_cast<unsigned>(r() % 4), d, 0, std::vector<uint8_t>(64, 0x33), WcMode::Burst);
+                if (p.cycle() >= window_start && p.cycle() < window_end) ++injected;
+            }
+    };
+    window_start = 4000;
+    window_end = 14000;
+    while (p.cycle() < window_end) {
+        top_up();
+        p.step(10);
+    }
+    const double links = 4 /* rows */ * 2 /* cuts */ * 2 /* directions */;
+    *offered = static_cast<double>(injected) * 36 / (window_end - window_start) / (n);  // flits/cycle/node
+    return static_cast<double>(flits) / links / static_cast<double>(window_end - window_start);
+}
+
+// Faults everywhere at once on a ring of 4: bit errors, lost flits and a link flapping; messages
+// lost or duplicated (the scoreboard's view): must be 0.
+long long lost_under_faults() {
+    auto c = cfg("ring:4", 13);
+    c.sys.ber = 1e-5;
+    c.sys.flit_loss = 1e-5;
+    Cluster p(c);
+    if (!p.init()) return -1;
+    for (unsigned i = 0; i < 4; ++i) p.open_mailbox(i, 0, 8, 0x200000000ull + i * 0x100000ull);
+    std::mt19937_64 r(5);
+    for (unsigned k = 0; k < 2000; ++k) {
+        unsigned s = static_cast<unsigned>(r() % 4), d = static_cast<unsigned>(r() % 4);
+        std::vector<uint8_t> m(1 + r() % 64);
+        for (auto& b : m) b = static_cast<uint8_t>(r());
+        p.send(s, 1, d, 0, m, WcMode::Burst);
+    }
+    p.step(5000);
+    p.sys().set_link_down(1, 1, true);
+    p.step(3000);
+    p.sys().set_link_down(1, 1, false);
+    p.run_until_idle(20000000);
+    return static_cast<long long>(p.scoreboard().outstanding() + p.errors().size());
 }
 
 }  // namespace
@@ -129,22 +229,30 @@ long long e2e(bool wide) {
 int main() {
     long long req = requester_cycles();
     long long cpl = completer_cycles();
-    long long lat = e2e(false);
+    long long lat = e2e("pair", 1);
     std::printf("# end-to-end: first beat of the PIO write into NIC A -> last beat of the mailbox DMA write out of\n");
-    std::printf(
-        "# NIC B, 8-byte payload, 16-bit link, back to back (paper: 64 incl. 21 of HT core + crossbar => 43)\n");
+    std::printf("# NIC B, 8-byte payload, 16-bit link with CRC/retry/credits, switch in both NICs, back to back\n");
+    std::printf("# (paper: 64 incl. 21 of HT core + crossbar => 43 comparable)\n");
     bench("hw.e2e_latency_cycles", static_cast<double>(lat), "cycles");
     std::printf("# requester: first beat presented -> packet header word out (paper: 3)\n");
     bench("hw.requester_cycles", static_cast<double>(req), "cycles");
     std::printf("# completer: last packet word in -> last DMA beat out (paper: 5)\n");
     bench("hw.completer_cycles", static_cast<double>(cpl), "cycles");
-    std::printf("# link share: serializing 8 flits (4 header + 4 payload) plus one register slice of wire\n");
-    bench("hw.link_cycles", static_cast<double>(lat - req - cpl), "cycles");
-    bench("hw.e2e_latency_cycles_tlp128_link32", static_cast<double>(e2e(true)), "cycles");
+    std::printf("# network share: switches, links (4 header + 4 payload + 1 CRC flits), wire\n");
+    bench("hw.network_cycles", static_cast<double>(lat - req - cpl), "cycles");
+    bench("hw.e2e_latency_cycles_tlp128_link32", static_cast<double>(e2e("pair", 1, true)), "cycles");
+    std::printf("# through one forwarding NIC: first flit in on the wire -> first flit out on the next wire\n");
+    bench("net.hop_latency_cycles", static_cast<double>(hop_latency()), "cycles");
+    std::printf("# end-to-end over 1..4 hops on a ring of 8 (node 0 -> node h)\n");
+    for (unsigned h = 1; h <= 4; ++h) {
+        char name[64];
+        std::snprintf(name, sizeof name, "net.e2e_latency_cycles_%u", h);
+        bench(name, static_cast<double>(e2e("ring:8", h)), "cycles");
+    }
     for (unsigned len : {8u, 64u}) {
         Interval iv = msg_interval(len, 200);
         char name[64];
-        std::printf("# %u-byte messages back to back from one sender; link-bound ideal = flits per packet\n", len);
+        std::printf("# %u-byte messages back to back from one sender; link-bound ideal = data flits per packet\n", len);
         std::snprintf(name, sizeof name, "hw.msg_interval_cycles_%uB", len);
         bench(name, iv.interval, "cycles");
         std::snprintf(name, sizeof name, "hw.msg_interval_ideal_%uB", len);
@@ -153,6 +261,24 @@ int main() {
         bench(name, static_cast<double>(iv.idle), "cycles");
         std::snprintf(name, sizeof name, "hw.msg_rate_%uB_at_100MHz", len);
         bench(name, 100.0 / iv.interval, "Mmsg/s");
+        if (len == 64) {
+            std::printf("# payload flits / link flit cycles (32 payload flits of 64 B; the rest: 4 header flits,\n");
+            std::printf("# 1 CRC flit; control symbols travel on the reverse direction)\n");
+            bench("net.link_efficiency_64B", 32.0 / iv.interval, "ratio");
+        }
     }
+    double clean = 0, noisy = 0;
+    msg_interval(64, 2000, 0.0, &clean);
+    msg_interval(64, 2000, 1e-5, &noisy);
+    std::printf("# throughput lost to retransmission at BER 1e-5, 64-byte messages streamed over one link\n");
+    bench("net.retransmit_overhead_ber1e-5", 1.0 - noisy / clean, "ratio");
+    double offered = 0;
+    double sat = saturation(&offered);
+    std::printf("# 4x4 torus, uniform random 64-byte messages, every node saturating: data flits per bisection\n");
+    std::printf("# link and cycle (bisection capacity = 1); offered load %.3f flits/cycle/node (a NIC injects <= 1)\n",
+                offered);
+    bench("net.saturation_throughput", sat, "fraction_of_bisection");
+    std::printf("# ring of 4 with BER 1e-5, lost flits 1e-5 and a link down and back under traffic\n");
+    bench("net.lost_messages_under_faults", static_cast<double>(lost_under_faults()), "messages");
     return 0;
 }

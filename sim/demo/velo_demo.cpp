@@ -1,4 +1,4 @@
-// make demo: two VELO NICs (the RTL, cycle-accurate in Verilator) back to back. Threads on both
+// The RTL demo: two VELO NICs (the RTL, cycle-accurate in Verilator) back to back. Threads on both
 // nodes send messages through their send windows; each mailbox prints what it received; the
 // end-to-end latency of a single 8-byte message is measured in NIC clock cycles.
 #include <cstdio>
@@ -6,7 +6,7 @@
 #include <map>
 #include <string>
 
-#include "pair.hpp"
+#include "cluster.hpp"
 #include "velo/velo_hw.h"
 
 using namespace velo::sim;
@@ -19,21 +19,24 @@ std::vector<uint8_t> text(const std::string& s) {
 
 int main(int argc, char** argv) {
     bool wide = argc > 1 && std::strcmp(argv[1], "--wide") == 0;
-    Pair::Config c;
-    c.seed = 20261120;
-    c.wide = wide;
-    Pair p(c);
-    const unsigned ids[2] = {0x11, 0x2C};
+    Cluster::Config c;
+    c.sys.seed = 20261120;
+    c.sys.wide = wide;
+    Cluster p(c);
+    const unsigned ids[2] = {0, 1};
     const char* names[2] = {"A", "B"};
     std::printf("VELO demo: two NICs back to back (RTL simulated cycle by cycle in Verilator)\n");
-    std::printf("  TLP stream %u bits, link %u bits, node A = 0x%02x, node B = 0x%02x\n\n", p.tlp_bits(), p.link_bits(),
+    std::printf("  TLP stream %u bits, link %u bits, node A = %u, node B = %u\n\n", p.sys().tlp_bits(), p.sys().link_bits(),
                 ids[0], ids[1]);
-    p.init(ids[0], ids[1]);
-    for (int n = 0; n < 2; ++n)
+    if (!p.init()) {
+        std::printf("FAILED: the link did not come up\n");
+        return 1;
+    }
+    for (unsigned n = 0; n < 2; ++n)
         for (unsigned v = 0; v < 3; ++v) p.open_mailbox(n, v, 6, 0x100000000ull + n * 0x100000ull + v * 0x10000ull);
 
-    std::map<std::pair<int, unsigned>, std::vector<std::string>> got;
-    p.on_msg = [&](int node, const Msg& m, uint64_t cyc) {
+    std::map<std::pair<unsigned, unsigned>, std::vector<std::string>> got;
+    p.on_msg = [&](unsigned node, const Msg& m, uint64_t cyc) {
         char line[200];
         std::string body(m.bytes.begin(), m.bytes.end());
         for (auto& ch : body)
@@ -62,7 +65,7 @@ int main(int argc, char** argv) {
     std::printf("   every third one is flushed in pieces (fragments recombined by the receiver)\n\n");
     const WcMode modes[3] = {WcMode::Burst, WcMode::FullLine, WcMode::Split};
     for (int k = 0; k < 5; ++k)
-        for (int n = 0; n < 2; ++n)
+        for (unsigned n = 0; n < 2; ++n)
             for (unsigned t = 10; t < 13; ++t) {
                 char s[80];
                 std::snprintf(s, sizeof s, "hello #%d from thread %u of node %s%s", k, t, names[n],
@@ -77,7 +80,7 @@ int main(int argc, char** argv) {
         for (auto& l : lines) std::printf("   %s\n", l.c_str());
     }
     std::printf("\nfragments recombined in software: %llu\n", static_cast<unsigned long long>(p.fragments_seen()));
-    for (int n = 0; n < 2; ++n)
+    for (unsigned n = 0; n < 2; ++n)
         std::printf("node %s counters: tx msgs %u, tx frags %u, rx msgs %u, rx frags %u, drops %u\n", names[n],
                     p.counter(n, VELO_CNT_TX_MSGS), p.counter(n, VELO_CNT_TX_FRAGS), p.counter(n, VELO_CNT_RX_MSGS),
                     p.counter(n, VELO_CNT_RX_FRAGS),

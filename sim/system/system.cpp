@@ -208,6 +208,9 @@ unsigned System::tlp_bits() const {
 unsigned System::link_bits() const {
     return p_->link_w;
 }
+unsigned System::link_latency() const {
+    return p_->cfg.link_latency;
+}
 uint64_t System::cycle() const {
     return p_->cycle;
 }
@@ -215,6 +218,7 @@ uint64_t System::cycle() const {
 void System::step(uint64_t n) {
     auto& s = *p_;
     for (uint64_t k = 0; k < n; ++k) {
+        if (on_cycle) on_cycle();
         // drive: wires into the receivers, CPU streams, DMA ready
         for (unsigned i = 0; i < s.topo.nodes; ++i) {
             auto& nd = s.nodes[i];
@@ -235,6 +239,7 @@ void System::step(uint64_t n) {
                 auto it = s.ch.find(Impl::key(i, p));
                 if (it == s.ch.end()) continue;
                 uint64_t f = nd.nic->phy_tx(p);
+                if (on_flit) on_flit(i, p, f);
                 if (((f >> s.link_w) & 3) == VELO_LINK_SYNC_DATA) s.last_activity = s.cycle;
                 it->second->in(f);
             }
@@ -329,6 +334,13 @@ bool System::links_up() const {
         for (unsigned p = 1; p <= s.np; ++p)
             if (s.topo.peer(i, p).node >= 0 && !s.nodes[i].nic->port_up(p)) return false;
     return true;
+}
+
+std::vector<std::string> System::errors() const {
+    std::vector<std::string> e;
+    for (unsigned i = 0; i < p_->nodes.size(); ++i)
+        for (auto& x : p_->nodes[i].sink->errors) e.push_back("node " + std::to_string(i) + ": " + x);
+    return e;
 }
 
 bool System::quiet() const {

@@ -48,6 +48,7 @@ class System {
     unsigned net_ports() const;   // network ports per NIC
     unsigned tlp_bits() const;
     unsigned link_bits() const;
+    unsigned link_latency() const;  // cycles a flit spends on a wire
     uint64_t cycle() const;
     void step(uint64_t n = 1);
 
@@ -57,6 +58,11 @@ class System {
     void reg_write(unsigned node, uint32_t off, uint32_t v);   // posted, in order with cpu_post
     uint32_t reg_read(unsigned node, uint32_t off);            // steps until the completion is in
 
+    // Called at the start of every cycle, before the pins are driven (host models advance here:
+    // they may cpu_post, and they keep running while reg_read waits).
+    std::function<void()> on_cycle;
+    // Every flit a NIC drives onto a network port (node, port 1..NP, {sync, data}).
+    std::function<void(unsigned node, unsigned port, uint64_t flit)> on_flit;
     // Every memory write a NIC issues towards host memory (mailbox DMA), in PCIe order.
     std::function<void(unsigned node, const Tlp& t)> on_dma_write;
     // Measurement points: first beat of a send-window write taken by a NIC, last beat of a DMA
@@ -72,6 +78,7 @@ class System {
     // ---- network
     void set_link_down(unsigned node, unsigned port, bool down);  // cut both directions of a link
     bool links_up() const;
+    std::vector<std::string> errors() const;  // protocol violations seen on the TLP ports
     // Nothing queued at any CPU port, no DMA pending, every NIC idle and every wire carrying
     // only idle/control symbols: the simulation may sleep until the next cpu_post.
     bool quiet() const;

@@ -1,18 +1,19 @@
-// Two-node system tests: the NIC top level twice, back to back, driven by host models that send
-// through write combining (with partial flushes), DMA-written mailboxes polled by software that
-// sees host memory only as a root complex guarantees it, and a scoreboard.
+// Two-node system tests: the NIC top level twice, back to back over one link (the "pair"
+// topology of the simulated cluster), driven by host models that send through write combining
+// (with partial flushes), DMA-written mailboxes polled by software that sees host memory only as a
+// root complex guarantees it, and a scoreboard.
 #include <gtest/gtest.h>
 
 #include <random>
 
-#include "pair.hpp"
+#include "cluster.hpp"
 #include "velo/velo_hw.h"
 
 using namespace velo::sim;
 
 namespace {
 
-constexpr unsigned kA = 0x11, kB = 0x2C;  // node ids
+constexpr unsigned kA = 0, kB = 1;  // node ids (= node indices)
 
 std::vector<uint8_t> random_msg(std::mt19937_64& r, unsigned len) {
     std::vector<uint8_t> m(len);
@@ -20,7 +21,7 @@ std::vector<uint8_t> random_msg(std::mt19937_64& r, unsigned len) {
     return m;
 }
 
-void expect_clean(Pair& p) {
+void expect_clean(Cluster& p) {
     auto e = p.errors();
     for (size_t i = 0; i < e.size() && i < 20; ++i) ADD_FAILURE() << e[i];
     EXPECT_TRUE(e.empty()) << e.size() << " model errors";
@@ -28,13 +29,13 @@ void expect_clean(Pair& p) {
 }
 
 // A default pair configuration seeded from the test's generator.
-Pair::Config seeded(std::mt19937_64& r) {
-    Pair::Config c;
-    c.seed = r();
+Cluster::Config seeded(std::mt19937_64& r) {
+    Cluster::Config c;
+    c.sys.seed = r();
     return c;
 }
 
-uint64_t mbox_base(int node, unsigned vpid) {
+uint64_t mbox_base(unsigned node, unsigned vpid) {
     // half of the rings below 4 GiB (3DW DMA headers), half above (4DW)
     return (vpid % 2 ? 0x123400000000ull : 0x40000000ull) + node * 0x1000000ull + vpid * 0x10000ull;
 }
@@ -48,14 +49,14 @@ struct Traffic {
 };
 
 // Random traffic both ways; returns messages sent.
-unsigned run_traffic(Pair& p, const Traffic& t, std::mt19937_64& r) {
-    p.init(kA, kB);
-    for (int n = 0; n < 2; ++n)
+unsigned run_traffic(Cluster& p, const Traffic& t, std::mt19937_64& r) {
+    EXPECT_TRUE(p.init());
+    for (unsigned n = 0; n < 2; ++n)
         for (unsigned v = 0; v < t.vpids; ++v)
             p.open_mailbox(n, v, t.log2_min + static_cast<unsigned>(r() % (t.log2_max - t.log2_min + 1)),
                            mbox_base(n, v));
     for (unsigned i = 0; i < t.msgs; ++i) {
-        int n = static_cast<int>(r() % 2);
+        unsigned n = static_cast<unsigned>(r() % 2);
         unsigned len = 1 + static_cast<unsigned>(r() % 64);
         WcMode mode = t.modes[r() % t.modes.size()];
         p.send(n, 100 + static_cast<unsigned>(r() % t.threads), n ? kA : kB, static_cast<unsigned>(r() % t.vpids),
@@ -69,7 +70,7 @@ unsigned run_traffic(Pair& p, const Traffic& t, std::mt19937_64& r) {
 
 TEST(System, RandomTrafficBothWays) {
     auto r = test_rng();
-    Pair p(seeded(r));
+    Cluster p(seeded(r));
     Traffic t;
     unsigned n = run_traffic(p, t, r);
     expect_clean(p);
@@ -77,7 +78,7 @@ TEST(System, RandomTrafficBothWays) {
     EXPECT_GT(p.fragments_seen(), 0u) << "the random mix should have produced fragments";
     // hardware counters agree with what the software saw
     uint64_t rx = 0, tx = 0;
-    for (int i = 0; i < 2; ++i) {
+    for (unsigned i = 0; i < 2; ++i) {
         rx += p.counter(i, VELO_CNT_RX_MSGS) + p.counter(i, VELO_CNT_RX_FRAGS);
         tx += p.counter(i, VELO_CNT_TX_MSGS) + p.counter(i, VELO_CNT_TX_FRAGS);
         for (unsigned k = VELO_CNT_DROP_TX_DISABLED; k <= VELO_CNT_DROP_RX_BAD_PKT; ++k)
@@ -91,13 +92,13 @@ TEST(System, HostileHostAndFragmentStorm) {
     // every message fragmented, eight threads a node interleaving, a host that stalls DMA, leaves
     // gaps in its writes and makes cache lines visible late and out of order
     auto r = test_rng();
-    Pair::Config c;
-    c.seed = r();
+    Cluster::Config c;
+    c.sys.seed = r();
     c.mem_delay = 8;
-    c.sink_stall_pct = 30;
-    c.drv_gap_pct = 20;
+    c.sys.dma_stall_pct = 30;
+    c.sys.cpu_gap_pct = 20;
     c.max_inflight = 3;
-    Pair p(c);
+    Cluster p(c);
     Traffic t;
     t.msgs = 250;
     t.threads = 8;
@@ -113,12 +114,13 @@ TEST(System, HostileHostAndFragmentStorm) {
 TEST(System, WideDatapathConfiguration) {
     // TLP_W = 128, LINK_W = 32
     auto r = test_rng();
-    Pair::Config c;
-    c.seed = r();
-    c.wide = true;
-    c.sink_stall_pct = 10;
-    Pair p(c);
-    EXPECT_EQ(p.tlp_bits(), 128u);
+    Cluster::Config c;
+    c.sys.seed = r();
+    c.sys.wide = true;
+    c.sys.dma_stall_pct = 10;
+    Cluster p(c);
+    EXPECT_EQ(p.sys().tlp_bits(), 128u);
+    EXPECT_EQ(p.sys().link_bits(), 32u);
     Traffic t;
     t.msgs = 200;
     unsigned n = run_traffic(p, t, r);
@@ -128,11 +130,11 @@ TEST(System, WideDatapathConfiguration) {
 
 TEST(System, FullMailboxBackPressureThenDrain) {
     auto r = test_rng();
-    Pair::Config c;
-    c.seed = r();
+    Cluster::Config c;
+    c.sys.seed = r();
     c.credits = false;  // the sender overruns the ring on purpose
-    Pair p(c);
-    p.init(kA, kB);
+    Cluster p(c);
+    ASSERT_TRUE(p.init());
     p.open_mailbox(1, 3, 2, mbox_base(1, 3));  // 4 lines
     p.open_mailbox(1, 4, 4, mbox_base(1, 4));
     p.pause_reader(1, 3, true);
@@ -160,8 +162,8 @@ TEST(System, FullMailboxBackPressureThenDrain) {
 
 TEST(System, DisabledVpidDropsOnlyItsOwnTraffic) {
     auto r = test_rng();
-    Pair p(seeded(r));
-    p.init(kA, kB);
+    Cluster p(seeded(r));
+    ASSERT_TRUE(p.init());
     p.open_mailbox(1, 1, 4, mbox_base(1, 1));
     unsigned good = 0, bad = 0;
     for (unsigned i = 0; i < 60; ++i) {
@@ -177,31 +179,32 @@ TEST(System, DisabledVpidDropsOnlyItsOwnTraffic) {
     EXPECT_EQ(p.counter(1, VELO_CNT_RX_MSGS), good);
 }
 
-TEST(System, WrongNodeIsDroppedAndCounted) {
+TEST(System, UnknownNodeIsDroppedAndCounted) {
     auto r = test_rng();
-    Pair p(seeded(r));
-    p.init(kA, kB);
+    Cluster p(seeded(r));
+    ASSERT_TRUE(p.init());
     p.open_mailbox(1, 0, 3, mbox_base(1, 0));
-    p.send(0, 1, 0x77, 0, random_msg(r, 8), WcMode::Burst, false);  // no such node behind this link
+    p.send(0, 1, 0x77, 0, random_msg(r, 8), WcMode::Burst, false);  // no route to such a node
     p.send(0, 1, kB, 0, random_msg(r, 8), WcMode::Burst);
     EXPECT_TRUE(p.run_until_idle(100000));
     p.step(200);
     expect_clean(p);
-    EXPECT_EQ(p.counter(1, VELO_CNT_DROP_RX_BAD_PKT), 1u);
+    EXPECT_EQ(p.reg_read(0, VELO_REG_NET_DROP_NO_ROUTE), 1u);
+    EXPECT_EQ(p.counter(1, VELO_CNT_DROP_RX_BAD_PKT), 0u);
     EXPECT_EQ(p.scoreboard().delivered, 1u);
 }
 
 TEST(System, MalformedTlpsAreDroppedCountedAndHarmless) {
     auto r = test_rng();
-    Pair p(seeded(r));
-    p.init(kA, kB);
+    Cluster p(seeded(r));
+    ASSERT_TRUE(p.init());
     p.open_mailbox(1, 2, 4, mbox_base(1, 2));
-    const uint64_t page = Pair::kBar2 + send_offset(VELO_DEFAULT_VPID_BITS, VELO_DEFAULT_NODE_BITS, 3, kB, 2, 16);
+    const uint64_t page = Cluster::kBar2 + send_offset(VELO_DEFAULT_VPID_BITS, VELO_DEFAULT_NODE_BITS, 3, kB, 2, 16);
     std::vector<uint8_t> d72(72, 0x11), d8(8, 0x22);
     // payload over 64 bytes
     p.send_tlp(0, Tlp::mwr(page, d72, VELO_BAR_SEND));
     // crossing the 4 KiB page (last line of the page, spilling over)
-    p.send_tlp(0, Tlp::mwr(Pair::kBar2 + send_offset(8, 8, 3, kB, 2, 64) + 60, d8, VELO_BAR_SEND));
+    p.send_tlp(0, Tlp::mwr(Cluster::kBar2 + send_offset(8, 8, 3, kB, 2, 64) + 60, d8, VELO_BAR_SEND));
     // crossing the message line
     p.send_tlp(0, Tlp::mwr(page + 60, d8, VELO_BAR_SEND));
     // offset past the 16-byte message length
@@ -238,9 +241,9 @@ TEST(System, MalformedTlpsAreDroppedCountedAndHarmless) {
 
 TEST(System, RegistersReadBackAndDiscovery) {
     auto r = test_rng();
-    Pair p(seeded(r));
-    p.init(kA, kB);
-    for (int n = 0; n < 2; ++n) {
+    Cluster p(seeded(r));
+    ASSERT_TRUE(p.init());
+    for (unsigned n = 0; n < 2; ++n) {
         // walk the block chain
         uint32_t off = 0;
         std::vector<uint32_t> types;
@@ -250,7 +253,7 @@ TEST(System, RegistersReadBackAndDiscovery) {
             if (!off) break;
         }
         EXPECT_EQ(types, (std::vector<uint32_t>{VELO_BLK_ID_TYPE, VELO_BLK_CTRL_TYPE, VELO_BLK_COUNTERS_TYPE,
-                                                VELO_BLK_VPID_TYPE}));
+                                                VELO_BLK_NET_TYPE, VELO_BLK_VPID_TYPE}));
         EXPECT_EQ(p.reg_read(n, VELO_REG_ID_SPEC_HASH), VELO_SPEC_HASH);
         EXPECT_EQ(p.reg_read(n, VELO_REG_ID_DESIGN_VERSION), VELO_SPEC_VERSION);
         EXPECT_EQ(p.reg_read(n, VELO_REG_CTRL_NODE_ID), n ? kB : kA);
@@ -271,11 +274,11 @@ TEST(System, RegistersReadBackAndDiscovery) {
 
 TEST(System, CloseMailboxQuiescesUnderTraffic) {
     auto r = test_rng();
-    Pair::Config c;
-    c.seed = r();
+    Cluster::Config c;
+    c.sys.seed = r();
     c.credits = false;
-    Pair p(c);
-    p.init(kA, kB);
+    Cluster p(c);
+    ASSERT_TRUE(p.init());
     p.open_mailbox(1, 6, 3, mbox_base(1, 6));
     p.pause_reader(1, 6, true);  // nobody reads: the NIC ends up waiting for space on vpid 6
     for (unsigned i = 0; i < 40; ++i)

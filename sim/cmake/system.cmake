@@ -1,0 +1,37 @@
+# The simulated cluster: the NIC top level Verilated once per port count (NP = 1 for a pair,
+# 2 for rings, 4 for 2D tori; and the wide datapath for the pair), C++ link channels, topology
+# from the route library, and the host models on top (Cluster).
+if(EXISTS ${CMAKE_CURRENT_SOURCE_DIR}/system/system.cpp AND TARGET velo_route)
+  add_library(velo_system STATIC system/system.cpp system/topology.cpp system/cluster.cpp)
+  target_include_directories(velo_system PUBLIC ${CMAKE_CURRENT_SOURCE_DIR}/system)
+  target_link_libraries(velo_system PUBLIC velo_simmodel velo_route)
+  set_source_files_properties(system/system.cpp system/topology.cpp system/cluster.cpp
+                              PROPERTIES COMPILE_OPTIONS "${VELO_WARN}")
+  velo_model(velo_system Vnic_p1 velo_nic PARAMS -GNP=1)
+  velo_model(velo_system Vnic_p1w velo_nic PARAMS -GNP=1 -GTLP_W=128 -GLINK_W=32)
+  velo_model(velo_system Vnic_p2 velo_nic PARAMS -GNP=2)
+  velo_model(velo_system Vnic_p4 velo_nic PARAMS -GNP=4)
+endif()
+
+# system and network tests on the cluster
+if(TARGET velo_system)
+  velo_tb(tb_system tests/tb_system.cpp)
+  velo_tb(tb_net tests/tb_net.cpp)
+  foreach(t tb_system tb_net)
+    if(TARGET ${t})
+      target_link_libraries(${t} PRIVATE velo_system)
+    endif()
+  endforeach()
+endif()
+
+# the RTL demo (two NICs, host models) and the hardware benchmarks
+if(TARGET velo_system)
+  add_executable(velo-demo demo/velo_demo.cpp)
+  target_link_libraries(velo-demo PRIVATE velo_system)
+  set_source_files_properties(demo/velo_demo.cpp PROPERTIES COMPILE_OPTIONS "${VELO_WARN}")
+  add_executable(velo-bench-hw bench/bench_hw.cpp)
+  target_link_libraries(velo-bench-hw PRIVATE velo_system)
+  set_source_files_properties(bench/bench_hw.cpp PROPERTIES COMPILE_OPTIONS "${VELO_WARN}")
+  velo_model(velo-bench-hw Vbreq velo_requester PARAMS -GTLP_W=64)
+  velo_model(velo-bench-hw Vbcpl velo_completer PARAMS -GTLP_W=64)
+endif()
