@@ -240,6 +240,7 @@ bool Recombiner::add(unsigned dst_node, const MboxEntry& e, Msg& m) {
     } else if (p.len != mlen || p.dst_vpid != m.dst_vpid) {
         errors.push_back(
             fmt("recombine: fragment of another message from %llu/%llu interleaved", m.src_node, m.src_vpid));
+        return false;
     }
     if (off + len > mlen) {
         errors.push_back("recombine: fragment past the message end");

@@ -13,6 +13,7 @@
 
 #include "host.hpp"
 #include "system.hpp"
+#include "velo/velo_hw.h"
 
 namespace velo::sim {
 
