@@ -57,9 +57,9 @@ namespace {
 #define MBOX_PREP(F, v) VELO_FIELD_PREP(VELO_MBOX_HDR_##F, (v))
 #define MBOX_GET(F, x) static_cast<unsigned>(VELO_FIELD_GET(VELO_MBOX_HDR_##F, (x)))
 
-constexpr unsigned kNode = 0x3C;        // this node (destination of the expected entries)
+constexpr unsigned kNode = 0x3C;                        // this node (destination of the expected entries)
 constexpr uint64_t kStompMark = 0x5354304D50ED0BADull;  // test-only: send the packet marked bad
-constexpr uint32_t kPtrMask = 0x1FFFF;  // MBOX_PTR_BITS
+constexpr uint32_t kPtrMask = 0x1FFFF;                  // MBOX_PTR_BITS
 constexpr uint64_t kBaseMask = (1ull << 58) - 1;
 constexpr uint64_t k4G = 1ull << 32;
 
@@ -119,10 +119,10 @@ struct HdrArgs {
 
 uint64_t make_hdr(const HdrArgs& a) {
     bool frag = a.s.off != 0 || a.s.len != a.s.msg_len;
-    return PKT_PREP(VC, a.vc) | PKT_PREP(ROUTE, a.route) | PKT_PREP(TYPE, a.type) | PKT_PREP(MSG_LEN_M1, a.s.msg_len - 1) |
-           PKT_PREP(FRAG_OFF, a.s.off) | PKT_PREP(SRC_NODE, a.src_node) | PKT_PREP(SRC_VPID, a.src_vpid) |
-           PKT_PREP(DST_VPID, a.dst_vpid) | PKT_PREP(FRAG_LEN_M1, a.s.len - 1) | PKT_PREP(FRAG, frag ? 1 : 0) |
-           PKT_PREP(RSVD, a.rsvd ? 1 : 0);
+    return PKT_PREP(VC, a.vc) | PKT_PREP(ROUTE, a.route) | PKT_PREP(TYPE, a.type) |
+           PKT_PREP(MSG_LEN_M1, a.s.msg_len - 1) | PKT_PREP(FRAG_OFF, a.s.off) | PKT_PREP(SRC_NODE, a.src_node) |
+           PKT_PREP(SRC_VPID, a.src_vpid) | PKT_PREP(DST_VPID, a.dst_vpid) | PKT_PREP(FRAG_LEN_M1, a.s.len - 1) |
+           PKT_PREP(FRAG, frag ? 1 : 0) | PKT_PREP(RSVD, a.rsvd ? 1 : 0);
 }
 
 unsigned hdr_area(uint64_t h) {
@@ -260,8 +260,7 @@ class Env {
     Fate predict(const std::vector<uint64_t>& w) const {
         uint64_t hd = w[0];
         unsigned area = hdr_area(hd);
-        bool bad = PKT_GET(TYPE, hd) != VELO_PKT_TYPE_VELO || area > 64 ||
-                   w.size() != 1 + area_words(area);
+        bool bad = PKT_GET(TYPE, hd) != VELO_PKT_TYPE_VELO || area > 64 || w.size() != 1 + area_words(area);
         if (bad) return Fate::Bad;
         if (!enable) return Fate::Disabled;
         const Row& r = tbl[PKT_GET(DST_VPID, hd)];

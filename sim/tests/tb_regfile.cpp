@@ -1,6 +1,14 @@
 // Register file (BAR0): register-block chain, completions (header fields per PCIe), read-back of
 // every writable register against a C++ model, the mailbox table with its completer port (read
-// priority, write-pointer port), counters, error handling and the table clear after reset.
+// priority, write-pointer port), counters, error handling and the table clear after reset; the
+// network layer's registers: the NET block, the route table with the requester's read port (read
+// priority), the network port entries (configuration out on port_cfg, link status, link counters)
+// and the no-route drop counter.
+//
+// Volatile inputs (link status, link counters, no-route events, requester reads) change every
+// cycle; a read of a register is scored against the model as it was in the cycle the register
+// file sampled it (DW d of a request taken in cycle t: cycle t + 1 + d), and writes to the route
+// table, port configurations and the no-route counter take effect in that cycle too.
 #include <array>
 #include <cstdint>
 #include <deque>
@@ -31,6 +39,19 @@ constexpr unsigned kNv = 1u << kVpidBits;
 constexpr unsigned kNodeBits = 8;  // model built with the default NODE_BITS
 constexpr unsigned kTlpW = 64;
 constexpr unsigned kLinkW = 16;  // model built with the default LINK_W (reported in CAPS)
+constexpr unsigned kNn = 1u << kNodeBits;
+constexpr unsigned kInit = kNv > kNn ? kNv : kNn;  // cycles of the table clear after reset
+// network geometry the model is built with (-GNP=4 -GPB=3 -GNVC=2 -GVC_DEPTH=100: the PORTS
+// fields all differ, so a field in the wrong place shows)
+constexpr unsigned kNp = 4, kPb = 3, kNvc = 2, kVcDepth = 100;
+constexpr unsigned kLinkCnt = VELO_NET_PORT_COUNTERS;  // link counters per port
+constexpr unsigned kNcntIdx = 64;                      // 2^NCNT_IDX_W link counter indices
+constexpr uint32_t kRt = VELO_TBL_ROUTE_TABLE_BASE;
+constexpr uint32_t kRtValid = static_cast<uint32_t>(VELO_FIELD_MASK(VELO_TBL_ROUTE_TABLE_ROUTE_VALID));
+constexpr uint32_t kRtRoute = static_cast<uint32_t>(VELO_FIELD_MASK(VELO_TBL_ROUTE_TABLE_ROUTE_ROUTE));
+constexpr uint32_t kNpt = VELO_TBL_NET_PORT_BASE;
+constexpr uint32_t kNpStride = VELO_TBL_NET_PORT_STRIDE;
+constexpr uint32_t kNpCnt0 = VELO_TBL_NET_PORT_CNT_CRC_ERR;  // first link counter in an entry
 constexpr uint32_t kTbl = VELO_TBL_VPID_TABLE_BASE;
 constexpr uint32_t kUsr = VELO_TBL_VPID_USER_BASE;
 constexpr uint32_t kCnt = VELO_REG_COUNTERS_COUNTER_BASE;
@@ -42,6 +63,31 @@ uint32_t tbl_off(unsigned v, unsigned field) {
 }
 uint32_t usr_off(unsigned v) {
     return kUsr + v * VELO_TBL_VPID_USER_STRIDE;
+}
+uint32_t rt_off(unsigned node) {
+    return kRt + node * VELO_TBL_ROUTE_TABLE_STRIDE;
+}
+// network port p (1..) entry, register at byte offset reg
+uint32_t np_off(unsigned p, uint32_t reg) {
+    return kNpt + (p - 1) * kNpStride + reg;
+}
+// link counter c of network port p
+uint32_t ncnt_off(unsigned p, unsigned c) {
+    return np_off(p, kNpCnt0 + 4 * c);
+}
+// route table entry as software writes it -> as it reads back (and as rt_data shows it, 15 bits)
+uint32_t rt_sw(uint32_t v) {
+    return v & (kRtValid | kRtRoute);
+}
+uint32_t rt_port(uint32_t sw) {
+    return ((sw & kRtValid) ? 1u << 14 : 0u) | (sw & kRtRoute);
+}
+// RAM-backed registers: read through the shared read ports, so their sampling cycle varies
+bool ram_backed(uint32_t off) {
+    const bool tbl = off >= kTbl && off < kTbl + kNv * VELO_TBL_VPID_TABLE_STRIDE;
+    const bool usr = off >= kUsr && off < kUsr + kNv * VELO_TBL_VPID_USER_STRIDE && (off & 0xFFF) == 0;
+    const bool rt = off >= kRt && off < kRt + kNn * VELO_TBL_ROUTE_TABLE_STRIDE;
+    return tbl || usr || rt;
 }
 
 // PCIe rules for the byte count and lower address of a read completion (1 DW, or 2 DW QW aligned)
@@ -80,8 +126,30 @@ struct Model {
     std::array<Entry, kNv> t{};
     std::array<uint32_t, 16> cnt{};  // the counter unit, driven into cnt_data by cnt_idx
     bool link_up = false, cpl_busy = false, q_busy = false;
+    // network layer
+    std::array<uint32_t, kNn> rt{};               // route table as software reads it
+    std::array<uint32_t, kNp> pcfg{};             // port p+1 CFG {DATELINE, DIM} as software reads it
+    std::array<uint32_t, kNp * kLinkCnt> ncnt{};  // the link counter unit (port p+1 counter c at 8p+c)
+    uint32_t port_up = 0;                         // port_up input
+    uint32_t no_route = 0;                        // NET.DROP_NO_ROUTE
 
-    void clear_table() { t.fill(Entry{}); }
+    void clear_table() {
+        t.fill(Entry{});
+        rt.fill(0);
+    }
+    uint32_t port_cfg() const {  // the port_cfg output: {DATELINE, DIM} per port, port 1 low
+        uint32_t v = 0;
+        for (unsigned p = 0; p < kNp; ++p)
+            v |= static_cast<uint32_t>((VELO_FIELD_GET(VELO_TBL_NET_PORT_CFG_DATELINE, pcfg[p]) << 2) |
+                                       VELO_FIELD_GET(VELO_TBL_NET_PORT_CFG_DIM, pcfg[p]))
+                 << (3 * p);
+        return v;
+    }
+    static uint32_t ports() {
+        return static_cast<uint32_t>(
+            VELO_FIELD_PREP(VELO_REG_NET_PORTS_NP, kNp) | VELO_FIELD_PREP(VELO_REG_NET_PORTS_PB, kPb) |
+            VELO_FIELD_PREP(VELO_REG_NET_PORTS_NVC, kNvc) | VELO_FIELD_PREP(VELO_REG_NET_PORTS_VC_DEPTH, kVcDepth));
+    }
     static uint32_t caps() {
         return static_cast<uint32_t>(VELO_FIELD_PREP(VELO_REG_ID_CAPS_NODE_BITS, kNodeBits) |
                                      VELO_FIELD_PREP(VELO_REG_ID_CAPS_VPID_BITS, kVpidBits) |
@@ -147,10 +215,38 @@ struct Model {
                 return VELO_TBL_VPID_USER_BASE;
             case VELO_REG_VPID_USER_STRIDE:
                 return VELO_TBL_VPID_USER_STRIDE;
+            case VELO_BLK_NET_BASE + VELO_BLKHDR_TYPE:
+                return VELO_BLK_NET_TYPE;
+            case VELO_BLK_NET_BASE + VELO_BLKHDR_VERSION:
+                return VELO_BLK_NET_VERSION;
+            case VELO_BLK_NET_BASE + VELO_BLKHDR_NEXT:
+                return VELO_BLK_NET_NEXT;
+            case VELO_REG_NET_PORTS:
+                return ports();
+            case VELO_REG_NET_LINK_STATUS:
+                return port_up;
+            case VELO_REG_NET_ROUTE_OFFSET:
+                return VELO_TBL_ROUTE_TABLE_BASE;
+            case VELO_REG_NET_PORT_OFFSET:
+                return VELO_TBL_NET_PORT_BASE;
+            case VELO_REG_NET_PORT_STRIDE:
+                return VELO_TBL_NET_PORT_STRIDE;
+            case VELO_REG_NET_DROP_NO_ROUTE:
+                return no_route;
             default:
                 break;
         }
         if (off >= kCnt && off < kCnt + 4 * VELO_CNT_NUM) return cnt[(off - kCnt) / 4];
+        if (off >= kNpt && off < kNpt + kNp * kNpStride) {  // network port entries 1..NP
+            const unsigned p = (off - kNpt) / kNpStride;
+            const uint32_t r = (off - kNpt) % kNpStride;
+            if (r == VELO_TBL_NET_PORT_CFG) return pcfg[p];
+            if (r == VELO_TBL_NET_PORT_STATUS)
+                return static_cast<uint32_t>(VELO_FIELD_PREP(VELO_TBL_NET_PORT_STATUS_UP, (port_up >> p) & 1));
+            if (r >= kNpCnt0 && r < kNpCnt0 + 4 * kLinkCnt) return ncnt[p * kLinkCnt + (r - kNpCnt0) / 4];
+            return 0;
+        }
+        if (off >= kRt && off < kRt + kNn * VELO_TBL_ROUTE_TABLE_STRIDE) return rt[(off - kRt) / 4];
         if (off >= kTbl && off < kTbl + kNv * VELO_TBL_VPID_TABLE_STRIDE) {
             const Entry& e = t[(off - kTbl) / VELO_TBL_VPID_TABLE_STRIDE];
             switch (off & 0xF) {
@@ -170,7 +266,7 @@ struct Model {
 };
 
 // What a 1-DW register write does
-enum class WrKind { Global, Counter, Table, User, Bad };
+enum class WrKind { Global, Counter, Table, User, NoRoute, PortCfg, LinkCounter, Route, Bad };
 WrKind wr_kind(uint32_t off) {
     switch (off) {
         case VELO_REG_CTRL_NODE_ID:
@@ -178,10 +274,19 @@ WrKind wr_kind(uint32_t off) {
         case VELO_REG_CTRL_QUIESCE_VPID:
         case VELO_REG_CTRL_SCRATCH:
             return WrKind::Global;
+        case VELO_REG_NET_DROP_NO_ROUTE:
+            return WrKind::NoRoute;
         default:
             break;
     }
     if (off >= kCnt && off < kCnt + 4 * VELO_CNT_NUM) return WrKind::Counter;
+    if (off >= kNpt && off < kNpt + kNp * kNpStride) {  // STATUS and unassigned offsets: bad
+        const uint32_t r = (off - kNpt) % kNpStride;
+        if (r == VELO_TBL_NET_PORT_CFG) return WrKind::PortCfg;
+        if (r >= kNpCnt0 && r < kNpCnt0 + 4 * kLinkCnt) return WrKind::LinkCounter;
+        return WrKind::Bad;
+    }
+    if (off >= kRt && off < kRt + kNn * VELO_TBL_ROUTE_TABLE_STRIDE) return WrKind::Route;
     if (off >= kTbl && off < kTbl + kNv * VELO_TBL_VPID_TABLE_STRIDE) return WrKind::Table;
     if (off >= kUsr && (off & 0xFFF) == 0) return WrKind::User;
     return WrKind::Bad;
@@ -197,6 +302,19 @@ struct ExpCpl {
     Tlp req;
     bool ur;
     int wp_vpid;  // vpid whose write pointer this read returns (wp_we kept off it), or -1
+    // a read of registers (not RAM-backed): its DWs as the model was in the cycles they were sampled
+    bool live = false;
+    uint64_t due = 0;  // cycle DW 0 is sampled
+    unsigned captured = 0;
+    std::array<uint32_t, 2> val{};
+};
+
+// An effect of a register write that takes place at a known clock edge (the end of cycle `cycle`)
+struct Effect {
+    enum Kind { Route, PortCfg, NoRouteClear } kind;
+    uint64_t cycle;
+    unsigned idx;
+    uint32_t value;
 };
 
 // Beat of a hand-made TLP (for garbage the TLP driver cannot express, e.g. a multi-beat MsgD)
@@ -217,12 +335,17 @@ class Bench {
     Model m;
     uint16_t cpl_id = 0x0A08;
     int tbl_re_pct = 0, wp_we_pct = 0;
+    // the network side: requester route reads, no-route events, link status flips, link counter
+    // increments (percent of cycles)
+    int rt_re_pct = 0, no_route_pct = 0, port_up_pct = 0, ncnt_inc_pct = 0;
     // observed / expected events
     uint64_t ev_window = 0, ev_unsup = 0, ev_bad = 0;
     uint64_t x_window = 0, x_unsup = 0, x_bad = 0;
     uint64_t sw_wr_seen = 0, cnt_clr_seen = 0, tbl_reads = 0, wp_writes = 0, cpls = 0, ur_cpls = 0;
+    uint64_t rt_reads = 0, rt_writes = 0, cfg_writes = 0, ncnt_clr_seen = 0, no_route_events = 0;
     uint64_t init_cycles = 0;
     std::vector<uint8_t> hot;  // vpids hit often, so reads meet earlier writes
+    std::vector<uint8_t> hot_nodes;
 
     Bench()
         : rng(test_rng()),
@@ -234,41 +357,58 @@ class Bench {
         for (int i = 0; i < 6; ++i) hot.push_back(static_cast<uint8_t>(rng()));
         hot.push_back(0);
         hot.push_back(kNv - 1);
+        for (int i = 0; i < 4; ++i) hot_nodes.push_back(static_cast<uint8_t>(rng() % kNn));
+        hot_nodes.push_back(0);
+        hot_nodes.push_back(kNn - 1);
         reset();
     }
 
-    // reset, then wait for the table clear: in_ready stays low for 2^VPID_BITS cycles
+    // reset, then wait for the table clear: in_ready stays low for 2^max(VPID_BITS, NODE_BITS)
+    // cycles (the counter units are reset with it)
     void reset() {
         h->in_valid = 0;
         h->cpl_ready = 0;
         h->tbl_re = 0;
         h->wp_we = 0;
+        h->rt_re = 0;
+        h->ev_no_route = 0;
         h->link_up = m.link_up;
         h->cpl_busy = m.cpl_busy;
         h->q_busy = m.q_busy;
+        h->port_up = static_cast<uint8_t>(m.port_up);
         h->cpl_id = cpl_id;
         h.reset();
         m.node_id = m.enable = m.qvpid = m.scratch = 0;
         m.clear_table();
+        m.pcfg.fill(0);
+        m.ncnt.fill(0);
+        m.no_route = 0;
+        effects_.clear();
         init_cycles = 0;
         prev_cpl_valid_ = false;
         for (;;) {
             h.eval();
             EXPECT_FALSE(h->cpl_valid) << "completion during init";
-            EXPECT_FALSE(h->sw_wr || h->cnt_clr || h->ev_bad_access || h->ev_unsupported || h->ev_window_read);
+            EXPECT_FALSE(h->sw_wr || h->cnt_clr || h->ncnt_clr || h->ev_bad_access || h->ev_unsupported ||
+                         h->ev_window_read);
             if (h->in_ready) break;
-            ASSERT_LT(init_cycles, 10u * kNv) << "table clear never ends";
+            ASSERT_LT(init_cycles, 10u * (kNv + kNn)) << "table clear never ends";
             h.tick();
             ++init_cycles;
         }
         EXPECT_EQ(h->node_id, 0u);
         EXPECT_EQ(h->enable, 0u);
         EXPECT_EQ(h->q_vpid, 0u);
+        EXPECT_EQ(h->port_cfg, 0u);
     }
 
     uint8_t vpid() {
         return pct(rng, 50) ? hot[static_cast<size_t>(rnd(rng, static_cast<int>(hot.size())))]
                             : static_cast<uint8_t>(rng());
+    }
+    unsigned node() {
+        return pct(rng, 50) ? hot_nodes[static_cast<size_t>(rnd(rng, static_cast<int>(hot_nodes.size())))]
+                            : static_cast<unsigned>(rng() % kNn);
     }
     uint64_t bar_base() {
         switch (rnd(rng, 3)) {
@@ -324,6 +464,7 @@ class Bench {
 
     // ---- one clock cycle with every check
     void cycle() {
+        const uint64_t c = h.cycle();
         drv.drive();
         if (!raw_.empty()) {
             ASSERT_TRUE(drv.idle());
@@ -349,11 +490,24 @@ class Bench {
         h->wp_we = we;
         h->wp_vpid = static_cast<uint8_t>(wv);
         h->wp_data = wd;
+        // the requester's route table port, the switch's no-route events, the links
+        const bool rre = pct(rng, rt_re_pct);
+        const unsigned rn = node();
+        h->rt_re = rre;
+        h->rt_node = static_cast<uint8_t>(rn);
+        const bool nr = pct(rng, no_route_pct);
+        h->ev_no_route = nr;
+        no_route_events += nr;
+        if (pct(rng, port_up_pct)) m.port_up ^= 1u << rnd(rng, kNp);
+        h->port_up = static_cast<uint8_t>(m.port_up);
+        if (pct(rng, ncnt_inc_pct)) m.ncnt[static_cast<size_t>(rnd(rng, kNp * kLinkCnt))] += 1 + rnd(rng, 3);
         h.eval();
-        // the counter unit answers cnt_idx combinationally (indices past the counters get garbage,
-        // which the register file must never show)
+        // the counter units answer cnt_idx and ncnt_idx combinationally (indices past the counters
+        // get garbage, which the register file must never show)
         const unsigned ci = h->cnt_idx;
         h->cnt_data = ci < 16 ? m.cnt[ci] : 0xDEAD0000u | ci;
+        const unsigned ni = h->ncnt_idx;
+        h->ncnt_data = ni < kNp * kLinkCnt ? m.ncnt[ni] : 0xBEEF0000u | ni;
         h.eval();
         // completion stream: single beat, and a completion offered stays unchanged until taken
         if (h->cpl_valid) {
@@ -375,7 +529,7 @@ class Bench {
             }
         } else if (drv.sample()) {
             ASSERT_FALSE(queued_.empty());
-            on_accept(queued_.front(), queued_wp_.front());
+            on_accept(queued_.front(), queued_wp_.front(), c);
             queued_.pop_front();
             queued_wp_.pop_front();
         }
@@ -386,9 +540,50 @@ class Bench {
             if (::testing::Test::HasFatalFailure()) return;
             got_.pop_front();
         }
-        // the table port reads the table as it is before this cycle's writes
+        // registers read in this cycle, as the model is now
+        for (ExpCpl& e : exp_cpl_)
+            if (e.live && e.captured < e.req.len_dw && e.due + e.captured == c) {
+                e.val[e.captured] = m.rd(static_cast<uint32_t>(e.req.addr & 0x1FFFFF) + 4 * e.captured);
+                ++e.captured;
+            }
+        // the table ports read the tables as they are before this cycle's writes
         Entry exp = m.t[rv];
+        const uint32_t rt_exp = m.rt[rn];
         h.tick();
+        // effects of register writes at this edge
+        bool nr_clear = false;
+        while (!effects_.empty() && effects_.front().cycle <= c) {
+            const Effect f = effects_.front();
+            effects_.pop_front();
+            ASSERT_EQ(f.cycle, c) << "write effect missed";
+            switch (f.kind) {
+                case Effect::Route:
+                    m.rt[f.idx] = f.value;
+                    break;
+                case Effect::PortCfg:
+                    m.pcfg[f.idx] = f.value;
+                    break;
+                case Effect::NoRouteClear:
+                    nr_clear = true;
+                    break;
+            }
+        }
+        if (nr_clear)
+            m.no_route = 0;  // a clear wins over an event in the same cycle
+        else if (nr && m.no_route != 0xFFFFFFFFu)
+            ++m.no_route;
+        ASSERT_EQ(h->port_cfg, m.port_cfg()) << "port_cfg";
+        if (rre) {
+            ++rt_reads;
+            ASSERT_EQ(h->rt_data, rt_port(rt_exp)) << "rt_data of node " << rn;
+        }
+        if (h->ncnt_clr) {
+            ++ncnt_clr_seen;
+            ASSERT_FALSE(exp_nclr_.empty()) << "ncnt_clr without a link counter write";
+            ASSERT_EQ(h->ncnt_clr_idx, exp_nclr_.front()) << "ncnt_clr_idx";
+            m.ncnt[exp_nclr_.front()] = 0;
+            exp_nclr_.pop_front();
+        }
         if (we) {
             m.t[wv].wp = wd;
             ++wp_writes;
@@ -441,7 +636,8 @@ class Bench {
     }
 
     bool busy() const {
-        return !drv.idle() || !raw_.empty() || !exp_cpl_.empty() || !exp_tbl_.empty() || !exp_clr_.empty();
+        return !drv.idle() || !raw_.empty() || !exp_cpl_.empty() || !exp_tbl_.empty() || !exp_clr_.empty() ||
+               !exp_nclr_.empty() || !effects_.empty();
     }
     // run until every request is answered and every effect seen, then a few quiet cycles
     void drain(uint64_t max_cycles = 200000) {
@@ -463,6 +659,7 @@ class Bench {
         EXPECT_EQ(h->node_id, m.node_id) << "node_id output";
         EXPECT_EQ(h->enable, m.enable) << "enable output";
         EXPECT_EQ(h->q_vpid, m.qvpid) << "q_vpid output";
+        EXPECT_EQ(h->port_cfg, m.port_cfg()) << "port_cfg output";
     }
     // one read, answered; returns the completion
     Tlp rd(uint32_t off, unsigned len = 1, uint8_t fbe = 0xF, uint8_t lbe = 0xF) {
@@ -486,6 +683,10 @@ class Bench {
         h->cpl_busy = cbusy;
         h->q_busy = qbusy;
     }
+    void set_port_up(uint32_t up) {
+        m.port_up = up;
+        h->port_up = static_cast<uint8_t>(up);
+    }
     void raw(const std::vector<RawBeat>& beats) {
         for (auto& b : beats) raw_.push_back(b);
     }
@@ -498,13 +699,16 @@ class Bench {
     std::deque<ExpCpl> exp_cpl_;  // taken, completion due
     std::deque<TblWr> exp_tbl_;   // table writes due (seen as sw_wr)
     std::deque<unsigned> exp_clr_;
+    std::deque<unsigned> exp_nclr_;  // link counter clears due (seen as ncnt_clr)
+    std::deque<Effect> effects_;     // write effects at known edges, in order
     std::multiset<unsigned> wp_blocked_;
     std::deque<Tlp> got_;
     std::deque<RawBeat> raw_;
     bool prev_cpl_valid_ = false, prev_cpl_ready_ = false;
     std::array<uint32_t, 4> prev_cpl_hdr_{};
 
-    void on_accept(const Tlp& t, int wpv) {
+    // t was taken (its last beat) in cycle c
+    void on_accept(const Tlp& t, int wpv, uint64_t c) {
         const uint32_t off = static_cast<uint32_t>(t.addr & 0x1FFFFF);
         if (!needs_cpl(t.fmt_type)) {
             if (!t.is_mwr() || t.bar != VELO_BAR_REGS) {
@@ -518,7 +722,7 @@ class Bench {
             for (unsigned d = 0; d < t.len_dw; ++d) {
                 uint32_t v = 0;
                 for (unsigned i = 0; i < 4; ++i) v |= static_cast<uint32_t>(t.payload[4 * d + i]) << (8 * i);
-                apply_write(off + 4 * d, v);
+                apply_write(off + 4 * d, v, c + 1 + d);
             }
             return;
         }
@@ -530,6 +734,10 @@ class Bench {
                 ++x_bad;
             else
                 e.ur = false;
+            if (!e.ur && !ram_backed(off)) {
+                e.live = true;
+                e.due = c + 1;
+            }
         } else {
             ++x_unsup;
         }
@@ -540,7 +748,8 @@ class Bench {
         ASSERT_FALSE(needs_cpl(ft)) << "raw beats are for posted garbage only";
         ++x_unsup;
     }
-    void apply_write(uint32_t off, uint32_t v) {
+    // DW write of v at off, performed at the end of cycle at
+    void apply_write(uint32_t off, uint32_t v, uint64_t at) {
         switch (wr_kind(off)) {
             case WrKind::Global:
                 if (off == VELO_REG_CTRL_NODE_ID) m.node_id = v & 0xFF;
@@ -556,6 +765,22 @@ class Bench {
                 break;
             case WrKind::User:
                 exp_tbl_.push_back({((off - kUsr) >> 12) % kNv, 4, v});
+                break;
+            case WrKind::NoRoute:
+                effects_.push_back({Effect::NoRouteClear, at, 0, 0});
+                break;
+            case WrKind::PortCfg:
+                ++cfg_writes;
+                effects_.push_back({Effect::PortCfg, at, (off - kNpt) / kNpStride,
+                                    v & static_cast<uint32_t>(VELO_FIELD_MASK(VELO_TBL_NET_PORT_CFG_DIM) |
+                                                              VELO_FIELD_MASK(VELO_TBL_NET_PORT_CFG_DATELINE))});
+                break;
+            case WrKind::LinkCounter:
+                exp_nclr_.push_back((off - kNpt) / kNpStride * kLinkCnt + ((off - kNpt) % kNpStride - kNpCnt0) / 4);
+                break;
+            case WrKind::Route:
+                ++rt_writes;
+                effects_.push_back({Effect::Route, at, (off - kRt) / 4, rt_sw(v)});
                 break;
             case WrKind::Bad:
                 ++x_bad;
@@ -593,10 +818,14 @@ class Bench {
         ASSERT_EQ(c.lower_addr, pcie_lower_addr(q.addr, q.first_be)) << what;
         ASSERT_EQ(c.payload.size(), 4u * q.len_dw) << what;
         const uint32_t off = static_cast<uint32_t>(q.addr & 0x1FFFFF);
+        if (e.live) {
+            ASSERT_EQ(e.captured, q.len_dw) << what << ": completion before every DW was read";
+        }
         for (unsigned d = 0; d < q.len_dw; ++d) {
             uint32_t v = 0;
             for (unsigned i = 0; i < 4; ++i) v |= static_cast<uint32_t>(c.payload[4 * d + i]) << (8 * i);
-            ASSERT_EQ(v, m.rd(off + 4 * d)) << what << " DW " << d << " (offset 0x" << std::hex << off + 4 * d << ")";
+            const uint32_t want = e.live ? e.val[d] : m.rd(off + 4 * d);
+            ASSERT_EQ(v, want) << what << " DW " << d << " (offset 0x" << std::hex << off + 4 * d << ")";
         }
     }
 };
@@ -619,7 +848,7 @@ RawBeat raw_beat(uint8_t ft, unsigned len, bool sop, bool eop, uint64_t data, ui
 // ------------------------------------------------------------------------------ tests
 TEST(Regfile, InitClearsTable) {
     Bench b;
-    EXPECT_EQ(b.init_cycles, kNv) << "in_ready low while the table is cleared: 2^VPID_BITS cycles";
+    EXPECT_EQ(b.init_cycles, kInit) << "in_ready low while the tables are cleared: 2^max(VPID_BITS, NODE_BITS)";
     // dirty the whole table: software writes and completer write-pointer writes
     for (unsigned v = 0; v < kNv; ++v) {
         b.write2(tbl_off(v, 0), static_cast<uint32_t>(b.rng()), static_cast<uint32_t>(b.rng()));
@@ -632,7 +861,7 @@ TEST(Regfile, InitClearsTable) {
     ASSERT_FALSE(HasFatalFailure());
     // a request waiting at the input during the clear is taken only afterwards
     b.reset();
-    EXPECT_EQ(b.init_cycles, kNv);
+    EXPECT_EQ(b.init_cycles, kInit);
     b.wp_we_pct = 0;
     b.tbl_re_pct = 0;
     b.read(tbl_off(kNv - 1, 2));
@@ -647,9 +876,9 @@ TEST(Regfile, InitClearsTable) {
         if (b.h->in_ready) break;
         b.h.tick();
         ++waited;
-        ASSERT_LT(waited, 2u * kNv);
+        ASSERT_LT(waited, 2u * kInit);
     }
-    EXPECT_EQ(waited, kNv);
+    EXPECT_EQ(waited, kInit);
     b.m.clear_table();
     b.drain();
     // every entry reads 0 through the completer's port and through software
@@ -681,12 +910,13 @@ TEST(Regfile, BlockChain) {
     const Want want[] = {{VELO_BLK_ID_BASE, VELO_BLK_ID_TYPE, VELO_BLK_ID_VERSION},
                          {VELO_BLK_CTRL_BASE, VELO_BLK_CTRL_TYPE, VELO_BLK_CTRL_VERSION},
                          {VELO_BLK_COUNTERS_BASE, VELO_BLK_COUNTERS_TYPE, VELO_BLK_COUNTERS_VERSION},
+                         {VELO_BLK_NET_BASE, VELO_BLK_NET_TYPE, VELO_BLK_NET_VERSION},
                          {VELO_BLK_VPID_BASE, VELO_BLK_VPID_TYPE, VELO_BLK_VPID_VERSION}};
     uint32_t off = 0;
     size_t n = 0;
     std::set<uint32_t> seen;
     do {
-        ASSERT_LT(n, 4u) << "chain longer than the spec's";
+        ASSERT_LT(n, 5u) << "chain longer than the spec's";
         ASSERT_TRUE(seen.insert(off).second) << "chain loops";
         const uint32_t type = b.rd32(off + VELO_BLKHDR_TYPE);
         const uint32_t ver = b.rd32(off + VELO_BLKHDR_VERSION);
@@ -703,7 +933,7 @@ TEST(Regfile, BlockChain) {
         off = next;
         ++n;
     } while (off != 0);
-    EXPECT_EQ(n, 4u);
+    EXPECT_EQ(n, 5u);
     EXPECT_EQ(b.rd32(VELO_BLK_ID_BASE), static_cast<uint32_t>(VELO_ID_MAGIC));
     EXPECT_EQ(b.rd32(VELO_REG_ID_SPEC_HASH), static_cast<uint32_t>(VELO_SPEC_HASH));
     EXPECT_EQ(b.rd32(VELO_REG_ID_DESIGN_VERSION), static_cast<uint32_t>(VELO_SPEC_VERSION));
@@ -719,8 +949,27 @@ TEST(Regfile, BlockChain) {
     EXPECT_EQ(b.rd32(VELO_REG_VPID_TABLE_STRIDE), static_cast<uint32_t>(VELO_TBL_VPID_TABLE_STRIDE));
     EXPECT_EQ(b.rd32(VELO_REG_VPID_USER_OFFSET), kUsr);
     EXPECT_EQ(b.rd32(VELO_REG_VPID_USER_STRIDE), static_cast<uint32_t>(VELO_TBL_VPID_USER_STRIDE));
-    // unassigned offsets read 0
-    for (uint32_t o : {0x18u, 0x124u, 0x3FCu, 0x420u, 0x7FFCu, 0x9000u, 0xFFFFCu, kUsr + 4, kUsr + 0xFFC})
+    // the NET block: geometry, where the route table and the port entries are
+    const uint32_t ports = b.rd32(VELO_REG_NET_PORTS);
+    EXPECT_EQ(VELO_FIELD_GET(VELO_REG_NET_PORTS_NP, ports), kNp);
+    EXPECT_EQ(VELO_FIELD_GET(VELO_REG_NET_PORTS_PB, ports), kPb);
+    EXPECT_EQ(VELO_FIELD_GET(VELO_REG_NET_PORTS_NVC, ports), kNvc);
+    EXPECT_EQ(VELO_FIELD_GET(VELO_REG_NET_PORTS_VC_DEPTH, ports), kVcDepth);
+    EXPECT_EQ(ports & ~static_cast<uint32_t>(
+                          VELO_FIELD_MASK(VELO_REG_NET_PORTS_NP) | VELO_FIELD_MASK(VELO_REG_NET_PORTS_PB) |
+                          VELO_FIELD_MASK(VELO_REG_NET_PORTS_NVC) | VELO_FIELD_MASK(VELO_REG_NET_PORTS_VC_DEPTH)),
+              0u)
+        << "reserved PORTS bits";
+    EXPECT_EQ(b.rd32(VELO_REG_NET_ROUTE_OFFSET), kRt);
+    EXPECT_EQ(b.rd32(VELO_REG_NET_PORT_OFFSET), kNpt);
+    EXPECT_EQ(b.rd32(VELO_REG_NET_PORT_STRIDE), kNpStride);
+    EXPECT_EQ(b.rd32(VELO_REG_NET_LINK_STATUS), 0u);
+    EXPECT_EQ(b.rd32(VELO_REG_NET_DROP_NO_ROUTE), 0u);
+    // unassigned offsets read 0 (in the blocks, between the tables, in and past the network port
+    // entries, past the route table)
+    for (uint32_t o : {0x18u, 0x124u, 0x324u, 0x3FCu, 0x420u, 0x7FFCu, 0x9000u, kNpt - 4, np_off(1, 8), np_off(1, 0xC),
+                       np_off(kNp, kNpCnt0 + 4 * kLinkCnt), np_off(kNp, 0x3C), np_off(kNp + 1, 0),
+                       np_off(kNp + 1, kNpCnt0), kRt - 4, kRt + 4 * kNn, 0xFFFFCu, kUsr + 4, kUsr + 0xFFC})
         EXPECT_EQ(b.rd32(o), 0u) << std::hex << o;
 }
 
@@ -1004,19 +1253,372 @@ TEST(Regfile, TablePortPriority) {
     EXPECT_EQ(b.rd32(tbl_off(2, 3)), 0x15555u);
 }
 
+// The route table is cleared (every entry invalid) after reset, whatever it held, as seen
+// through software reads and through the requester's port.
+TEST(Regfile, RouteTableClearedAfterReset) {
+    Bench b;
+    for (unsigned n = 0; n < kNn; n += 2) {
+        b.write2(rt_off(n), static_cast<uint32_t>(b.rng()) | kRtValid, static_cast<uint32_t>(b.rng()) | kRtValid);
+    }
+    b.rt_re_pct = 30;
+    b.drain();
+    ASSERT_FALSE(HasFatalFailure());
+    for (unsigned n = 0; n < kNn; ++n) ASSERT_NE(b.m.rt[n] & kRtValid, 0u) << n;
+    // the requester's port holds a valid entry before the reset
+    b.h->rt_re = 1;
+    b.h->rt_node = 7;
+    b.h.eval();
+    b.h.tick();
+    b.h->rt_re = 0;
+    ASSERT_EQ(b.h->rt_data, rt_port(b.m.rt[7]));
+    b.reset();
+    ASSERT_FALSE(HasFatalFailure());
+    EXPECT_EQ(b.init_cycles, kInit);
+    b.rt_re_pct = 0;
+    // requester reads, back to back: every entry reads {VALID=0, ROUTE=0}
+    for (unsigned n = 0; n <= kNn; ++n) {
+        if (n > 0) {
+            EXPECT_EQ(b.h->rt_data, 0u) << "node " << n - 1;
+        }
+        b.h->rt_re = n < kNn;
+        b.h->rt_node = static_cast<uint8_t>(n);
+        b.h.eval();
+        b.h.tick();
+    }
+    b.h->rt_re = 0;
+    // software reads, 8 bytes at a time
+    for (unsigned n = 0; n < kNn; n += 2) {
+        Tlp c = b.rd(rt_off(n), 2);
+        ASSERT_EQ(c.payload.size(), 8u);
+        for (uint8_t x : c.payload) EXPECT_EQ(x, 0u) << "node " << n;
+    }
+}
+
+// Route entries written and read back: VALID (bit 31) and ROUTE (13:0) kept, the other bits read
+// 0; 4- and 8-byte accesses; the requester's port returns the entry the cycle after rt_re.
+TEST(Regfile, RouteTableReadWrite) {
+    Bench b;
+    std::vector<uint32_t> v(kNn);
+    for (auto& x : v) x = static_cast<uint32_t>(b.rng());
+    for (unsigned n = 0; n < kNn; n += 2) {
+        if (b.rng() & 1) {
+            b.write2(rt_off(n), v[n], v[n + 1]);
+        } else {
+            b.write(rt_off(n + 1), v[n + 1]);
+            b.write(rt_off(n), v[n]);
+        }
+    }
+    b.drain();
+    ASSERT_FALSE(HasFatalFailure());
+    EXPECT_EQ(b.rt_writes, kNn);
+    for (unsigned n = 0; n < kNn; ++n) ASSERT_EQ(b.m.rt[n], v[n] & 0x80003FFFu) << n;
+    for (unsigned n : {0u, 1u, 2u, 100u, kNn - 1}) EXPECT_EQ(b.rd32(rt_off(n)), v[n] & 0x80003FFFu) << n;
+    for (unsigned n = 0; n < kNn; n += 2) b.read(rt_off(n), 2);
+    b.drain();
+    // the requester's port, one read per cycle: the entry the cycle after rt_re (checked by cycle())
+    b.rt_re_pct = 100;
+    const uint64_t r = b.rt_reads;
+    for (int i = 0; i < 2000; ++i) b.cycle();
+    EXPECT_EQ(b.rt_reads, r + 2000);
+    b.rt_re_pct = 0;
+    // by hand: valid and invalid entries
+    b.write(rt_off(3), 0x80001234u);
+    b.write(rt_off(4), 0x00002345u);
+    b.write(rt_off(5), 0xFFFFFFFFu);
+    b.drain();
+    const std::pair<unsigned, uint32_t> port[] = {{3, 0x5234}, {4, 0x2345}, {5, 0x7FFF}};
+    for (auto [n, want] : port) {
+        b.h->rt_re = 1;
+        b.h->rt_node = static_cast<uint8_t>(n);
+        b.h.eval();
+        b.h.tick();
+        EXPECT_EQ(b.h->rt_data, want) << "node " << n;
+    }
+    b.h->rt_re = 0;
+    EXPECT_EQ(b.rd32(rt_off(3)), 0x80001234u);
+    EXPECT_EQ(b.rd32(rt_off(4)), 0x00002345u);
+    EXPECT_EQ(b.rd32(rt_off(5)), 0x80003FFFu);
+    // past the table: unassigned
+    const uint64_t bad = b.x_bad;
+    EXPECT_EQ(b.rd32(kRt + 4 * kNn), 0u);
+    b.write(kRt + 4 * kNn, 0x80000001u);
+    b.drain();
+    EXPECT_EQ(b.x_bad, bad + 1);
+    EXPECT_EQ(b.rt_writes, kNn + 3);
+}
+
+// The requester has priority on the route table's read port: a software read waits while it
+// reads every cycle, then completes with the right entry; with the requester reading at random,
+// software reads are delayed, never corrupted, and the requester always gets its entry.
+TEST(Regfile, RoutePortPriority) {
+    Bench b;
+    for (unsigned n = 0; n < 16; ++n) b.write(rt_off(n), kRtValid | (0x111u * (n + 1)));
+    b.drain();
+    b.read(rt_off(9));
+    b.rt_re_pct = 100;
+    const uint64_t n0 = b.cpls;
+    for (int i = 0; i < 50; ++i) b.cycle();
+    EXPECT_EQ(b.cpls, n0) << "the requester's reads have priority";
+    b.rt_re_pct = 0;
+    b.drain();
+    EXPECT_EQ(b.cpls, n0 + 1);
+    ASSERT_EQ(b.last_cpl.payload.size(), 4u);
+    EXPECT_EQ(b.last_cpl.payload[0] | (b.last_cpl.payload[1] << 8), 0xAAA);
+    EXPECT_EQ(b.last_cpl.payload[3], 0x80u);
+    // an 8-byte read waits for the port twice
+    b.read(rt_off(2), 2);
+    b.rt_re_pct = 100;
+    for (int i = 0; i < 20; ++i) b.cycle();
+    EXPECT_EQ(b.cpls, n0 + 1);
+    b.rt_re_pct = 0;
+    b.drain();
+    EXPECT_EQ(b.cpls, n0 + 2);
+    // random reads and writes of a few entries against random requester reads of the same ones
+    auto& rng = b.rng;
+    for (int round = 0; round < 40; ++round) {
+        b.rt_re_pct = 30 + rnd(rng, 3) * 30;
+        b.sink.stall_pct = rnd(rng, 3) * 25;
+        for (int i = 0; i < 50; ++i) {
+            const unsigned n = b.node() & ~1u;
+            const int k = rnd(rng, 4);
+            if (k == 0) b.write(rt_off(n), static_cast<uint32_t>(rng()));
+            if (k == 1) b.write2(rt_off(n), static_cast<uint32_t>(rng()), static_cast<uint32_t>(rng()));
+            if (k == 2) b.read(rt_off(n | (rng() & 1)));
+            if (k == 3) b.read(rt_off(n), 2);
+        }
+        b.drain();
+        ASSERT_FALSE(HasFatalFailure()) << "round " << round;
+    }
+    EXPECT_GT(b.rt_reads, 5000u);
+}
+
+// NET_PORT CFG of every port: read back and driven on port_cfg ({DATELINE, DIM}, port 1 in the
+// low bits); STATUS and NET.LINK_STATUS follow port_up.
+TEST(Regfile, NetPortConfigAndStatus) {
+    Bench b;
+    for (int round = 0; round < 30; ++round) {
+        uint32_t v[kNp];
+        for (unsigned p = 1; p <= kNp; ++p) {
+            v[p - 1] = static_cast<uint32_t>(b.rng());
+            b.write(np_off(p, VELO_TBL_NET_PORT_CFG), v[p - 1]);
+        }
+        b.drain();  // port_cfg is checked against the model every cycle
+        ASSERT_FALSE(HasFatalFailure());
+        uint32_t want = 0;
+        for (unsigned p = 1; p <= kNp; ++p) {
+            EXPECT_EQ(b.rd32(np_off(p, VELO_TBL_NET_PORT_CFG)), v[p - 1] & 7u) << "port " << p;
+            want |= (v[p - 1] & 7u) << (3 * (p - 1));
+        }
+        EXPECT_EQ(b.h->port_cfg, want);
+    }
+    // 8 bytes at CFG: CFG written, STATUS is read-only (ignored and counted)
+    const uint64_t bad = b.x_bad;
+    b.write2(np_off(2, VELO_TBL_NET_PORT_CFG), 0x5, 0xFFFFFFFF);
+    b.drain();
+    EXPECT_EQ(b.x_bad, bad + 1);
+    EXPECT_EQ((b.h->port_cfg >> 3) & 7u, 5u);
+    EXPECT_EQ(b.cfg_writes, 30u * kNp + 1);
+    // status: every combination of port_up
+    for (uint32_t up = 0; up < (1u << kNp); ++up) {
+        b.set_port_up(up);
+        EXPECT_EQ(b.rd32(VELO_REG_NET_LINK_STATUS), up);
+        for (unsigned p = 1; p <= kNp; ++p)
+            EXPECT_EQ(b.rd32(np_off(p, VELO_TBL_NET_PORT_STATUS)), (up >> (p - 1)) & 1u) << "port " << p;
+        Tlp c = b.rd(np_off(1 + (up & 3), VELO_TBL_NET_PORT_CFG), 2);  // CFG and STATUS in one read
+        EXPECT_EQ(c.payload.size(), 8u);
+    }
+    // link status that changes while it is read: scored in the cycle it is sampled
+    b.port_up_pct = 50;
+    for (int i = 0; i < 400; ++i) {
+        const unsigned p = 1 + rnd(b.rng, kNp);
+        if (i % 3 == 0) b.read(VELO_REG_NET_LINK_STATUS);
+        if (i % 3 == 1) b.read(np_off(p, VELO_TBL_NET_PORT_STATUS));
+        if (i % 3 == 2) b.read(np_off(p, VELO_TBL_NET_PORT_CFG), 2);
+    }
+    b.drain();
+    EXPECT_EQ(b.ur_cpls, 0u);
+}
+
+// Link counters: each port's eight counters read through ncnt_idx/ncnt_data, a write clears the
+// one addressed (ncnt_clr with its index, once), counters that move are read as they are when
+// sampled.
+TEST(Regfile, LinkCounters) {
+    Bench b;
+    for (auto& c : b.m.ncnt) c = static_cast<uint32_t>(b.rng()) | 1;
+    for (unsigned p = 1; p <= kNp; ++p)
+        for (unsigned c = 0; c < kLinkCnt; ++c)
+            EXPECT_EQ(b.rd32(ncnt_off(p, c)), b.m.ncnt[(p - 1) * kLinkCnt + c]) << "port " << p << " counter " << c;
+    EXPECT_EQ(b.rd32(np_off(3, VELO_TBL_NET_PORT_CNT_RX_PKTS)), b.m.ncnt[2 * kLinkCnt + 7]);
+    EXPECT_EQ(b.rd32(np_off(1, VELO_TBL_NET_PORT_CNT_CRC_ERR)), b.m.ncnt[0]);
+    for (unsigned p = 1; p <= kNp; ++p) b.read(ncnt_off(p, 2), 2);
+    b.drain();
+    // write-to-clear: one ncnt_clr pulse with the index port * 8 + counter, whatever the value
+    const std::array<uint32_t, kNp* kLinkCnt> before = b.m.ncnt;
+    const std::pair<unsigned, unsigned> clr[] = {{1, 0}, {4, 7}, {2, 3}, {3, 5}};
+    for (auto [p, c] : clr) {
+        const uint64_t n = b.ncnt_clr_seen;
+        b.write(ncnt_off(p, c), static_cast<uint32_t>(b.rng()));
+        b.drain();
+        ASSERT_FALSE(HasFatalFailure());
+        EXPECT_EQ(b.ncnt_clr_seen, n + 1);
+        EXPECT_EQ(b.m.ncnt[(p - 1) * kLinkCnt + c], 0u);
+        EXPECT_EQ(b.rd32(ncnt_off(p, c)), 0u);
+    }
+    unsigned untouched = 0;
+    for (unsigned i = 0; i < kNp * kLinkCnt; ++i)
+        if (b.m.ncnt[i] == before[i]) ++untouched;
+    EXPECT_EQ(untouched, kNp * kLinkCnt - 4);
+    // an 8-byte write clears two
+    b.write2(ncnt_off(2, 6), 0, 0);
+    b.drain();
+    EXPECT_EQ(b.m.ncnt[kLinkCnt + 6], 0u);
+    EXPECT_EQ(b.m.ncnt[kLinkCnt + 7], 0u);
+    EXPECT_EQ(b.ncnt_clr_seen, 6u);
+    EXPECT_EQ(b.x_bad, 0u);
+    // counters that move: reads and clears meanwhile
+    b.ncnt_inc_pct = 60;
+    for (int i = 0; i < 600; ++i) {
+        const unsigned p = 1 + rnd(b.rng, kNp), c = static_cast<unsigned>(rnd(b.rng, kLinkCnt));
+        if (i % 5 == 0)
+            b.write(ncnt_off(p, c), 1);
+        else
+            b.read(ncnt_off(p, c & ~1u), 1 + (i & 1));
+    }
+    b.drain();
+    EXPECT_EQ(b.ur_cpls, 0u);
+    EXPECT_EQ(b.ncnt_clr_seen, 6u + 120u);
+}
+
+// NET.DROP_NO_ROUTE counts ev_no_route pulses and clears on a write (a clear wins over an event
+// in the same cycle).
+TEST(Regfile, DropNoRoute) {
+    Bench b;
+    EXPECT_EQ(b.rd32(VELO_REG_NET_DROP_NO_ROUTE), 0u);
+    b.no_route_pct = 100;
+    for (int i = 0; i < 37; ++i) b.cycle();
+    b.no_route_pct = 0;
+    EXPECT_EQ(b.no_route_events, 37u);
+    EXPECT_EQ(b.rd32(VELO_REG_NET_DROP_NO_ROUTE), 37u);
+    b.no_route_pct = 30;
+    for (int i = 0; i < 200; ++i) b.cycle();
+    b.no_route_pct = 0;
+    EXPECT_EQ(b.rd32(VELO_REG_NET_DROP_NO_ROUTE), b.no_route_events);
+    // a write of any value clears it
+    b.write(VELO_REG_NET_DROP_NO_ROUTE, 0xFFFFFFFFu);
+    b.drain();
+    EXPECT_EQ(b.rd32(VELO_REG_NET_DROP_NO_ROUTE), 0u);
+    EXPECT_EQ(b.x_bad, 0u);
+    // counted from the clear on: events every cycle while it is cleared (the clear wins in its
+    // cycle, the model counts from the next edge)
+    b.no_route_pct = 100;
+    b.write(VELO_REG_NET_DROP_NO_ROUTE, 0);
+    b.drain();
+    b.no_route_pct = 0;
+    const uint32_t after = b.m.no_route;
+    EXPECT_GT(after, 0u);
+    EXPECT_LT(after, 20u);
+    EXPECT_EQ(b.rd32(VELO_REG_NET_DROP_NO_ROUTE), after);
+    // reads and clears with events at random, 8-byte reads with the register after it
+    b.no_route_pct = 40;
+    for (int i = 0; i < 400; ++i) {
+        const int k = rnd(b.rng, 10);
+        if (k == 0)
+            b.write(VELO_REG_NET_DROP_NO_ROUTE, static_cast<uint32_t>(b.rng()));
+        else if (k < 4)
+            b.read(VELO_REG_NET_DROP_NO_ROUTE, 2);
+        else
+            b.read(VELO_REG_NET_DROP_NO_ROUTE);
+    }
+    b.drain();
+    EXPECT_EQ(b.ur_cpls, 0u);
+    EXPECT_EQ(b.x_bad, 0u);
+}
+
+// Writes to the NET block's read-only registers, to STATUS and unassigned offsets of a port
+// entry, to entries of ports the switch does not have (p > NP) and past the route table are
+// ignored and counted as bad accesses; the port entries past NP read 0.
+TEST(Regfile, NetBadAccesses) {
+    Bench b;
+    for (unsigned p = 1; p <= kNp; ++p) b.write(np_off(p, VELO_TBL_NET_PORT_CFG), p + 3);
+    for (auto& c : b.m.ncnt) c = static_cast<uint32_t>(b.rng()) | 1;
+    b.set_port_up((1u << kNp) - 1);
+    b.drain();
+    const uint32_t cfg = b.h->port_cfg;
+    const auto ncnt = b.m.ncnt;
+    uint64_t bad = 0;
+    // read-only NET registers
+    for (uint32_t o :
+         {static_cast<uint32_t>(VELO_BLK_NET_BASE + VELO_BLKHDR_TYPE),
+          static_cast<uint32_t>(VELO_BLK_NET_BASE + VELO_BLKHDR_NEXT), static_cast<uint32_t>(VELO_REG_NET_PORTS),
+          static_cast<uint32_t>(VELO_REG_NET_LINK_STATUS), static_cast<uint32_t>(VELO_REG_NET_ROUTE_OFFSET),
+          static_cast<uint32_t>(VELO_REG_NET_PORT_OFFSET), static_cast<uint32_t>(VELO_REG_NET_PORT_STRIDE), 0x324u,
+          0x3FCu}) {
+        b.write(o, 0xFFFFFFFF);
+        ++bad;
+    }
+    // STATUS and unassigned offsets of real entries
+    for (unsigned p = 1; p <= kNp; ++p) {
+        for (uint32_t r : {static_cast<uint32_t>(VELO_TBL_NET_PORT_STATUS), 0x8u, 0xCu, 0x30u, 0x3Cu}) {
+            b.write(np_off(p, r), 0xFFFFFFFF);
+            ++bad;
+        }
+    }
+    // entries of ports past NP, up to the last one before the route table; past the route table
+    for (unsigned p : {kNp + 1, kNp + 2, 8u, 9u, 64u, (kRt - kNpt) / kNpStride}) {
+        for (uint32_t r :
+             {static_cast<uint32_t>(VELO_TBL_NET_PORT_CFG), static_cast<uint32_t>(VELO_TBL_NET_PORT_STATUS), kNpCnt0,
+              kNpCnt0 + 4 * (kLinkCnt - 1), 0x3Cu}) {
+            b.write(np_off(p, r), 0xFFFFFFFF);
+            ++bad;
+            EXPECT_EQ(b.rd32(np_off(p, r)), 0u) << "port " << p << " +0x" << std::hex << r;
+        }
+        b.write2(np_off(p, kNpCnt0), 1, 2);
+        bad += 2;
+    }
+    b.write(kRt + 4 * kNn, 0x80000001u);
+    b.write2(kRt + 4 * kNn + 8, 1, 2);
+    bad += 3;
+    b.drain();
+    EXPECT_EQ(b.ev_bad, bad);
+    EXPECT_EQ(b.ncnt_clr_seen, 0u) << "a write outside the port entries cleared a link counter";
+    EXPECT_EQ(b.h->port_cfg, cfg);
+    EXPECT_EQ(b.m.ncnt, ncnt);
+    EXPECT_EQ(b.rd32(VELO_REG_NET_PORTS), Model::ports());
+    EXPECT_EQ(b.rd32(VELO_REG_NET_LINK_STATUS), (1u << kNp) - 1);
+    for (unsigned p = 1; p <= kNp; ++p) {
+        EXPECT_EQ(b.rd32(np_off(p, VELO_TBL_NET_PORT_CFG)), p + 3);
+        EXPECT_EQ(b.rd32(np_off(p, VELO_TBL_NET_PORT_STATUS)), 1u);
+    }
+}
+
 TEST(Regfile, RandomTraffic) {
     Bench b;
     auto& rng = b.rng;
-    const uint32_t globals[] = {0x00,  0x04,  0x08,  0x0C,  0x10,  0x14,  0x18,  0x100, 0x104,
-                                0x108, 0x10C, 0x110, 0x114, 0x118, 0x11C, 0x120, 0x124, 0x200,
-                                0x208, 0x20C, 0x400, 0x40C, 0x41C, 0x420, 0x3FC, 0x7FFC};
+    const uint32_t globals[] = {0x00,  0x04,  0x08,  0x0C,  0x10,  0x14,  0x18,  0x100, 0x104, 0x108, 0x10C, 0x110,
+                                0x114, 0x118, 0x11C, 0x120, 0x124, 0x200, 0x208, 0x20C, 0x300, 0x304, 0x308, 0x30C,
+                                0x310, 0x314, 0x318, 0x31C, 0x320, 0x324, 0x400, 0x40C, 0x41C, 0x420, 0x3FC, 0x7FFC};
+    const uint32_t np_regs[] = {VELO_TBL_NET_PORT_CFG,
+                                VELO_TBL_NET_PORT_STATUS,
+                                0x8,
+                                0x10,
+                                0x14,
+                                0x18,
+                                0x1C,
+                                0x20,
+                                0x24,
+                                0x28,
+                                0x2C,
+                                0x30,
+                                0x3C};
     const uint32_t rw[] = {VELO_REG_CTRL_NODE_ID, VELO_REG_CTRL_CONTROL, VELO_REG_CTRL_QUIESCE_VPID,
                            VELO_REG_CTRL_SCRATCH};
     auto offset = [&]() -> uint32_t {
         const int k = rnd(rng, 100);
-        if (k < 40) return tbl_off(b.vpid(), static_cast<unsigned>(rnd(rng, 4)));
-        if (k < 55) return usr_off(b.vpid()) + (pct(rng, 90) ? 0 : 4 * static_cast<uint32_t>(1 + rnd(rng, 1023)));
-        if (k < 70) return rw[rnd(rng, 4)];
+        if (k < 30) return tbl_off(b.vpid(), static_cast<unsigned>(rnd(rng, 4)));
+        if (k < 40) return usr_off(b.vpid()) + (pct(rng, 90) ? 0 : 4 * static_cast<uint32_t>(1 + rnd(rng, 1023)));
+        if (k < 52) return rt_off(b.node()) + (pct(rng, 97) ? 0 : 4 * kNn);
+        if (k < 62) return np_off(1 + rnd(rng, kNp + 2), np_regs[rnd(rng, sizeof np_regs / sizeof np_regs[0])]);
+        if (k < 72) return rw[rnd(rng, 4)];
         if (k < 80) return kCnt + 4 * static_cast<uint32_t>(rnd(rng, 17));
         if (k < 95) return globals[rnd(rng, sizeof globals / sizeof globals[0])];
         return static_cast<uint32_t>(rng() & 0x1FFFFC);
@@ -1033,6 +1635,11 @@ TEST(Regfile, RandomTraffic) {
         b.drv.mid_tlp_gaps = rng() & 1;
         b.tbl_re_pct = rnd(rng, 5) * 20;
         b.wp_we_pct = rnd(rng, 3) * 20;
+        for (auto& c : b.m.ncnt) c = word();
+        b.rt_re_pct = rnd(rng, 5) * 20;
+        b.no_route_pct = rnd(rng, 3) * 20;
+        b.port_up_pct = rnd(rng, 3) * 10;
+        b.ncnt_inc_pct = rnd(rng, 3) * 30;
         for (int i = 0; i < 80; ++i, ++n_req) {
             const int k = rnd(rng, 100);
             const uint32_t off = offset();
@@ -1103,15 +1710,21 @@ TEST(Regfile, RandomTraffic) {
         b.drain();
         ASSERT_FALSE(HasFatalFailure()) << "batch " << batch;
     }
+    auto u = [](uint64_t x) { return static_cast<unsigned long long>(x); };
     std::printf(
         "[ info  ] %llu requests, %llu completions (%llu UR), %llu table writes, %llu counter clears, "
         "%llu completer reads, %llu completer WP writes, events window/unsupported/bad %llu/%llu/%llu\n",
-        static_cast<unsigned long long>(n_req), static_cast<unsigned long long>(b.cpls),
-        static_cast<unsigned long long>(b.ur_cpls), static_cast<unsigned long long>(b.sw_wr_seen),
-        static_cast<unsigned long long>(b.cnt_clr_seen), static_cast<unsigned long long>(b.tbl_reads),
-        static_cast<unsigned long long>(b.wp_writes), static_cast<unsigned long long>(b.ev_window),
-        static_cast<unsigned long long>(b.ev_unsup), static_cast<unsigned long long>(b.ev_bad));
+        u(n_req), u(b.cpls), u(b.ur_cpls), u(b.sw_wr_seen), u(b.cnt_clr_seen), u(b.tbl_reads), u(b.wp_writes),
+        u(b.ev_window), u(b.ev_unsup), u(b.ev_bad));
+    std::printf(
+        "[ info  ] %llu route writes, %llu requester route reads, %llu port CFG writes, %llu link counter "
+        "clears, %llu no-route events\n",
+        u(b.rt_writes), u(b.rt_reads), u(b.cfg_writes), u(b.ncnt_clr_seen), u(b.no_route_events));
     EXPECT_GT(b.sw_wr_seen, 5000u);
     EXPECT_GT(b.cpls, 10000u);
     EXPECT_GT(b.tbl_reads, 20000u);
+    EXPECT_GT(b.rt_writes, 2000u);
+    EXPECT_GT(b.rt_reads, 20000u);
+    EXPECT_GT(b.cfg_writes, 300u);
+    EXPECT_GT(b.ncnt_clr_seen, 1000u);
 }

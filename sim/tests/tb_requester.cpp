@@ -5,8 +5,10 @@
 // seeded random run (SEED= replays) feeds thousands of TLPs (write-combining flushes of every kind,
 // raw writes with random and illegal byte enables, poisoned, long, page- and line-crossing, past
 // the message, wrong type) with random input gaps, output back pressure and enable toggling, on
-// the 64-bit, 128-bit and narrow-id builds. Directed tests pin corner cases, the drop priority,
-// throughput and latency.
+// the 64-bit, 128-bit and narrow-id builds. The route table is a model of the register file's RAM
+// (registered read; its output also changes when software reads it), and every header must carry
+// the route looked up for its destination. Directed tests pin corner cases, the drop priority,
+// route insertion under output stalls, throughput and latency.
 #include <algorithm>
 #include <array>
 #include <cstdint>
@@ -75,18 +77,19 @@ uint64_t bits(uint64_t v, unsigned shift, unsigned width) {
     return (v >> shift) & ((1ull << width) - 1);
 }
 
-// The requester's contract, from the spec: the window offset (SEND_ADDR) names the message line
-// (length) and the destination, the first enabled byte is the offset in the message, bytes past
-// the message are clipped, drops in priority order.
-// The route table the requester reads (register file RAM model): {VALID, ROUTE} per node. Each
-// bench fills it at random, a quarter of the entries invalid.
+// The route table the requester reads (register file RAM model): {VALID, ROUTE} per node, as on
+// rt_data. Each bench fills it at random, a quarter of the entries invalid.
+constexpr uint16_t kRtValid = 1u << 14;
 std::array<uint16_t, 256> g_routes{};
 uint64_t net_bits(uint64_t dst_node) {
     const uint16_t e = g_routes[dst_node];
-    const uint64_t route = (e >> 14) & 1 ? (e & 0x3FFF) : 0x3FFF;  // no valid route: all-ones
+    const uint64_t route = (e & kRtValid) ? (e & 0x3FFF) : 0x3FFF;  // no valid route: all-ones
     return VELO_FIELD_PREP(VELO_PKT_HDR_VC, VELO_VC_REQ) | VELO_FIELD_PREP(VELO_PKT_HDR_ROUTE, route);
 }
 
+// The requester's contract, from the spec: the window offset (SEND_ADDR) names the message line
+// (length) and the destination, the first enabled byte is the offset in the message, bytes past
+// the message are clipped, drops in priority order.
 Expect reference(const Tlp& t, bool enable, unsigned node_id, unsigned vb, unsigned nb) {
     Expect e;
     if (!enable) {
@@ -153,16 +156,16 @@ Expect reference(const Tlp& t, bool enable, unsigned node_id, unsigned vb, unsig
 
 std::string hdr_str(uint64_t h) {
     char b[200];
-    std::snprintf(b, sizeof b,
-                  "%016llx{vc=%llu route=%llx type=%llu mlen-1=%llu off=%llu snode=%llu svpid=%llu dvpid=%llu flen-1=%llu "
-                  "frag=%llu rsvd=%llu}",
-                  static_cast<unsigned long long>(h), VELO_FIELD_GET(VELO_PKT_HDR_VC, h),
-                  VELO_FIELD_GET(VELO_PKT_HDR_ROUTE, h),
-                  VELO_FIELD_GET(VELO_PKT_HDR_TYPE, h), VELO_FIELD_GET(VELO_PKT_HDR_MSG_LEN_M1, h),
-                  VELO_FIELD_GET(VELO_PKT_HDR_FRAG_OFF, h), VELO_FIELD_GET(VELO_PKT_HDR_SRC_NODE, h),
-                  VELO_FIELD_GET(VELO_PKT_HDR_SRC_VPID, h), VELO_FIELD_GET(VELO_PKT_HDR_DST_VPID, h),
-                  VELO_FIELD_GET(VELO_PKT_HDR_FRAG_LEN_M1, h), VELO_FIELD_GET(VELO_PKT_HDR_FRAG, h),
-                  VELO_FIELD_GET(VELO_PKT_HDR_RSVD, h));
+    std::snprintf(
+        b, sizeof b,
+        "%016llx{vc=%llu route=%llx type=%llu mlen-1=%llu off=%llu snode=%llu svpid=%llu dvpid=%llu flen-1=%llu "
+        "frag=%llu rsvd=%llu}",
+        static_cast<unsigned long long>(h), VELO_FIELD_GET(VELO_PKT_HDR_VC, h), VELO_FIELD_GET(VELO_PKT_HDR_ROUTE, h),
+        VELO_FIELD_GET(VELO_PKT_HDR_TYPE, h), VELO_FIELD_GET(VELO_PKT_HDR_MSG_LEN_M1, h),
+        VELO_FIELD_GET(VELO_PKT_HDR_FRAG_OFF, h), VELO_FIELD_GET(VELO_PKT_HDR_SRC_NODE, h),
+        VELO_FIELD_GET(VELO_PKT_HDR_SRC_VPID, h), VELO_FIELD_GET(VELO_PKT_HDR_DST_VPID, h),
+        VELO_FIELD_GET(VELO_PKT_HDR_FRAG_LEN_M1, h), VELO_FIELD_GET(VELO_PKT_HDR_FRAG, h),
+        VELO_FIELD_GET(VELO_PKT_HDR_RSVD, h));
     return b;
 }
 
@@ -243,8 +246,7 @@ class Bench {
           sink(PktSink::Pins{&h->pkt_valid, &h->pkt_ready, &h->pkt_data, &h->pkt_last, &h->pkt_lnb}) {
         drv.rng = &rng_;
         sink.rng = &rng_;
-        for (auto& e : g_routes)
-            e = static_cast<uint16_t>((rng_() % 4 ? 0x4000 : 0) | (rng_() & 0x3FFF));
+        for (auto& e : g_routes) e = static_cast<uint16_t>((rng_() % 4 ? kRtValid : 0) | (rng_() & 0x3FFF));
         h->enable = 1;
         h->node_id = 0;
         h->rt_data = 0;
@@ -279,6 +281,7 @@ class Bench {
     bool enable_idle = true;
     unsigned node_id = 0;
     std::function<void()> hook;  // after the inputs are set, before eval: directed tests override pins
+    int rt_noise_pct = 12;       // cycles without rt_re in which the route RAM output changes
 
     void step() {
         const uint64_t c = h.cycle();
@@ -321,8 +324,13 @@ class Bench {
         if (k > 1 && sink.errors.size() < 20)
             sink.errors.push_back("two counter events in one cycle " + std::to_string(c));
         h.tick();
-        if (rt_re) h->rt_data = g_routes[rt_node] & 0x7FFF;
-        else if (rng_() % 8 == 0) h->rt_data = static_cast<uint16_t>(rng_() & 0x7FFF);  // software reads it
+        if (rt_re) {
+            h->rt_data = g_routes[rt_node] & 0x7FFF;
+        } else if (static_cast<int>(rng_() % 100) < rt_noise_pct) {
+            // software reads the table: the RAM output changes to some other entry
+            h->rt_data = static_cast<uint16_t>((h->rt_data ^ (1 + rng_() % 0x7FFF)) & 0x7FFF);
+        }
+        h.eval();  // outputs as they are after the RAM output changed
     }
 
     // Until every TLP is in, every expected packet out and the port has been quiet a while.
@@ -628,6 +636,66 @@ TYPED_TEST(Requester, HeaderFields) {
     for (unsigned i = 0; i < 40; ++i) EXPECT_EQ(static_cast<uint8_t>(p.w[1 + i / 8] >> (8 * (i % 8))), msg[i]) << i;
     EXPECT_EQ(p.lnb, 7u);
     EXPECT_EQ(b.ev_count[static_cast<int>(Ev::TxMsg)], 1u);
+}
+
+// The route is looked up with the header and inserted exactly: a valid entry gives its ROUTE, an
+// invalid one the all-ones route, and VC is the request class. The output stalls for up to many
+// cycles after the header while the route RAM's output changes every cycle it is not read (software
+// reads of the table) and the entry itself is rewritten: the header on the port stays the one
+// formed with the lookup.
+TYPED_TEST(Requester, RouteInsertedUnderStall) {
+    using M = TypeParam;
+    constexpr unsigned VB = Cfg<M>::vb, NB = Cfg<M>::nb;
+    auto rng = velo::sim::test_rng();
+    Bench<M> b(rng);
+    b.rt_noise_pct = 100;
+    struct Case {
+        uint16_t entry;  // {VALID, ROUTE} in the table
+        uint64_t route;  // ROUTE the packet must carry (worked out by hand)
+        const char* what;
+    };
+    const Case cases[] = {
+        {kRtValid | 0x2A5C, 0x2A5C, "valid"},
+        {0x2A5C, 0x3FFF, "invalid, route bits set"},
+        {0, 0x3FFF, "invalid, all zero"},
+        {kRtValid, 0, "valid, route 0"},
+        {kRtValid | 0x3FFE, 0x3FFE, "valid, all but the low bit"},
+        {kRtValid | 0x0001, 0x0001, "valid, the low bit"},
+    };
+    const unsigned stalls[] = {0, 1, 2, 7, 60};
+    size_t n = 0;
+    for (const Case& c : cases) {
+        for (unsigned stall : stalls) {
+            SCOPED_TRACE(std::string(c.what) + ", stall " + std::to_string(stall));
+            const unsigned node = rnd(rng, 1u << NB);
+            g_routes[node] = c.entry;
+            std::vector<uint8_t> msg(1 + rnd(rng, 64));
+            for (auto& x : msg) x = static_cast<uint8_t>(rng());
+            const uint64_t line =
+                velo::sim::send_offset(VB, NB, rnd(rng, 1u << VB), node, rnd(rng, 1u << VB), msg.size());
+            for (const Tlp& t : velo::sim::wc_flush(0, line, msg, WcMode::Burst, rng)) b.push(t);
+            unsigned visible = 0, noisy = 0;
+            b.hook = [&] {
+                if (!b.sink.header_visible()) return;
+                if (visible == 0) g_routes[node] ^= 0x7FFF;  // rewritten once the lookup is done
+                if ((b.h->rt_data & 0x7FFF) != c.entry) ++noisy;
+                if (visible++ < stall) b.h->pkt_ready = 0;
+            };
+            b.run();
+            b.hook = nullptr;
+            ASSERT_FALSE(::testing::Test::HasFailure());
+            ASSERT_EQ(b.sink.packets.size(), ++n);
+            const uint64_t h = b.sink.packets.back().w[0];
+            EXPECT_EQ(VELO_FIELD_GET(VELO_PKT_HDR_ROUTE, h), c.route);
+            EXPECT_EQ(VELO_FIELD_GET(VELO_PKT_HDR_VC, h), static_cast<uint64_t>(VELO_VC_REQ));
+            EXPECT_EQ(visible, stall + 1) << "cycles the header was on the port";
+            if (stall >= 1) {
+                EXPECT_GE(noisy, stall - 1) << "the route RAM output did not change meanwhile";
+            }
+        }
+    }
+    b.check();
+    EXPECT_EQ(b.sink.packets.size(), std::size(cases) * std::size(stalls));
 }
 
 // Corner cases and the drop priority, each row with its outcome worked out by hand (and the
