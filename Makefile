@@ -19,10 +19,13 @@ configure: deps
 build: configure
 	cmake --build $(BUILD) -j $(JOBS)
 
-# the two-node RTL simulation: threads of both nodes send, mailboxes print, latency in cycles
+# a 2-node simulated cluster (velo-fabric: the RTL in Verilator) and a ping-pong program written
+# against velo.h (velo-pingpong) run by velo-run: latency in NIC cycles and a rate sweep
 demo: configure
-	cmake --build $(BUILD) -j $(JOBS) --target velo-demo
-	$(BUILD)/sim/velo-demo
+	cmake --build $(BUILD) -j $(JOBS) --target velo-fabric velo-run velo-pingpong
+	@mkdir -p $(BUILD)/demo
+	$(BUILD)/sw/tools/velo-run -n 2 -- $(BUILD)/sw/tools/velo-pingpong \
+	    --csv $(BUILD)/demo/pingpong.csv --png $(BUILD)/demo/pingpong.png
 
 # every test: spec/header agreement, RTL lint, Yosys synthesis, unit and system benches
 test: build

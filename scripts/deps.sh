@@ -3,7 +3,7 @@
 # missing. Otherwise: prints the exact command and fails.
 set -euo pipefail
 PKGS=(make cmake ninja-build g++ python3 pkg-config zlib1g-dev libgtest-dev
-      verilator yosys nextpnr-ice40 fpga-icestorm clang-format)
+      verilator yosys nextpnr-ice40 fpga-icestorm clang-format gnuplot-nox valgrind)
 missing=()
 for p in "${PKGS[@]}"; do
   if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then

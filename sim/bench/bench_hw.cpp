@@ -9,9 +9,9 @@
 
 #include "Vbcpl.h"
 #include "Vbreq.h"
+#include "cluster.hpp"
 #include "harness.hpp"
 #include "host.hpp"
-#include "cluster.hpp"
 #include "velo/velo_hw.h"
 
 using namespace velo::sim;

@@ -26,8 +26,8 @@ int main(int argc, char** argv) {
     const unsigned ids[2] = {0, 1};
     const char* names[2] = {"A", "B"};
     std::printf("VELO demo: two NICs back to back (RTL simulated cycle by cycle in Verilator)\n");
-    std::printf("  TLP stream %u bits, link %u bits, node A = %u, node B = %u\n\n", p.sys().tlp_bits(), p.sys().link_bits(),
-                ids[0], ids[1]);
+    std::printf("  TLP stream %u bits, link %u bits, node A = %u, node B = %u\n\n", p.sys().tlp_bits(),
+                p.sys().link_bits(), ids[0], ids[1]);
     if (!p.init()) {
         std::printf("FAILED: the link did not come up\n");
         return 1;

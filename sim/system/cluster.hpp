@@ -21,8 +21,8 @@ class Cluster {
   public:
     struct Config {
         SystemConfig sys;
-        int mem_delay = 3;       // host memory: max cycles between two lines becoming visible
-        int max_inflight = 2;    // TLPs queued at the CPU side of a NIC at once
+        int mem_delay = 3;     // host memory: max cycles between two lines becoming visible
+        int max_inflight = 2;  // TLPs queued at the CPU side of a NIC at once
         // Senders start a message only when the destination ring has room for it (end-to-end
         // credits, as the API keeps them). Without them two nodes that fill each other's rings
         // while their CPUs block on sends deadlock: a read-pointer update waits in the PCIe posted
@@ -48,9 +48,7 @@ class Cluster {
     void reg_write(unsigned node, uint32_t off, uint32_t v);  // posted
     uint32_t reg_read(unsigned node, uint32_t off);           // waits for the completion
     void send_tlp(unsigned node, const Tlp& t);               // a raw TLP from the node's CPU
-    uint32_t counter(unsigned node, unsigned idx) {
-        return reg_read(node, VELO_REG_COUNTERS_COUNTER_BASE + 4 * idx);
-    }
+    uint32_t counter(unsigned node, unsigned idx) { return reg_read(node, VELO_REG_COUNTERS_COUNTER_BASE + 4 * idx); }
     uint32_t link_counter(unsigned node, unsigned port, uint32_t reg) {
         return reg_read(node, VELO_TBL_NET_PORT_BASE + VELO_TBL_NET_PORT_STRIDE * (port - 1) + reg);
     }

@@ -87,11 +87,12 @@ class NicT : public Nic {
         if (fst_) fst_->dump(2 * cycle + 2);
     }
     TlpInPins in_pins() override {
-        return TlpInPins{&m_->rx_valid, &m_->rx_ready, &m_->rx_sop,           &m_->rx_eop,
-                         words(m_->rx_hdr), &m_->rx_bar, words(m_->rx_data)};
+        return TlpInPins{&m_->rx_valid,     &m_->rx_ready, &m_->rx_sop,       &m_->rx_eop,
+                         words(m_->rx_hdr), &m_->rx_bar,   words(m_->rx_data)};
     }
     TlpOutPins out_pins() override {
-        return TlpOutPins{&m_->tx_valid, &m_->tx_ready, &m_->tx_sop, &m_->tx_eop, words(m_->tx_hdr), words(m_->tx_data)};
+        return TlpOutPins{&m_->tx_valid, &m_->tx_ready,     &m_->tx_sop,
+                          &m_->tx_eop,   words(m_->tx_hdr), words(m_->tx_data)};
     }
     uint64_t phy_tx(unsigned port) override { return get_bits(words(m_->phy_tx), (port - 1) * pw_, pw_); }
     void set_phy_rx(unsigned port, uint64_t f) override { set_bits(words(m_->phy_rx), (port - 1) * pw_, pw_, f); }
@@ -118,7 +119,7 @@ struct System::Impl {
         std::unique_ptr<Nic> nic;
         std::unique_ptr<TlpDriver> drv;
         std::unique_ptr<TlpSink> sink;
-        std::deque<bool> is_send;  // per queued TLP: a send-window write (measurement point)
+        std::deque<bool> is_send;         // per queued TLP: a send-window write (measurement point)
         std::map<uint8_t, uint32_t> cpl;  // register read completions by tag
         uint8_t next_tag = 0;
     };
@@ -168,9 +169,10 @@ System::System(const SystemConfig& c) : p_(new Impl) {
         const unsigned idx = i;
         n.sink->on_tlp = [this, np, idx](const Tlp& t) {
             if (t.is_cpl()) {
-                uint32_t v = t.payload.size() >= 4 ? static_cast<uint32_t>(t.payload[0]) | (t.payload[1] << 8) |
-                                                         (t.payload[2] << 16) | (static_cast<uint32_t>(t.payload[3]) << 24)
-                                                   : 0xFFFFFFFFu;
+                uint32_t v = t.payload.size() >= 4
+                                 ? static_cast<uint32_t>(t.payload[0]) | (t.payload[1] << 8) | (t.payload[2] << 16) |
+                                       (static_cast<uint32_t>(t.payload[3]) << 24)
+                                 : 0xFFFFFFFFu;
                 np->cpl[t.tag] = v;
             } else if (t.is_mwr()) {
                 if (on_dma_write) on_dma_write(idx, t);
@@ -302,8 +304,9 @@ bool System::init(uint64_t max_cycles) {
             reg_write(i, VELO_TBL_ROUTE_TABLE_BASE + VELO_TBL_ROUTE_TABLE_STRIDE * d, e);
         }
         for (unsigned p = 1; p <= s.np; ++p) {
-            uint32_t cfgv = static_cast<uint32_t>(VELO_FIELD_PREP(VELO_TBL_NET_PORT_CFG_DIM, s.topo.dim(i, p)) |
-                                                  VELO_FIELD_PREP(VELO_TBL_NET_PORT_CFG_DATELINE, s.topo.dateline(i, p)));
+            uint32_t cfgv =
+                static_cast<uint32_t>(VELO_FIELD_PREP(VELO_TBL_NET_PORT_CFG_DIM, s.topo.dim(i, p)) |
+                                      VELO_FIELD_PREP(VELO_TBL_NET_PORT_CFG_DATELINE, s.topo.dateline(i, p)));
             reg_write(i, VELO_TBL_NET_PORT_BASE + VELO_TBL_NET_PORT_STRIDE * (p - 1) + VELO_TBL_NET_PORT_CFG, cfgv);
         }
         reg_write(i, VELO_REG_CTRL_CONTROL, 1u << VELO_REG_CTRL_CONTROL_ENABLE_SHIFT);

@@ -23,14 +23,14 @@ struct SystemConfig {
     // "pair" (two nodes, one link), "ring:N", "torus:XxY", or "links:<file>" (one link per
     // line: "<node>.<port> <node>.<port>", ports numbered from 1)
     std::string topology = "pair";
-    bool wide = false;           // TLP_W=128 and LINK_W=32 instead of 64 and 16
-    uint64_t seed = 1;           // fault injection and host-side randomness
-    unsigned link_latency = 2;   // cycles a flit spends on a wire
-    double ber = 0.0;            // bit error rate on every wire
-    double flit_loss = 0.0;      // probability that a flit is lost on a wire
-    int cpu_gap_pct = 0;         // the CPU leaves gaps in its TLP stream (percent of cycles)
-    int dma_stall_pct = 0;       // host memory refuses DMA beats (percent of cycles)
-    bool waves = false;          // dump an FST per node (WAVES=1 does the same)
+    bool wide = false;          // TLP_W=128 and LINK_W=32 instead of 64 and 16
+    uint64_t seed = 1;          // fault injection and host-side randomness
+    unsigned link_latency = 2;  // cycles a flit spends on a wire
+    double ber = 0.0;           // bit error rate on every wire
+    double flit_loss = 0.0;     // probability that a flit is lost on a wire
+    int cpu_gap_pct = 0;        // the CPU leaves gaps in its TLP stream (percent of cycles)
+    int dma_stall_pct = 0;      // host memory refuses DMA beats (percent of cycles)
+    bool waves = false;         // dump an FST per node (WAVES=1 does the same)
     std::string waves_prefix = "system";
 };
 
@@ -45,7 +45,7 @@ class System {
     System& operator=(const System&) = delete;
 
     unsigned nodes() const;
-    unsigned net_ports() const;   // network ports per NIC
+    unsigned net_ports() const;  // network ports per NIC
     unsigned tlp_bits() const;
     unsigned link_bits() const;
     unsigned link_latency() const;  // cycles a flit spends on a wire
@@ -54,9 +54,9 @@ class System {
 
     // ---- CPU side of a node: TLPs into its NIC's TLP port, in order.
     void cpu_post(unsigned node, const Tlp& t);
-    size_t cpu_queued(unsigned node) const;  // posted but not yet taken by the NIC
-    void reg_write(unsigned node, uint32_t off, uint32_t v);   // posted, in order with cpu_post
-    uint32_t reg_read(unsigned node, uint32_t off);            // steps until the completion is in
+    size_t cpu_queued(unsigned node) const;                   // posted but not yet taken by the NIC
+    void reg_write(unsigned node, uint32_t off, uint32_t v);  // posted, in order with cpu_post
+    uint32_t reg_read(unsigned node, uint32_t off);           // steps until the completion is in
 
     // Called at the start of every cycle, before the pins are driven (host models advance here:
     // they may cpu_post, and they keep running while reg_read waits).

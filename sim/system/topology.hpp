@@ -19,8 +19,8 @@ struct Topology {
         unsigned a_node, a_port, b_node, b_port;
     };
     unsigned nodes = 0;
-    unsigned ports = 0;     // network ports per NIC (the highest port number used)
-    unsigned pb = 2;        // route code bits
+    unsigned ports = 0;  // network ports per NIC (the highest port number used)
+    unsigned pb = 2;     // route code bits
     std::vector<Link> links;
     std::vector<std::vector<Peer>> wiring;       // [node][port - 1]
     std::vector<std::vector<uint16_t>> routes;   // [src][dst]: ROUTE field

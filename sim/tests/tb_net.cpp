@@ -260,7 +260,6 @@ TEST(NetRouting, DiscoveryAndPortConfiguration) {
         EXPECT_EQ(VELO_FIELD_GET(VELO_REG_NET_PORTS_NP, ports), 4u);
         EXPECT_EQ(VELO_FIELD_GET(VELO_REG_NET_PORTS_NVC, ports), static_cast<unsigned>(VELO_NVC));
         EXPECT_EQ(c.reg_read(n, VELO_REG_NET_LINK_STATUS), 0xFu);
-        for (unsigned p = 1; p <= 4; ++p)
-            EXPECT_EQ(c.link_counter(n, p, VELO_TBL_NET_PORT_STATUS), 1u);
+        for (unsigned p = 1; p <= 4; ++p) EXPECT_EQ(c.link_counter(n, p, VELO_TBL_NET_PORT_STATUS), 1u);
     }
 }

@@ -1,0 +1,181 @@
+// VELO link layer, one per network port: framing, CRC-16 per packet with implicit sequence
+// numbers, go-back-N retransmission from a replay buffer, credit flow control per virtual
+// channel, control symbols protected by CRC-5, link training and link-down detection.
+// velo_link_tx + velo_link_rx + the training state machine here. Protocol: docs/net-link.md.
+//
+// Training: after reset (or link down) the transmitter sends TS1 (value: the receiver's expected
+// sequence number); once it hears the peer (a valid TS1 or TS2) it sends TS2. The link is up when
+// TS_COUNT TS2 were sent and TS_COUNT valid TS2 received since the last TS1 (or, having received
+// at least one TS2, when a valid non-training symbol shows that the peer is up already). The link
+// goes down when no valid symbol arrived for DOWN_TIMEOUT cycles, when a TS1 arrives (the peer
+// retrains), or when SYNC_RETRIES replays got no answer. After every link-up the transmitter replays
+// from the peer's expected sequence number (REPLAY + SYNC), so nothing is lost or duplicated.
+`default_nettype none
+`include "velo_spec.vh"
+module velo_link #(
+    parameter integer LINK_W         = 16,   // flit width: 16, 32 or 64 bits
+    parameter integer NVC            = 4,    // virtual channels (PKT_HDR VC field; at most 4)
+    parameter integer VC_DEPTH       = 64,   // switch input buffer per VC in flits = credits; MAX_PKT_FLITS..127-MAX_PKT_FLITS
+    parameter integer REPLAY_DEPTH   = 256,  // replay buffer in flits (power of two, >= 2 * MAX_PKT_FLITS)
+    parameter integer DOWN_TIMEOUT   = 128,  // cycles without a valid symbol before the link is down
+    parameter integer NACK_TIMEOUT   = 256,  // cycles between repeated NACKs while waiting for the REPLAY
+    parameter integer REPLAY_TIMEOUT = 512,  // cycles without ACK progress on sent packets before a replay
+    parameter integer SYNC_TIMEOUT   = 256,  // cycles waiting for the SYNCs before the REPLAY is repeated
+    parameter integer SYNC_RETRIES   = 4,    // unanswered REPLAYs before the link retrains
+    parameter integer TS_COUNT       = 8,    // TS2 symbols sent and received for link-up
+    parameter integer ACK_URGENT     = 8,    // unacknowledged packets that make an ACK pre-empt data
+    parameter integer CREDIT_MARGIN  = 8,    // flits of slack before a CREDIT pre-empts data
+    parameter integer CTL_AGE        = 32    // cycles a changed ACK/CREDIT may wait for an idle slot
+) (
+    input  wire                 clk,
+    input  wire                 rst,          // synchronous, active high
+    // PHY: one {sync[1:0], flit} each way every cycle
+    output wire [LINK_W+1:0]    phy_tx,
+    input  wire [LINK_W+1:0]    phy_rx,
+    // packets from the switch output port (valid/ready; a packet starts only with tx_start_ok[vc])
+    input  wire                 tx_valid,
+    output wire                 tx_ready,
+    input  wire [LINK_W-1:0]    tx_data,
+    input  wire                 tx_last,
+    input  wire                 tx_bad,       // with tx_last: the packet is bad (sent stomped)
+    output wire [NVC-1:0]       tx_start_ok,  // credits and replay room for a largest packet of VC v, link up
+    // packets to the switch input (no ready: credits guarantee room)
+    output wire                 rx_valid,
+    output wire [LINK_W-1:0]    rx_data,
+    output wire                 rx_last,
+    output wire                 rx_bad,       // with rx_last: discard the packet
+    output wire [1:0]           rx_vc,
+    input  wire [NVC-1:0]       rx_free,      // one flit of VC v left the switch input buffer
+    // status and event pulses (one cycle each)
+    output wire                 link_up,
+    output wire                 ev_crc_err,   // a received packet failed its check
+    output wire                 ev_nack,      // NACK sent
+    output wire                 ev_replay,    // replay started (REPLAY sent: on NACK, timeout or link-up)
+    output wire                 ev_stomp,     // stomped packet received
+    output reg                  ev_link_down, // the link went down
+    output wire                 ev_ctl_drop,  // control symbol dropped (CRC-5) or invalid sync outside a packet
+    output wire                 ev_rx_pkt     // good packet received (accepted with its sequence number, not stomped)
+);
+    localparam integer HF   = 64 / LINK_W;
+    localparam integer MAXF = HF + 512 / LINK_W;
+    localparam integer TCW  = $clog2(TS_COUNT + 1);
+    localparam integer DW   = $clog2(DOWN_TIMEOUT + 1);
+    localparam [TCW-1:0] TSN  = TS_COUNT[TCW-1:0];
+    localparam [DW-1:0]  DTO  = DOWN_TIMEOUT[DW-1:0] - 1'b1;
+
+    // parameter checks: an unknown module stops elaboration
+    generate
+        if (LINK_W != 16 && LINK_W != 32 && LINK_W != 64) begin : g_bad_link_w
+            velo_link_error_LINK_W_must_be_16_32_or_64 u_err ();
+        end
+        if (VC_DEPTH < MAXF || VC_DEPTH + MAXF > 127) begin : g_bad_vc_depth
+            velo_link_error_VC_DEPTH_out_of_range u_err ();
+        end
+        if (REPLAY_DEPTH < 2 * MAXF || (REPLAY_DEPTH & (REPLAY_DEPTH - 1)) != 0) begin : g_bad_replay_depth
+            velo_link_error_REPLAY_DEPTH_out_of_range u_err ();
+        end
+        if (NVC < 1 || NVC > 4) begin : g_bad_nvc
+            velo_link_error_NVC_out_of_range u_err ();
+        end
+    endgenerate
+
+    wire             sym_ok, ctl_ok;
+    wire [1:0]       ctl_type;
+    wire [8:0]       ctl_val;
+    wire [6:0]       exp_seq;
+    wire [NVC*7-1:0] rcnt, fcnt;
+    wire             req_nack, req_sync, ts2_sent, retry_fail;
+    reg              up;
+    reg              heard, heard2, peer_up;
+    reg  [TCW-1:0]   ts2_rx, ts2_tx;
+    reg  [6:0]       peer_seq;
+    reg  [DW-1:0]    silence;
+
+    assign link_up = up;
+
+    velo_link_rx #(.LINK_W(LINK_W), .NVC(NVC), .VC_DEPTH(VC_DEPTH), .NACK_TIMEOUT(NACK_TIMEOUT)) u_rx (
+        .clk(clk), .rst(rst), .phy_rx(phy_rx),
+        .rx_valid(rx_valid), .rx_data(rx_data), .rx_last(rx_last), .rx_bad(rx_bad), .rx_vc(rx_vc),
+        .rx_free(rx_free), .link_up(up),
+        .sym_ok(sym_ok), .ctl_ok(ctl_ok), .ctl_type(ctl_type), .ctl_val(ctl_val),
+        .exp_seq(exp_seq), .rcnt(rcnt), .fcnt(fcnt), .req_nack(req_nack), .req_sync(req_sync),
+        .ev_crc_err(ev_crc_err), .ev_stomp(ev_stomp), .ev_rx_pkt(ev_rx_pkt), .ev_ctl_drop(ev_ctl_drop));
+
+    velo_link_tx #(.LINK_W(LINK_W), .NVC(NVC), .VC_DEPTH(VC_DEPTH), .REPLAY_DEPTH(REPLAY_DEPTH),
+                   .REPLAY_TIMEOUT(REPLAY_TIMEOUT), .SYNC_TIMEOUT(SYNC_TIMEOUT), .SYNC_RETRIES(SYNC_RETRIES),
+                   .ACK_URGENT(ACK_URGENT), .CREDIT_MARGIN(CREDIT_MARGIN), .CTL_AGE(CTL_AGE)) u_tx (
+        .clk(clk), .rst(rst), .phy_tx(phy_tx),
+        .tx_valid(tx_valid), .tx_ready(tx_ready), .tx_data(tx_data), .tx_last(tx_last), .tx_bad(tx_bad),
+        .tx_start_ok(tx_start_ok),
+        .link_up(up), .heard(heard), .peer_seq(peer_seq), .ts2_sent(ts2_sent), .retry_fail(retry_fail),
+        .ctl_ok(ctl_ok), .ctl_type(ctl_type), .ctl_val(ctl_val),
+        .rx_exp(exp_seq), .rx_rcnt(rcnt), .rx_fcnt(fcnt), .req_nack(req_nack), .req_sync(req_sync),
+        .ev_nack(ev_nack), .ev_replay(ev_replay));
+
+    // ------------------------------------------------------------------ training
+    wire is_link = ctl_ok && (ctl_type == `VELO_LINK_CTL_TYPE_LINK);
+    wire [1:0] sub = ctl_val[`VELO_LINK_CTLV_SUB];
+    wire got_ts1 = is_link && (sub == `VELO_LINK_SUB_TS1);
+    wire got_ts2 = is_link && (sub == `VELO_LINK_SUB_TS2);
+    wire got_other = ctl_ok && !got_ts1 && !got_ts2;   // only a trained peer sends these
+    wire silent  = !sym_ok && (silence == DTO);
+    wire go_up   = (ts2_tx == TSN) && ((ts2_rx == TSN) || peer_up);
+
+    always @(posedge clk) begin
+        if (rst) begin
+            up           <= 1'b0;
+            heard        <= 1'b0;
+            heard2       <= 1'b0;
+            peer_up      <= 1'b0;
+            ts2_rx       <= {TCW{1'b0}};
+            ts2_tx       <= {TCW{1'b0}};
+            peer_seq     <= 7'd0;
+            silence      <= {DW{1'b0}};
+            ev_link_down <= 1'b0;
+        end else begin
+            ev_link_down <= 1'b0;
+            if (sym_ok)
+                silence <= {DW{1'b0}};
+            else if (silence != DTO)
+                silence <= silence + 1'b1;
+            if (up) begin
+                if (silent || got_ts1 || retry_fail) begin
+                    up           <= 1'b0;
+                    ev_link_down <= 1'b1;
+                    heard        <= got_ts1;
+                    heard2       <= 1'b0;
+                    peer_up      <= 1'b0;
+                    ts2_rx       <= {TCW{1'b0}};
+                    ts2_tx       <= {TCW{1'b0}};
+                    if (got_ts1) peer_seq <= ctl_val[`VELO_LINK_CTLV_SEQ];
+                end
+            end else if (silent) begin
+                // the peer vanished: start over
+                heard   <= 1'b0;
+                heard2  <= 1'b0;
+                peer_up <= 1'b0;
+                ts2_rx  <= {TCW{1'b0}};
+                ts2_tx  <= {TCW{1'b0}};
+            end else if (go_up) begin
+                up      <= 1'b1;
+                heard2  <= 1'b0;
+                peer_up <= 1'b0;
+                ts2_rx  <= {TCW{1'b0}};
+                ts2_tx  <= {TCW{1'b0}};
+            end else begin
+                if (got_ts1 || got_ts2) begin
+                    heard    <= 1'b1;
+                    peer_seq <= ctl_val[`VELO_LINK_CTLV_SEQ];
+                end
+                if (got_ts1)
+                    ts2_rx <= {TCW{1'b0}};
+                else if (got_ts2 && ts2_rx != TSN)
+                    ts2_rx <= ts2_rx + 1'b1;
+                if (got_ts2) heard2 <= 1'b1;
+                if (got_other && heard2) peer_up <= 1'b1;
+                if (ts2_sent && ts2_tx != TSN) ts2_tx <= ts2_tx + 1'b1;
+            end
+        end
+    end
+endmodule
+`default_nettype wire

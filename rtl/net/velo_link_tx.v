@@ -1,0 +1,588 @@
+// Link transmitter: replay buffer (go-back-N), packet CRC with the implicit sequence number,
+// credits per VC, control symbols (ACK, CREDIT, NACK, REPLAY, SYNC, training) and the replay
+// handshake. One symbol per cycle on phy_tx, registered; never silent. See docs/net-link.md.
+//
+// Every flit accepted from the switch is written into the replay RAM and sent from there; when
+// the sender has caught up with the writer, the flit goes from tx_data straight into the PHY
+// register (bypass), so a packet costs no latency for being buffered. The per-sequence RAM holds
+// {VC, end address} of every packet accepted, for the cumulative ACK that frees the buffer.
+//
+// Credits (flits, per VC): T = flits admitted (accepted from the switch or queued for replay),
+// S = flits sent, F = flits freed by the receiver's switch (CREDIT). tx_start_ok needs room for a
+// largest packet in T - F (so that a started packet never waits); a packet's first flit is sent only
+// while S - F leaves room for it (this only bites after an error episode, whose bad copy occupies
+// receiver buffer space until it drains). After a REPLAY the receiver's SYNC(v, R) gives the true
+// count: S := R, T := R + flits of VC v still in the replay buffer. Internally the counts are wider
+// than the 7-bit wire values (which are taken modulo 128 relative to F).
+`default_nettype none
+`include "velo_spec.vh"
+module velo_link_tx #(
+    parameter integer LINK_W         = 16,   // flit width: 16, 32 or 64
+    parameter integer NVC            = 4,    // virtual channels (at most 4)
+    parameter integer VC_DEPTH       = 64,   // receiver buffer per VC in flits (credits)
+    parameter integer REPLAY_DEPTH   = 256,  // replay buffer in flits (power of two, >= 2 largest packets)
+    parameter integer REPLAY_TIMEOUT = 512,  // cycles without ACK progress on sent packets before a replay
+    parameter integer SYNC_TIMEOUT   = 256,  // cycles waiting for the SYNCs before the REPLAY is repeated
+    parameter integer SYNC_RETRIES   = 4,    // unanswered REPLAYs before the link is declared down
+    parameter integer ACK_URGENT     = 8,    // packets received but not acknowledged that make an ACK urgent
+    parameter integer CREDIT_MARGIN  = 8,    // flits of slack: CREDIT is urgent when the peer may run short
+    parameter integer CTL_AGE        = 32    // cycles a changed ACK/CREDIT value may wait for an idle slot
+) (
+    input  wire                 clk,
+    input  wire                 rst,          // synchronous, active high
+    output wire [LINK_W+1:0]    phy_tx,       // {sync[1:0], flit} to the wire, one every cycle
+    // packets from the switch output port
+    input  wire                 tx_valid,
+    output wire                 tx_ready,
+    input  wire [LINK_W-1:0]    tx_data,
+    input  wire                 tx_last,
+    input  wire                 tx_bad,       // with tx_last: send the packet stomped
+    output reg  [NVC-1:0]       tx_start_ok,  // a packet of VC v may start (credits, buffer room, link up)
+    // link state (training logic)
+    input  wire                 link_up,      // trained
+    input  wire                 heard,        // training: the peer is heard (send TS2, else TS1)
+    input  wire [6:0]           peer_seq,     // the peer's expected sequence number (from its TS)
+    output wire                 ts2_sent,     // a TS2 goes out this cycle
+    output reg                  retry_fail,   // pulse: REPLAY unanswered SYNC_RETRIES times
+    // control symbol received this cycle (receiver's decode)
+    input  wire                 ctl_ok,
+    input  wire [1:0]           ctl_type,
+    input  wire [8:0]           ctl_val,
+    // receiver state and requests
+    input  wire [6:0]           rx_exp,       // next expected sequence number
+    input  wire [NVC*7-1:0]     rx_rcnt,      // flits stored per VC (SYNC values)
+    input  wire [NVC*7-1:0]     rx_fcnt,      // flits freed per VC (CREDIT values)
+    input  wire                 req_nack,     // pulse: send NACK(rx_exp)
+    input  wire                 req_sync,     // pulse: send SYNC for every VC
+    // event pulses
+    output reg                  ev_nack,      // a NACK went out
+    output reg                  ev_replay     // a REPLAY went out (a replay starts)
+);
+    localparam integer PW    = LINK_W + 2;
+    localparam integer HF    = 64 / LINK_W;
+    localparam integer MAXF  = HF + 512 / LINK_W;           // data flits of the largest packet
+    localparam integer RA    = $clog2(REPLAY_DEPTH);
+    localparam integer CW    = (RA + 2 > 9) ? RA + 2 : 9;   // internal credit counters
+    localparam integer NI    = NVC + 1;                     // ACK/CREDIT items: 0 = ACK, 1 + v = CREDIT(v)
+    localparam integer TMAX  = (REPLAY_TIMEOUT > SYNC_TIMEOUT) ? REPLAY_TIMEOUT : SYNC_TIMEOUT;
+    localparam integer TMW   = $clog2(TMAX + 1);
+    localparam integer AGW   = $clog2(CTL_AGE + 1);
+    localparam integer RTW   = $clog2(SYNC_RETRIES + 1);
+    localparam integer LEN_IDX = 56 / LINK_W;                 // flit holding FRAG_LEN_M1 (header bits 61:56)
+    localparam integer LEN_OFF = 56 % LINK_W;                 // its position in that flit
+    localparam integer LFB     = $clog2(LINK_W / 8);          // log2(bytes per flit)
+    localparam integer OFF_IDX = 26 / LINK_W;                 // flit holding FRAG_OFF[1:0] (header bits 27:26)
+    localparam integer OFF_POS = 26 % LINK_W;                 // its position in that flit
+    localparam [5:0]   HF6     = HF[5:0];
+    localparam [5:0]   LENI6   = LEN_IDX[5:0];
+    localparam integer ROOM_I  = VC_DEPTH - MAXF;
+    localparam integer BROOM_I = REPLAY_DEPTH - MAXF;
+    localparam integer URG_I   = ROOM_I - CREDIT_MARGIN;
+    localparam [CW-1:0] ROOM   = ROOM_I[CW-1:0];            // credits: start while T - F <= ROOM
+    localparam [RA:0]   BROOM  = BROOM_I[RA:0];             // replay buffer: start while used <= BROOM
+    localparam [RA:0]   RDEPTH = REPLAY_DEPTH[RA:0];
+    localparam [7:0]    CURG   = (URG_I < 0) ? 8'd0 : URG_I[7:0];
+    localparam [6:0]    AURG   = ACK_URGENT[6:0];
+    localparam [TMW-1:0] RTO   = REPLAY_TIMEOUT[TMW-1:0] - 1'b1;
+    localparam [TMW-1:0] STO   = SYNC_TIMEOUT[TMW-1:0] - 1'b1;
+    localparam [AGW-1:0] AGE   = CTL_AGE[AGW-1:0];
+    localparam [RTW-1:0] RETR  = SYNC_RETRIES[RTW-1:0];
+    localparam [15:0]   CINIT  = `VELO_LINK_CRC16_INIT;
+    localparam [15:0]   STOMP  = `VELO_LINK_CRC16_STOMP;
+    localparam [1:0]    SY_D   = `VELO_LINK_SYNC_DATA;
+    localparam [1:0]    SY_C   = `VELO_LINK_SYNC_CTL;
+
+    localparam [1:0] ST_TRAIN = 2'd0;  // link down: training symbols only
+    localparam [1:0] ST_ACKW  = 2'd1;  // replay pending: finish freeing acknowledged packets, then REPLAY
+    localparam [1:0] ST_WSYNC = 2'd2;  // REPLAY sent: waiting for SYNC of every VC
+    localparam [1:0] ST_SEND  = 2'd3;  // normal operation
+
+    localparam [2:0] K_TS = 3'd0, K_CRC = 3'd1, K_REP = 3'd2, K_NACK = 3'd3, K_SYNC = 3'd4,
+                     K_DATA = 3'd5, K_CTL = 3'd6;
+
+    reg [1:0]        st;
+    reg              lu_q;
+    // replay buffer
+    reg [RA:0]       wr_ptr, rd_ptr, tail;
+    reg              acc_in;      // a packet is being written (from the switch, or padded)
+    reg [5:0]        w_pos;       // index of the next flit written in it
+    reg              w_lk;        // its length is known (FRAG_LEN_M1 seen)
+    reg [5:0]        w_lidx;      // index of its last data flit
+    reg              wpad;        // writing zero fillers (the switch ended it early)
+    reg              wdrop;       // dropping flits past its length
+    reg [1:0]        acc_vc;
+    reg [6:0]        done_seq;    // sequence number of the next packet to complete at the write side
+    reg [6:0]        ack_seq;     // oldest unacknowledged packet (buffer freed up to it)
+    reg [6:0]        ack_tgt;     // acknowledged up to here (freeing catches up one packet per cycle)
+    reg              ack_busy;    // a per-sequence RAM read is in flight
+    reg [NVC*(RA+1)-1:0] ucnt;    // flits per VC in the buffer from tail
+    reg [NVC*CW-1:0] tcnt, scnt, fcnt;
+    // sender
+    reg              rv;          // the replay RAM output holds the flit at rd_ptr
+    reg              av;          // aux holds the flit at rd_ptr
+    reg [PW-1:0]     aux;
+    reg              s_in;        // a packet is being sent (first flit out, last not yet)
+    reg [1:0]        s_vc;
+    reg [15:0]       crc_s;
+    reg              crc_pend;    // the CRC flit is due
+    reg              bad_s;       // ... and stomped
+    reg [6:0]        snd_seq;     // sequence number of the packet being / next sent
+    // replay handshake
+    reg [NVC-1:0]    sync_got;
+    reg [TMW-1:0]    tmr;
+    reg [RTW-1:0]    retries;
+    // control symbols
+    reg              nack_pend;
+    reg [NVC-1:0]    sync_pend;
+    reg [6:0]        ack_sent;
+    reg [NVC*7-1:0]  fsent;
+    reg [NI-1:0]     dirty;       // sent once since it changed: repeat it (a lost symbol is repaired)
+    reg [3:0]        rr;          // rotation among the ACK/CREDIT items
+    reg [AGW-1:0]    age;
+    reg [PW-1:0]     phy_q;
+
+    assign phy_tx = phy_q;
+
+    // ------------------------------------------------------------------ received control symbols
+    wire [6:0] c_seq = ctl_val[`VELO_LINK_CTLV_SEQ];
+    wire [1:0] c_sub = ctl_val[`VELO_LINK_CTLV_SUB];  // LINK sub type, or VC
+    wire c_ack    = ctl_ok && ctl_type == `VELO_LINK_CTL_TYPE_ACK;
+    wire c_nack   = ctl_ok && ctl_type == `VELO_LINK_CTL_TYPE_LINK && c_sub == `VELO_LINK_SUB_NACK;
+    wire c_credit = ctl_ok && ctl_type == `VELO_LINK_CTL_TYPE_CREDIT;
+    wire c_sync   = ctl_ok && ctl_type == `VELO_LINK_CTL_TYPE_SYNC;
+
+    // a sequence number inside [ack_tgt, done_seq]: a valid ACK / NACK
+    wire [6:0] win_n  = done_seq - ack_tgt;
+    wire [6:0] seq_d  = c_seq - ack_tgt;
+    wire       seq_in = (seq_d <= win_n);
+    wire [6:0] peer_d = peer_seq - ack_tgt;
+    wire       peer_in = (peer_d <= win_n);
+
+    // ------------------------------------------------------------------ write side
+    // Packets are written as their header's length says (the receiver frames by it): a packet the
+    // switch ends early is padded with zero flits (a zero FRAG_LEN_M1 if it ends before that field;
+    // tx_ready is low meanwhile), one that goes on past its length is cut there (the rest is taken
+    // and dropped); both go out stomped. A consistent switch never causes either.
+    wire [RA:0]      dist_t  = wr_ptr - tail;
+    wire [RA:0]      dist_r  = wr_ptr - rd_ptr;
+    wire [RA:0]      used    = (dist_r > dist_t) ? dist_r : dist_t;  // rd behind tail while resending duplicates
+    assign tx_ready = (used != RDEPTH) && !wpad;
+    wire             acc     = tx_valid && tx_ready;
+    wire [5:0]       w_idx   = acc_in ? w_pos : 6'd0;               // index of this flit in its packet
+    wire             w_lenf  = (w_idx == LENI6);                    // it holds FRAG_LEN_M1
+    // payload area: FRAG_OFF % 4 pad bytes plus FRAG_LEN_M1 + 1 bytes (PKT_HDR)
+    reg  [1:0]       w_off2q;
+    wire [1:0]       w_off2  = (OFF_IDX == LEN_IDX) ? tx_data[OFF_POS +: 2] : w_off2q;
+    wire [6:0]       w_am1   = {1'b0, tx_data[LEN_OFF +: 6]} + {5'd0, w_off2};
+    wire [6:0]       w_ln7   = {1'b0, HF6} + (w_am1 >> LFB);
+    wire [5:0]       w_lnew  = w_ln7[5:0];
+    wire             unused_l7 = w_ln7[6];  // at most 4 + 66 / 2 = 37
+    wire             w_lk_n  = w_lk || w_lenf;
+    wire [5:0]       w_li_n  = w_lenf ? w_lnew : w_lidx;
+    wire             w_atl   = w_lk_n && (w_idx == w_li_n);          // the header's last flit
+    wire             w_early = tx_last && !w_atl;                   // ends before its length
+    wire             w_en    = wpad || (acc && !wdrop);             // a flit is written this cycle
+    wire             w_plast = (w_pos == w_lidx);                   // padding: the last filler
+    wire             w_last  = wpad ? w_plast : w_atl;
+    wire             w_bad   = wpad ? w_plast : (w_atl && !(tx_last && !tx_bad));
+    wire [PW-1:0]    w_word  = {w_bad, w_last, wpad ? {LINK_W{1'b0}} : tx_data};
+    wire [1:0]       avc     = (acc_in || wpad) ? acc_vc : tx_data[`VELO_PKT_HDR_VC];
+
+    // per-sequence RAM: {VC, end address} of every accepted packet, read for the ACKs
+    wire [6:0]    ack_nx = ack_seq + 1'b1;
+    wire          sr_re  = ack_busy ? (ack_nx != ack_tgt) : (ack_seq != ack_tgt);
+    wire [6:0]    sr_ra  = ack_busy ? ack_nx : ack_seq;
+    wire [RA+2:0] sr_rd;
+    velo_sdp_ram #(.W(RA + 3), .ADDR_W(7)) u_seq (
+        .clk(clk), .we(w_en && w_last), .waddr(done_seq), .wdata({avc, wr_ptr + 1'b1}),
+        .re(sr_re), .raddr(sr_ra), .rdata(sr_rd));
+    wire [1:0]  f_vc  = sr_rd[RA+2:RA+1];
+    wire [RA:0] f_end = sr_rd[RA:0];
+    wire [RA:0] f_len = f_end - tail;
+    wire        ack_done = !ack_busy && (ack_seq == ack_tgt);
+
+    // replay RAM: {bad, last, data}
+    reg          rb_re;
+    reg [RA-1:0] rb_ra;
+    wire [PW-1:0] rb_rd;
+    velo_sdp_ram #(.W(PW), .ADDR_W(RA)) u_rb (
+        .clk(clk), .we(w_en), .waddr(wr_ptr[RA-1:0]), .wdata(w_word),
+        .re(rb_re), .raddr(rb_ra), .rdata(rb_rd));
+
+    // ------------------------------------------------------------------ sender
+    wire          caught = (rd_ptr == wr_ptr);
+    wire          direct = caught && w_en;
+    wire          cur_v  = rv || av || direct;
+    wire [PW-1:0] cur    = rv ? rb_rd : (av ? aux : w_word);
+    wire [1:0]    cur_vc = s_in ? s_vc : cur[1:0];
+    reg  [CW-1:0] s_minus_f;  // S - F of cur_vc
+    integer i;
+    always @(*) begin
+        s_minus_f = {CW{1'b0}};
+        for (i = 0; i < NVC; i = i + 1)
+            if (cur_vc == i[1:0]) s_minus_f = scnt[i*CW +: CW] - fcnt[i*CW +: CW];
+    end
+    wire data_ok = (st == ST_SEND) && cur_v && (s_in || s_minus_f <= ROOM);
+
+    wire [15:0] crc_nx;
+    velo_crc16 #(.W(LINK_W)) u_crc (
+        .crc_in(s_in ? crc_s : (CINIT ^ {9'b0, snd_seq})), .data(cur[LINK_W-1:0]), .crc_out(crc_nx));
+
+    // ------------------------------------------------------------------ ACK / CREDIT items
+    reg [NI-1:0] pend, need;
+    reg [7:0]    rdiff;
+    always @(*) begin
+        pend[0] = (rx_exp != ack_sent);
+        need[0] = ((rx_exp - ack_sent) >= AURG);
+        rdiff   = 8'd0;
+        for (i = 0; i < NVC; i = i + 1) begin
+            pend[i+1] = (rx_fcnt[i*7 +: 7] != fsent[i*7 +: 7]);
+            // the peer's view of our buffer if it had all our CREDITs: R - Fsent
+            rdiff     = {1'b0, rx_rcnt[i*7 +: 7] - fsent[i*7 +: 7]};
+            need[i+1] = (rdiff > CURG);
+        end
+    end
+    wire [NI-1:0] urg    = (pend & need) | ((age >= AGE) ? (pend | dirty) : {NI{1'b0}});
+    wire [NI-1:0] ctlset = (|urg) ? urg : ((|pend) ? pend : {NI{1'b1}});
+    // rotate: first item of ctlset at or after rr
+    wire [2*NI-1:0] set2 = {ctlset, ctlset} >> rr;
+    reg  [3:0] j;
+    always @(*) begin
+        j = 4'd0;
+        for (i = NI - 1; i >= 0; i = i - 1)
+            if (set2[i]) j = i[3:0];
+    end
+    wire [3:0] pk_sum = rr + j;
+    wire [3:0] pick   = (pk_sum >= NI[3:0]) ? pk_sum - NI[3:0] : pk_sum;
+    wire [3:0] pick_vc = pick - 4'd1;  // CREDIT item: its VC
+    wire       unused_pv = &{1'b0, pick_vc[3:2]};
+    wire [3:0] pick1  = (pick + 1'b1 == NI[3:0]) ? 4'd0 : pick + 1'b1;
+
+    // lowest VC with a SYNC due
+    reg [1:0] svc;
+    always @(*) begin
+        svc = 2'd0;
+        for (i = NVC - 1; i >= 0; i = i - 1)
+            if (sync_pend[i]) svc = i[1:0];
+    end
+
+    // ------------------------------------------------------------------ slot choice
+    reg [2:0] kind;
+    always @(*) begin
+        if (!link_up)                         kind = K_TS;
+        else if (crc_pend)                    kind = K_CRC;
+        else if (st == ST_ACKW && ack_done)   kind = K_REP;
+        else if (nack_pend)                   kind = K_NACK;
+        else if (|sync_pend)                  kind = K_SYNC;
+        else if (|urg)                        kind = K_CTL;
+        else if (data_ok)                     kind = K_DATA;
+        else                                  kind = K_CTL;
+    end
+    assign ts2_sent = (kind == K_TS) && heard;
+
+    // the control symbol {TYPE, VALUE} of this slot
+    reg [10:0] sym;
+    reg [6:0]  cval;
+    always @(*) begin
+        cval = 7'd0;
+        for (i = 0; i < NVC; i = i + 1)
+            if (pick == i[3:0] + 4'd1) cval = rx_fcnt[i*7 +: 7];
+        for (i = 0; i < NVC; i = i + 1)
+            if (kind == K_SYNC && svc == i[1:0]) cval = rx_rcnt[i*7 +: 7];
+        case (kind)
+            K_TS:    sym = {`VELO_LINK_CTL_TYPE_LINK, heard ? `VELO_LINK_SUB_TS2 : `VELO_LINK_SUB_TS1, rx_exp};
+            K_REP:   sym = {`VELO_LINK_CTL_TYPE_LINK, `VELO_LINK_SUB_REPLAY, ack_seq};
+            K_NACK:  sym = {`VELO_LINK_CTL_TYPE_LINK, `VELO_LINK_SUB_NACK, rx_exp};
+            K_SYNC:  sym = {`VELO_LINK_CTL_TYPE_SYNC, svc, cval};
+            default: sym = (pick == 4'd0) ? {`VELO_LINK_CTL_TYPE_ACK, 2'b00, rx_exp}
+                                          : {`VELO_LINK_CTL_TYPE_CREDIT, pick_vc[1:0], cval};
+        endcase
+    end
+    wire [4:0] sym_crc;
+    velo_crc5 u_c5 (.data(sym), .crc(sym_crc));
+    wire [PW-1:0] ctl_flit = {SY_C, {(LINK_W - 16){1'b0}}, sym, sym_crc};
+    wire [PW-1:0] crc_flit = {SY_D, {(LINK_W - 16){1'b0}}, crc_s ^ (bad_s ? STOMP : 16'h0000)};
+    wire          send_item = (kind == K_CTL);
+
+    // ------------------------------------------------------------------ replay RAM read (prefetch)
+    always @(*) begin
+        rb_re = 1'b0;
+        rb_ra = rd_ptr[RA-1:0];
+        if (kind == K_DATA) begin
+            if (!direct && (rd_ptr + 1'b1 != wr_ptr)) begin
+                rb_re = 1'b1;
+                rb_ra = rd_ptr[RA-1:0] + 1'b1;
+            end
+        end else if (!rv && !av && !caught) begin
+            rb_re = 1'b1;
+        end
+    end
+
+    // ------------------------------------------------------------------ start_ok
+    wire [6:0] outst = done_seq - ack_seq;
+    always @(*) begin
+        for (i = 0; i < NVC; i = i + 1)
+            tx_start_ok[i] = link_up && (st == ST_SEND) && (tcnt[i*CW +: CW] - fcnt[i*CW +: CW] <= ROOM) &&
+                             (used <= BROOM) && (outst <= 7'd62);
+    end
+
+    // SYNC / CREDIT arithmetic for the VC named by the symbol
+    reg [CW-1:0] f_of, s_of;
+    reg [RA:0]   u_of;
+    always @(*) begin
+        f_of = {CW{1'b0}};
+        s_of = {CW{1'b0}};
+        u_of = {(RA+1){1'b0}};
+        for (i = 0; i < NVC; i = i + 1)
+            if (c_sub == i[1:0]) begin
+                f_of = fcnt[i*CW +: CW];
+                s_of = scnt[i*CW +: CW];
+                u_of = ucnt[i*(RA+1) +: RA+1];
+            end
+    end
+    wire [6:0]    c_inc  = c_seq - f_of[6:0];                   // CREDIT: newly freed flits
+    wire          c_good = ({{(CW-7){1'b0}}, c_inc} <= s_of - f_of);  // never more than sent
+    wire [CW-1:0] s_base = f_of + {{(CW-7){1'b0}}, c_inc};      // SYNC: S := R (relative to F)
+    wire          take_sync = c_sync && (st == ST_WSYNC);
+    wire [NVC-1:0] got_nx = sync_got | (take_sync ? ({{(NVC-1){1'b0}}, 1'b1} << c_sub) : {NVC{1'b0}});
+    wire [6:0]    snd_d  = snd_seq - ack_tgt;
+    wire          outstanding = (snd_d != 7'd0) && !snd_d[6];
+    wire          up_edge = link_up && !lu_q;
+
+    // ------------------------------------------------------------------ registers
+    integer v;
+    always @(posedge clk) begin
+        if (rst) begin
+            st        <= ST_TRAIN;
+            lu_q      <= 1'b0;
+            wr_ptr    <= {(RA+1){1'b0}};
+            rd_ptr    <= {(RA+1){1'b0}};
+            tail      <= {(RA+1){1'b0}};
+            acc_in    <= 1'b0;
+            w_pos     <= 6'd0;
+            w_lk      <= 1'b0;
+            w_lidx    <= 6'd0;
+            wpad      <= 1'b0;
+            wdrop     <= 1'b0;
+            acc_vc    <= 2'd0;
+            done_seq  <= 7'd0;
+            ack_seq   <= 7'd0;
+            ack_tgt   <= 7'd0;
+            ack_busy  <= 1'b0;
+            ucnt      <= {NVC*(RA+1){1'b0}};
+            tcnt      <= {NVC*CW{1'b0}};
+            scnt      <= {NVC*CW{1'b0}};
+            fcnt      <= {NVC*CW{1'b0}};
+            rv        <= 1'b0;
+            av        <= 1'b0;
+            s_in      <= 1'b0;
+            s_vc      <= 2'd0;
+            crc_s     <= 16'd0;
+            crc_pend  <= 1'b0;
+            bad_s     <= 1'b0;
+            snd_seq   <= 7'd0;
+            sync_got  <= {NVC{1'b0}};
+            tmr       <= {TMW{1'b0}};
+            retries   <= {RTW{1'b0}};
+            nack_pend <= 1'b0;
+            sync_pend <= {NVC{1'b0}};
+            ack_sent  <= 7'd0;
+            fsent     <= {NVC*7{1'b0}};
+            dirty     <= {NI{1'b0}};
+            rr        <= 4'd0;
+            age       <= {AGW{1'b0}};
+            phy_q     <= {PW{1'b0}};
+            retry_fail <= 1'b0;
+            ev_nack   <= 1'b0;
+            ev_replay <= 1'b0;
+        end else begin
+            lu_q       <= link_up;
+            retry_fail <= 1'b0;
+            ev_nack    <= (kind == K_NACK);
+            ev_replay  <= (kind == K_REP);
+
+            // ---- write side
+            if (w_en) wr_ptr <= wr_ptr + 1'b1;
+            if (w_en && w_last) done_seq <= done_seq + 1'b1;
+            if (wpad) begin
+                w_pos <= w_pos + 1'b1;
+                if (w_plast) begin
+                    wpad   <= 1'b0;
+                    acc_in <= 1'b0;
+                    w_lk   <= 1'b0;
+                end
+            end else if (acc && wdrop) begin
+                if (tx_last) wdrop <= 1'b0;
+            end else if (acc) begin
+                if (!acc_in) acc_vc <= tx_data[`VELO_PKT_HDR_VC];
+                if (w_idx == OFF_IDX[5:0]) w_off2q <= tx_data[OFF_POS +: 2];
+                w_pos <= w_idx + 1'b1;
+                if (w_atl) begin
+                    acc_in <= 1'b0;
+                    wdrop  <= !tx_last;
+                    w_lk   <= 1'b0;
+                end else if (w_early) begin
+                    acc_in <= 1'b1;
+                    wpad   <= 1'b1;
+                    w_lk   <= 1'b1;
+                    w_lidx <= w_lk_n ? w_li_n : HF6;  // zero fillers: FRAG_LEN_M1 = 0
+                end else begin
+                    acc_in <= 1'b1;
+                    w_lk   <= w_lk_n;
+                    w_lidx <= w_li_n;
+                end
+            end
+
+            // ---- ACK processing: free one packet per cycle up to ack_tgt
+            ack_busy <= sr_re;
+            if (ack_busy) begin
+                tail    <= f_end;
+                ack_seq <= ack_nx;
+            end
+
+            // ---- per-VC counters
+            for (v = 0; v < NVC; v = v + 1) begin
+                ucnt[v*(RA+1) +: RA+1] <= ucnt[v*(RA+1) +: RA+1]
+                    + {{RA{1'b0}}, w_en && (avc == v[1:0])}
+                    - ((ack_busy && f_vc == v[1:0]) ? f_len : {(RA+1){1'b0}});
+                if (take_sync && c_sub == v[1:0]) begin
+                    scnt[v*CW +: CW] <= s_base;
+                    tcnt[v*CW +: CW] <= s_base + {{(CW-RA-1){1'b0}}, u_of} + {{(CW-1){1'b0}}, w_en && (avc == v[1:0])};
+                end else begin
+                    scnt[v*CW +: CW] <= scnt[v*CW +: CW] + {{(CW-1){1'b0}}, (kind == K_DATA) && (cur_vc == v[1:0])};
+                    tcnt[v*CW +: CW] <= tcnt[v*CW +: CW] + {{(CW-1){1'b0}}, w_en && (avc == v[1:0])};
+                end
+                if (c_credit && c_good && c_sub == v[1:0])
+                    fcnt[v*CW +: CW] <= s_base;
+            end
+
+            // ---- sender
+            case (kind)
+                K_TS, K_REP, K_NACK, K_SYNC, K_CTL: phy_q <= ctl_flit;
+                K_CRC:  phy_q <= crc_flit;
+                default: phy_q <= {SY_D, cur[LINK_W-1:0]};
+            endcase
+            if (kind == K_CRC) begin
+                crc_pend <= 1'b0;
+                snd_seq  <= snd_seq + 1'b1;
+            end
+            if (kind == K_DATA) begin
+                rd_ptr <= rd_ptr + 1'b1;
+                crc_s  <= crc_nx;
+                if (!s_in) s_vc <= cur[1:0];
+                if (cur[LINK_W]) begin
+                    s_in     <= 1'b0;
+                    crc_pend <= 1'b1;
+                    bad_s    <= cur[LINK_W+1];
+                end else begin
+                    s_in <= 1'b1;
+                end
+                if (direct) begin
+                    rv <= 1'b0;
+                    av <= 1'b0;
+                end else if (rd_ptr + 1'b1 != wr_ptr) begin
+                    rv <= 1'b1;
+                    av <= 1'b0;
+                end else if (w_en) begin
+                    aux <= w_word;
+                    av  <= 1'b1;
+                    rv  <= 1'b0;
+                end else begin
+                    rv <= 1'b0;
+                    av <= 1'b0;
+                end
+            end else if (!rv && !av) begin
+                if (direct) begin
+                    aux <= w_word;  // written but not sent this cycle
+                    av  <= 1'b1;
+                end else if (!caught) begin
+                    rv <= 1'b1;
+                end
+            end
+
+            // ---- control symbol bookkeeping
+            nack_pend <= link_up && (req_nack || (nack_pend && kind != K_NACK));
+            if (req_sync)
+                sync_pend <= {NVC{1'b1}};
+            else if (kind == K_SYNC)
+                sync_pend <= sync_pend & ~({{(NVC-1){1'b0}}, 1'b1} << svc);
+            if (send_item) begin
+                if (pick == 4'd0) begin
+                    ack_sent <= rx_exp;
+                end
+                for (v = 0; v < NVC; v = v + 1)
+                    if (pick == v[3:0] + 4'd1) fsent[v*7 +: 7] <= rx_fcnt[v*7 +: 7];
+                for (v = 0; v < NI; v = v + 1)
+                    if (pick == v[3:0]) dirty[v] <= pend[v];
+                rr  <= pick1;
+                age <= {AGW{1'b0}};
+            end else if ((|pend || |dirty) && kind != K_TS) begin
+                if (age != AGE) age <= age + 1'b1;
+            end else begin
+                age <= {AGW{1'b0}};
+            end
+
+            // ---- link state and replay handshake
+            case (st)
+                ST_TRAIN: begin
+                    tmr     <= {TMW{1'b0}};
+                    retries <= {RTW{1'b0}};
+                    if (up_edge) begin
+                        st    <= ST_ACKW;
+                        dirty <= {NI{1'b1}};  // repeat every ACK/CREDIT value after a link-up
+                        if (peer_in) ack_tgt <= peer_seq;
+                    end
+                end
+                ST_ACKW: begin
+                    tmr <= {TMW{1'b0}};
+                    if (kind == K_REP) begin
+                        st       <= ST_WSYNC;
+                        rd_ptr   <= tail;
+                        snd_seq  <= ack_seq;
+                        rv       <= 1'b0;
+                        av       <= 1'b0;
+                        s_in     <= 1'b0;
+                        sync_got <= {NVC{1'b0}};
+                        retries  <= retries + 1'b1;
+                    end
+                end
+                ST_WSYNC: begin
+                    sync_got <= got_nx;
+                    tmr      <= tmr + 1'b1;
+                    if (&got_nx) begin
+                        st      <= ST_SEND;
+                        tmr     <= {TMW{1'b0}};
+                        retries <= {RTW{1'b0}};
+                    end else if (tmr == STO) begin
+                        st  <= ST_ACKW;
+                        tmr <= {TMW{1'b0}};
+                        if (retries >= RETR) retry_fail <= 1'b1;
+                    end
+                end
+                default: begin  // ST_SEND
+                    if (c_nack && seq_in) begin
+                        ack_tgt <= c_seq;
+                        st      <= ST_ACKW;
+                        tmr     <= {TMW{1'b0}};
+                    end else if (c_ack && seq_in && c_seq != ack_tgt) begin
+                        ack_tgt <= c_seq;
+                        tmr     <= {TMW{1'b0}};
+                    end else if (!outstanding) begin
+                        tmr <= {TMW{1'b0}};
+                    end else if (tmr == RTO) begin
+                        st  <= ST_ACKW;  // no ACK progress: replay from the oldest unacknowledged packet
+                        tmr <= {TMW{1'b0}};
+                    end else begin
+                        tmr <= tmr + 1'b1;
+                    end
+                end
+            endcase
+            if (!link_up) begin
+                st       <= ST_TRAIN;
+                crc_pend <= 1'b0;
+                s_in     <= 1'b0;
+            end
+        end
+    end
+endmodule
+`default_nettype wire

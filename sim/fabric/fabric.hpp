@@ -1,0 +1,31 @@
+// velo-fabric: serves the nodes of a simulated VELO cluster (velo::sim::System, the Verilated
+// NICs) to ordinary processes that use libvelo's sim backend. See docs/simulator.md and the
+// protocol in sw/include/velo/velo_sim_proto.h.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace velo::fabric {
+
+struct Options {
+    std::string socket;         // empty: velo_sim_default_socket()
+    std::string topology;       // empty: "pair" for 2 nodes, else "ring:N"
+    unsigned nodes = 0;         // 0: from the topology (2 for the default pair)
+    bool wide = false;          // TLP 128 / link 32 bits (pair only)
+    double split_rate = 0.0;    // probability that a store is flushed as two pieces
+    bool split_bytes = false;   // cut at any byte (byte stores), not between quadwords
+    uint64_t seed = 1;          // split injection and System randomness
+    int sync_timeout_ms = 100;  // time stands while woken clients react, at most this long (0: off)
+    int ready_fd = -1;          // write "ready\n" here once clients can connect
+    bool verbose = false;
+};
+
+// Parse argv (without argv[0]); false with a message in err.
+bool parse_options(int argc, char** argv, Options& o, std::string& err);
+const char* usage();
+
+// Run until SIGINT/SIGTERM or a SHUTDOWN request. Returns the process exit status.
+int run(const Options& o);
+
+}  // namespace velo::fabric

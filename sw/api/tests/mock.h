@@ -1,0 +1,21 @@
+/* SPDX-License-Identifier: MIT */
+/* The internal hooks the unit tests use (velo_hw.c): an endpoint on plain memory with the hw
+ * fast paths. C++-includable (velo_internal.h is C only). */
+#ifndef VELO_TEST_MOCK_H
+#define VELO_TEST_MOCK_H
+#include <stdint.h>
+
+#include "velo/velo.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+int velo__mock_open(velo_ep_t** ep, unsigned node, unsigned vpid, unsigned log2_lines);
+int velo__mock_connect(velo_ep_t* ep, velo_addr_t dst, uint8_t* window, uint32_t credit, velo_conn_t** c);
+uint8_t* velo__mock_ring(velo_ep_t* ep);
+uint32_t velo__mock_rp(velo_ep_t* ep);
+uint32_t velo__mock_batch(velo_ep_t* ep);
+#ifdef __cplusplus
+}
+#endif
+#endif

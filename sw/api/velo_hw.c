@@ -1,0 +1,287 @@
+// SPDX-License-Identifier: MIT
+// The hw backend: a VELO NIC behind the Linux driver (/dev/veloN, ABI in velo/velo_uapi.h).
+// Rings and the read-pointer user pages are mapped from the driver, each granted send-window
+// page is mapped write-combined; sends and polls then run without the kernel. The "mock"
+// variant puts the same fast paths on plain memory (tests, instruction-count benchmark).
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "velo/velo_uapi.h"
+#include "velo_internal.h"
+
+struct velo_hw_state {
+    int fd;
+    int mock;
+    void* ring;
+    size_t ring_bytes;
+    void* ctl_ring;
+    size_t ctl_ring_bytes;
+    void* user_page;
+    void* ctl_user_page;
+    volatile uint32_t mock_rp[2];  // mock: the MB_RP registers
+};
+
+static int neg_errno(void) {
+    return errno ? -errno : -EIO;
+}
+
+static int hw_grant(struct velo_ep* ep, unsigned from, unsigned node, unsigned vpid, uint8_t** win) {
+    struct velo_hw_state* h = ep->hw;
+    if (h->mock) return -EOPNOTSUPP;
+    struct velo_uapi_grant g;
+    memset(&g, 0, sizeof g);
+    g.from = from;
+    g.dst_node = node;
+    g.dst_vpid = vpid;
+    if (ioctl(h->fd, VELO_IOC_GRANT, &g) < 0) return neg_errno();
+    void* p = mmap(NULL, 4096, PROT_WRITE, MAP_SHARED, h->fd, (off_t)(VELO_MMAP_WINDOW + (uint64_t)g.grant_id * 4096));
+    if (p == MAP_FAILED) {
+        int e = neg_errno();
+        struct velo_uapi_revoke rv = {.grant_id = g.grant_id, .rsvd = 0};
+        ioctl(h->fd, VELO_IOC_REVOKE, &rv);
+        return e;
+    }
+    *win = (uint8_t*)p;
+    return (int)g.grant_id;
+}
+
+static int hw_revoke(struct velo_ep* ep, int page, uint8_t* win) {
+    struct velo_hw_state* h = ep->hw;
+    if (h->mock) return 0;
+    if (win) munmap(win, 4096);
+    struct velo_uapi_revoke rv = {.grant_id = (uint32_t)page, .rsvd = 0};
+    return ioctl(h->fd, VELO_IOC_REVOKE, &rv) < 0 ? neg_errno() : 0;
+}
+
+static int hw_store(struct velo_ep* ep, int page, uint8_t* win, unsigned off, const void* data, unsigned bytes) {
+    (void)ep;
+    (void)page;
+    if (!win || off + bytes > 4096) return -EINVAL;
+    velo__hw_store_slow(win + off, data, bytes);
+    return 0;
+}
+
+static int hw_write_rp(struct velo_ep* ep, struct velo_ring* r, uint32_t rp) {
+    (void)ep;
+    // an uncached store into the vpid's own BAR0 page, posted in order behind earlier sends
+    *r->rp_reg = rp & ((1u << VELO_MBOX_PTR_BITS) - 1);
+    return 0;
+}
+
+static int hw_sleep(struct velo_ep* ep, int64_t timeout_ns) {
+    struct velo_hw_state* h = ep->hw;
+    const int64_t slice = 1000000;  // also watch the control ring now and then
+    const int64_t t = timeout_ns < 0 || timeout_ns > slice ? slice : timeout_ns;
+    if (h->mock) {
+        struct timespec ts = {0, (long)(t < 100000 ? t : 100000)};
+        nanosleep(&ts, NULL);
+        return 0;
+    }
+    struct velo_uapi_wait w = {
+        .ring = VELO_WAIT_DATA, .rp = velo__ring_rp(&ep->data, ep->cur), .timeout_ns = (uint64_t)t};
+    if (ep->divert) return 0;
+    if (ioctl(h->fd, VELO_IOC_WAIT, &w) < 0) {
+        if (errno == ETIMEDOUT) return 0;
+        if (errno == EINTR) return -EINTR;
+        if (errno == ENODEV) {
+            ep->dead = 1;
+            return -EPIPE;
+        }
+        return neg_errno();
+    }
+    return 0;
+}
+
+static int hw_clock(const struct velo_ep* ep, uint64_t* now, uint64_t* last_rx) {
+    (void)ep;
+    (void)now;
+    (void)last_rx;
+    return -EOPNOTSUPP;
+}
+
+static void hw_close(struct velo_ep* ep) {
+    struct velo_hw_state* h = ep->hw;
+    if (!h) return;
+    if (h->mock) {
+        free(h->ring);
+        free(h->ctl_ring);
+    } else {
+        for (struct velo_conn* c = ep->conns; c; c = c->all_next) {
+            if (c->win) munmap(c->win, 4096);
+            if (c->ctl_win) munmap(c->ctl_win, 4096);
+        }
+        for (unsigned i = 0; i < 256; ++i)
+            for (struct velo_peer* p = ep->peer_hash[i]; p; p = p->hnext)
+                if (p->reply_win) munmap(p->reply_win, 4096);
+        if (h->ring) munmap(h->ring, h->ring_bytes);
+        if (h->ctl_ring) munmap(h->ctl_ring, h->ctl_ring_bytes);
+        if (h->user_page) munmap(h->user_page, 4096);
+        if (h->ctl_user_page) munmap(h->ctl_user_page, 4096);
+        close(h->fd);  // the driver disables and quiesces both vpids before freeing the rings
+    }
+    free(h);
+    ep->hw = NULL;
+}
+
+static const struct velo_backend hw_backend = {
+    .name = "hw",
+    .grant = hw_grant,
+    .revoke = hw_revoke,
+    .store = hw_store,
+    .write_rp = hw_write_rp,
+    .sleep = hw_sleep,
+    .spin_polls = 20000,
+    .clock = hw_clock,
+    .close = hw_close,
+};
+
+int velo__hw_open(struct velo_ep* ep, const char* dev, const velo_open_attr_t* a) {
+    if (a->node >= 0) return -EINVAL;  // the node is the board's
+    int fd = open(dev, O_RDWR | O_CLOEXEC);
+    if (fd < 0) return errno == ENOENT || errno == ENXIO ? -ENODEV : neg_errno();
+    struct velo_hw_state* h = calloc(1, sizeof *h);
+    if (!h) {
+        close(fd);
+        return -ENOMEM;
+    }
+    h->fd = fd;
+    ep->hw = h;
+    ep->be = &hw_backend;
+    int r;
+    struct velo_uapi_info info;
+    memset(&info, 0, sizeof info);
+    if (ioctl(fd, VELO_IOC_INFO, &info) < 0) {
+        r = errno == ENOTTY || errno == EINVAL ? -ENODEV : neg_errno();  // not a VELO device
+        goto fail;
+    }
+    if (info.uapi_version != VELO_UAPI_VERSION || info.spec_hash != VELO_SPEC_HASH || info.msg_max != VELO_MSG_MAX) {
+        r = -EPROTO;
+        goto fail;
+    }
+    struct velo_uapi_ep_open o;
+    memset(&o, 0, sizeof o);
+    o.vpid = a->vpid;
+    o.log2_lines = a->ring_log2;
+    o.ctl_log2_lines = VELO_CTL_RING_LOG2_DEFAULT;
+    if (ioctl(fd, VELO_IOC_EP_OPEN, &o) < 0) {
+        r = neg_errno();
+        goto fail;
+    }
+    h->ring_bytes = o.ring_bytes;
+    h->ctl_ring_bytes = o.ctl_ring_bytes;
+    h->ring = mmap(NULL, o.ring_bytes, PROT_READ, MAP_SHARED, fd, (off_t)VELO_MMAP_RING);
+    h->ctl_ring = mmap(NULL, o.ctl_ring_bytes, PROT_READ, MAP_SHARED, fd, (off_t)VELO_MMAP_CTL_RING);
+    h->user_page = mmap(NULL, 4096, PROT_WRITE, MAP_SHARED, fd, (off_t)VELO_MMAP_USER_PAGE);
+    h->ctl_user_page = mmap(NULL, 4096, PROT_WRITE, MAP_SHARED, fd, (off_t)VELO_MMAP_CTL_USER_PAGE);
+    if (h->ring == MAP_FAILED || h->ctl_ring == MAP_FAILED || h->user_page == MAP_FAILED ||
+        h->ctl_user_page == MAP_FAILED) {
+        r = neg_errno();
+        if (h->ring == MAP_FAILED) h->ring = NULL;
+        if (h->ctl_ring == MAP_FAILED) h->ctl_ring = NULL;
+        if (h->user_page == MAP_FAILED) h->user_page = NULL;
+        if (h->ctl_user_page == MAP_FAILED) h->ctl_user_page = NULL;
+        goto fail;
+    }
+    ep->node = info.node_id;
+    ep->node_bits = info.node_bits;
+    ep->vpid_bits = info.vpid_bits;
+    ep->nodes = 0;
+    ep->vpid = o.out_vpid;
+    ep->ctl_vpid = o.out_ctl_vpid;
+    velo__ring_init(&ep->data, (uint8_t*)h->ring, o.out_log2_lines);
+    velo__ring_init(&ep->ctl, (uint8_t*)h->ctl_ring, o.out_ctl_log2_lines);
+    ep->data.rp_reg = (volatile uint32_t*)((uint8_t*)h->user_page + o.user_page_off);
+    ep->ctl.rp_reg = (volatile uint32_t*)((uint8_t*)h->ctl_user_page + o.user_page_off);
+    velo__ep_set_data_ring(ep);
+    return 0;
+fail:
+    hw_close(ep);
+    return r;
+}
+
+// ---------------------------------------------------------------------------- mock mapping
+int velo__mock_open(struct velo_ep** out, unsigned node, unsigned vpid, unsigned log2_lines) {
+    velo_open_attr_t a;
+    velo_open_attr_init(&a);
+    struct velo_ep* ep = calloc(1, sizeof *ep);
+    struct velo_hw_state* h = calloc(1, sizeof *h);
+    if (!ep || !h) {
+        free(ep);
+        free(h);
+        return -ENOMEM;
+    }
+    if (velo__ep_init(ep, &a)) {
+        free(ep);
+        free(h);
+        return -ENOMEM;
+    }
+    h->mock = 1;
+    h->fd = -1;
+    h->ring_bytes = (size_t)64 << log2_lines;
+    h->ctl_ring_bytes = (size_t)64 << VELO_RING_LOG2_MIN;
+    h->ring = aligned_alloc(4096, h->ring_bytes < 4096 ? 4096 : h->ring_bytes);
+    h->ctl_ring = aligned_alloc(4096, 4096);
+    if (!h->ring || !h->ctl_ring) {
+        free(h->ring);
+        free(h->ctl_ring);
+        free(h);
+        free(ep);
+        return -ENOMEM;
+    }
+    memset(h->ring, 0, h->ring_bytes);
+    memset(h->ctl_ring, 0, 4096);
+    ep->hw = h;
+    ep->be = &hw_backend;
+    ep->node = node;
+    ep->vpid = vpid;
+    ep->node_bits = VELO_DEFAULT_NODE_BITS;
+    ep->vpid_bits = VELO_DEFAULT_VPID_BITS;
+    ep->ctl_vpid = VELO_CTL_VPID(vpid, ep->vpid_bits);
+    velo__ring_init(&ep->data, (uint8_t*)h->ring, log2_lines);
+    velo__ring_init(&ep->ctl, (uint8_t*)h->ctl_ring, VELO_RING_LOG2_MIN);
+    ep->data.rp_reg = &h->mock_rp[0];
+    ep->ctl.rp_reg = &h->mock_rp[1];
+    velo__ep_set_data_ring(ep);
+    // the same thresholds as velo_open
+    velo__ep_finish(ep);
+    *out = ep;
+    return 0;
+}
+
+int velo__mock_connect(struct velo_ep* ep, velo_addr_t dst, uint8_t* window, uint32_t credit, velo_conn_t** out) {
+    struct velo_conn* c = calloc(1, sizeof *c);
+    if (!c) return -ENOMEM;
+    c->ep = ep;
+    c->node = dst.node;
+    c->vpid = dst.vpid;
+    c->win = window;
+    c->ctl_page = -1;
+    atomic_store(&c->left, (int32_t)credit);
+    c->credit = &c->left;
+    c->limit_seen = credit;
+    atomic_store(&c->state, CONN_OPEN);
+    c->all_next = ep->conns;
+    ep->conns = c;
+    ++ep->nconns;
+    *out = c;
+    return 0;
+}
+
+uint8_t* velo__mock_ring(struct velo_ep* ep) {
+    return ep->data.base;
+}
+
+uint32_t velo__mock_rp(struct velo_ep* ep) {
+    return ep->hw ? ep->hw->mock_rp[0] : 0;
+}
+
+uint32_t velo__mock_batch(struct velo_ep* ep) {
+    return ep->batch;
+}

@@ -1,0 +1,229 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * libvelo internals shared by the API layer (velo.c), the protocol (velo_proto.c), the
+ * backends (velo_hw.c, velo_sim.c) and the tests. Not installed.
+ *
+ * Flow control (end-to-end credits, docs/api.md "Flow control"): a receiver grants each
+ * connected sender a window of ring lines; the sender reserves the lines of every message
+ * (1 for up to 56 bytes, 2 above) before storing it; the receiver returns credits in batches as
+ * it reads, so the ring can never overflow and no CPU ever blocks on a full mailbox (which could
+ * deadlock two nodes whose read-pointer updates wait behind each other's blocked sends).
+ * Connection requests and credits are small messages from an endpoint's control vpid
+ * (VELO_CTL_VPID): connection requests go to the destination's data ring, credits to the
+ * sender's control ring.
+ */
+#ifndef VELO_INTERNAL_H
+#define VELO_INTERNAL_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include "velo/velo.h"
+#include "velo/velo_hw.h"
+#include "velo_recombine.h"
+
+#if defined(__GNUC__)
+#define VELO_LIKELY(x) __builtin_expect(!!(x), 1)
+#define VELO_UNLIKELY(x) __builtin_expect(!!(x), 0)
+#define VELO_NOINLINE __attribute__((noinline))
+#define VELO_COLD __attribute__((cold, noinline))
+#else
+#define VELO_LIKELY(x) (x)
+#define VELO_UNLIKELY(x) (x)
+#define VELO_NOINLINE
+#define VELO_COLD
+#endif
+
+/* Header bits of mailbox entries (MBOX_HDR) the fast paths test. */
+#define VH_PHASE (1ull << VELO_MBOX_HDR_PHASE_SHIFT)
+#define VH_LINES2 (2ull << VELO_MBOX_HDR_LINES_SHIFT)
+#define VH_FRAG (1ull << VELO_MBOX_HDR_FRAG_SHIFT)
+#define VH_RSVD (1ull << VELO_MBOX_HDR_RSVD1_SHIFT)
+#define VH_GET(F, h) ((unsigned)VELO_FIELD_GET(VELO_MBOX_HDR_##F, (h)))
+
+/* ---- control messages (payload of messages from control vpids) */
+#define VELO_CTL_MAGIC 0xC7
+enum velo_ctl_type {
+	VELO_CTL_CONNECT = 1,    /* sender -> receiver's data ring: epoch */
+	VELO_CTL_DISCONNECT = 2, /* sender -> receiver's data ring: epoch */
+	VELO_CTL_CREDIT = 3,     /* receiver -> sender's control ring: epoch, limit, window */
+	VELO_CTL_REFUSE = 4,     /* receiver -> sender's control ring: epoch (no room for a sender) */
+	VELO_CTL_RESET = 5       /* receiver -> sender's control ring: the receiver closed */
+};
+struct velo_ctl_msg {
+	uint8_t magic;
+	uint8_t type;
+	uint16_t window; /* CREDIT: lines granted at a time */
+	uint32_t epoch;  /* sender's connection generation */
+	uint32_t limit;  /* CREDIT: cumulative lines the sender may have reserved */
+	uint32_t rsvd;
+};
+#define VELO_CTL_BYTES 16
+
+/* Credit parameters (lines of 64 bytes). */
+#define VELO_CREDIT_WINDOW_MAX 64u /* lines granted to one sender */
+#define VELO_CONNECT_RESERVE 64u   /* data ring lines kept for connection requests */
+#define VELO_FRAG_RESERVE 64u      /* extra lines fragments may take beyond their message's */
+#define VELO_CTL_PER_CONN 4u       /* control ring lines one connection can occupy */
+
+struct velo_ep;
+
+enum velo_conn_state { CONN_PENDING = 1, CONN_OPEN, CONN_CLOSED, CONN_RESET, CONN_REFUSED };
+
+struct velo_conn {
+	/* hot: velo_send */
+	_Atomic int32_t left; /* hw: lines that may be reserved now (fetch-sub); sim: always negative */
+	int32_t rsvd_hot;
+	uint8_t* win;         /* hw: the write-combined window page; NULL: sim */
+	/* cold */
+	_Atomic int32_t* credit; /* the counter credits go to: &left (hw) or &sim_left (sim) */
+	_Atomic int32_t sim_left;
+	struct velo_ep* ep;
+	uint32_t page; /* sim: grant id of the window page */
+	_Atomic uint32_t state;
+	uint32_t node, vpid; /* destination */
+	uint32_t epoch;
+	uint32_t window;
+	uint32_t limit_seen; /* last cumulative limit granted by the destination */
+	int ctl_page;     /* grant: our control vpid -> destination data vpid (CONNECT/DISCONNECT) */
+	uint8_t* ctl_win; /* hw mapping of it */
+	struct velo_conn* hnext;
+	struct velo_conn* all_next;
+};
+
+/* Credit counters start this far below zero until the destination grants a window, and drop
+ * by it again when the connection ends. */
+#define VELO_CREDIT_OFF (1 << 30)
+
+/* A sender as a receiver knows it. */
+struct velo_peer {
+	uint32_t node, vpid; /* the sender's data vpid */
+	uint32_t key;        /* index into the endpoint's per-source line counts */
+	uint32_t epoch;
+	uint32_t window;     /* 0: not connected */
+	uint32_t base;       /* line count of this source when it connected */
+	uint32_t limit_sent; /* last limit granted, in lines read since it connected */
+	int reply_page;      /* grant: our control vpid -> its control vpid (-1: none yet) */
+	uint8_t* reply_win;
+	struct velo_peer* hnext;
+};
+
+struct velo_ring {
+	uint8_t* base;
+	uint8_t* end;
+	uint8_t* cur; /* control ring (the data ring's is in the endpoint's hot fields) */
+	uint64_t expect;
+	unsigned log2;
+	uint32_t lines;
+	uint32_t pass;   /* wraps so far: rp = pass * lines + line index */
+	uint32_t rp_nic; /* last read pointer written to the NIC */
+	volatile uint32_t* rp_reg; /* hw: MB_RP in the vpid's user page */
+	uint32_t user_page;        /* sim: VELO_SIM_PAGE_USER | k */
+};
+
+/* Backend operations (slow paths only; the fast paths are inline in velo.c). */
+struct velo_backend {
+	const char* name;
+	/* grant a window page: from 0 data / 1 control vpid. Returns the grant id, fills *win (hw) */
+	int (*grant)(struct velo_ep* ep, unsigned from, unsigned node, unsigned vpid, uint8_t** win);
+	int (*revoke)(struct velo_ep* ep, int page, uint8_t* win);
+	/* a store of `bytes` (<= 64, inside one line) at offset `off` of a granted page */
+	int (*store)(struct velo_ep* ep, int page, uint8_t* win, unsigned off, const void* data, unsigned bytes);
+	/* the read pointer of a ring to the NIC */
+	int (*write_rp)(struct velo_ep* ep, struct velo_ring* r, uint32_t rp);
+	/* sleep until the data ring's line at cur may have changed, up to timeout_ns (<0 forever) */
+	int (*sleep)(struct velo_ep* ep, int64_t timeout_ns);
+	/* velo_send found no credit (may be NULL): sim marks the client as waiting, so that the
+	 * fabric holds simulated time when the credit comes until the client stored again */
+	void (*no_credit)(struct velo_ep* ep);
+	/* velo_wait begins (1) / ends (0) (may be NULL): sim tells the fabric, which holds simulated
+	 * time while a client woken by mail reacts */
+	void (*wait_state)(struct velo_ep* ep, int waiting);
+	/* number of polls velo_wait spins before sleeping */
+	unsigned spin_polls;
+	int (*clock)(const struct velo_ep* ep, uint64_t* now, uint64_t* last_rx);
+	void (*close)(struct velo_ep* ep);
+};
+
+struct velo_sim_state;
+struct velo_hw_state;
+
+struct velo_ep {
+	/* ---- hot: velo_poll (the offsets are part of the fast path; keep them first) */
+	const uint8_t* cur;                           /* data ring line at the read pointer */
+	int (*poll)(struct velo_ep* ep, velo_msg_t* m); /* fast path of the current phase, or the slow one */
+	uint64_t slow_mask; /* header bits that send an entry to the slow path */
+	uint64_t bmask;     /* (batch lines * 64) - 1: a batch point every batch lines, the ring end is one */
+	uint32_t* counts;   /* message lines read per source (node << 8 | vpid) */
+	/* ---- the rest */
+	uint64_t expect; /* phase that marks an entry at cur */
+	const struct velo_backend* be;
+	struct velo_sim_state* sim;
+	struct velo_hw_state* hw;
+	struct velo_ring data, ctl;
+	int divert; /* 0, DIVERT_CLOSED, DIVERT_QUEUE: velo_poll goes to the slow path */
+	int closed;
+	int dead; /* the device/fabric went away */
+	uint32_t node, vpid, ctl_vpid;
+	uint32_t node_bits, vpid_bits, nodes;
+	uint32_t batch;       /* lines between credit batches (a power of two) */
+	uint32_t pool_free;   /* lines not granted to any sender */
+	uint32_t window_max;  /* lines granted to one sender at most */
+	uint32_t max_conns;   /* outgoing connections the control ring can serve */
+	uint32_t nconns;
+	int connect_timeout_ms;
+	pthread_mutex_t lock;     /* connect, control message handling, sim socket */
+	pthread_mutex_t ctl_lock; /* reading the control ring */
+	struct velo_conn* conn_hash[256];
+	struct velo_conn* conns;
+	struct velo_peer* peer_hash[256];
+	struct velo_peer** active; /* connected senders */
+	unsigned nactive, active_cap;
+	uint32_t epoch_next;
+	struct velo_rc rc;     /* recombination of the data ring's fragments */
+	struct velo_rc ctl_rc; /* and the control ring's */
+	/* messages read while velo_connect waited, delivered before the ring */
+	velo_msg_t* q;
+	unsigned q_head, q_len, q_cap;
+	velo_stats_t st;
+	_Atomic uint64_t send_eagain;
+	struct velo_ep* grave_next;
+};
+
+#define DIVERT_CLOSED 1
+#define DIVERT_QUEUE 2
+
+/* velo.c */
+int velo__poll_slow(struct velo_ep* ep, velo_msg_t* m);
+void velo__batch(struct velo_ep* ep);
+int velo__ep_init(struct velo_ep* ep, const velo_open_attr_t* a);
+void velo__ep_finish(struct velo_ep* ep);
+void velo__ring_init(struct velo_ring* r, uint8_t* base, unsigned log2);
+void velo__ep_set_data_ring(struct velo_ep* ep);
+int velo__ctl_progress(struct velo_ep* ep, int blocking);
+void velo__set_phase(struct velo_ep* ep);
+uint32_t velo__ring_rp(const struct velo_ring* r, const uint8_t* cur);
+
+/* backends */
+int velo__sim_open(struct velo_ep* ep, const char* sock, const velo_open_attr_t* a);
+int velo__hw_open(struct velo_ep* ep, const char* dev, const velo_open_attr_t* a);
+int velo__sim_send(struct velo_conn* c, const void* buf, size_t len);
+/* an endpoint on plain memory with the hw fast paths (tests, instruction-count benchmark):
+ * `window` is 4096 bytes per connection, rings are written by the caller */
+int velo__mock_open(struct velo_ep** ep, unsigned node, unsigned vpid, unsigned log2_lines);
+int velo__mock_connect(struct velo_ep* ep, velo_addr_t dst, uint8_t* window, uint32_t credit, velo_conn_t** c);
+uint8_t* velo__mock_ring(struct velo_ep* ep);
+uint32_t velo__mock_rp(struct velo_ep* ep);
+uint32_t velo__mock_batch(struct velo_ep* ep);
+
+/* The CPU stores of one message into its line of a window page (1..64 bytes at offset 0):
+ * whole quadwords or 16-byte SSE stores, then a store fence (the write-combining buffer drains
+ * as one burst). */
+void velo__hw_store_slow(uint8_t* dst, const void* src, size_t len);
+
+static inline unsigned velo__msg_lines(unsigned len) {
+	return len > VELO_MBOX_PAYLOAD_LINE0 ? 2u : 1u;
+}
+
+#endif /* VELO_INTERNAL_H */

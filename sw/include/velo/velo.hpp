@@ -1,0 +1,206 @@
+// SPDX-License-Identifier: MIT
+// libvelo's C++17 layer: RAII handles over velo.h, byte-span and string_view overloads, errors
+// as exceptions (velo::Error, a std::system_error with velo_strerror's text). Exceptions are
+// thrown only for real errors; "nothing yet" (-EAGAIN, timeouts) is a false return value.
+//
+//   velo::Endpoint ep;                        // velo_open(NULL): VELO_DEVICE or automatic
+//   velo::Connection c = ep.connect({1, 5});  // node 1, vpid 5
+//   velo::Message m;
+//   while (!c.send("hello")) ep.poll(m);      // false: no credit yet, keep receiving
+//   if (ep.wait(m, std::chrono::seconds(1))) std::cout << m.str() << "\n";
+#pragma once
+
+#include <cerrno>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <system_error>
+#include <utility>
+
+#if __cplusplus >= 202002L && __has_include(<span>)
+#include <span>
+#endif
+
+#include "velo.h"
+
+namespace velo {
+
+class Error : public std::system_error {
+  public:
+    explicit Error(int err, const std::string& what)
+        : std::system_error(err < 0 ? -err : err, std::generic_category(), what + ": " + velo_strerror(err)) {}
+};
+
+namespace detail {
+inline int check(int r, const char* what) {
+    if (r < 0) throw Error(r, what);
+    return r;
+}
+}  // namespace detail
+
+using Addr = velo_addr_t;
+
+// A received message.
+struct Message {
+    velo_msg_t m{};
+    const uint8_t* data() const { return m.data; }
+    std::size_t size() const { return m.len; }
+    std::string_view view() const { return {reinterpret_cast<const char*>(m.data), m.len}; }
+    std::string str() const { return std::string(view()); }
+    Addr source() const { return Addr{m.src_node, m.src_vpid}; }
+#if __cplusplus >= 202002L && __has_include(<span>)
+    std::span<const uint8_t> bytes() const {
+        return {m.data, m.len};
+    }
+#endif
+};
+
+class Endpoint;
+
+// A destination of an endpoint. Owns the connection: the destructor disconnects (the
+// destination gets its credits back). Move-only; connect once per destination.
+class Connection {
+  public:
+    Connection() = default;
+    explicit Connection(velo_conn_t* c) : c_(c) {}
+    ~Connection() { reset(); }
+    Connection(const Connection&) = delete;
+    Connection& operator=(const Connection&) = delete;
+    Connection(Connection&& o) noexcept : c_(std::exchange(o.c_, nullptr)) {}
+    Connection& operator=(Connection&& o) noexcept {
+        if (this != &o) {
+            reset();
+            c_ = std::exchange(o.c_, nullptr);
+        }
+        return *this;
+    }
+
+    // true: handed to the NIC; false: no credit now (keep receiving, retry). Throws on errors
+    // (bad length, not connected, destination closed, endpoint closed).
+    bool send(const void* p, std::size_t n) {
+        int r = velo_send(c_, p, n);
+        if (r == -EAGAIN) return false;
+        detail::check(r, "velo_send");
+        return true;
+    }
+    bool send(std::string_view s) { return send(s.data(), s.size()); }
+    template <class T>
+    bool send(const T* p, std::size_t count) {
+        return send(static_cast<const void*>(p), count * sizeof(T));
+    }
+#if __cplusplus >= 202002L && __has_include(<span>)
+    template <class T, std::size_t E>
+    bool send(std::span<T, E> s) {
+        return send(s.data(), s.size_bytes());
+    }
+#endif
+
+    Addr destination() const {
+        Addr a{};
+        detail::check(velo_conn_addr(c_, &a), "velo_conn_addr");
+        return a;
+    }
+    velo_conn_t* get() const {
+        return c_;
+    }
+    explicit operator bool() const {
+        return c_ != nullptr;
+    }
+    void reset() {
+        if (c_) velo_disconnect(c_);  // -EBADF once the endpoint is closed: nothing to do
+        c_ = nullptr;
+    }
+
+  private:
+    velo_conn_t* c_ = nullptr;
+};
+
+// An endpoint (a mailbox). The destructor closes it.
+class Endpoint {
+  public:
+    // Default: velo_open(NULL) (VELO_DEVICE, else automatic).
+    Endpoint() { detail::check(velo_open(nullptr, &ep_), "velo_open"); }
+    explicit Endpoint(const velo_open_attr_t& attr) { detail::check(velo_open(&attr, &ep_), "velo_open"); }
+    // device: "sim:<socket>", "hw:/dev/velo0", ...; node and vpid as in velo_open_attr_t
+    explicit Endpoint(std::string_view device, int node = -1, int vpid = -1) {
+        std::string d(device);
+        velo_open_attr_t a;
+        velo_open_attr_init(&a);
+        a.device = d.c_str();
+        a.node = node;
+        a.vpid = vpid;
+        detail::check(velo_open(&a, &ep_), "velo_open");
+    }
+    ~Endpoint() {
+        if (ep_) velo_close(ep_);
+    }
+    Endpoint(const Endpoint&) = delete;
+    Endpoint& operator=(const Endpoint&) = delete;
+    Endpoint(Endpoint&& o) noexcept : ep_(std::exchange(o.ep_, nullptr)) {}
+    Endpoint& operator=(Endpoint&& o) noexcept {
+        if (this != &o) {
+            if (ep_) velo_close(ep_);
+            ep_ = std::exchange(o.ep_, nullptr);
+        }
+        return *this;
+    }
+
+    Addr addr() const {
+        Addr a{};
+        detail::check(velo_addr(ep_, &a), "velo_addr");
+        return a;
+    }
+    velo_info_t info() const {
+        velo_info_t i{};
+        detail::check(velo_info(ep_, &i), "velo_info");
+        return i;
+    }
+    Connection connect(Addr dst, unsigned flags = 0) {
+        velo_conn_t* c = nullptr;
+        detail::check(velo_connect(ep_, dst, flags, &c), "velo_connect");
+        return Connection(c);
+    }
+    // true and m filled if a message was there
+    bool poll(Message& m) {
+        int r = velo_poll(ep_, &m.m);
+        if (r == -EAGAIN) return false;
+        detail::check(r, "velo_poll");
+        return true;
+    }
+    std::optional<Message> poll() {
+        Message m;
+        if (poll(m)) return m;
+        return std::nullopt;
+    }
+    // false on timeout
+    bool wait(Message& m, std::chrono::milliseconds timeout) {
+        int r = velo_wait(ep_, &m.m, static_cast<int>(timeout.count()));
+        if (r == -ETIMEDOUT) return false;
+        detail::check(r, "velo_wait");
+        return true;
+    }
+    Message wait() {
+        Message m;
+        detail::check(velo_wait(ep_, &m.m, -1), "velo_wait");
+        return m;
+    }
+    // simulated NIC cycles (sim backend)
+    uint64_t cycles() const {
+        uint64_t now = 0;
+        detail::check(velo_clock(ep_, &now, nullptr), "velo_clock");
+        return now;
+    }
+    velo_ep_t* get() const { return ep_; }
+    // close now (the destructor does it otherwise)
+    void close() {
+        if (ep_) detail::check(velo_close(std::exchange(ep_, nullptr)), "velo_close");
+    }
+
+  private:
+    velo_ep_t* ep_ = nullptr;
+};
+
+}  // namespace velo

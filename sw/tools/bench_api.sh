@@ -1,0 +1,48 @@
+#!/bin/sh
+# API and fabric benchmarks (not tests): BENCH lines on stdout.
+#   sw/tools/bench_api.sh <build dir>
+# needs the targets velo-bench-api, velo-pingpong, velo-run, velo-fabric and valgrind.
+#  api.send_instr_8B, api.poll_instr_hit, api.poll_instr_miss: callgrind instruction counts of
+#    the hw fast paths (velo_send of 8 bytes, velo_poll finding / not finding a one-line message)
+#    over a mocked mapping, per call, including every instruction from entry to return (the
+#    amortised read-pointer/credit batch of the poll is included in the hit figure)
+#  api.halfrtt_cycles_8B (and friends): velo-pingpong between two processes on a 2-node fabric
+#  fabric.sim_cycles_per_s_<n>nodes: simulated cycles per second with every rank streaming
+set -u
+B=${1:?usage: bench_api.sh <build dir>}
+T=$B/sw/tools
+for f in "$T/velo-bench-api" "$T/velo-pingpong" "$T/velo-run"; do
+    [ -x "$f" ] || { echo "bench_api.sh: $f not built" >&2; exit 1; }
+done
+export VELO_FABRIC="${VELO_FABRIC:-$B/velo-fabric}"
+
+instr() {  # mode function calls name
+    if ! command -v valgrind > /dev/null 2>&1; then
+        echo "# valgrind not found (Debian: apt-get install valgrind): no $4"
+        return
+    fi
+    total=$(valgrind --tool=callgrind --callgrind-out-file=/dev/null --toggle-collect="$2" \
+        "$T/velo-bench-api" "$1" "$3" 2>&1 | sed -n 's/.*Collected : \([0-9]*\).*/\1/p')
+    if [ -z "$total" ]; then
+        echo "# callgrind gave no count for $4"
+        return
+    fi
+    awk -v t="$total" -v n="$3" -v name="$4" 'BEGIN { printf "BENCH %s %.1f instructions\n", name, t / n }'
+}
+
+instr send8 velo_send 200000 api.send_instr_8B
+instr poll-hit velo_poll 60000 api.poll_instr_hit
+instr poll-miss velo_poll 200000 api.poll_instr_miss
+echo "# targets: send <= 20, poll hit <= 30, poll miss <= 8 (x86-64, gcc -O2)"
+
+"$T/velo-run" -n 2 -q -- "$T/velo-pingpong" --sizes 8,64 --bench --quiet 2>/dev/null | grep '^BENCH'
+echo "# sim host model: stores reach the NIC's TLP port the cycle they are taken, DMA writes are visible at once,"
+echo "# a woken client reacts in zero simulated time: the paper's ~350 ns of CPU/northbridge are not modelled"
+
+"$T/velo-run" -n 2 -q -- "$T/velo-bench-api" simrate 2 2>/dev/null | grep -E '^(BENCH|#)'
+if "$T/velo-run" -n 8 -q --timeout 60 -- "$T/velo-bench-api" simrate 2 > /tmp/velo-bench-ring.$$ 2>&1; then
+    grep -E '^(BENCH|#)' /tmp/velo-bench-ring.$$
+else
+    echo "# 8-node ring: not available ($(grep -m1 -i 'topology\|error\|fabric' /tmp/velo-bench-ring.$$))"
+fi
+rm -f /tmp/velo-bench-ring.$$
