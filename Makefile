@@ -33,10 +33,11 @@ test: build
 
 # benchmarks (not tests): BENCH lines, appended to $(BUILD)/bench/results.txt
 bench: configure
-	cmake --build $(BUILD) -j $(JOBS) --target velo-bench-hw
+	cmake --build $(BUILD) -j $(JOBS) --target velo-bench-hw velo-bench-api velo-pingpong velo-run velo-fabric
 	@mkdir -p $(BUILD)/bench
 	@{ echo "# $$(date -u +%Y-%m-%dT%H:%M:%SZ) $$(git rev-parse --short HEAD 2>/dev/null)"; \
-	   $(BUILD)/sim/velo-bench-hw && python3 scripts/synth.py --bench; } | tee $(BUILD)/bench/last.txt
+	   $(BUILD)/sim/velo-bench-hw && sh sw/tools/bench_api.sh $(BUILD) && python3 scripts/synth.py --bench; } \
+	   | tee $(BUILD)/bench/last.txt
 	@grep -E '^(BENCH|#)' $(BUILD)/bench/last.txt >> $(BUILD)/bench/results.txt
 	@echo "appended to $(BUILD)/bench/results.txt"
 
