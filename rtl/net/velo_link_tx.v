@@ -542,8 +542,9 @@ module velo_link_tx #(
                         rv       <= 1'b0;
                         av       <= 1'b0;
                         s_in     <= 1'b0;
-                        sync_got <= {NVC{1'b0}};
                         retries  <= retries + 1'b1;
+                        // a repeated REPLAY keeps the SYNCs already in (the receiver got no data since)
+                        if (retries == {RTW{1'b0}}) sync_got <= {NVC{1'b0}};
                     end
                 end
                 ST_WSYNC: begin

@@ -70,9 +70,9 @@ template <class M, int LW>
 struct Cfg {
     using Model = M;
     static constexpr int W = LW;
-    static constexpr int H = 64 / LW;                // header flits
-    static constexpr int FB = LW / 8;                // bytes per flit
-    static constexpr int MAXP = H + 512 / LW;        // longest packet in data flits
+    static constexpr int H = 64 / LW;          // header flits
+    static constexpr int FB = LW / 8;          // bytes per flit
+    static constexpr int MAXP = H + 512 / LW;  // longest packet in data flits
     static constexpr uint64_t MASK = LW == 64 ? ~0ull : ((1ull << LW) - 1);
     static unsigned sync(const Flit& f) { return LW == 64 ? static_cast<unsigned>(f.hi & 3) : (f.lo >> LW) & 3; }
     static uint64_t data(const Flit& f) { return f.lo & MASK; }
@@ -112,6 +112,9 @@ Pkt make_pkt(std::mt19937_64& r, uint64_t id, unsigned len, unsigned vc, bool st
     h = (h & ~0x3ull) | vc;
     h = (h & ~(0x3Full << VELO_PKT_HDR_FRAG_LEN_M1_SHIFT)) |
         (static_cast<uint64_t>(len - 1) << VELO_PKT_HDR_FRAG_LEN_M1_SHIFT);
+    // FRAG_OFF % 4 pad bytes lengthen the payload area; these packets carry none (tb_system and
+    // tb_net send byte-offset fragments through the links)
+    h &= ~(0x3ull << VELO_PKT_HDR_FRAG_OFF_SHIFT);
     for (int i = 0; i < C::H; ++i) p.flits.push_back((h >> (i * C::W)) & C::MASK);
     // payload flits: random bytes, the unused bytes of the last flit random too (they travel)
     for (int i = C::H; i < C::data_flits(len); ++i) p.flits.push_back(r() & C::MASK);
@@ -129,7 +132,7 @@ struct TrafficCfg {
     unsigned min_len = 1, max_len = 64;
     unsigned vcs = kNvc;  // VCs used (0 .. vcs-1)
     int stomp_pct = 0;
-    int gap_pct = 0;    // the source leaves a gap before a flit
+    int gap_pct = 0;      // the source leaves a gap before a flit
     int drain_pct = 100;  // the sink frees a flit of each non-empty VC per cycle
 };
 
@@ -269,8 +272,10 @@ class Pair {
                     std::snprintf(b, sizeof b, "D:%04llx", (unsigned long long)C::data(f));
                 else if (C::sync(f) == 2) {
                     unsigned t = (C::data(f) >> 14) & 3, sub = (C::data(f) >> 12) & 3, v = (C::data(f) >> 5) & 127;
-                    const char* nm[4][4] = {{"TS1", "TS2", "NACK", "REPLAY"}, {"ACK", "ACK", "ACK", "ACK"},
-                                            {"CRED", "CRED", "CRED", "CRED"}, {"SYNC", "SYNC", "SYNC", "SYNC"}};
+                    const char* nm[4][4] = {{"TS1", "TS2", "NACK", "REPLAY"},
+                                            {"ACK", "ACK", "ACK", "ACK"},
+                                            {"CRED", "CRED", "CRED", "CRED"},
+                                            {"SYNC", "SYNC", "SYNC", "SYNC"}};
                     std::snprintf(b, sizeof b, "%s(%u,%u)", nm[t][sub], sub, v);
                 } else
                     std::snprintf(b, sizeof b, "--");
@@ -304,9 +309,9 @@ class Pair {
     void run_until_done(uint64_t limit) {
         const uint64_t start = cyc_;
         while (!done()) {
-            ASSERT_LT(cyc_ - start, limit) << "not done: dir 0 " << queued(0) << " queued, " << sb_[0].expect.size()
-                                           << " in flight; dir 1 " << queued(1) << " queued, "
-                                           << sb_[1].expect.size() << " in flight";
+            ASSERT_LT(cyc_ - start, limit)
+                << "not done: dir 0 " << queued(0) << " queued, " << sb_[0].expect.size() << " in flight; dir 1 "
+                << queued(1) << " queued, " << sb_[1].expect.size() << " in flight";
             step();
             if (::testing::Test::HasFatalFailure()) return;
         }
@@ -432,14 +437,15 @@ class Pair {
                 for (auto x : flits) got += " " + std::to_string(x);
                 if (!sb.expect.empty())
                     for (auto x : sb.expect.front()->flits) want += " " + std::to_string(x);
-                FAIL() << "dir " << dir << ": a bad packet that is not the next stomped one: got" << got
-                       << " vc " << vc << "; next expected" << want;
+                FAIL() << "dir " << dir << ": a bad packet that is not the next stomped one: got" << got << " vc " << vc
+                       << "; next expected" << want;
             }
             return;
         }
         ASSERT_FALSE(sb.expect.empty()) << "dir " << dir << ": a good packet nobody sent (duplicate?)";
         const Pkt* p = sb.expect.front();
-        ASSERT_FALSE(p->bad) << "dir " << dir << ": packet " << p->id << " (stomped at the source) was skipped or delivered good";
+        ASSERT_FALSE(p->bad) << "dir " << dir << ": packet " << p->id
+                             << " (stomped at the source) was skipped or delivered good";
         ASSERT_EQ(vc, p->vc) << "dir " << dir << ": packet " << p->id << " on the wrong VC";
         ASSERT_EQ(flits.size(), p->flits.size()) << "dir " << dir << ": packet " << p->id << " length";
         for (size_t i = 0; i < flits.size(); ++i)
@@ -653,13 +659,13 @@ void bit_error_run(double ber, unsigned n) {
         EXPECT_EQ(e.rx_pkt, p.sb(1 - s).good);
         EXPECT_EQ(e.link_down, 0u);
     }
-    std::printf("[ info  ] W%d BER %g: %llu+%llu corrupted flits, %llu CRC errors, %llu replays, %llu+%llu control "
-                "symbols dropped, %llu cycles\n",
-                C::W, ber, static_cast<unsigned long long>(p.channel(0).flits_corrupted()),
-                static_cast<unsigned long long>(p.channel(1).flits_corrupted()),
-                static_cast<unsigned long long>(crc), static_cast<unsigned long long>(replays),
-                static_cast<unsigned long long>(p.ev(0).ctl_drop), static_cast<unsigned long long>(p.ev(1).ctl_drop),
-                static_cast<unsigned long long>(p.cycle()));
+    std::printf(
+        "[ info  ] W%d BER %g: %llu+%llu corrupted flits, %llu CRC errors, %llu replays, %llu+%llu control "
+        "symbols dropped, %llu cycles\n",
+        C::W, ber, static_cast<unsigned long long>(p.channel(0).flits_corrupted()),
+        static_cast<unsigned long long>(p.channel(1).flits_corrupted()), static_cast<unsigned long long>(crc),
+        static_cast<unsigned long long>(replays), static_cast<unsigned long long>(p.ev(0).ctl_drop),
+        static_cast<unsigned long long>(p.ev(1).ctl_drop), static_cast<unsigned long long>(p.cycle()));
     EXPECT_GT(p.channel(0).flits_corrupted() + p.channel(1).flits_corrupted(), 0u);
     EXPECT_GE(crc, 1u);
     EXPECT_GT(replays, 2u);
@@ -809,7 +815,6 @@ TYPED_TEST(Link, StompedPacketsDeliveredBadOnce) {
     }
 }
 
-
 // The switch ends a packet early (a truncated packet from an upstream link: tx_last before the
 // header's length) or late (more flits than the header says): the link pads the packet with zero
 // flits to the header's length (a zero FRAG_LEN_M1 if the cut falls before it) or cuts it there,
@@ -823,8 +828,8 @@ TYPED_TEST(Link, SourcePacketsCutShortOrTooLong) {
     p.bring_up();
     unsigned malformed = 0;
     for (unsigned i = 0; i < 400; ++i) {
-        Pkt k = make_pkt<C>(r, p.next_id(), 1 + static_cast<unsigned>(rnd(r, 64)), static_cast<unsigned>(rnd(r, 4)),
-                            false);
+        Pkt k =
+            make_pkt<C>(r, p.next_id(), 1 + static_cast<unsigned>(rnd(r, 64)), static_cast<unsigned>(rnd(r, 4)), false);
         const int n = static_cast<int>(k.flits.size());
         const int kind = rnd(r, 4);
         if (kind == 0) {  // early: 1 .. n-1 flits
@@ -909,8 +914,8 @@ TYPED_TEST(Link, CorruptedControlSymbols) {
         EXPECT_EQ(p.ev(1 - s).ctl_drop + p.ev(1 - s).crc_err, tampered[s]) << "receiver side " << 1 - s;
         EXPECT_EQ(p.ev(s).link_down, 0u);
     }
-    std::printf("[ info  ] W%d: %llu+%llu control symbols corrupted: %llu+%llu dropped, %llu+%llu ended a packet\n", C::W,
-                static_cast<unsigned long long>(tampered[0]), static_cast<unsigned long long>(tampered[1]),
+    std::printf("[ info  ] W%d: %llu+%llu control symbols corrupted: %llu+%llu dropped, %llu+%llu ended a packet\n",
+                C::W, static_cast<unsigned long long>(tampered[0]), static_cast<unsigned long long>(tampered[1]),
                 static_cast<unsigned long long>(p.ev(1).ctl_drop), static_cast<unsigned long long>(p.ev(0).ctl_drop),
                 static_cast<unsigned long long>(p.ev(1).crc_err), static_cast<unsigned long long>(p.ev(0).crc_err));
 }
