@@ -3,7 +3,9 @@
 # missing. Otherwise: prints the exact command and fails.
 set -euo pipefail
 PKGS=(make cmake ninja-build g++ python3 pkg-config zlib1g-dev libgtest-dev
-      verilator yosys nextpnr-ice40 fpga-icestorm clang-format gnuplot-nox valgrind)
+      verilator yosys nextpnr-ice40 fpga-icestorm clang-format gnuplot-nox valgrind
+      libpci-dev openfpgaloader linux-headers-amd64 linux-image-amd64 qemu-system-x86
+      busybox-static cpio kmod sparse dkms)
 missing=()
 for p in "${PKGS[@]}"; do
   if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then

@@ -34,7 +34,7 @@ function(velo_fabric_setup)
   target_compile_options(test_fabric PRIVATE -Wall -Wextra -Werror)
   target_compile_definitions(test_fabric PRIVATE VELO_FABRIC_BIN="$<TARGET_FILE:velo-fabric>")
   add_dependencies(test_fabric velo-fabric)
-  foreach(t pingpong many_to_one partial_flush mailbox_full_drain client_killed bad_inputs
+  foreach(t pingpong many_to_one partial_flush partial_flush_bytes mailbox_full_drain client_killed bad_inputs
             second_fabric_refused signals_and_idle cxx_layer)
     add_test(NAME fabric.${t} COMMAND test_fabric --gtest_filter=Fabric.${t})
     set_tests_properties(fabric.${t} PROPERTIES TIMEOUT 300)
