@@ -6,7 +6,7 @@
 // Spec version.
 `define VELO_SPEC_VERSION 32'h100
 // CRC-32 of spec/velo_spec.json.
-`define VELO_SPEC_HASH 32'h332ECE82
+`define VELO_SPEC_HASH 32'hDDD21AA0
 // Width of a node id: up to 2^NODE_BITS nodes (paper: n - t = 8, 256 nodes).
 `define VELO_DEFAULT_NODE_BITS 32'h8
 // Smallest NODE_BITS.
@@ -158,7 +158,15 @@
 // Block version.
 `define VELO_BLK_VPID_VERSION 32'h1
 // Offset of the next block (0: last).
-`define VELO_BLK_VPID_NEXT 21'h0
+`define VELO_BLK_VPID_NEXT 21'h500
+// Mailbox interrupts (kernel only): the device's single interrupt (MSI/MSI-X vector 0). Arming a vpid is one-shot: the next entry the NIC writes into that vpid's ring disarms it, sets its PENDING bit and, once every TLP of the entry has been accepted upstream (so the MSI is ordered behind the data) and CTRL.ENABLE=1, requests the interrupt. While a request is outstanding further PENDING bits accumulate without a new request. Any write of the vpid's MB_CFG disarms it. Wait protocol: write ARM, read any register (the arm is then in effect, and an entry written before it is visible), re-check the ring, sleep only if it is still empty; the handler reads PENDING, writes the bits back to clear them and wakes their waiters.
+`define VELO_BLK_IRQ_BASE 21'h500
+// Block type.
+`define VELO_BLK_IRQ_TYPE 32'h56495251
+// Block version.
+`define VELO_BLK_IRQ_VERSION 32'h1
+// Offset of the next block (0: last).
+`define VELO_BLK_IRQ_NEXT 21'h0
 // Common block header register offset.
 `define VELO_BLKHDR_TYPE 21'h0
 // Common block header register offset.
@@ -209,6 +217,16 @@
 `define VELO_REG_VPID_USER_OFFSET 21'h418
 // Bytes per user page (one 4 KiB page per vpid, mapped to its owner).
 `define VELO_REG_VPID_USER_STRIDE 21'h41C
+// Interrupt control.
+`define VELO_REG_IRQ_CTRL 21'h50C
+// Write a vpid number to arm that vpid (one-shot); values of NUM_VPIDS and above are ignored and counted as bad accesses. Reads 0.
+`define VELO_REG_IRQ_ARM 21'h510
+// Interrupt requests raised (coalesced ones not counted), 32 bits, wrapping; write clears.
+`define VELO_REG_IRQ_COUNT 21'h514
+// BAR0 offset of the pending bitmap (IRQ_PENDING).
+`define VELO_REG_IRQ_PENDING_OFFSET 21'h518
+// Words of the pending bitmap: ceil(NUM_VPIDS / 32).
+`define VELO_REG_IRQ_PENDING_WORDS 21'h51C
 // Mailbox of vpid v at base + v*stride (kernel only). Configure only while MB_CFG.ENABLE=0: write MB_BASE_LO/HI, MB_WP=0, the user page's MB_RP=0, then MB_CFG. Disable, then poll QUIESCE_STATUS before freeing the ring.
 `define VELO_TBL_VPID_TABLE_BASE 21'h8000
 // Bytes per entry.
@@ -251,12 +269,18 @@
 `define VELO_TBL_NET_PORT_CNT_STOMP 21'h1C
 // Cycles a packet waited at the switch for this link's credits.
 `define VELO_TBL_NET_PORT_CNT_CREDIT_STALL 21'h20
-// Link-down events.
+// Link-down events, plus one for every packet discarded from the replay buffer when the link came back up in a new epoch (the neighbour had been reset; see docs/net-link.md).
 `define VELO_TBL_NET_PORT_CNT_LINK_DOWN 21'h24
 // Control symbols dropped (CRC-5 failure or invalid sync outside a packet).
 `define VELO_TBL_NET_PORT_CNT_CTL_DROP 21'h28
 // Packets received good (accepted with their sequence number).
 `define VELO_TBL_NET_PORT_CNT_RX_PKTS 21'h2C
+// Pending bitmap of the IRQ block (kernel only): word w at base + w*stride holds vpids 32*w..32*w+31, bit i for vpid 32*w+i. Bits of vpids at and past NUM_VPIDS read 0. Cleared after reset.
+`define VELO_TBL_IRQ_PENDING_BASE 21'h580
+// Bytes per entry.
+`define VELO_TBL_IRQ_PENDING_STRIDE 21'h4
+// Read: vpids whose armed entry was written since their bit was last cleared. Write: 1 clears the bit, 0 leaves it (a bit set by an entry in the same cycle stays set).
+`define VELO_TBL_IRQ_PENDING_PENDING 21'h0
 // Whole messages sent (one TLP carried the whole message).
 `define VELO_CNT_TX_MSGS 32'h0
 // Fragments sent (a partial write-combining flush).
@@ -347,7 +371,7 @@
 `define VELO_PKT_HDR_DST_VPID_LSB 48
 `define VELO_PKT_HDR_DST_VPID_W 8
 `define VELO_PKT_HDR_DST_VPID 55:48
-// Bytes carried by this packet's payload minus one (the network layer frames every packet as the header word plus FRAG_LEN_M1+1 payload bytes, see docs/network.md).
+// Bytes of the fragment this packet carries, minus one. The link frames every packet as the header word plus its payload area of FRAG_OFF % 4 + FRAG_LEN_M1 + 1 bytes, at most 64 (a consistent header has FRAG_OFF % 4 + FRAG_LEN_M1 <= 63). A header announcing more is a framing error: a link receiver forwards the packet bad with this field cleared and requests a replay; a link transmitter clears this field and sends the packet stomped (docs/net-link.md).
 `define VELO_PKT_HDR_FRAG_LEN_M1_LSB 56
 `define VELO_PKT_HDR_FRAG_LEN_M1_W 6
 `define VELO_PKT_HDR_FRAG_LEN_M1 61:56
@@ -499,10 +523,18 @@
 `define VELO_LINK_CTL_TYPE_LSB 14
 `define VELO_LINK_CTL_TYPE_W 2
 `define VELO_LINK_CTL_TYPE 15:14
-// Sequence number (LINK, ACK).
+// Sequence number (NACK, REPLAY, ACK).
 `define VELO_LINK_CTLV_SEQ_LSB 0
 `define VELO_LINK_CTLV_SEQ_W 7
 `define VELO_LINK_CTLV_SEQ 6:0
+// TS1, TS2: the receiver's next expected sequence number mod 64 (unambiguous in the peer transmitter's window of at most 64 values).
+`define VELO_LINK_CTLV_TS_SEQ_LSB 0
+`define VELO_LINK_CTLV_TS_SEQ_W 6
+`define VELO_LINK_CTLV_TS_SEQ 5:0
+// TS1, TS2: epoch request. 1 while the sender's receiver has no sequence state for the peer (after a reset, until it adopts the peer's first REPLAY) or the sender has seen the peer ask for one this training round; a link-up with this bit set on both sides starts a new epoch: both transmitters discard their replay buffers and restart credits, both receivers adopt the peer's REPLAY (docs/net-link.md).
+`define VELO_LINK_CTLV_TS_EPOCH_LSB 6
+`define VELO_LINK_CTLV_TS_EPOCH_W 1
+`define VELO_LINK_CTLV_TS_EPOCH 6:6
 // Cumulative flit count mod 128 (CREDIT, SYNC).
 `define VELO_LINK_CTLV_COUNT_LSB 0
 `define VELO_LINK_CTLV_COUNT_W 7
@@ -557,6 +589,10 @@
 `define VELO_REG_NET_PORTS_VC_DEPTH_LSB 16
 `define VELO_REG_NET_PORTS_VC_DEPTH_W 8
 `define VELO_REG_NET_PORTS_VC_DEPTH 23:16
+// 1: a PENDING bit set by an entry requests the interrupt; 0: PENDING bits are set, no request is made (a request already raised stays until taken).
+`define VELO_REG_IRQ_CTRL_ENABLE_LSB 0
+`define VELO_REG_IRQ_CTRL_ENABLE_W 1
+`define VELO_REG_IRQ_CTRL_ENABLE 0:0
 // 1: packets for this vpid are delivered; 0: dropped and counted.
 `define VELO_TBL_VPID_TABLE_MB_CFG_ENABLE_LSB 0
 `define VELO_TBL_VPID_TABLE_MB_CFG_ENABLE_W 1

@@ -4,12 +4,20 @@
 // velo_link_tx + velo_link_rx + the training state machine here. Protocol: docs/net-link.md.
 //
 // Training: after reset (or link down) the transmitter sends TS1 (value: the receiver's expected
-// sequence number); once it hears the peer (a valid TS1 or TS2) it sends TS2. The link is up when
-// TS_COUNT TS2 were sent and TS_COUNT valid TS2 received since the last TS1 (or, having received
-// at least one TS2, when a valid non-training symbol shows that the peer is up already). The link
-// goes down when no valid symbol arrived for DOWN_TIMEOUT cycles, when a TS1 arrives (the peer
-// retrains), or when SYNC_RETRIES replays got no answer. After every link-up the transmitter replays
-// from the peer's expected sequence number (REPLAY + SYNC), so nothing is lost or duplicated.
+// sequence number mod 64 and the epoch bit); once it hears the peer (a valid TS1 or TS2) it sends
+// TS2. The link is up when TS_COUNT TS2 were sent and TS_COUNT valid TS2 with the same epoch bit
+// received since the last TS1 (or, having received at least one such TS2, when a valid
+// non-training symbol shows that the peer is up already). The link goes down when no valid
+// symbol arrived for DOWN_TIMEOUT cycles, when a TS1 arrives (the peer retrains), when a TS2 asks
+// for an epoch this link-up did not start, or when SYNC_RETRIES replays got no answer.
+//
+// Epoch bit: set while this end's receiver has no sequence state for the peer (from reset until
+// it adopts the peer's first REPLAY after an epoch link-up), and set for the rest of a training
+// round once the peer's TS carried it. A link-up with the bit (both ends agree: a TS2 counts only
+// with the receiver's own bit) starts a new epoch at both ends: the transmitters discard their
+// replay buffers (one ev_link_down pulse per discarded packet) and restart credits, the receivers
+// adopt the peer's REPLAY. Otherwise the transmitter replays from the peer's expected sequence
+// number (REPLAY + SYNC), so nothing is lost or duplicated.
 `default_nettype none
 `include "velo_spec.vh"
 module velo_link #(
@@ -20,8 +28,8 @@ module velo_link #(
     parameter integer DOWN_TIMEOUT   = 128,  // cycles without a valid symbol before the link is down
     parameter integer NACK_TIMEOUT   = 256,  // cycles between repeated NACKs while waiting for the REPLAY
     parameter integer REPLAY_TIMEOUT = 512,  // cycles without ACK progress on sent packets before a replay
-    parameter integer SYNC_TIMEOUT   = 256,  // cycles waiting for the SYNCs before the REPLAY is repeated
-    parameter integer SYNC_RETRIES   = 4,    // unanswered REPLAYs before the link retrains
+    parameter integer SYNC_TIMEOUT   = 256,  // cycles after a REPLAY before it is repeated if a SYNC is missing (> round trip)
+    parameter integer SYNC_RETRIES   = 4,    // REPLAYs in a row answered by no SYNC before the link retrains
     parameter integer TS_COUNT       = 8,    // TS2 symbols sent and received for link-up
     parameter integer ACK_URGENT     = 8,    // unacknowledged packets that make an ACK pre-empt data
     parameter integer CREDIT_MARGIN  = 8,    // flits of slack before a CREDIT pre-empts data
@@ -52,7 +60,7 @@ module velo_link #(
     output wire                 ev_nack,      // NACK sent
     output wire                 ev_replay,    // replay started (REPLAY sent: on NACK, timeout or link-up)
     output wire                 ev_stomp,     // stomped packet received
-    output reg                  ev_link_down, // the link went down
+    output reg                  ev_link_down, // the link went down; also one per packet discarded by an epoch
     output wire                 ev_ctl_drop,  // control symbol dropped (CRC-5) or invalid sync outside a packet
     output wire                 ev_rx_pkt     // good packet received (accepted with its sequence number, not stomped)
 );
@@ -83,22 +91,43 @@ module velo_link #(
     wire [1:0]       ctl_type;
     wire [8:0]       ctl_val;
     wire [6:0]       exp_seq;
-    wire [NVC*7-1:0] rcnt, fcnt;
+    wire             unsync;
+    wire [NVC*7-1:0] rcnt, scnt, fcnt;
     wire             req_nack, req_sync, ts2_sent, retry_fail;
+    wire             disc_ld;
+    wire [6:0]       disc_num;
     reg              up;
+    reg              ep;         // epoch bit of this training round (and of the link-up it led to)
     reg              heard, heard2, peer_up;
     reg  [TCW-1:0]   ts2_rx, ts2_tx;
-    reg  [6:0]       peer_seq;
+    reg  [5:0]       peer_seq;
     reg  [DW-1:0]    silence;
+    reg  [7:0]       disc_left;  // discarded packets still to be counted on ev_link_down
 
     assign link_up = up;
+
+    // ------------------------------------------------------------------ training decode
+    wire is_link  = ctl_ok && (ctl_type == `VELO_LINK_CTL_TYPE_LINK);
+    wire [1:0] sub = ctl_val[`VELO_LINK_CTLV_SUB];
+    wire got_ts1  = is_link && (sub == `VELO_LINK_SUB_TS1);
+    wire got_ts2  = is_link && (sub == `VELO_LINK_SUB_TS2);
+    wire got_ts   = got_ts1 || got_ts2;
+    wire ts_ep    = ctl_val[`VELO_LINK_CTLV_TS_EPOCH];
+    wire got_other = ctl_ok && !got_ts;                 // only a trained peer sends these
+    wire ep_req   = got_ts && ts_ep && !ep;             // the peer asks for an epoch
+    wire got_ts2m = got_ts2 && (ts_ep || !ep);          // a TS2 with our epoch bit (after ep_req)
+    wire silent   = !sym_ok && (silence == DTO);
+    wire go_up    = (ts2_tx == TSN) && ((ts2_rx == TSN) || peer_up);
+    wire going_up = !up && !silent && go_up;
+    wire go_down  = up && (silent || got_ts1 || retry_fail || (got_ts2 && ts_ep && !ep));
 
     velo_link_rx #(.LINK_W(LINK_W), .NVC(NVC), .VC_DEPTH(VC_DEPTH), .NACK_TIMEOUT(NACK_TIMEOUT)) u_rx (
         .clk(clk), .rst(rst), .phy_rx(phy_rx),
         .rx_valid(rx_valid), .rx_data(rx_data), .rx_last(rx_last), .rx_bad(rx_bad), .rx_vc(rx_vc),
-        .rx_free(rx_free), .link_up(up),
+        .rx_free(rx_free), .link_up(up), .rep_en(up || going_up), .epoch(going_up && ep),
         .sym_ok(sym_ok), .ctl_ok(ctl_ok), .ctl_type(ctl_type), .ctl_val(ctl_val),
-        .exp_seq(exp_seq), .rcnt(rcnt), .fcnt(fcnt), .req_nack(req_nack), .req_sync(req_sync),
+        .exp_seq(exp_seq), .unsync(unsync), .rcnt(rcnt), .scnt(scnt), .fcnt(fcnt),
+        .req_nack(req_nack), .req_sync(req_sync),
         .ev_crc_err(ev_crc_err), .ev_stomp(ev_stomp), .ev_rx_pkt(ev_rx_pkt), .ev_ctl_drop(ev_ctl_drop));
 
     velo_link_tx #(.LINK_W(LINK_W), .NVC(NVC), .VC_DEPTH(VC_DEPTH), .REPLAY_DEPTH(REPLAY_DEPTH),
@@ -107,47 +136,45 @@ module velo_link #(
         .clk(clk), .rst(rst), .phy_tx(phy_tx),
         .tx_valid(tx_valid), .tx_ready(tx_ready), .tx_data(tx_data), .tx_last(tx_last), .tx_bad(tx_bad),
         .tx_start_ok(tx_start_ok),
-        .link_up(up), .heard(heard), .peer_seq(peer_seq), .ts2_sent(ts2_sent), .retry_fail(retry_fail),
+        .link_up(up), .ep(ep), .heard(heard), .peer_seq(peer_seq), .ts2_sent(ts2_sent),
+        .retry_fail(retry_fail), .disc_ld(disc_ld), .disc_num(disc_num),
         .ctl_ok(ctl_ok), .ctl_type(ctl_type), .ctl_val(ctl_val),
-        .rx_exp(exp_seq), .rx_rcnt(rcnt), .rx_fcnt(fcnt), .req_nack(req_nack), .req_sync(req_sync),
-        .ev_nack(ev_nack), .ev_replay(ev_replay));
+        .rx_exp(exp_seq), .rx_rcnt(rcnt), .rx_scnt(scnt), .rx_fcnt(fcnt), .req_nack(req_nack),
+        .req_sync(req_sync), .ev_nack(ev_nack), .ev_replay(ev_replay));
 
     // ------------------------------------------------------------------ training
-    wire is_link = ctl_ok && (ctl_type == `VELO_LINK_CTL_TYPE_LINK);
-    wire [1:0] sub = ctl_val[`VELO_LINK_CTLV_SUB];
-    wire got_ts1 = is_link && (sub == `VELO_LINK_SUB_TS1);
-    wire got_ts2 = is_link && (sub == `VELO_LINK_SUB_TS2);
-    wire got_other = ctl_ok && !got_ts1 && !got_ts2;   // only a trained peer sends these
-    wire silent  = !sym_ok && (silence == DTO);
-    wire go_up   = (ts2_tx == TSN) && ((ts2_rx == TSN) || peer_up);
-
     always @(posedge clk) begin
         if (rst) begin
             up           <= 1'b0;
+            ep           <= 1'b1;
             heard        <= 1'b0;
             heard2       <= 1'b0;
             peer_up      <= 1'b0;
             ts2_rx       <= {TCW{1'b0}};
             ts2_tx       <= {TCW{1'b0}};
-            peer_seq     <= 7'd0;
+            peer_seq     <= 6'd0;
             silence      <= {DW{1'b0}};
+            disc_left    <= 8'd0;
             ev_link_down <= 1'b0;
         end else begin
-            ev_link_down <= 1'b0;
+            // one ev_link_down pulse per link-down event and per discarded packet
+            ev_link_down <= go_down || (disc_left != 8'd0);
+            disc_left    <= disc_left + (disc_ld ? {1'b0, disc_num} : 8'd0)
+                            - {7'd0, !go_down && (disc_left != 8'd0)};
             if (sym_ok)
                 silence <= {DW{1'b0}};
             else if (silence != DTO)
                 silence <= silence + 1'b1;
             if (up) begin
-                if (silent || got_ts1 || retry_fail) begin
-                    up           <= 1'b0;
-                    ev_link_down <= 1'b1;
-                    heard        <= got_ts1;
-                    heard2       <= 1'b0;
-                    peer_up      <= 1'b0;
-                    ts2_rx       <= {TCW{1'b0}};
-                    ts2_tx       <= {TCW{1'b0}};
-                    if (got_ts1) peer_seq <= ctl_val[`VELO_LINK_CTLV_SEQ];
+                if (go_down) begin
+                    up      <= 1'b0;
+                    heard   <= got_ts;
+                    heard2  <= 1'b0;
+                    peer_up <= 1'b0;
+                    ts2_rx  <= {TCW{1'b0}};
+                    ts2_tx  <= {TCW{1'b0}};
+                    ep      <= unsync || (got_ts && ts_ep);
+                    if (got_ts) peer_seq <= ctl_val[`VELO_LINK_CTLV_TS_SEQ];
                 end
             end else if (silent) begin
                 // the peer vanished: start over
@@ -156,6 +183,7 @@ module velo_link #(
                 peer_up <= 1'b0;
                 ts2_rx  <= {TCW{1'b0}};
                 ts2_tx  <= {TCW{1'b0}};
+                ep      <= unsync;
             end else if (go_up) begin
                 up      <= 1'b1;
                 heard2  <= 1'b0;
@@ -163,17 +191,26 @@ module velo_link #(
                 ts2_rx  <= {TCW{1'b0}};
                 ts2_tx  <= {TCW{1'b0}};
             end else begin
-                if (got_ts1 || got_ts2) begin
+                if (got_ts) begin
                     heard    <= 1'b1;
-                    peer_seq <= ctl_val[`VELO_LINK_CTLV_SEQ];
+                    peer_seq <= ctl_val[`VELO_LINK_CTLV_TS_SEQ];
                 end
-                if (got_ts1)
-                    ts2_rx <= {TCW{1'b0}};
-                else if (got_ts2 && ts2_rx != TSN)
-                    ts2_rx <= ts2_rx + 1'b1;
-                if (got_ts2) heard2 <= 1'b1;
-                if (got_other && heard2) peer_up <= 1'b1;
-                if (ts2_sent && ts2_tx != TSN) ts2_tx <= ts2_tx + 1'b1;
+                if (ep_req) begin
+                    // the peer asks for an epoch: count again, with the new bit on both sides
+                    ep      <= 1'b1;
+                    ts2_rx  <= {{(TCW-1){1'b0}}, got_ts2};
+                    ts2_tx  <= {TCW{1'b0}};
+                    heard2  <= got_ts2;
+                    peer_up <= 1'b0;
+                end else begin
+                    if (got_ts1)
+                        ts2_rx <= {TCW{1'b0}};
+                    else if (got_ts2m && ts2_rx != TSN)
+                        ts2_rx <= ts2_rx + 1'b1;
+                    if (got_ts2m) heard2 <= 1'b1;
+                    if (got_other && heard2) peer_up <= 1'b1;
+                    if (ts2_sent && ts2_tx != TSN) ts2_tx <= ts2_tx + 1'b1;
+                end
             end
         end
     end

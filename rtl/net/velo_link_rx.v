@@ -8,7 +8,13 @@
 // A packet that fails after its first flits went on is ended with bad=1 on its last flit; one that
 // is cut short (invalid sync, REPLAY or link down inside it) is padded with zero flits to the length
 // its forwarded header announces (zero length field if the header itself was cut), so every packet
-// handed to the switch is consistent with its header and can be forwarded as it is (stomped).
+// handed to the switch is consistent with its header and can be forwarded as it is (stomped). A
+// header announcing more than 64 bytes of payload area (a framing error: only a corrupted or
+// misframed header does) is forwarded with FRAG_LEN_M1 cleared and ended bad at that length.
+//
+// Epoch: after a reset (and after every link-up with the epoch bit) the receiver has no sequence
+// state for the peer: it adopts the sequence number of the first REPLAY it accepts (unsync), and
+// at the epoch link-up it rebases its credit counts (freed := 0, stored := what its switch holds).
 `default_nettype none
 `include "velo_spec.vh"
 module velo_link_rx #(
@@ -29,17 +35,21 @@ module velo_link_rx #(
     input  wire [NVC-1:0]       rx_free,   // one flit of VC v left the switch input buffer
     // link state
     input  wire                 link_up,   // trained (from the training logic)
+    input  wire                 rep_en,    // a REPLAY may be taken: up, or going up this cycle
+    input  wire                 epoch,     // pulse: the link goes up in a new epoch
     // decoded symbol of this cycle (combinational from phy_rx)
     output wire                 sym_ok,    // a valid symbol: a data flit or a control symbol passing its checks
     output wire                 ctl_ok,    // a valid control symbol
     output wire [1:0]           ctl_type,  // its LINK_CTL TYPE
     output wire [8:0]           ctl_val,   // its LINK_CTL VALUE
-    // state for the transmitter
+    // state for the transmitter and the training logic
     output wire [6:0]           exp_seq,   // next sequence number expected (ACK, NACK, TS value)
-    output wire [NVC*7-1:0]     rcnt,      // per VC: flits stored into the switch, mod 128 (SYNC value)
+    output wire                 unsync,    // no sequence state for the peer (adopts the next REPLAY)
+    output wire [NVC*7-1:0]     rcnt,      // per VC: flits stored into the switch, mod 128
+    output wire [NVC*7-1:0]     scnt,      // per VC: the same when the last REPLAY was taken (SYNC value)
     output wire [NVC*7-1:0]     fcnt,      // per VC: flits freed by the switch, mod 128 (CREDIT value)
     output reg                  req_nack,  // pulse: send NACK(exp_seq)
-    output reg                  req_sync,  // pulse: send SYNC(v, rcnt[v]) for every VC
+    output reg                  req_sync,  // pulse: send SYNC(v, scnt[v]) for every VC
     // event pulses
     output reg                  ev_crc_err,  // a packet failed its check (CRC, framing, lost flit, overflow)
     output reg                  ev_stomp,    // a stomped packet was accepted (with its bad last flit)
@@ -47,16 +57,17 @@ module velo_link_rx #(
     output reg                  ev_ctl_drop  // a control symbol failed its check, or an invalid sync outside a packet
 );
     localparam integer HF      = 64 / LINK_W;            // header flits
-    localparam integer MAXF    = HF + 512 / LINK_W;      // data flits of the largest packet
     localparam integer LEN_IDX = 56 / LINK_W;            // flit holding FRAG_LEN_M1 (header bits 61:56)
     localparam integer LEN_OFF = 56 % LINK_W;            // its position in that flit
     localparam integer LFB     = $clog2(LINK_W / 8);     // log2(bytes per flit)
     localparam integer OFF_IDX = 26 / LINK_W;            // flit holding FRAG_OFF[1:0] (header bits 27:26)
     localparam integer OFF_POS = 26 % LINK_W;            // its position in that flit
-    localparam integer ROOM_I = VC_DEPTH - MAXF;
-    localparam [6:0]   ROOM    = ROOM_I[6:0];        // a packet may start while occupancy <= this
+    localparam integer ROOM_I  = VC_DEPTH - (HF + 512 / LINK_W);
+    localparam [6:0]   ROOM    = ROOM_I[6:0];            // a packet may start while occupancy <= this
     localparam [5:0]   HF6     = HF[5:0];
     localparam [5:0]   LENI6   = LEN_IDX[5:0];
+    localparam [5:0]   OFFI6   = OFF_IDX[5:0];
+    localparam [LINK_W-1:0] LENMASK = {{(LINK_W - 6){1'b0}}, 6'h3F} << LEN_OFF;  // FRAG_LEN_M1 in its flit
     localparam [15:0]  CINIT   = `VELO_LINK_CRC16_INIT;
     localparam [15:0]  STOMP   = `VELO_LINK_CRC16_STOMP;
     localparam integer NTW     = $clog2(NACK_TIMEOUT + 1);
@@ -92,20 +103,26 @@ module velo_link_rx #(
     reg              len_known;
     reg              fwd;        // a new packet, forwarded (else a duplicate, dropped)
     reg  [1:0]       pvc;        // its VC
+    reg  [1:0]       off2_q;     // its FRAG_OFF[1:0] (valid once pos > OFF_IDX)
     reg  [15:0]      crc;        // CRC over its data flits so far
     reg              hold_v;     // the last data flit is held, waiting for the CRC flit
     reg  [LINK_W-1:0] hold;
     reg              pad;        // emitting filler flits to complete a cut packet
+    reg              pnack;      // ... and NACK once it is complete (the packet failed a check)
     reg  [6:0]       exp_q;      // next new sequence number
     reg  [6:0]       chk_seq;    // sequence number of the packet arriving (older than exp_q in a replay)
+    reg              adopt;      // no sequence state: the next REPLAY taken sets exp_q as well
     reg              rep_pend;   // a REPLAY arrived while padding
     reg  [6:0]       rep_seq;
     reg              lu_q;       // link_up, last cycle
     reg  [NVC*7-1:0] rc, fc;     // stored / freed flit counts per VC
+    reg  [NVC*7-1:0] snap;       // rc when the last REPLAY was taken
     reg  [NTW-1:0]   ntmr;       // NACK re-send timer
 
     assign exp_seq = exp_q;
+    assign unsync  = adopt;
     assign rcnt    = rc;
+    assign scnt    = snap;
     assign fcnt    = fc;
 
     wire down_edge = lu_q && !link_up;
@@ -113,7 +130,9 @@ module velo_link_rx #(
                      (ctl_val[`VELO_LINK_CTLV_SUB] == `VELO_LINK_SUB_REPLAY);
     wire [6:0] rep_e   = ctl_val[`VELO_LINK_CTLV_SEQ];
     wire [6:0] rep_age = exp_q - rep_e;
-    wire rep_ok  = rep_now && !rep_age[6];
+    wire ad_eff  = adopt || epoch;
+    // taken while up (or going up) only: older REPLAYs of the peer must not reach a fresh receiver
+    wire rep_ok  = rep_en && rep_now && (ad_eff || !rep_age[6]);
     wire unused_age = &{1'b0, rep_age[5:0]};  // at most 63 packets back (the transmitter's window)
     wire active  = link_up && !wait_rep && !pad;
 
@@ -125,13 +144,20 @@ module velo_link_rx #(
     wire crc_stomp = upper0 && (d[15:0] == (crc ^ STOMP));
 
     // length of the packet: its payload area is FRAG_OFF % 4 pad bytes plus FRAG_LEN_M1 + 1
-    // bytes (PKT_HDR); FRAG_OFF[1:0] comes in the same flit as FRAG_LEN_M1 or an earlier one
-    reg  [1:0] off2_q;
-    wire [1:0] off2     = (OFF_IDX == LEN_IDX) ? d[OFF_POS +: 2] : off2_q;
+    // bytes (PKT_HDR), at most 64; FRAG_OFF[1:0] comes in the same flit as FRAG_LEN_M1 or earlier
+    wire [5:0] cidx     = in_pkt ? pos : 6'd0;                 // index of this flit in the packet
+    wire [1:0] off2     = (cidx == OFFI6) ? d[OFF_POS +: 2] : off2_q;
     wire [6:0] area_m1  = {1'b0, d[LEN_OFF +: 6]} + {5'd0, off2};
+    wire       ovl      = area_m1[6];                           // more than 64 bytes: framing error
     wire [6:0] lidx_7   = {1'b0, HF6} + (area_m1 >> LFB);
     wire [5:0] lidx_new = lidx_7[5:0];
     wire       unused_l7 = lidx_7[6];  // at most 4 + 66 / 2 = 37
+    wire [5:0] lz_len   = HF6 + {4'd0, off2 >> LFB};          // last flit with FRAG_LEN_M1 = 0
+    // a packet cut before its length field: the zero fillers make FRAG_LEN_M1 (and FRAG_OFF[1:0],
+    // if its flit is missing too) zero
+    wire [1:0] off2_cut = (pos > OFFI6) ? off2_q : 2'd0;
+    wire [5:0] lz_cut   = HF6 + {4'd0, off2_cut >> LFB};
+    wire [LINK_W-1:0] d_len0 = d & ~LENMASK;                   // the length flit with FRAG_LEN_M1 = 0
 
     // room in the switch buffer of VC v for a largest packet
     reg [NVC-1:0] room_ok;
@@ -143,9 +169,9 @@ module velo_link_rx #(
     wire [1:0] d_vc = d[`VELO_PKT_HDR_VC];
 
     // ------------------------------------------------------------------ next state
-    reg              n_wait, n_in, n_lk, n_fwd, n_holdv, n_pad, n_rp;
+    reg              n_wait, n_in, n_lk, n_fwd, n_holdv, n_pad, n_pnk, n_rp, n_ad;
     reg  [5:0]       n_pos, n_lidx;
-    reg  [1:0]       n_pvc;
+    reg  [1:0]       n_pvc, n_o2;
     reg  [15:0]      n_crc;
     reg  [LINK_W-1:0] n_hold;
     reg  [6:0]       n_exp, n_chk, n_rs;
@@ -154,16 +180,16 @@ module velo_link_rx #(
     reg  [1:0]       o_c;
     reg              cnt_dup;    // a dropped duplicate flit: counted stored and freed at once
     reg  [1:0]       dup_vc;
-    reg              e_crc, e_stomp, e_pkt, e_nack, e_sync, e_trunc;
+    reg              e_crc, e_stomp, e_pkt, e_nack, e_sync;
 
-    // end the packet in progress early: task-like block used by several cases below
     always @(*) begin
         n_wait = wait_rep;  n_in = in_pkt;   n_pos = pos;      n_lidx = last_idx; n_lk = len_known;
         n_fwd = fwd;        n_pvc = pvc;     n_crc = crc;      n_holdv = hold_v;  n_hold = hold;
-        n_pad = pad;        n_exp = exp_q;   n_chk = chk_seq;  n_rp = rep_pend;   n_rs = rep_seq;
+        n_pad = pad;        n_pnk = pnack;   n_exp = exp_q;    n_chk = chk_seq;   n_rp = rep_pend;
+        n_rs = rep_seq;     n_o2 = off2_q;   n_ad = epoch ? 1'b1 : adopt;
         o_v = 1'b0; o_l = 1'b0; o_b = 1'b0; o_d = {LINK_W{1'b0}}; o_c = pvc;
         cnt_dup = 1'b0; dup_vc = pvc;
-        e_crc = 1'b0; e_stomp = 1'b0; e_pkt = 1'b0; e_nack = 1'b0; e_sync = 1'b0; e_trunc = 1'b0;
+        e_crc = 1'b0; e_stomp = 1'b0; e_pkt = 1'b0; e_nack = 1'b0; e_sync = 1'b0;
 
         if (pad) begin
             // one zero filler flit per cycle up to the announced length; the last one is bad
@@ -179,12 +205,22 @@ module velo_link_rx #(
                 o_l   = 1'b1;
                 o_b   = 1'b1;
                 n_pad = 1'b0;
+                n_pnk = 1'b0;
                 n_in  = 1'b0;
                 if (!down_edge && (rep_pend || rep_ok)) begin
                     n_chk  = rep_ok ? rep_e : rep_seq;
+                    if (ad_eff) begin
+                        n_exp = n_chk;
+                        n_ad  = 1'b0;
+                    end
                     n_wait = 1'b0;
                     n_rp   = 1'b0;
                     e_sync = 1'b1;
+                end else if (pnack && link_up && !down_edge) begin
+                    // the NACK of a packet that failed, once it is complete: the REPLAY it brings
+                    // must not arrive while fillers are still going out (the data behind it would
+                    // be lost)
+                    e_nack = 1'b1;
                 end
             end
         end else if (down_edge || rep_ok || (active && in_pkt && bad_sync)) begin
@@ -196,9 +232,8 @@ module velo_link_rx #(
                 end else if (fwd) begin
                     n_in  = 1'b1;
                     n_pad = 1'b1;
-                    e_trunc = 1'b1;
                     if (!len_known) begin
-                        n_lidx = HF6;  // the zero fillers make FRAG_LEN_M1 = 0
+                        n_lidx = lz_cut;
                         n_lk   = 1'b1;
                     end
                 end
@@ -213,13 +248,18 @@ module velo_link_rx #(
                     n_wait = 1'b1;
                 end else begin
                     n_chk  = rep_e;
+                    if (ad_eff) begin
+                        n_exp = rep_e;
+                        n_ad  = 1'b0;
+                    end
                     n_wait = 1'b0;
                     e_sync = 1'b1;
                 end
-            end else begin  // invalid sync inside a packet
+            end else begin  // invalid sync inside a packet (a lost flit)
                 n_wait = 1'b1;
                 e_crc  = 1'b1;
-                e_nack = 1'b1;
+                if (n_pad) n_pnk = 1'b1;
+                else e_nack = 1'b1;
             end
         end else if (active && is_data) begin
             if (!in_pkt) begin
@@ -229,6 +269,25 @@ module velo_link_rx #(
                     n_wait = 1'b1;
                     e_crc  = 1'b1;
                     e_nack = 1'b1;
+                end else if (LEN_IDX == 0 && ovl) begin
+                    // the first flit holds the length field, and it announces too much
+                    n_wait = 1'b1;
+                    e_crc  = 1'b1;
+                    if (chk_seq == exp_q) begin
+                        n_in  = 1'b1;
+                        n_fwd = 1'b1;
+                        n_pvc = d_vc;
+                        n_pos = 6'd1;
+                        n_pad = 1'b1;
+                        n_pnk = 1'b1;
+                        n_lk  = 1'b1;
+                        n_lidx = lz_len;
+                        n_o2  = off2;
+                        o_v = 1'b1; o_d = d_len0; o_c = d_vc;
+                    end else begin
+                        cnt_dup = 1'b1; dup_vc = d_vc;
+                        e_nack  = 1'b1;
+                    end
                 end else begin
                     n_in    = 1'b1;
                     n_fwd   = (chk_seq == exp_q);
@@ -238,6 +297,7 @@ module velo_link_rx #(
                     n_lk    = (LEN_IDX == 0);
                     n_lidx  = lidx_new;
                     n_holdv = 1'b0;
+                    if (OFF_IDX == 0) n_o2 = off2;
                     if (chk_seq == exp_q) begin
                         o_v = 1'b1; o_d = d; o_c = d_vc;
                     end else begin
@@ -263,9 +323,29 @@ module velo_link_rx #(
                     e_crc  = 1'b1;
                     e_nack = 1'b1;
                 end
+            end else if (pos == LENI6 && ovl) begin
+                // the length field announces more than 64 bytes: a framing error. The header goes
+                // on with FRAG_LEN_M1 = 0 and the packet ends bad at that length.
+                n_wait = 1'b1;
+                e_crc  = 1'b1;
+                if (fwd) begin
+                    o_v    = 1'b1;
+                    o_d    = d_len0;
+                    n_pos  = pos + 1'b1;
+                    n_pad  = 1'b1;
+                    n_pnk  = 1'b1;
+                    n_lk   = 1'b1;
+                    n_lidx = lz_len;
+                    if (pos == OFFI6) n_o2 = off2;
+                end else begin
+                    cnt_dup = 1'b1;
+                    n_in    = 1'b0;
+                    e_nack  = 1'b1;
+                end
             end else begin
                 n_crc = crc_nx;
                 n_pos = pos + 1'b1;
+                if (pos == OFFI6) n_o2 = off2;
                 if (pos == LENI6) begin
                     n_lk   = 1'b1;
                     n_lidx = lidx_new;
@@ -286,7 +366,18 @@ module velo_link_rx #(
     end
 
     // ------------------------------------------------------------------ registers
+    reg [NVC*7-1:0] rc_nx, fc_nx;
     integer v;
+    always @(*) begin
+        for (v = 0; v < NVC; v = v + 1) begin
+            // an epoch link-up rebases the counts: freed := 0, stored := what the switch holds
+            rc_nx[v*7 +: 7] = (epoch ? rc[v*7 +: 7] - fc[v*7 +: 7] : rc[v*7 +: 7])
+                              + {6'd0, o_v && (o_c == v[1:0])} + {6'd0, cnt_dup && (dup_vc == v[1:0])};
+            fc_nx[v*7 +: 7] = (epoch ? 7'd0 : fc[v*7 +: 7])
+                              + {6'd0, rx_free[v]} + {6'd0, cnt_dup && (dup_vc == v[1:0])};
+        end
+    end
+
     always @(posedge clk) begin
         if (rst) begin
             wait_rep  <= 1'b1;
@@ -296,16 +387,20 @@ module velo_link_rx #(
             len_known <= 1'b0;
             fwd       <= 1'b0;
             pvc       <= 2'd0;
+            off2_q    <= 2'd0;
             crc       <= 16'd0;
             hold_v    <= 1'b0;
             pad       <= 1'b0;
+            pnack     <= 1'b0;
             exp_q     <= 7'd0;
             chk_seq   <= 7'd0;
+            adopt     <= 1'b1;
             rep_pend  <= 1'b0;
             rep_seq   <= 7'd0;
             lu_q      <= 1'b0;
             rc        <= {NVC*7{1'b0}};
             fc        <= {NVC*7{1'b0}};
+            snap      <= {NVC*7{1'b0}};
             ntmr      <= {NTW{1'b0}};
             rx_valid  <= 1'b0;
             rx_last   <= 1'b0;
@@ -321,7 +416,7 @@ module velo_link_rx #(
             wait_rep  <= n_wait;
             in_pkt    <= n_in;
             pos       <= n_pos;
-            if (n_pos == OFF_IDX[5:0] + 6'd1 && n_pos != pos) off2_q <= d[OFF_POS +: 2];
+            off2_q    <= n_o2;
             last_idx  <= n_lidx;
             len_known <= n_lk;
             fwd       <= n_fwd;
@@ -329,15 +424,16 @@ module velo_link_rx #(
             crc       <= n_crc;
             hold_v    <= n_holdv;
             pad       <= n_pad;
+            pnack     <= n_pnk;
             exp_q     <= n_exp;
             chk_seq   <= n_chk;
+            adopt     <= n_ad;
             rep_pend  <= n_rp;
             rep_seq   <= n_rs;
             lu_q      <= link_up;
-            for (v = 0; v < NVC; v = v + 1) begin
-                rc[v*7 +: 7] <= rc[v*7 +: 7] + {6'd0, o_v && (o_c == v[1:0])} + {6'd0, cnt_dup && (dup_vc == v[1:0])};
-                fc[v*7 +: 7] <= fc[v*7 +: 7] + {6'd0, rx_free[v]} + {6'd0, cnt_dup && (dup_vc == v[1:0])};
-            end
+            rc        <= rc_nx;
+            fc        <= fc_nx;
+            if (e_sync) snap <= rc_nx;  // R up to the REPLAY: what the SYNCs report
             // NACK at once on an error, then every NACK_TIMEOUT cycles until the REPLAY
             if (!link_up || !n_wait || e_nack || ntmr == NACK_TIMEOUT[NTW-1:0] - 1'b1) begin
                 ntmr <= {NTW{1'b0}};
@@ -362,7 +458,5 @@ module velo_link_rx #(
         rx_data <= o_d;
         hold    <= n_hold;
     end
-
-    wire unused_ok = &{1'b0, e_trunc};
 endmodule
 `default_nettype wire

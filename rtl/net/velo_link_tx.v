@@ -6,14 +6,23 @@
 // the sender has caught up with the writer, the flit goes from tx_data straight into the PHY
 // register (bypass), so a packet costs no latency for being buffered. The per-sequence RAM holds
 // {VC, end address} of every packet accepted, for the cumulative ACK that frees the buffer.
+// Every write checks the room in the buffer (tx_ready, and padding waits), so no unacknowledged
+// flit is ever overwritten; a header announcing more than 64 payload-area bytes has its
+// FRAG_LEN_M1 cleared and the packet goes out stomped.
 //
 // Credits (flits, per VC): T = flits admitted (accepted from the switch or queued for replay),
 // S = flits sent, F = flits freed by the receiver's switch (CREDIT). tx_start_ok needs room for a
-// largest packet in T - F (so that a started packet never waits); a packet's first flit is sent only
-// while S - F leaves room for it (this only bites after an error episode, whose bad copy occupies
-// receiver buffer space until it drains). After a REPLAY the receiver's SYNC(v, R) gives the true
-// count: S := R, T := R + flits of VC v still in the replay buffer. Internally the counts are wider
-// than the 7-bit wire values (which are taken modulo 128 relative to F).
+// largest packet in T - F (so that a started packet never waits); a packet's first flit is sent
+// only while S - F leaves room for it. S never undercounts what the receiver holds (it counts
+// every flit sent; the receiver stores at most those, plus the filler flits of a cut packet,
+// which SYNC accounts for), so the replayed data go out right behind the REPLAY. The receiver's
+// SYNC(v, R), R = its count when the REPLAY arrived, then repairs what an error episode leaked:
+// S := R + flits of VC v sent since the REPLAY, T moved by the same amount. Internally the counts
+// are wider than the 7-bit wire values (which are taken modulo 128 relative to F).
+//
+// Epoch (a link-up with the epoch bit, after a reset of either end): the replay buffer's complete
+// packets are discarded (counted by the caller), F := 0 and S := VC_DEPTH (the peer's buffers may
+// hold anything up to VC_DEPTH of the old epoch: nothing is sent before its SYNC says how much).
 `default_nettype none
 `include "velo_spec.vh"
 module velo_link_tx #(
@@ -22,8 +31,8 @@ module velo_link_tx #(
     parameter integer VC_DEPTH       = 64,   // receiver buffer per VC in flits (credits)
     parameter integer REPLAY_DEPTH   = 256,  // replay buffer in flits (power of two, >= 2 largest packets)
     parameter integer REPLAY_TIMEOUT = 512,  // cycles without ACK progress on sent packets before a replay
-    parameter integer SYNC_TIMEOUT   = 256,  // cycles waiting for the SYNCs before the REPLAY is repeated
-    parameter integer SYNC_RETRIES   = 4,    // unanswered REPLAYs before the link is declared down
+    parameter integer SYNC_TIMEOUT   = 256,  // cycles after a REPLAY before it is repeated if a SYNC is missing
+    parameter integer SYNC_RETRIES   = 4,    // REPLAYs answered by no SYNC at all before the link is declared down
     parameter integer ACK_URGENT     = 8,    // packets received but not acknowledged that make an ACK urgent
     parameter integer CREDIT_MARGIN  = 8,    // flits of slack: CREDIT is urgent when the peer may run short
     parameter integer CTL_AGE        = 32    // cycles a changed ACK/CREDIT value may wait for an idle slot
@@ -40,17 +49,21 @@ module velo_link_tx #(
     output reg  [NVC-1:0]       tx_start_ok,  // a packet of VC v may start (credits, buffer room, link up)
     // link state (training logic)
     input  wire                 link_up,      // trained
+    input  wire                 ep,           // epoch bit: sent in TS symbols; while up, this link-up began an epoch
     input  wire                 heard,        // training: the peer is heard (send TS2, else TS1)
-    input  wire [6:0]           peer_seq,     // the peer's expected sequence number (from its TS)
+    input  wire [5:0]           peer_seq,     // the peer's expected sequence number mod 64 (from its TS)
     output wire                 ts2_sent,     // a TS2 goes out this cycle
-    output reg                  retry_fail,   // pulse: REPLAY unanswered SYNC_RETRIES times
+    output reg                  retry_fail,   // pulse: SYNC_RETRIES REPLAYs in a row answered by no SYNC
+    output wire                 disc_ld,      // pulse: an epoch link-up discards disc_num packets
+    output wire [6:0]           disc_num,
     // control symbol received this cycle (receiver's decode)
     input  wire                 ctl_ok,
     input  wire [1:0]           ctl_type,
     input  wire [8:0]           ctl_val,
     // receiver state and requests
     input  wire [6:0]           rx_exp,       // next expected sequence number
-    input  wire [NVC*7-1:0]     rx_rcnt,      // flits stored per VC (SYNC values)
+    input  wire [NVC*7-1:0]     rx_rcnt,      // flits stored per VC, now
+    input  wire [NVC*7-1:0]     rx_scnt,      // flits stored per VC when the last REPLAY arrived (SYNC values)
     input  wire [NVC*7-1:0]     rx_fcnt,      // flits freed per VC (CREDIT values)
     input  wire                 req_nack,     // pulse: send NACK(rx_exp)
     input  wire                 req_sync,     // pulse: send SYNC for every VC
@@ -75,10 +88,14 @@ module velo_link_tx #(
     localparam integer OFF_POS = 26 % LINK_W;                 // its position in that flit
     localparam [5:0]   HF6     = HF[5:0];
     localparam [5:0]   LENI6   = LEN_IDX[5:0];
+    localparam [5:0]   OFFI6   = OFF_IDX[5:0];
+    localparam [LINK_W-1:0] LENMASK = {{(LINK_W - 6){1'b0}}, 6'h3F} << LEN_OFF;  // FRAG_LEN_M1 in its flit
     localparam integer ROOM_I  = VC_DEPTH - MAXF;
     localparam integer BROOM_I = REPLAY_DEPTH - MAXF;
     localparam integer URG_I   = ROOM_I - CREDIT_MARGIN;
     localparam [CW-1:0] ROOM   = ROOM_I[CW-1:0];            // credits: start while T - F <= ROOM
+    localparam [CW-1:0] VCD    = VC_DEPTH[CW-1:0];
+    localparam [2:0]    NVC3   = NVC[2:0];
     localparam [RA:0]   BROOM  = BROOM_I[RA:0];             // replay buffer: start while used <= BROOM
     localparam [RA:0]   RDEPTH = REPLAY_DEPTH[RA:0];
     localparam [7:0]    CURG   = (URG_I < 0) ? 8'd0 : URG_I[7:0];
@@ -94,7 +111,7 @@ module velo_link_tx #(
 
     localparam [1:0] ST_TRAIN = 2'd0;  // link down: training symbols only
     localparam [1:0] ST_ACKW  = 2'd1;  // replay pending: finish freeing acknowledged packets, then REPLAY
-    localparam [1:0] ST_WSYNC = 2'd2;  // REPLAY sent: waiting for SYNC of every VC
+    localparam [1:0] ST_WSYNC = 2'd2;  // REPLAY sent, data flowing; waiting for the SYNC of every VC
     localparam [1:0] ST_SEND  = 2'd3;  // normal operation
 
     localparam [2:0] K_TS = 3'd0, K_CRC = 3'd1, K_REP = 3'd2, K_NACK = 3'd3, K_SYNC = 3'd4,
@@ -108,6 +125,8 @@ module velo_link_tx #(
     reg [5:0]        w_pos;       // index of the next flit written in it
     reg              w_lk;        // its length is known (FRAG_LEN_M1 seen)
     reg [5:0]        w_lidx;      // index of its last data flit
+    reg [1:0]        w_off2q;     // its FRAG_OFF[1:0]
+    reg              w_ovlq;      // its header announced too much (FRAG_LEN_M1 cleared): send it stomped
     reg              wpad;        // writing zero fillers (the switch ended it early)
     reg              wdrop;       // dropping flits past its length
     reg [1:0]        acc_vc;
@@ -117,6 +136,7 @@ module velo_link_tx #(
     reg              ack_busy;    // a per-sequence RAM read is in flight
     reg [NVC*(RA+1)-1:0] ucnt;    // flits per VC in the buffer from tail
     reg [NVC*CW-1:0] tcnt, scnt, fcnt;
+    reg [NVC*CW-1:0] srep;        // S of every VC when the last REPLAY went out
     // sender
     reg              rv;          // the replay RAM output holds the flit at rd_ptr
     reg              av;          // aux holds the flit at rd_ptr
@@ -128,12 +148,14 @@ module velo_link_tx #(
     reg              bad_s;       // ... and stomped
     reg [6:0]        snd_seq;     // sequence number of the packet being / next sent
     // replay handshake
-    reg [NVC-1:0]    sync_got;
+    reg [NVC-1:0]    sync_got;    // SYNCs received since the last REPLAY
+    reg              abandon;     // ACKW on a NACK: drop the packet being sent (the receiver discards it)
     reg [TMW-1:0]    tmr;
-    reg [RTW-1:0]    retries;
+    reg [RTW-1:0]    retries;     // REPLAYs in a row answered by no SYNC
     // control symbols
     reg              nack_pend;
-    reg [NVC-1:0]    sync_pend;
+    reg [NVC-1:0]    sync_pend;   // SYNCs still to send
+    reg              sync_two;    // ... and then the set once more (each SYNC goes out twice)
     reg [6:0]        ack_sent;
     reg [NVC*7-1:0]  fsent;
     reg [NI-1:0]     dirty;       // sent once since it changed: repeat it (a lost symbol is repaired)
@@ -155,37 +177,43 @@ module velo_link_tx #(
     wire [6:0] win_n  = done_seq - ack_tgt;
     wire [6:0] seq_d  = c_seq - ack_tgt;
     wire       seq_in = (seq_d <= win_n);
-    wire [6:0] peer_d = peer_seq - ack_tgt;
-    wire       peer_in = (peer_d <= win_n);
+    // the peer's TS value is mod 64: the window holds at most 64 values, so it names one of them
+    wire [5:0] peer_d = peer_seq - ack_tgt[5:0];
+    wire       peer_in = ({1'b0, peer_d} <= win_n);
 
     // ------------------------------------------------------------------ write side
     // Packets are written as their header's length says (the receiver frames by it): a packet the
     // switch ends early is padded with zero flits (a zero FRAG_LEN_M1 if it ends before that field;
     // tx_ready is low meanwhile), one that goes on past its length is cut there (the rest is taken
-    // and dropped); both go out stomped. A consistent switch never causes either.
+    // and dropped); a header announcing more than 64 bytes of payload area gets FRAG_LEN_M1 = 0
+    // and is cut or padded to that. All of them go out stomped. A consistent switch causes none.
     wire [RA:0]      dist_t  = wr_ptr - tail;
     wire [RA:0]      dist_r  = wr_ptr - rd_ptr;
     wire [RA:0]      used    = (dist_r > dist_t) ? dist_r : dist_t;  // rd behind tail while resending duplicates
-    assign tx_ready = (used != RDEPTH) && !wpad;
+    wire             room    = (used != RDEPTH);                     // every write checks it: used <= RDEPTH
+    assign tx_ready = room && !wpad;
     wire             acc     = tx_valid && tx_ready;
     wire [5:0]       w_idx   = acc_in ? w_pos : 6'd0;               // index of this flit in its packet
     wire             w_lenf  = (w_idx == LENI6);                    // it holds FRAG_LEN_M1
-    // payload area: FRAG_OFF % 4 pad bytes plus FRAG_LEN_M1 + 1 bytes (PKT_HDR)
-    reg  [1:0]       w_off2q;
-    wire [1:0]       w_off2  = (OFF_IDX == LEN_IDX) ? tx_data[OFF_POS +: 2] : w_off2q;
+    // FRAG_OFF[1:0] as far as known (zero until its flit: a cut header reads as zero there)
+    wire [1:0]       w_off2  = (w_idx == OFFI6) ? tx_data[OFF_POS +: 2] : ((w_idx > OFFI6) ? w_off2q : 2'd0);
+    // payload area: FRAG_OFF % 4 pad bytes plus FRAG_LEN_M1 + 1 bytes (PKT_HDR), at most 64
     wire [6:0]       w_am1   = {1'b0, tx_data[LEN_OFF +: 6]} + {5'd0, w_off2};
+    wire             w_ovl   = w_lenf && w_am1[6];                  // more than 64 bytes: framing error
     wire [6:0]       w_ln7   = {1'b0, HF6} + (w_am1 >> LFB);
-    wire [5:0]       w_lnew  = w_ln7[5:0];
+    wire [5:0]       w_lz    = HF6 + {4'd0, w_off2 >> LFB};         // last flit with FRAG_LEN_M1 = 0
+    wire [5:0]       w_lnew  = w_ovl ? w_lz : w_ln7[5:0];
     wire             unused_l7 = w_ln7[6];  // at most 4 + 66 / 2 = 37
     wire             w_lk_n  = w_lk || w_lenf;
     wire [5:0]       w_li_n  = w_lenf ? w_lnew : w_lidx;
     wire             w_atl   = w_lk_n && (w_idx == w_li_n);          // the header's last flit
     wire             w_early = tx_last && !w_atl;                   // ends before its length
-    wire             w_en    = wpad || (acc && !wdrop);             // a flit is written this cycle
+    wire             w_en    = (wpad && room) || (acc && !wdrop);   // a flit is written this cycle
     wire             w_plast = (w_pos == w_lidx);                   // padding: the last filler
     wire             w_last  = wpad ? w_plast : w_atl;
-    wire             w_bad   = wpad ? w_plast : (w_atl && !(tx_last && !tx_bad));
-    wire [PW-1:0]    w_word  = {w_bad, w_last, wpad ? {LINK_W{1'b0}} : tx_data};
+    wire             w_bad   = wpad ? w_plast : (w_atl && (w_ovlq || !(tx_last && !tx_bad)));
+    wire [LINK_W-1:0] w_dat  = wpad ? {LINK_W{1'b0}} : (w_ovl ? (tx_data & ~LENMASK) : tx_data);
+    wire [PW-1:0]    w_word  = {w_bad, w_last, w_dat};
     wire [1:0]       avc     = (acc_in || wpad) ? acc_vc : tx_data[`VELO_PKT_HDR_VC];
 
     // per-sequence RAM: {VC, end address} of every accepted packet, read for the ACKs
@@ -222,7 +250,11 @@ module velo_link_tx #(
         for (i = 0; i < NVC; i = i + 1)
             if (cur_vc == i[1:0]) s_minus_f = scnt[i*CW +: CW] - fcnt[i*CW +: CW];
     end
-    wire data_ok = (st == ST_SEND) && cur_v && (s_in || s_minus_f <= ROOM);
+    wire sending  = (st == ST_SEND) || (st == ST_WSYNC);
+    // a replay on a timeout first finishes the packet being sent: a REPLAY inside a packet would
+    // make the receiver pad it, and the replayed data behind the REPLAY would be lost meanwhile
+    wire finish   = (st == ST_ACKW) && s_in && !abandon;
+    wire data_ok  = (sending || finish) && cur_v && (s_in || s_minus_f <= ROOM);
 
     wire [15:0] crc_nx;
     velo_crc16 #(.W(LINK_W)) u_crc (
@@ -258,49 +290,93 @@ module velo_link_tx #(
     wire       unused_pv = &{1'b0, pick_vc[3:2]};
     wire [3:0] pick1  = (pick + 1'b1 == NI[3:0]) ? 4'd0 : pick + 1'b1;
 
+    // SYNC and NACK requests act in the cycle they arrive (req_* are registered pulses); the SYNC
+    // set goes out twice, one round after the other, so that one lost SYNC costs no repeated REPLAY
+    wire [NVC-1:0] sy_set = sync_pend | {NVC{req_sync}};
+    wire [NVC-1:0] sy_left;  // still due after this slot
+    wire           nk     = nack_pend || req_nack;
     // lowest VC with a SYNC due
     reg [1:0] svc;
     always @(*) begin
         svc = 2'd0;
         for (i = NVC - 1; i >= 0; i = i - 1)
-            if (sync_pend[i]) svc = i[1:0];
+            if (sy_set[i]) svc = i[1:0];
     end
 
     // ------------------------------------------------------------------ slot choice
+    // SYNC goes before NACK: every SYNC answering a REPLAY leaves before any NACK about the data
+    // that follows that REPLAY (the transmitter relies on this order, see ST_WSYNC).
     reg [2:0] kind;
     always @(*) begin
         if (!link_up)                         kind = K_TS;
         else if (crc_pend)                    kind = K_CRC;
-        else if (st == ST_ACKW && ack_done)   kind = K_REP;
-        else if (nack_pend)                   kind = K_NACK;
-        else if (|sync_pend)                  kind = K_SYNC;
+        else if (st == ST_ACKW && ack_done && !finish) kind = K_REP;
+        else if (|sy_set)                     kind = K_SYNC;
+        else if (nk)                          kind = K_NACK;
         else if (|urg)                        kind = K_CTL;
         else if (data_ok)                     kind = K_DATA;
         else                                  kind = K_CTL;
     end
     assign ts2_sent = (kind == K_TS) && heard;
+    assign sy_left  = sy_set & ~((kind == K_SYNC) ? ({{(NVC-1){1'b0}}, 1'b1} << svc) : {NVC{1'b0}});
 
-    // the control symbol {TYPE, VALUE} of this slot
-    reg [10:0] sym;
+    // the control symbol of this slot: LINK_CTL {TYPE, VALUE, CRC5}
+    reg [8:0]  val;
+    reg [1:0]  typ;
     reg [6:0]  cval;
     always @(*) begin
         cval = 7'd0;
         for (i = 0; i < NVC; i = i + 1)
             if (pick == i[3:0] + 4'd1) cval = rx_fcnt[i*7 +: 7];
         for (i = 0; i < NVC; i = i + 1)
-            if (kind == K_SYNC && svc == i[1:0]) cval = rx_rcnt[i*7 +: 7];
+            if (kind == K_SYNC && svc == i[1:0]) cval = rx_scnt[i*7 +: 7];
+        val = 9'd0;
+        typ = `VELO_LINK_CTL_TYPE_LINK;
         case (kind)
-            K_TS:    sym = {`VELO_LINK_CTL_TYPE_LINK, heard ? `VELO_LINK_SUB_TS2 : `VELO_LINK_SUB_TS1, rx_exp};
-            K_REP:   sym = {`VELO_LINK_CTL_TYPE_LINK, `VELO_LINK_SUB_REPLAY, ack_seq};
-            K_NACK:  sym = {`VELO_LINK_CTL_TYPE_LINK, `VELO_LINK_SUB_NACK, rx_exp};
-            K_SYNC:  sym = {`VELO_LINK_CTL_TYPE_SYNC, svc, cval};
-            default: sym = (pick == 4'd0) ? {`VELO_LINK_CTL_TYPE_ACK, 2'b00, rx_exp}
-                                          : {`VELO_LINK_CTL_TYPE_CREDIT, pick_vc[1:0], cval};
+            K_TS: begin
+                val[`VELO_LINK_CTLV_SUB]      = heard ? `VELO_LINK_SUB_TS2 : `VELO_LINK_SUB_TS1;
+                val[`VELO_LINK_CTLV_TS_SEQ]   = rx_exp[`VELO_LINK_CTLV_TS_SEQ_W-1:0];
+                val[`VELO_LINK_CTLV_TS_EPOCH] = ep;
+            end
+            K_REP: begin
+                val[`VELO_LINK_CTLV_SUB] = `VELO_LINK_SUB_REPLAY;
+                val[`VELO_LINK_CTLV_SEQ] = ack_seq;
+            end
+            K_NACK: begin
+                val[`VELO_LINK_CTLV_SUB] = `VELO_LINK_SUB_NACK;
+                val[`VELO_LINK_CTLV_SEQ] = rx_exp;
+            end
+            K_SYNC: begin
+                typ = `VELO_LINK_CTL_TYPE_SYNC;
+                val[`VELO_LINK_CTLV_SUB]   = svc;
+                val[`VELO_LINK_CTLV_COUNT] = cval;
+            end
+            default: begin
+                if (pick == 4'd0) begin
+                    typ = `VELO_LINK_CTL_TYPE_ACK;
+                    val[`VELO_LINK_CTLV_SEQ] = rx_exp;
+                end else begin
+                    typ = `VELO_LINK_CTL_TYPE_CREDIT;
+                    val[`VELO_LINK_CTLV_SUB]   = pick_vc[1:0];
+                    val[`VELO_LINK_CTLV_COUNT] = cval;
+                end
+            end
         endcase
     end
+    reg [15:0] sym16;
     wire [4:0] sym_crc;
-    velo_crc5 u_c5 (.data(sym), .crc(sym_crc));
-    wire [PW-1:0] ctl_flit = {SY_C, {(LINK_W - 16){1'b0}}, sym, sym_crc};
+    always @(*) begin
+        sym16 = 16'd0;
+        sym16[`VELO_LINK_CTL_TYPE]  = typ;
+        sym16[`VELO_LINK_CTL_VALUE] = val;
+    end
+    velo_crc5 u_c5 (.data(sym16[15:5]), .crc(sym_crc));
+    reg [15:0] ctl16;
+    always @(*) begin
+        ctl16 = sym16;
+        ctl16[`VELO_LINK_CTL_CRC5] = sym_crc;
+    end
+    wire [PW-1:0] ctl_flit = {SY_C, {(LINK_W - 16){1'b0}}, ctl16};
     wire [PW-1:0] crc_flit = {SY_D, {(LINK_W - 16){1'b0}}, crc_s ^ (bad_s ? STOMP : 16'h0000)};
     wire          send_item = (kind == K_CTL);
 
@@ -319,35 +395,46 @@ module velo_link_tx #(
     end
 
     // ------------------------------------------------------------------ start_ok
+    // room for a largest packet in the receiver's buffer and in the replay buffer (not while the
+    // previous packet is still being padded: its fillers come on top), at most 62 outstanding
     wire [6:0] outst = done_seq - ack_seq;
     always @(*) begin
         for (i = 0; i < NVC; i = i + 1)
-            tx_start_ok[i] = link_up && (st == ST_SEND) && (tcnt[i*CW +: CW] - fcnt[i*CW +: CW] <= ROOM) &&
-                             (used <= BROOM) && (outst <= 7'd62);
+            tx_start_ok[i] = link_up && sending && (tcnt[i*CW +: CW] - fcnt[i*CW +: CW] <= ROOM) &&
+                             (used <= BROOM) && !wpad && (outst <= 7'd62);
     end
 
     // SYNC / CREDIT arithmetic for the VC named by the symbol
-    reg [CW-1:0] f_of, s_of;
-    reg [RA:0]   u_of;
+    reg [CW-1:0] f_of, s_of, r_of, t_of;
     always @(*) begin
         f_of = {CW{1'b0}};
         s_of = {CW{1'b0}};
-        u_of = {(RA+1){1'b0}};
+        r_of = {CW{1'b0}};
+        t_of = {CW{1'b0}};
         for (i = 0; i < NVC; i = i + 1)
             if (c_sub == i[1:0]) begin
                 f_of = fcnt[i*CW +: CW];
                 s_of = scnt[i*CW +: CW];
-                u_of = ucnt[i*(RA+1) +: RA+1];
+                r_of = srep[i*CW +: CW];
+                t_of = tcnt[i*CW +: CW];
             end
     end
     wire [6:0]    c_inc  = c_seq - f_of[6:0];                   // CREDIT: newly freed flits
     wire          c_good = ({{(CW-7){1'b0}}, c_inc} <= s_of - f_of);  // never more than sent
-    wire [CW-1:0] s_base = f_of + {{(CW-7){1'b0}}, c_inc};      // SYNC: S := R (relative to F)
-    wire          take_sync = c_sync && (st == ST_WSYNC);
+    wire [CW-1:0] s_base = f_of + {{(CW-7){1'b0}}, c_inc};      // CREDIT: F; SYNC: R, unwrapped
+    wire [CW-1:0] s_dlt  = s_base - r_of;                       // SYNC: R - S at the REPLAY
+    // SYNC: S := R + flits sent since the REPLAY (and this cycle's); T moves with S
+    wire [CW-1:0] s_syn  = s_of + s_dlt + {{(CW-1){1'b0}}, (kind == K_DATA) && (cur_vc == c_sub)};
+    wire [CW-1:0] t_syn  = t_of + s_dlt + {{(CW-1){1'b0}}, w_en && (avc == c_sub)};
+    wire          c_vc_ok = ({1'b0, c_sub} < NVC3);
+    wire          take_sync = c_sync && c_vc_ok && (st == ST_WSYNC) && !sync_got[c_sub];
     wire [NVC-1:0] got_nx = sync_got | (take_sync ? ({{(NVC-1){1'b0}}, 1'b1} << c_sub) : {NVC{1'b0}});
     wire [6:0]    snd_d  = snd_seq - ack_tgt;
     wire          outstanding = (snd_d != 7'd0) && !snd_d[6];
     wire          up_edge = link_up && !lu_q;
+    wire          tr_ep   = (st == ST_TRAIN) && up_edge && ep;  // an epoch begins
+    assign disc_ld  = tr_ep;
+    assign disc_num = done_seq - ack_tgt;
 
     // ------------------------------------------------------------------ registers
     integer v;
@@ -362,6 +449,8 @@ module velo_link_tx #(
             w_pos     <= 6'd0;
             w_lk      <= 1'b0;
             w_lidx    <= 6'd0;
+            w_off2q   <= 2'd0;
+            w_ovlq    <= 1'b0;
             wpad      <= 1'b0;
             wdrop     <= 1'b0;
             acc_vc    <= 2'd0;
@@ -373,6 +462,7 @@ module velo_link_tx #(
             tcnt      <= {NVC*CW{1'b0}};
             scnt      <= {NVC*CW{1'b0}};
             fcnt      <= {NVC*CW{1'b0}};
+            srep      <= {NVC*CW{1'b0}};
             rv        <= 1'b0;
             av        <= 1'b0;
             s_in      <= 1'b0;
@@ -382,10 +472,12 @@ module velo_link_tx #(
             bad_s     <= 1'b0;
             snd_seq   <= 7'd0;
             sync_got  <= {NVC{1'b0}};
+            abandon   <= 1'b0;
             tmr       <= {TMW{1'b0}};
             retries   <= {RTW{1'b0}};
             nack_pend <= 1'b0;
             sync_pend <= {NVC{1'b0}};
+            sync_two  <= 1'b0;
             ack_sent  <= 7'd0;
             fsent     <= {NVC*7{1'b0}};
             dirty     <= {NI{1'b0}};
@@ -405,31 +497,36 @@ module velo_link_tx #(
             if (w_en) wr_ptr <= wr_ptr + 1'b1;
             if (w_en && w_last) done_seq <= done_seq + 1'b1;
             if (wpad) begin
-                w_pos <= w_pos + 1'b1;
-                if (w_plast) begin
-                    wpad   <= 1'b0;
-                    acc_in <= 1'b0;
-                    w_lk   <= 1'b0;
+                if (room) begin
+                    w_pos <= w_pos + 1'b1;
+                    if (w_plast) begin
+                        wpad   <= 1'b0;
+                        acc_in <= 1'b0;
+                        w_lk   <= 1'b0;
+                        w_ovlq <= 1'b0;
+                    end
                 end
             end else if (acc && wdrop) begin
                 if (tx_last) wdrop <= 1'b0;
             end else if (acc) begin
                 if (!acc_in) acc_vc <= tx_data[`VELO_PKT_HDR_VC];
-                if (w_idx == OFF_IDX[5:0]) w_off2q <= tx_data[OFF_POS +: 2];
+                if (w_idx == OFFI6) w_off2q <= tx_data[OFF_POS +: 2];
                 w_pos <= w_idx + 1'b1;
                 if (w_atl) begin
                     acc_in <= 1'b0;
                     wdrop  <= !tx_last;
                     w_lk   <= 1'b0;
+                    w_ovlq <= 1'b0;
                 end else if (w_early) begin
                     acc_in <= 1'b1;
                     wpad   <= 1'b1;
                     w_lk   <= 1'b1;
-                    w_lidx <= w_lk_n ? w_li_n : HF6;  // zero fillers: FRAG_LEN_M1 = 0
+                    w_lidx <= w_lk_n ? w_li_n : w_lz;  // zero fillers: FRAG_LEN_M1 = 0
                 end else begin
                     acc_in <= 1'b1;
                     w_lk   <= w_lk_n;
                     w_lidx <= w_li_n;
+                    if (w_ovl) w_ovlq <= 1'b1;
                 end
             end
 
@@ -445,14 +542,25 @@ module velo_link_tx #(
                 ucnt[v*(RA+1) +: RA+1] <= ucnt[v*(RA+1) +: RA+1]
                     + {{RA{1'b0}}, w_en && (avc == v[1:0])}
                     - ((ack_busy && f_vc == v[1:0]) ? f_len : {(RA+1){1'b0}});
-                if (take_sync && c_sub == v[1:0]) begin
-                    scnt[v*CW +: CW] <= s_base;
-                    tcnt[v*CW +: CW] <= s_base + {{(CW-RA-1){1'b0}}, u_of} + {{(CW-1){1'b0}}, w_en && (avc == v[1:0])};
+                if (tr_ep) begin
+                    // a new epoch: assume the peer's buffer full until its SYNC says otherwise
+                    scnt[v*CW +: CW] <= VCD;
+                    tcnt[v*CW +: CW] <= VCD;
+                end else if (kind == K_REP) begin
+                    // everything from tail is sent again; no data flit goes out in this slot
+                    srep[v*CW +: CW] <= scnt[v*CW +: CW];
+                    tcnt[v*CW +: CW] <= scnt[v*CW +: CW] + {{(CW-RA-1){1'b0}}, ucnt[v*(RA+1) +: RA+1]}
+                                        + {{(CW-1){1'b0}}, w_en && (avc == v[1:0])};
+                end else if (take_sync && c_sub == v[1:0]) begin
+                    scnt[v*CW +: CW] <= s_syn;
+                    tcnt[v*CW +: CW] <= t_syn;
                 end else begin
                     scnt[v*CW +: CW] <= scnt[v*CW +: CW] + {{(CW-1){1'b0}}, (kind == K_DATA) && (cur_vc == v[1:0])};
                     tcnt[v*CW +: CW] <= tcnt[v*CW +: CW] + {{(CW-1){1'b0}}, w_en && (avc == v[1:0])};
                 end
-                if (c_credit && c_good && c_sub == v[1:0])
+                if (tr_ep)
+                    fcnt[v*CW +: CW] <= {CW{1'b0}};
+                else if (c_credit && c_good && c_sub == v[1:0])
                     fcnt[v*CW +: CW] <= s_base;
             end
 
@@ -501,11 +609,17 @@ module velo_link_tx #(
             end
 
             // ---- control symbol bookkeeping
-            nack_pend <= link_up && (req_nack || (nack_pend && kind != K_NACK));
-            if (req_sync)
-                sync_pend <= {NVC{1'b1}};
-            else if (kind == K_SYNC)
-                sync_pend <= sync_pend & ~({{(NVC-1){1'b0}}, 1'b1} << svc);
+            nack_pend <= link_up && nk && (kind != K_NACK);
+            if (!link_up) begin
+                sync_pend <= {NVC{1'b0}};
+                sync_two  <= 1'b0;
+            end else if (sy_left == {NVC{1'b0}} && (sync_two || req_sync)) begin
+                sync_pend <= {NVC{1'b1}};  // the second round (NVC = 1: req_sync sent the first)
+                sync_two  <= 1'b0;
+            end else begin
+                sync_pend <= sy_left;
+                if (req_sync) sync_two <= 1'b1;
+            end
             if (send_item) begin
                 if (pick == 4'd0) begin
                     ack_sent <= rx_exp;
@@ -530,7 +644,10 @@ module velo_link_tx #(
                     if (up_edge) begin
                         st    <= ST_ACKW;
                         dirty <= {NI{1'b1}};  // repeat every ACK/CREDIT value after a link-up
-                        if (peer_in) ack_tgt <= peer_seq;
+                        if (ep)
+                            ack_tgt <= done_seq;  // epoch: discard every complete packet
+                        else if (peer_in)
+                            ack_tgt <= ack_tgt + {1'b0, peer_d};
                     end
                 end
                 ST_ACKW: begin
@@ -542,22 +659,34 @@ module velo_link_tx #(
                         rv       <= 1'b0;
                         av       <= 1'b0;
                         s_in     <= 1'b0;
-                        retries  <= retries + 1'b1;
-                        // a repeated REPLAY keeps the SYNCs already in (the receiver got no data since)
-                        if (retries == {RTW{1'b0}}) sync_got <= {NVC{1'b0}};
+                        sync_got <= {NVC{1'b0}};
                     end
                 end
                 ST_WSYNC: begin
+                    // The replay streams out. SYNCs arriving now answer this REPLAY: the receiver
+                    // sends its SYNCs (the set twice) right after each REPLAY and before any NACK, a
+                    // new REPLAY follows only a NACK in SEND (behind those SYNCs on the wire) or
+                    // SYNC_TIMEOUT here (longer than a round trip). ACKs and NACKs count as
+                    // acknowledgements once a SYNC shows that the receiver has taken the REPLAY
+                    // (before that they may predate it, or an epoch); a NACK starts no replay here:
+                    // one that crossed the REPLAY is answered by it, a later one follows the SYNCs.
                     sync_got <= got_nx;
                     tmr      <= tmr + 1'b1;
+                    if ((c_ack || c_nack) && seq_in && |sync_got) ack_tgt <= c_seq;
                     if (&got_nx) begin
                         st      <= ST_SEND;
                         tmr     <= {TMW{1'b0}};
                         retries <= {RTW{1'b0}};
                     end else if (tmr == STO) begin
-                        st  <= ST_ACKW;
-                        tmr <= {TMW{1'b0}};
-                        if (retries >= RETR) retry_fail <= 1'b1;
+                        st      <= ST_ACKW;  // repeat the REPLAY (and the replay)
+                        tmr     <= {TMW{1'b0}};
+                        abandon <= 1'b0;
+                        if (|got_nx) begin
+                            retries <= {RTW{1'b0}};
+                        end else begin
+                            retries <= retries + 1'b1;
+                            if (retries + 1'b1 >= RETR) retry_fail <= 1'b1;
+                        end
                     end
                 end
                 default: begin  // ST_SEND
@@ -565,14 +694,16 @@ module velo_link_tx #(
                         ack_tgt <= c_seq;
                         st      <= ST_ACKW;
                         tmr     <= {TMW{1'b0}};
+                        abandon <= 1'b1;
                     end else if (c_ack && seq_in && c_seq != ack_tgt) begin
                         ack_tgt <= c_seq;
                         tmr     <= {TMW{1'b0}};
                     end else if (!outstanding) begin
                         tmr <= {TMW{1'b0}};
                     end else if (tmr == RTO) begin
-                        st  <= ST_ACKW;  // no ACK progress: replay from the oldest unacknowledged packet
-                        tmr <= {TMW{1'b0}};
+                        st      <= ST_ACKW;  // no ACK progress: replay from the oldest unacknowledged packet
+                        tmr     <= {TMW{1'b0}};
+                        abandon <= 1'b0;
                     end else begin
                         tmr <= tmr + 1'b1;
                     end

@@ -11,7 +11,7 @@
 /* Spec version. */
 #define VELO_SPEC_VERSION 0x100
 /* CRC-32 of spec/velo_spec.json. */
-#define VELO_SPEC_HASH 0x332ECE82
+#define VELO_SPEC_HASH 0xDDD21AA0ULL
 /* Width of a node id: up to 2^NODE_BITS nodes (paper: n - t = 8, 256 nodes). */
 #define VELO_DEFAULT_NODE_BITS 0x8
 /* Smallest NODE_BITS. */
@@ -163,7 +163,15 @@
 /* Block version. */
 #define VELO_BLK_VPID_VERSION 0x1
 /* Offset of the next block (0: last). */
-#define VELO_BLK_VPID_NEXT 0x0
+#define VELO_BLK_VPID_NEXT 0x500
+/* Mailbox interrupts (kernel only): the device's single interrupt (MSI/MSI-X vector 0). Arming a vpid is one-shot: the next entry the NIC writes into that vpid's ring disarms it, sets its PENDING bit and, once every TLP of the entry has been accepted upstream (so the MSI is ordered behind the data) and CTRL.ENABLE=1, requests the interrupt. While a request is outstanding further PENDING bits accumulate without a new request. Any write of the vpid's MB_CFG disarms it. Wait protocol: write ARM, read any register (the arm is then in effect, and an entry written before it is visible), re-check the ring, sleep only if it is still empty; the handler reads PENDING, writes the bits back to clear them and wakes their waiters. */
+#define VELO_BLK_IRQ_BASE 0x500
+/* Block type. */
+#define VELO_BLK_IRQ_TYPE 0x56495251
+/* Block version. */
+#define VELO_BLK_IRQ_VERSION 0x1
+/* Offset of the next block (0: last). */
+#define VELO_BLK_IRQ_NEXT 0x0
 /* Common block header register offset. */
 #define VELO_BLKHDR_TYPE 0x0
 /* Common block header register offset. */
@@ -214,6 +222,16 @@
 #define VELO_REG_VPID_USER_OFFSET 0x418
 /* Bytes per user page (one 4 KiB page per vpid, mapped to its owner). */
 #define VELO_REG_VPID_USER_STRIDE 0x41C
+/* Interrupt control. */
+#define VELO_REG_IRQ_CTRL 0x50C
+/* Write a vpid number to arm that vpid (one-shot); values of NUM_VPIDS and above are ignored and counted as bad accesses. Reads 0. */
+#define VELO_REG_IRQ_ARM 0x510
+/* Interrupt requests raised (coalesced ones not counted), 32 bits, wrapping; write clears. */
+#define VELO_REG_IRQ_COUNT 0x514
+/* BAR0 offset of the pending bitmap (IRQ_PENDING). */
+#define VELO_REG_IRQ_PENDING_OFFSET 0x518
+/* Words of the pending bitmap: ceil(NUM_VPIDS / 32). */
+#define VELO_REG_IRQ_PENDING_WORDS 0x51C
 /* Mailbox of vpid v at base + v*stride (kernel only). Configure only while MB_CFG.ENABLE=0: write MB_BASE_LO/HI, MB_WP=0, the user page's MB_RP=0, then MB_CFG. Disable, then poll QUIESCE_STATUS before freeing the ring. */
 #define VELO_TBL_VPID_TABLE_BASE 0x8000
 /* Bytes per entry. */
@@ -256,12 +274,18 @@
 #define VELO_TBL_NET_PORT_CNT_STOMP 0x1C
 /* Cycles a packet waited at the switch for this link's credits. */
 #define VELO_TBL_NET_PORT_CNT_CREDIT_STALL 0x20
-/* Link-down events. */
+/* Link-down events, plus one for every packet discarded from the replay buffer when the link came back up in a new epoch (the neighbour had been reset; see docs/net-link.md). */
 #define VELO_TBL_NET_PORT_CNT_LINK_DOWN 0x24
 /* Control symbols dropped (CRC-5 failure or invalid sync outside a packet). */
 #define VELO_TBL_NET_PORT_CNT_CTL_DROP 0x28
 /* Packets received good (accepted with their sequence number). */
 #define VELO_TBL_NET_PORT_CNT_RX_PKTS 0x2C
+/* Pending bitmap of the IRQ block (kernel only): word w at base + w*stride holds vpids 32*w..32*w+31, bit i for vpid 32*w+i. Bits of vpids at and past NUM_VPIDS read 0. Cleared after reset. */
+#define VELO_TBL_IRQ_PENDING_BASE 0x580
+/* Bytes per entry. */
+#define VELO_TBL_IRQ_PENDING_STRIDE 0x4
+/* Read: vpids whose armed entry was written since their bit was last cleared. Write: 1 clears the bit, 0 leaves it (a bit set by an entry in the same cycle stays set). */
+#define VELO_TBL_IRQ_PENDING_PENDING 0x0
 /* Whole messages sent (one TLP carried the whole message). */
 #define VELO_CNT_TX_MSGS 0x0
 /* Fragments sent (a partial write-combining flush). */
@@ -337,7 +361,7 @@
 /* Destination vpid. */
 #define VELO_PKT_HDR_DST_VPID_SHIFT 48
 #define VELO_PKT_HDR_DST_VPID_WIDTH 8
-/* Bytes carried by this packet's payload minus one (the network layer frames every packet as the header word plus FRAG_LEN_M1+1 payload bytes, see docs/network.md). */
+/* Bytes of the fragment this packet carries, minus one. The link frames every packet as the header word plus its payload area of FRAG_OFF % 4 + FRAG_LEN_M1 + 1 bytes, at most 64 (a consistent header has FRAG_OFF % 4 + FRAG_LEN_M1 <= 63). A header announcing more is a framing error: a link receiver forwards the packet bad with this field cleared and requests a replay; a link transmitter clears this field and sends the packet stomped (docs/net-link.md). */
 #define VELO_PKT_HDR_FRAG_LEN_M1_SHIFT 56
 #define VELO_PKT_HDR_FRAG_LEN_M1_WIDTH 6
 /* 1 when this packet is a fragment (FRAG_OFF != 0 or FRAG_LEN != MSG_LEN). */
@@ -451,9 +475,15 @@
 /* LINK_CTL_TYPE_*: LINK (training, NACK, replay), ACK, CREDIT, SYNC. */
 #define VELO_LINK_CTL_TYPE_SHIFT 14
 #define VELO_LINK_CTL_TYPE_WIDTH 2
-/* Sequence number (LINK, ACK). */
+/* Sequence number (NACK, REPLAY, ACK). */
 #define VELO_LINK_CTLV_SEQ_SHIFT 0
 #define VELO_LINK_CTLV_SEQ_WIDTH 7
+/* TS1, TS2: the receiver's next expected sequence number mod 64 (unambiguous in the peer transmitter's window of at most 64 values). */
+#define VELO_LINK_CTLV_TS_SEQ_SHIFT 0
+#define VELO_LINK_CTLV_TS_SEQ_WIDTH 6
+/* TS1, TS2: epoch request. 1 while the sender's receiver has no sequence state for the peer (after a reset, until it adopts the peer's first REPLAY) or the sender has seen the peer ask for one this training round; a link-up with this bit set on both sides starts a new epoch: both transmitters discard their replay buffers and restart credits, both receivers adopt the peer's REPLAY (docs/net-link.md). */
+#define VELO_LINK_CTLV_TS_EPOCH_SHIFT 6
+#define VELO_LINK_CTLV_TS_EPOCH_WIDTH 1
 /* Cumulative flit count mod 128 (CREDIT, SYNC). */
 #define VELO_LINK_CTLV_COUNT_SHIFT 0
 #define VELO_LINK_CTLV_COUNT_WIDTH 7
@@ -493,6 +523,9 @@
 /* Receive buffer per VC, in flits. */
 #define VELO_REG_NET_PORTS_VC_DEPTH_SHIFT 16
 #define VELO_REG_NET_PORTS_VC_DEPTH_WIDTH 8
+/* 1: a PENDING bit set by an entry requests the interrupt; 0: PENDING bits are set, no request is made (a request already raised stays until taken). */
+#define VELO_REG_IRQ_CTRL_ENABLE_SHIFT 0
+#define VELO_REG_IRQ_CTRL_ENABLE_WIDTH 1
 /* 1: packets for this vpid are delivered; 0: dropped and counted. */
 #define VELO_TBL_VPID_TABLE_MB_CFG_ENABLE_SHIFT 0
 #define VELO_TBL_VPID_TABLE_MB_CFG_ENABLE_WIDTH 1
