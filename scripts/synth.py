@@ -28,6 +28,9 @@ UNITS = {
     "link": ("velo_link", None),      # one network port's link layer (LINK_W 16)
     "switch": ("velo_switch", None),  # the switch, NP = 2 (a ring node), LINK_W 16
     "nic": ("velo_nic", None),        # everything, NP = 2
+    "pcie7_rx": ("velo_pcie7_rx", ["rtl/board/xc7/velo_pcie7_rx.v"]),     # 7-series PCIe board adapters
+    "pcie7_tx": ("velo_pcie7_tx", ["rtl/board/xc7/velo_pcie7_tx.v"]),
+    "pcie7_irq": ("velo_pcie7_irq", ["rtl/board/xc7/velo_pcie7_irq.v"]),
 }
 PAPER = {"requester": (88, 143), "completer": (274, 365), "regfile": (222, 199)}
 FAMILIES = {

@@ -1,7 +1,7 @@
-// VELO register file (BAR0): the register-block chain (ID, CTRL, COUNTERS, NET, VPID), the per-vpid
-// mailbox table, the per-vpid user pages holding the read pointers, the route table (block RAM,
-// read port shared with the requester, which has priority) and the network port entries
-// (configuration, link status, link counters).
+// VELO register file (BAR0): the register-block chain (ID, CTRL, COUNTERS, NET, VPID, IRQ), the
+// per-vpid mailbox table, the per-vpid user pages holding the read pointers, the route table (block
+// RAM, read port shared with the requester, which has priority), the network port entries
+// (configuration, link status, link counters) and the mailbox interrupts.
 //
 // Register writes and reads arrive as TLPs (1 DW, or 2 DW 8-byte aligned); reads are answered
 // with completions. Requests the NIC does not support are answered with UR completions and
@@ -9,6 +9,17 @@
 // read port shared with the completer (the completer has priority) and, for the write pointer,
 // one write port shared with the completer (again with priority). After reset the table is
 // cleared (every vpid disabled, every route invalid) before the first request is taken.
+//
+// Interrupts: the arm bits live in a one-bit-wide RAM (a vpid each) with a read port of its own;
+// the completer reports every committed entry (its last TLP accepted upstream) with its vpid, the
+// arm bit is read in that cycle and, if set, cleared in the next one, where the vpid's PENDING
+// bit is set and the interrupt requested. A write of the arm bit in the cycle it is read is
+// forwarded. The decision's clear has the write port: a software write of the arm bit (ARM sets,
+// any MB_CFG write clears) waits a cycle behind it. The pending bitmap is a small RAM of 32-bit
+// words with asynchronous reads (distributed RAM; flip-flops where there is none), updated by
+// read-modify-write: an entry sets its bit, a software write-1-to-clear of the same word in the
+// same cycle is merged into that write (the entry's bit stays set), one of another word waits a
+// cycle.
 `default_nettype none
 `include "velo_spec.vh"
 module velo_regfile #(
@@ -89,7 +100,13 @@ module velo_regfile #(
     // counter events
     output reg                  ev_window_read,
     output reg                  ev_unsupported,
-    output reg                  ev_bad_access
+    output reg                  ev_bad_access,
+    // interrupts: an entry for cmt_vpid was committed (its last TLP accepted upstream), and the
+    // interrupt request (valid/ready; held until taken)
+    input  wire                 cmt_valid,
+    input  wire [VPID_BITS-1:0] cmt_vpid,
+    output reg                  irq_valid,
+    input  wire                 irq_ready
 );
     localparam integer NV = 1 << VPID_BITS;
     localparam [31:0] MSG_MAX = `VELO_MSG_MAX;
@@ -107,6 +124,11 @@ module velo_regfile #(
     localparam [31:0] RT_HI   = {11'd0, RT_LO} + NN * 4;
     localparam [20:0] NP_LO   = `VELO_TBL_NET_PORT_BASE;
     localparam [31:0] NP_HI   = {11'd0, NP_LO} + NP * `VELO_TBL_NET_PORT_STRIDE;
+    localparam integer NPW    = (NV + 31) / 32;   // words of the pending bitmap
+    localparam integer PWA    = (NPW > 1) ? $clog2(NPW) : 1;  // pending word address width
+    localparam [20:0] PND_LO  = `VELO_TBL_IRQ_PENDING_BASE;
+    localparam [31:0] PND_HI  = {11'd0, PND_LO} + NPW * 4;
+    localparam [31:0] NPW32   = NPW;
     localparam [2:0] R_INIT = 3'd0, R_IDLE = 3'd1, R_DRAIN = 3'd2, R_WR = 3'd3,
                      R_RD = 3'd4, R_RDW = 3'd5, R_CPL = 3'd6;
 
@@ -119,6 +141,8 @@ module velo_regfile #(
     reg [31:0] scratch;
     reg        ctrl_enable;
     reg [VPID_BITS-1:0] quiesce_vpid;
+    reg        irq_en;         // IRQ.CTRL.ENABLE
+    reg [31:0] irq_count;      // IRQ.COUNT
 
     reg [20:0] a;          // current register offset (DW aligned)
     reg        two;        // 2-DW access
@@ -202,9 +226,17 @@ module velo_regfile #(
     wire [VPID_BITS-1:0] tv = in_user ? a[12 +: VPID_BITS] : a[4 +: VPID_BITS];
     wire [1:0] tfield = a[3:2];
     wire in_cnt  = (a >= CNT_LO) && ({11'd0, a} < CNT_HI);
+    wire in_pnd  = (a >= PND_LO) && ({11'd0, a} < PND_HI);
+    wire [20:0] pnd_off = a - PND_LO;
+    wire [PWA-1:0] pnd_w = pnd_off[2 +: PWA];   // pending word
+    reg  [31:0] pnd_mem [0:(1<<PWA)-1];         // the pending bitmap (see below)
+    wire [31:0] pnd_rd   = pnd_mem[pnd_w];
+    wire [31:0] wd      = second ? wdata[63:32] : wdata[31:0];  // write data of the current DW
+    wire        arm_ok  = (wd >> VPID_BITS) == 32'd0;          // an ARM value names a vpid
     wire [20:0] cnt_off = a - CNT_LO;
     assign cnt_idx = cnt_off[2 +: CNT_IDX_W];
-    wire unused_ok = &{1'b0, req_addr[31:21], cnt_off, np_off, np_cidx[5], np_cidx[1:0]};
+    wire unused_ok = &{1'b0, req_addr[31:21], cnt_off, np_off, np_cidx[5], np_cidx[1:0], pnd_off,
+                       NPW32};
     genvar gp;
     generate
         for (gp = 0; gp < NP; gp = gp + 1) begin : g_pcfg
@@ -273,8 +305,19 @@ module velo_regfile #(
             `VELO_REG_NET_PORT_OFFSET:   g_rd = {11'd0, `VELO_TBL_NET_PORT_BASE};
             `VELO_REG_NET_PORT_STRIDE:   g_rd = {11'd0, `VELO_TBL_NET_PORT_STRIDE};
             `VELO_REG_NET_DROP_NO_ROUTE: begin g_rd = no_route; g_wr_ok = 1'b1; end
+            `VELO_BLK_IRQ_BASE + `VELO_BLKHDR_TYPE:    g_rd = `VELO_BLK_IRQ_TYPE;
+            `VELO_BLK_IRQ_BASE + `VELO_BLKHDR_VERSION: g_rd = `VELO_BLK_IRQ_VERSION;
+            `VELO_BLK_IRQ_BASE + `VELO_BLKHDR_NEXT:    g_rd = {11'd0, `VELO_BLK_IRQ_NEXT};
+            `VELO_REG_IRQ_CTRL:  begin g_rd[`VELO_REG_IRQ_CTRL_ENABLE] = irq_en; g_wr_ok = 1'b1; end
+            `VELO_REG_IRQ_ARM:   g_wr_ok = arm_ok;
+            `VELO_REG_IRQ_COUNT: begin g_rd = irq_count; g_wr_ok = 1'b1; end
+            `VELO_REG_IRQ_PENDING_OFFSET: g_rd = {11'd0, `VELO_TBL_IRQ_PENDING_BASE};
+            `VELO_REG_IRQ_PENDING_WORDS:  g_rd = NPW32;
             default: begin
-                if (in_cnt) begin
+                if (in_pnd) begin
+                    g_rd = pnd_rd;
+                    g_wr_ok = 1'b1;
+                end else if (in_cnt) begin
                     g_rd = cnt_data;
                     g_wr_ok = 1'b1;
                 end else if (in_np) begin
@@ -299,15 +342,17 @@ module velo_regfile #(
     wire        rt_sw_re  = (st == R_RD) && in_rt && !rt_re;
     wire        ram_re    = tbl_re || sw_re;
     wire [VPID_BITS-1:0] ram_ra = tbl_re ? tbl_vpid : tv;
-    wire [31:0] wd = second ? wdata[63:32] : wdata[31:0];
 
     wire        do_wr   = (st == R_WR);
     wire        wr_tbl  = do_wr && in_tbl;
     wire        wr_user = do_wr && in_user;
     wire        wp_busy = wr_tbl && tfield == 2'd3 && wp_we;  // the completer has the port
+    wire        arm_busy;                                     // the interrupt unit has the arm port ...
+    wire        pnd_busy;                                     // ... or the pending port
+    wire        wr_busy = wp_busy || arm_busy || pnd_busy;
     wire        we_lo   = init_busy || (wr_tbl && tfield == 2'd0);
     wire        we_hi   = init_busy || (wr_tbl && tfield == 2'd1);
-    wire        we_cfg  = init_busy || (wr_tbl && tfield == 2'd2);
+    wire        we_cfg  = init_busy || (wr_tbl && tfield == 2'd2 && !arm_busy);
     wire        we_wp   = wp_we || init_busy || (wr_tbl && tfield == 2'd3);
     wire        we_rp   = init_busy || wr_user;
     wire [VPID_BITS-1:0] wa = init_busy ? init_idx[VPID_BITS-1:0] : tv;
@@ -349,6 +394,61 @@ module velo_regfile #(
     assign tbl_log2 = r_cfg[5:1];
     assign tbl_wp   = r_wp;
     assign tbl_rp   = r_rp;
+
+    // ------------------------------------------------------------------ interrupts
+    reg                 c_v;      // an entry was committed last cycle: its arm bit is on r_arm
+    reg [VPID_BITS-1:0] c_vpid;
+    reg                 fw_v;     // the arm bit of c_vpid was written in the cycle it was read ...
+    reg                 fw_d;     // ... with this value
+    wire                r_arm;
+    wire c_hit      = c_v && (fw_v ? fw_d : r_arm);   // the entry consumes the arm
+    wire arm_sw_set = do_wr && (a == `VELO_REG_IRQ_ARM) && arm_ok;
+    wire arm_sw_clr = wr_tbl && tfield == 2'd2;        // every MB_CFG write disarms
+    assign arm_busy = c_hit && (arm_sw_set || arm_sw_clr);
+    wire arm_we     = init_busy || c_hit || arm_sw_set || arm_sw_clr;
+    wire [VPID_BITS-1:0] arm_wa = init_busy ? init_idx[VPID_BITS-1:0] :
+                                  c_hit ? c_vpid : (arm_sw_set ? wd[VPID_BITS-1:0] : tv);
+    wire arm_wd     = !init_busy && !c_hit && arm_sw_set;
+    velo_sdp_ram #(.W(1), .ADDR_W(VPID_BITS)) u_arm (
+        .clk(clk), .we(arm_we), .waddr(arm_wa), .wdata(arm_wd),
+        .re(cmt_valid), .raddr(cmt_vpid), .rdata(r_arm));
+
+    always @(posedge clk) begin
+        if (rst) begin
+            c_v  <= 1'b0;
+            fw_v <= 1'b0;
+        end else begin
+            c_v <= cmt_valid && !init_busy;
+            if (cmt_valid) fw_v <= arm_we && (arm_wa == cmt_vpid);
+        end
+    end
+    // data of the commit pipeline (used only with c_v)
+    always @(posedge clk) begin
+        if (cmt_valid) begin
+            c_vpid <= cmt_vpid;
+            fw_d   <= arm_wd;
+        end
+    end
+
+    // pending bitmap: the entry's bit, merged with a software clear of the same word; a clear of
+    // another word waits (pnd_busy)
+    wire [7:0]     c_v8    = {{(8-VPID_BITS){1'b0}}, c_vpid};
+    wire [PWA-1:0] c_word  = c_v8[5 +: PWA];
+    wire [31:0]    c_bit   = 32'd1 << c_v8[4:0];
+    wire           unused_cv = &{1'b0, c_v8};
+    wire           pnd_sw  = do_wr && in_pnd;
+    assign         pnd_busy = c_hit && pnd_sw && (c_word != pnd_w);
+    wire           pnd_swgo = pnd_sw && !pnd_busy;
+    wire           pnd_we  = init_busy || c_hit || pnd_swgo;
+    wire [PWA-1:0] pnd_wa  = init_busy ? init_idx[PWA-1:0] : (c_hit ? c_word : pnd_w);
+    wire [31:0]    pnd_old = pnd_mem[pnd_wa];
+    wire [31:0]    pnd_new = init_busy ? 32'd0 : ((pnd_old & ~(pnd_swgo ? wd : 32'd0)) | (c_hit ? c_bit : 32'd0));
+    always @(posedge clk) begin
+        if (pnd_we) pnd_mem[pnd_wa] <= pnd_new;
+    end
+    // a new request for an entry's bit unless one is outstanding (then the bit just waits)
+    wire irq_hold  = irq_valid && !irq_ready;
+    wire irq_raise = c_hit && irq_en;
 
     reg [31:0] t_rd;  // RAM-backed register as software sees it
     always @(*) begin
@@ -401,6 +501,9 @@ module velo_regfile #(
             ev_window_read <= 1'b0;
             ev_unsupported <= 1'b0;
             ev_bad_access  <= 1'b0;
+            irq_en         <= 1'b0;
+            irq_count      <= 32'd0;
+            irq_valid      <= 1'b0;
             a              <= 21'd0;
             two            <= 1'b0;
             second         <= 1'b0;
@@ -411,6 +514,8 @@ module velo_regfile #(
             ncnt_clr       <= 1'b0;
             ev_window_read <= 1'b0;
             if (ev_no_route && no_route != 32'hFFFF_FFFF) no_route <= no_route + 32'd1;
+            irq_valid <= irq_hold || irq_raise;
+            if (irq_raise && !irq_hold) irq_count <= irq_count + 32'd1;  // a write clear wins
             ev_unsupported <= 1'b0;
             ev_bad_access  <= 1'b0;
             case (st)
@@ -450,7 +555,7 @@ module velo_regfile #(
                 end
                 R_DRAIN: if (in_fire && in_eop) st <= st_after_drain;
                 R_WR: begin
-                    if (!wp_busy) begin
+                    if (!wr_busy) begin
                         if (in_glob) begin
                             if (!g_wr_ok) ev_bad_access <= 1'b1;
                             case (a)
@@ -459,6 +564,8 @@ module velo_regfile #(
                                 `VELO_REG_CTRL_QUIESCE_VPID: quiesce_vpid <= wd[VPID_BITS-1:0];
                                 `VELO_REG_CTRL_SCRATCH:      scratch      <= wd;
                                 `VELO_REG_NET_DROP_NO_ROUTE: no_route     <= 32'd0;
+                                `VELO_REG_IRQ_CTRL:          irq_en       <= wd[`VELO_REG_IRQ_CTRL_ENABLE_LSB];
+                                `VELO_REG_IRQ_COUNT:         irq_count    <= 32'd0;
                                 default: ;
                             endcase
                             if (in_cnt) begin

@@ -8,6 +8,10 @@
 // switch input buffers (per VC) -> local output -> flit deserializer -> completer -> DMA writes.
 // Packets pass through forwarding hops without leaving the switch and links; a packet found bad
 // after cut-through forwarding began arrives marked bad and the completer drops it.
+//
+// Interrupts: the completer reports every entry whose last TLP was accepted on tx; the register
+// file's IRQ block turns a report for an armed vpid into a PENDING bit and a request on
+// irq_valid/irq_ready (one interrupt, MSI vector 0; the board makes it an MSI).
 `default_nettype none
 `include "velo_spec.vh"
 module velo_nic #(
@@ -40,7 +44,11 @@ module velo_nic #(
     // network ports: one flit {sync[1:0], data} per cycle each way (port p at [(p-1)*(LINK_W+2) +: LINK_W+2])
     output wire [NP*(LINK_W+2)-1:0] phy_tx,
     input  wire [NP*(LINK_W+2)-1:0] phy_rx,
-    output wire [NP-1:0]     port_up       // link status per network port
+    output wire [NP-1:0]     port_up,      // link status per network port
+    // interrupt request (MSI/MSI-X vector 0), valid/ready: raised after every TLP of the mailbox
+    // entry that caused it was accepted on tx, held until taken
+    output wire              irq_valid,
+    input  wire              irq_ready
 );
     localparam integer NCNT = `VELO_CNT_NUM;
     localparam integer NVC  = `VELO_NVC;
@@ -95,6 +103,8 @@ module velo_nic #(
     wire             c_valid, c_ready, c_sop, c_eop;
     wire [127:0]     c_hdr;
     wire [TLP_W-1:0] c_data;
+    wire             cmt_valid;
+    wire [VPID_BITS-1:0] cmt_vpid;
 
     velo_regfile #(.TLP_W(TLP_W), .VPID_BITS(VPID_BITS), .NODE_BITS(NODE_BITS), .LINK_W(LINK_W),
                    .CNT_IDX_W(5), .NP(NP), .PB(PB), .NVC(NVC), .VC_DEPTH(VC_DEPTH),
@@ -114,7 +124,8 @@ module velo_nic #(
         .ncnt_clr(ncnt_clr), .ncnt_clr_idx(ncnt_clr_idx), .ev_no_route(ev_no_route),
         .link_up(link_up), .cpl_busy(cpl_busy), .q_vpid(q_vpid), .q_busy(q_busy),
         .cnt_idx(cnt_idx), .cnt_data(cnt_data), .cnt_clr(cnt_clr), .cnt_clr_idx(cnt_clr_idx),
-        .ev_window_read(ev_window_read), .ev_unsupported(ev_unsup_reg), .ev_bad_access(ev_bad_access));
+        .ev_window_read(ev_window_read), .ev_unsupported(ev_unsup_reg), .ev_bad_access(ev_bad_access),
+        .cmt_valid(cmt_valid), .cmt_vpid(cmt_vpid), .irq_valid(irq_valid), .irq_ready(irq_ready));
 
     // ---------------------------------------------------------------- requester
     wire        p_valid, p_ready, p_last;
@@ -220,7 +231,8 @@ module velo_nic #(
         .tx_valid(d_valid), .tx_ready(d_ready), .tx_sop(d_sop), .tx_eop(d_eop),
         .tx_hdr(d_hdr), .tx_data(d_data),
         .ev_rx_msg(ev_rx_msg), .ev_rx_frag(ev_rx_frag), .ev_drop_disabled(ev_rx_dis),
-        .ev_drop_vpid(ev_rx_vpid), .ev_drop_bad(ev_rx_bad), .ev_backpressure(ev_bp));
+        .ev_drop_vpid(ev_rx_vpid), .ev_drop_bad(ev_rx_bad), .ev_backpressure(ev_bp),
+        .cmt_valid(cmt_valid), .cmt_vpid(cmt_vpid));
 
     // the completer sizes packets from their headers; a switch buffer overflow cannot happen while
     // the links keep their credits (the switch bench proves it), it is not counted separately

@@ -77,7 +77,11 @@ module velo_completer #(
     output reg                  ev_drop_disabled,
     output reg                  ev_drop_vpid,
     output reg                  ev_drop_bad,
-    output reg                  ev_backpressure
+    output reg                  ev_backpressure,
+    // an entry for cmt_vpid was committed: the last beat of its last TLP was accepted on tx in
+    // the cycle before this one-cycle pulse (the interrupt unit's trigger)
+    output reg                  cmt_valid,
+    output reg  [VPID_BITS-1:0] cmt_vpid
 );
     localparam integer R = TLP_W / 64;  // words per TLP beat
     // slot states: free, being filled, complete (not decided), decided (being emitted)
@@ -409,7 +413,15 @@ module velo_completer #(
     assign busy   = (slot_st[0] != S_FREE) || (slot_st[1] != S_FREE);
     assign q_busy = ((slot_st[0] != S_FREE) && (h0d == qv8)) || ((slot_st[1] != S_FREE) && (h1d == qv8));
 
-    wire unused_ok = &{1'b0, waddr[1:0], cur_h, in_dst8, hh};
+    wire [7:0] j_dst8 = jh[`VELO_PKT_HDR_DST_VPID];
+    wire unused_ok = &{1'b0, waddr[1:0], cur_h, in_dst8, hh, j_dst8};
+
+    // ---- commit report: the head TLP (written after the tail TLP) ends the entry
+    always @(posedge clk) begin
+        if (rst) cmt_valid <= 1'b0;
+        else     cmt_valid <= final_hs;
+        cmt_vpid <= j_dst8[VPID_BITS-1:0];
+    end
 
     // ---- counter events
     always @(posedge clk) begin

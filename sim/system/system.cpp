@@ -54,6 +54,8 @@ class Nic {
     virtual void set_phy_rx(unsigned port, uint64_t flit) = 0;
     virtual bool port_up(unsigned port) = 0;
     virtual void set_cfg_id(uint16_t id) = 0;
+    virtual bool irq_valid() = 0;
+    virtual void set_irq_ready(bool r) = 0;
 };
 
 template <class V>
@@ -98,6 +100,8 @@ class NicT : public Nic {
     void set_phy_rx(unsigned port, uint64_t f) override { set_bits(words(m_->phy_rx), (port - 1) * pw_, pw_, f); }
     bool port_up(unsigned port) override { return (m_->port_up >> (port - 1)) & 1; }
     void set_cfg_id(uint16_t id) override { m_->cfg_id = id; }
+    bool irq_valid() override { return m_->irq_valid; }
+    void set_irq_ready(bool r) override { m_->irq_ready = r; }
 
   private:
     unsigned pw_;
@@ -122,6 +126,8 @@ struct System::Impl {
         std::deque<bool> is_send;         // per queued TLP: a send-window write (measurement point)
         std::map<uint8_t, uint32_t> cpl;  // register read completions by tag
         uint8_t next_tag = 0;
+        bool irq_hold = false;  // MSI masked: irq_ready low
+        uint64_t irqs = 0;      // interrupt requests taken
     };
     std::vector<Node> nodes;
     // one channel per direction of every link: ch[(node * 8 + port)] carries what (node, port) sends
@@ -232,6 +238,7 @@ void System::step(uint64_t n) {
             }
             nd.drv->drive();
             nd.sink->drive();
+            nd.nic->set_irq_ready(!nd.irq_hold);
         }
         for (auto& nd : s.nodes) nd.nic->eval();
         // sample
@@ -251,6 +258,10 @@ void System::step(uint64_t n) {
             if (busy) s.last_activity = s.cycle;
             if (nd.drv->sample() && !nd.is_send.empty()) nd.is_send.pop_front();
             nd.sink->sample();
+            if (nd.nic->irq_valid() && !nd.irq_hold) {
+                ++nd.irqs;
+                if (on_irq) on_irq(i, s.cycle);
+            }
         }
         for (auto& nd : s.nodes) nd.nic->tick(s.cycle);
         for (auto& c : s.ch) c.second->tick();
@@ -329,6 +340,22 @@ void System::set_link_down(unsigned node, unsigned port, bool down) {
     it->second->set_down(down);
     const Peer& pr = s.topo.peer(node, port);
     s.ch.at(Impl::key(static_cast<unsigned>(pr.node), pr.port))->set_down(down);
+}
+
+void System::set_irq_hold(unsigned node, bool hold) {
+    p_->nodes.at(node).irq_hold = hold;
+}
+
+bool System::irq_valid(unsigned node) const {
+    return p_->nodes.at(node).nic->irq_valid();
+}
+
+uint64_t System::irq_count(unsigned node) const {
+    return p_->nodes.at(node).irqs;
+}
+
+void System::set_dma_stall_pct(unsigned node, int pct) {
+    p_->nodes.at(node).sink->stall_pct = pct;
 }
 
 bool System::links_up() const {

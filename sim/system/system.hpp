@@ -70,6 +70,18 @@ class System {
     std::function<void(unsigned node, uint64_t cycle)> on_send_sop;
     std::function<void(unsigned node, uint64_t cycle)> on_dma_eop;
 
+    // ---- interrupts: each NIC's request (irq_valid/irq_ready, MSI vector 0). The system takes
+    // a request at once (the MSI), unless the node's interrupt is held (MSI masked: the request
+    // waits, later ones coalesce into it). on_irq is called for every request taken, after the
+    // DMA writes the NIC issued before it (the cycle is the one the request was taken in).
+    std::function<void(unsigned node, uint64_t cycle)> on_irq;
+    void set_irq_hold(unsigned node, bool hold);
+    bool irq_valid(unsigned node) const;      // the NIC requests (this cycle)
+    uint64_t irq_count(unsigned node) const;  // requests taken
+    // Host memory of a node refuses DMA beats this percent of cycles (100: none taken, until
+    // lowered again); SystemConfig::dma_stall_pct sets it for every node.
+    void set_dma_stall_pct(unsigned node, int pct);
+
     // ---- bring-up as the driver does it: node id = index, route table and port configuration
     // from the topology (sw/route), NIC enable; then waits until every link is up.
     // Returns false if links do not come up within max_cycles.

@@ -14,6 +14,8 @@
 // Every DMA write is predicted from the packets sent (order, address, header fields, payload,
 // write pointer updates) and every mailbox entry software reads is compared with its packet and
 // with a Scoreboard. Counter events are counted and compared with the predicted drops/deliveries.
+// Every entry's commit report (cmt_valid, the interrupt unit's trigger) must come the cycle after
+// the last beat of its last (head) TLP was accepted, with the entry's vpid, and at no other time.
 //
 //   SEED=<n>   replay a run          WAVES=1   dump <test>.fst          CPL_TRACE=1   port trace
 #include <algorithm>
@@ -215,6 +217,8 @@ class Env {
     std::deque<Tlp> exp_tlp;
     std::deque<std::pair<unsigned, uint32_t>> exp_wp;
     uint64_t exp_msg = 0, exp_frag = 0, exp_bad = 0, exp_vpid = 0, exp_dis = 0;
+    std::deque<std::pair<uint64_t, unsigned>> exp_cmt;  // (cycle, vpid) of commit reports due
+    uint64_t n_cmt = 0;
 
     // observations
     uint64_t n_msg = 0, n_frag = 0, n_bad = 0, n_vpid = 0, n_dis = 0, n_bp = 0;
@@ -311,6 +315,19 @@ class Env {
 
         // sample: the values just before the clock edge
         const uint64_t cyc = h.cycle();
+        if (h->cmt_valid) {
+            ++n_cmt;
+            if (exp_cmt.empty() || exp_cmt.front().first != cyc || exp_cmt.front().second != h->cmt_vpid)
+                err(strf(
+                    "cycle %llu: commit report for vpid %u, expected %s", ull(cyc), h->cmt_vpid,
+                    exp_cmt.empty()
+                        ? "none"
+                        : strf("vpid %u in cycle %llu", exp_cmt.front().second, ull(exp_cmt.front().first)).c_str()));
+            if (!exp_cmt.empty()) exp_cmt.pop_front();
+        } else if (!exp_cmt.empty() && exp_cmt.front().first <= cyc) {
+            err(strf("cycle %llu: commit report of vpid %u missing", ull(cyc), exp_cmt.front().second));
+            exp_cmt.pop_front();
+        }
         pkt_valid = h->pkt_valid;
         pkt_ready = h->pkt_ready;
         const bool fire = h->pkt_valid && h->pkt_ready;
@@ -436,6 +453,8 @@ class Env {
         }
         EXPECT_TRUE(exp_tlp.empty()) << exp_tlp.size() << " DMA writes missing, next " << exp_tlp.front().str();
         EXPECT_TRUE(exp_wp.empty()) << exp_wp.size() << " write pointer updates missing";
+        EXPECT_TRUE(exp_cmt.empty()) << exp_cmt.size() << " commit reports missing";
+        EXPECT_EQ(n_cmt, exp_msg + exp_frag) << "commit reports (one per entry)";
         EXPECT_EQ(sb.outstanding(), 0u);
         EXPECT_EQ(n_msg, exp_msg) << "ev_rx_msg";
         EXPECT_EQ(n_frag, exp_frag) << "ev_rx_frag";
@@ -560,6 +579,12 @@ class Env {
 
     void on_tlp(const Tlp& t) {
         tlps.push_back(t);
+        // the head TLP (not TAIL) is an entry's last: its commit report is due next cycle
+        if (t.payload.size() >= 8) {
+            uint64_t hd = 0;
+            for (int i = 0; i < 8; ++i) hd |= static_cast<uint64_t>(t.payload[static_cast<size_t>(i)]) << (8 * i);
+            if (!MBOX_GET(TAIL, hd)) exp_cmt.emplace_back(h.cycle() + 1, MBOX_GET(DST_VPID, hd));
+        }
         ++(t.fmt_type == VELO_TLP_FMT_TYPE_MWR64 ? tlp_mwr64 : tlp_mwr32);
         if (exp_tlp.empty()) {
             err(strf("cycle %llu: unexpected DMA write %s", ull(h.cycle()), t.str().c_str()));

@@ -3,7 +3,10 @@
 // priority, write-pointer port), counters, error handling and the table clear after reset; the
 // network layer's registers: the NET block, the route table with the requester's read port (read
 // priority), the network port entries (configuration out on port_cfg, link status, link counters)
-// and the no-route drop counter.
+// and the no-route drop counter; the interrupts: arm bits (ARM, disarmed by MB_CFG writes),
+// the completer's commit reports, the pending bitmap (write-1-to-clear), the request handshake
+// with coalescing, ENABLE and COUNT, scored cycle by cycle against a model of the commit
+// pipeline (a software write of the arm or pending port waits a cycle behind an entry's write).
 //
 // Volatile inputs (link status, link counters, no-route events, requester reads) change every
 // cycle; a read of a register is scored against the model as it was in the cycle the register
@@ -55,6 +58,8 @@ constexpr uint32_t kNpCnt0 = VELO_TBL_NET_PORT_CNT_CRC_ERR;  // first link count
 constexpr uint32_t kTbl = VELO_TBL_VPID_TABLE_BASE;
 constexpr uint32_t kUsr = VELO_TBL_VPID_USER_BASE;
 constexpr uint32_t kCnt = VELO_REG_COUNTERS_COUNTER_BASE;
+constexpr unsigned kNpw = (kNv + 31) / 32;  // words of the pending bitmap
+constexpr uint32_t kPnd = VELO_TBL_IRQ_PENDING_BASE;
 constexpr uint8_t kIORd = 0x02, kIOWr = 0x42, kCfgRd0 = 0x04, kCfgWr0 = 0x44, kCfgRd1 = 0x05, kMRdLk = 0x01;
 constexpr uint8_t kMsg = 0x30, kMsgD = 0x70;
 
@@ -81,6 +86,9 @@ uint32_t rt_sw(uint32_t v) {
 }
 uint32_t rt_port(uint32_t sw) {
     return ((sw & kRtValid) ? 1u << 14 : 0u) | (sw & kRtRoute);
+}
+bool is_pnd(uint32_t off) {
+    return off >= kPnd && off < kPnd + 4 * kNpw;
 }
 // RAM-backed registers: read through the shared read ports, so their sampling cycle varies
 bool ram_backed(uint32_t off) {
@@ -132,6 +140,11 @@ struct Model {
     std::array<uint32_t, kNp * kLinkCnt> ncnt{};  // the link counter unit (port p+1 counter c at 8p+c)
     uint32_t port_up = 0;                         // port_up input
     uint32_t no_route = 0;                        // NET.DROP_NO_ROUTE
+    // interrupts
+    uint32_t irq_en = 0, irq_count = 0;
+    bool irq_valid = false;
+    std::array<bool, kNv> arm{};
+    std::array<uint32_t, kNpw> pend{};
 
     void clear_table() {
         t.fill(Entry{});
@@ -233,9 +246,24 @@ struct Model {
                 return VELO_TBL_NET_PORT_STRIDE;
             case VELO_REG_NET_DROP_NO_ROUTE:
                 return no_route;
+            case VELO_BLK_IRQ_BASE + VELO_BLKHDR_TYPE:
+                return VELO_BLK_IRQ_TYPE;
+            case VELO_BLK_IRQ_BASE + VELO_BLKHDR_VERSION:
+                return VELO_BLK_IRQ_VERSION;
+            case VELO_BLK_IRQ_BASE + VELO_BLKHDR_NEXT:
+                return VELO_BLK_IRQ_NEXT;
+            case VELO_REG_IRQ_CTRL:
+                return irq_en;
+            case VELO_REG_IRQ_COUNT:
+                return irq_count;
+            case VELO_REG_IRQ_PENDING_OFFSET:
+                return kPnd;
+            case VELO_REG_IRQ_PENDING_WORDS:
+                return kNpw;
             default:
                 break;
         }
+        if (is_pnd(off)) return pend[(off - kPnd) / 4];
         if (off >= kCnt && off < kCnt + 4 * VELO_CNT_NUM) return cnt[(off - kCnt) / 4];
         if (off >= kNpt && off < kNpt + kNp * kNpStride) {  // network port entries 1..NP
             const unsigned p = (off - kNpt) / kNpStride;
@@ -266,9 +294,30 @@ struct Model {
 };
 
 // What a 1-DW register write does
-enum class WrKind { Global, Counter, Table, User, NoRoute, PortCfg, LinkCounter, Route, Bad };
+enum class WrKind {
+    Global,
+    Counter,
+    Table,
+    User,
+    NoRoute,
+    PortCfg,
+    LinkCounter,
+    Route,
+    IrqCtrl,
+    IrqArm,
+    IrqCount,
+    IrqPend,
+    Bad
+};
 WrKind wr_kind(uint32_t off) {
+    if (is_pnd(off)) return WrKind::IrqPend;
     switch (off) {
+        case VELO_REG_IRQ_CTRL:
+            return WrKind::IrqCtrl;
+        case VELO_REG_IRQ_ARM:
+            return WrKind::IrqArm;
+        case VELO_REG_IRQ_COUNT:
+            return WrKind::IrqCount;
         case VELO_REG_CTRL_NODE_ID:
         case VELO_REG_CTRL_CONTROL:
         case VELO_REG_CTRL_QUIESCE_VPID:
@@ -311,7 +360,7 @@ struct ExpCpl {
 
 // An effect of a register write that takes place at a known clock edge (the end of cycle `cycle`)
 struct Effect {
-    enum Kind { Route, PortCfg, NoRouteClear } kind;
+    enum Kind { Route, PortCfg, NoRouteClear, IrqCtrl, IrqArm, IrqDisarm, IrqCountClear, IrqPendClear } kind;
     uint64_t cycle;
     unsigned idx;
     uint32_t value;
@@ -338,6 +387,9 @@ class Bench {
     // the network side: requester route reads, no-route events, link status flips, link counter
     // increments (percent of cycles)
     int rt_re_pct = 0, no_route_pct = 0, port_up_pct = 0, ncnt_inc_pct = 0;
+    // the completer's commit reports and the interrupt request's ready (percent of cycles)
+    int cmt_pct = 0, irq_ready_pct = 100;
+    uint64_t commits = 0, irq_hits = 0, irq_raised = 0, irq_taken = 0, irq_stalls = 0;
     // observed / expected events
     uint64_t ev_window = 0, ev_unsup = 0, ev_bad = 0;
     uint64_t x_window = 0, x_unsup = 0, x_bad = 0;
@@ -372,6 +424,8 @@ class Bench {
         h->wp_we = 0;
         h->rt_re = 0;
         h->ev_no_route = 0;
+        h->cmt_valid = 0;
+        h->irq_ready = 0;
         h->link_up = m.link_up;
         h->cpl_busy = m.cpl_busy;
         h->q_busy = m.q_busy;
@@ -383,6 +437,12 @@ class Bench {
         m.pcfg.fill(0);
         m.ncnt.fill(0);
         m.no_route = 0;
+        m.irq_en = m.irq_count = 0;
+        m.irq_valid = false;
+        m.arm.fill(false);
+        m.pend.fill(0);
+        pc_v_ = pc_armed_ = false;
+        cmt_q_.clear();
         effects_.clear();
         init_cycles = 0;
         prev_cpl_valid_ = false;
@@ -390,7 +450,7 @@ class Bench {
             h.eval();
             EXPECT_FALSE(h->cpl_valid) << "completion during init";
             EXPECT_FALSE(h->sw_wr || h->cnt_clr || h->ncnt_clr || h->ev_bad_access || h->ev_unsupported ||
-                         h->ev_window_read);
+                         h->ev_window_read || h->irq_valid);
             if (h->in_ready) break;
             ASSERT_LT(init_cycles, 10u * (kNv + kNn)) << "table clear never ends";
             h.tick();
@@ -421,6 +481,10 @@ class Bench {
         }
     }
     uint16_t req_id() { return static_cast<uint16_t>(rng()); }
+    // a commit report of vpid v in a coming cycle (one per cycle, in order, before random ones)
+    void commit(unsigned v) { cmt_q_.push_back(v); }
+    // ... of vpid v in the cycle after the next request is taken
+    void commit_on_accept(unsigned v) { cmt_on_accept_ = static_cast<int>(v); }
 
     // ---- requests
     void push(Tlp t) {
@@ -498,6 +562,19 @@ class Bench {
         const bool nr = pct(rng, no_route_pct);
         h->ev_no_route = nr;
         no_route_events += nr;
+        // the completer's commit reports, the interrupt's ready
+        bool cm = pct(rng, cmt_pct);
+        unsigned cv = vpid();
+        if (!cmt_q_.empty()) {
+            cm = true;
+            cv = cmt_q_.front();
+            cmt_q_.pop_front();
+        }
+        h->cmt_valid = cm;
+        h->cmt_vpid = static_cast<uint8_t>(cv);
+        commits += cm;
+        const bool irq_ready = pct(rng, irq_ready_pct);
+        h->irq_ready = irq_ready;
         if (pct(rng, port_up_pct)) m.port_up ^= 1u << rnd(rng, kNp);
         h->port_up = static_cast<uint8_t>(m.port_up);
         if (pct(rng, ncnt_inc_pct)) m.ncnt[static_cast<size_t>(rnd(rng, kNp * kLinkCnt))] += 1 + rnd(rng, 3);
@@ -520,6 +597,8 @@ class Bench {
         }
         prev_cpl_valid_ = h->cpl_valid;
         prev_cpl_ready_ = h->cpl_ready;
+        ASSERT_EQ(h->irq_valid, m.irq_valid) << "irq_valid in cycle " << c;
+        irq_taken += h->irq_valid && irq_ready;
         for (size_t i = 0; i < 4; ++i) prev_cpl_hdr_[i] = h->cpl_hdr[i];
         // handshakes
         if (!raw_.empty()) {
@@ -530,6 +609,10 @@ class Bench {
         } else if (drv.sample()) {
             ASSERT_FALSE(queued_.empty());
             on_accept(queued_.front(), queued_wp_.front(), c);
+            if (cmt_on_accept_ >= 0) {
+                cmt_q_.push_back(static_cast<unsigned>(cmt_on_accept_));
+                cmt_on_accept_ = -1;
+            }
             queued_.pop_front();
             queued_wp_.pop_front();
         }
@@ -550,6 +633,24 @@ class Bench {
         Entry exp = m.t[rv];
         const uint32_t rt_exp = m.rt[rn];
         h.tick();
+        // the entry reported last cycle consumes its arm (as the arm bits were after that cycle's
+        // writes): the arm bit's clear and the pending bit's set have the ports; a software write
+        // to the arm port, or to the pending port for another word, waits a cycle (and with it
+        // everything after it)
+        const bool c_hit = pc_v_ && pc_armed_;
+        irq_hits += c_hit;
+        if (!effects_.empty() && effects_.front().cycle == c && c_hit) {
+            const Effect& f = effects_.front();
+            if (f.kind == Effect::IrqArm || f.kind == Effect::IrqDisarm ||
+                (f.kind == Effect::IrqPendClear && f.idx != pc_vpid_ / 32)) {
+                for (Effect& e : effects_) ++e.cycle;
+                ++irq_stalls;
+            }
+        }
+        if (c_hit) m.arm[pc_vpid_] = false;
+        const bool irq_hold = m.irq_valid && !irq_ready;
+        const bool irq_raise = c_hit && m.irq_en;
+        bool count_clear = false;
         // effects of register writes at this edge
         bool nr_clear = false;
         while (!effects_.empty() && effects_.front().cycle <= c) {
@@ -557,6 +658,21 @@ class Bench {
             effects_.pop_front();
             ASSERT_EQ(f.cycle, c) << "write effect missed";
             switch (f.kind) {
+                case Effect::IrqCtrl:
+                    m.irq_en = f.value;
+                    break;
+                case Effect::IrqArm:
+                    m.arm[f.idx] = true;
+                    break;
+                case Effect::IrqDisarm:
+                    m.arm[f.idx] = false;
+                    break;
+                case Effect::IrqCountClear:
+                    count_clear = true;
+                    break;
+                case Effect::IrqPendClear:
+                    m.pend[f.idx] &= ~f.value;
+                    break;
                 case Effect::Route:
                     m.rt[f.idx] = f.value;
                     break;
@@ -572,6 +688,17 @@ class Bench {
             m.no_route = 0;  // a clear wins over an event in the same cycle
         else if (nr && m.no_route != 0xFFFFFFFFu)
             ++m.no_route;
+        if (c_hit) m.pend[pc_vpid_ / 32] |= 1u << (pc_vpid_ % 32);  // wins over a clear
+        m.irq_valid = irq_hold || irq_raise;
+        irq_raised += irq_raise && !irq_hold;
+        if (count_clear)
+            m.irq_count = 0;  // wins over a new request
+        else if (irq_raise && !irq_hold)
+            ++m.irq_count;
+        // this cycle's report reads the arm bit as written at this edge
+        pc_v_ = cm;
+        pc_vpid_ = cv;
+        pc_armed_ = cm && m.arm[cv];
         ASSERT_EQ(h->port_cfg, m.port_cfg()) << "port_cfg";
         if (rre) {
             ++rt_reads;
@@ -637,7 +764,7 @@ class Bench {
 
     bool busy() const {
         return !drv.idle() || !raw_.empty() || !exp_cpl_.empty() || !exp_tbl_.empty() || !exp_clr_.empty() ||
-               !exp_nclr_.empty() || !effects_.empty();
+               !exp_nclr_.empty() || !effects_.empty() || !cmt_q_.empty() || pc_v_;
     }
     // run until every request is answered and every effect seen, then a few quiet cycles
     void drain(uint64_t max_cycles = 200000) {
@@ -704,6 +831,10 @@ class Bench {
     std::multiset<unsigned> wp_blocked_;
     std::deque<Tlp> got_;
     std::deque<RawBeat> raw_;
+    std::deque<unsigned> cmt_q_;  // scripted commit reports
+    int cmt_on_accept_ = -1;
+    bool pc_v_ = false, pc_armed_ = false;  // last cycle's commit report, and its arm bit
+    unsigned pc_vpid_ = 0;
     bool prev_cpl_valid_ = false, prev_cpl_ready_ = false;
     std::array<uint32_t, 4> prev_cpl_hdr_{};
 
@@ -762,6 +893,23 @@ class Bench {
                 break;
             case WrKind::Table:
                 exp_tbl_.push_back({(off - kTbl) / VELO_TBL_VPID_TABLE_STRIDE, (off & 0xF) / 4, v});
+                if ((off & 0xF) == VELO_TBL_VPID_TABLE_MB_CFG)  // every MB_CFG write disarms
+                    effects_.push_back({Effect::IrqDisarm, at, (off - kTbl) / VELO_TBL_VPID_TABLE_STRIDE, 0});
+                break;
+            case WrKind::IrqCtrl:
+                effects_.push_back({Effect::IrqCtrl, at, 0, v & 1});
+                break;
+            case WrKind::IrqArm:
+                if (v < kNv)
+                    effects_.push_back({Effect::IrqArm, at, v, 0});
+                else
+                    ++x_bad;  // not a vpid: ignored
+                break;
+            case WrKind::IrqCount:
+                effects_.push_back({Effect::IrqCountClear, at, 0, 0});
+                break;
+            case WrKind::IrqPend:
+                effects_.push_back({Effect::IrqPendClear, at, (off - kPnd) / 4, v});
                 break;
             case WrKind::User:
                 exp_tbl_.push_back({((off - kUsr) >> 12) % kNv, 4, v});
@@ -911,12 +1059,13 @@ TEST(Regfile, BlockChain) {
                          {VELO_BLK_CTRL_BASE, VELO_BLK_CTRL_TYPE, VELO_BLK_CTRL_VERSION},
                          {VELO_BLK_COUNTERS_BASE, VELO_BLK_COUNTERS_TYPE, VELO_BLK_COUNTERS_VERSION},
                          {VELO_BLK_NET_BASE, VELO_BLK_NET_TYPE, VELO_BLK_NET_VERSION},
-                         {VELO_BLK_VPID_BASE, VELO_BLK_VPID_TYPE, VELO_BLK_VPID_VERSION}};
+                         {VELO_BLK_VPID_BASE, VELO_BLK_VPID_TYPE, VELO_BLK_VPID_VERSION},
+                         {VELO_BLK_IRQ_BASE, VELO_BLK_IRQ_TYPE, VELO_BLK_IRQ_VERSION}};
     uint32_t off = 0;
     size_t n = 0;
     std::set<uint32_t> seen;
     do {
-        ASSERT_LT(n, 5u) << "chain longer than the spec's";
+        ASSERT_LT(n, 6u) << "chain longer than the spec's";
         ASSERT_TRUE(seen.insert(off).second) << "chain loops";
         const uint32_t type = b.rd32(off + VELO_BLKHDR_TYPE);
         const uint32_t ver = b.rd32(off + VELO_BLKHDR_VERSION);
@@ -933,7 +1082,7 @@ TEST(Regfile, BlockChain) {
         off = next;
         ++n;
     } while (off != 0);
-    EXPECT_EQ(n, 5u);
+    EXPECT_EQ(n, 6u);
     EXPECT_EQ(b.rd32(VELO_BLK_ID_BASE), static_cast<uint32_t>(VELO_ID_MAGIC));
     EXPECT_EQ(b.rd32(VELO_REG_ID_SPEC_HASH), static_cast<uint32_t>(VELO_SPEC_HASH));
     EXPECT_EQ(b.rd32(VELO_REG_ID_DESIGN_VERSION), static_cast<uint32_t>(VELO_SPEC_VERSION));
@@ -965,11 +1114,37 @@ TEST(Regfile, BlockChain) {
     EXPECT_EQ(b.rd32(VELO_REG_NET_PORT_STRIDE), kNpStride);
     EXPECT_EQ(b.rd32(VELO_REG_NET_LINK_STATUS), 0u);
     EXPECT_EQ(b.rd32(VELO_REG_NET_DROP_NO_ROUTE), 0u);
+    // the IRQ block: disabled, nothing counted or pending, where the pending bitmap is
+    EXPECT_EQ(b.rd32(VELO_REG_IRQ_CTRL), 0u);
+    EXPECT_EQ(b.rd32(VELO_REG_IRQ_ARM), 0u);
+    EXPECT_EQ(b.rd32(VELO_REG_IRQ_COUNT), 0u);
+    EXPECT_EQ(b.rd32(VELO_REG_IRQ_PENDING_OFFSET), kPnd);
+    EXPECT_EQ(b.rd32(VELO_REG_IRQ_PENDING_WORDS), kNpw);
+    for (unsigned w = 0; w < kNpw; ++w) EXPECT_EQ(b.rd32(kPnd + 4 * w), 0u) << "PENDING word " << w;
     // unassigned offsets read 0 (in the blocks, between the tables, in and past the network port
     // entries, past the route table)
-    for (uint32_t o : {0x18u, 0x124u, 0x324u, 0x3FCu, 0x420u, 0x7FFCu, 0x9000u, kNpt - 4, np_off(1, 8), np_off(1, 0xC),
-                       np_off(kNp, kNpCnt0 + 4 * kLinkCnt), np_off(kNp, 0x3C), np_off(kNp + 1, 0),
-                       np_off(kNp + 1, kNpCnt0), kRt - 4, kRt + 4 * kNn, 0xFFFFCu, kUsr + 4, kUsr + 0xFFC})
+    for (uint32_t o : {0x18u,
+                       0x124u,
+                       0x324u,
+                       0x3FCu,
+                       0x420u,
+                       0x520u,
+                       0x57Cu,
+                       kPnd + 4 * kNpw,
+                       0x7FFCu,
+                       0x9000u,
+                       kNpt - 4,
+                       np_off(1, 8),
+                       np_off(1, 0xC),
+                       np_off(kNp, kNpCnt0 + 4 * kLinkCnt),
+                       np_off(kNp, 0x3C),
+                       np_off(kNp + 1, 0),
+                       np_off(kNp + 1, kNpCnt0),
+                       kRt - 4,
+                       kRt + 4 * kNn,
+                       0xFFFFCu,
+                       kUsr + 4,
+                       kUsr + 0xFFC})
         EXPECT_EQ(b.rd32(o), 0u) << std::hex << o;
 }
 
@@ -1124,6 +1299,8 @@ TEST(Regfile, Errors) {
                            VELO_REG_COUNTERS_COUNT,
                            VELO_REG_VPID_NUM_VPIDS,
                            VELO_REG_VPID_USER_STRIDE,
+                           VELO_REG_IRQ_PENDING_OFFSET,
+                           VELO_REG_IRQ_PENDING_WORDS,
                            0x18,
                            0x3FC,
                            0x7FFC,
@@ -1134,7 +1311,7 @@ TEST(Regfile, Errors) {
     for (uint32_t o : ro) b.write(o, 0xFFFFFFFF);
     b.write2(VELO_REG_ID_CAPS, 1, 2);  // CAPS (0x10) and SPEC_HASH (0x14)
     b.drain();
-    expect_events(4, 0, 8 + 16 + 2, "read-only writes");
+    expect_events(4, 0, 8 + 18 + 2, "read-only writes");
     EXPECT_EQ(b.rd32(VELO_REG_ID_CAPS), Model::caps());
     EXPECT_EQ(b.rd32(VELO_REG_ID_SPEC_HASH), static_cast<uint32_t>(VELO_SPEC_HASH));
     // 2-DW write not 8-byte aligned, and longer writes (multi-beat): ignored
@@ -1142,7 +1319,7 @@ TEST(Regfile, Errors) {
     b.push(Tlp::mwr(0xF0000000ull + VELO_REG_CTRL_SCRATCH, std::vector<uint8_t>(12, 0x77), 0));
     b.push(Tlp::mwr(0xF0000000ull + VELO_REG_CTRL_SCRATCH, std::vector<uint8_t>(64, 0x66), 0));
     b.drain();
-    expect_events(4, 0, 26 + 3, "long writes");
+    expect_events(4, 0, 28 + 3, "long writes");
     EXPECT_EQ(b.rd32(VELO_REG_CTRL_SCRATCH), 0x11111111u);
     // other non-posted requests: UR, ev_unsupported
     for (uint8_t ft : {kIORd, kIOWr, kCfgRd0, kCfgWr0, kCfgRd1, kMRdLk}) {
@@ -1156,7 +1333,7 @@ TEST(Regfile, Errors) {
         b.push(t);
     }
     b.drain();
-    expect_events(4, 6, 29, "non-posted");
+    expect_events(4, 6, 31, "non-posted");
     EXPECT_EQ(b.ur_cpls, 8u + 6u);
     EXPECT_EQ(b.rd32(VELO_REG_CTRL_SCRATCH), 0x11111111u);
     // messages and stray completions: no answer, ev_unsupported
@@ -1172,7 +1349,7 @@ TEST(Regfile, Errors) {
         b.push(t);
     }
     b.drain();
-    expect_events(4, 9, 29, "messages and completions");
+    expect_events(4, 9, 31, "messages and completions");
     EXPECT_EQ(b.ur_cpls, 14u);
 }
 
@@ -1591,12 +1768,142 @@ TEST(Regfile, NetBadAccesses) {
     }
 }
 
+TEST(Regfile, Interrupts) {
+    Bench b;
+    auto pend = [&](unsigned w) { return b.rd32(kPnd + 4 * w); };
+    auto arm = [&](unsigned v) {
+        b.write(VELO_REG_IRQ_ARM, v);
+        b.drain();
+    };
+    auto commit = [&](unsigned v) {
+        b.commit(v);
+        b.drain();
+    };
+    const uint32_t en = static_cast<uint32_t>(VELO_FIELD_PREP(VELO_REG_IRQ_CTRL_ENABLE, 1));
+    b.write(VELO_REG_IRQ_CTRL, en);
+    b.drain();
+    EXPECT_EQ(b.rd32(VELO_REG_IRQ_CTRL), en);
+    // armed entry: its bit, one request, taken at once
+    arm(5);
+    EXPECT_EQ(pend(0), 0u) << "arming sets nothing";
+    commit(5);
+    EXPECT_EQ(pend(0), 1u << 5);
+    EXPECT_EQ(b.rd32(VELO_REG_IRQ_COUNT), 1u);
+    EXPECT_EQ(b.irq_taken, 1u);
+    // one-shot: the next entry finds it disarmed
+    commit(5);
+    EXPECT_EQ(b.rd32(VELO_REG_IRQ_COUNT), 1u);
+    EXPECT_EQ(b.irq_taken, 1u);
+    // not armed: nothing
+    commit(6);
+    EXPECT_EQ(pend(0), 1u << 5);
+    // back-to-back entries of one armed vpid: only the first consumes the arm
+    arm(70);
+    b.commit(70);
+    b.commit(70);
+    b.drain();
+    EXPECT_EQ(pend(2), 1u << 6);
+    EXPECT_EQ(b.rd32(VELO_REG_IRQ_COUNT), 2u);
+    EXPECT_EQ(b.irq_taken, 2u);
+    // write-1-to-clear: only the bits written as 1
+    b.write(kPnd, ~(1u << 5));
+    b.drain();
+    EXPECT_EQ(pend(0), 1u << 5);
+    b.write2(kPnd, 1u << 5, 0xFFFFFFFF);
+    b.write(kPnd + 8, 1u << 6);
+    b.drain();
+    for (unsigned w = 0; w < kNpw; ++w) EXPECT_EQ(pend(w), 0u) << w;
+    // coalescing: while the request waits (MSI masked), more bits accumulate without requests
+    b.irq_ready_pct = 0;
+    for (unsigned v : {40u, 41u, 200u, kNv - 1}) arm(v);
+    for (unsigned v : {40u, 41u, 200u, kNv - 1}) commit(v);
+    EXPECT_TRUE(b.h->irq_valid);
+    EXPECT_EQ(b.rd32(VELO_REG_IRQ_COUNT), 3u) << "one request for four entries";
+    EXPECT_EQ(pend(1), (1u << 8) | (1u << 9));
+    EXPECT_EQ(pend(6), 1u << 8);
+    EXPECT_EQ(pend(7), 1u << 31);
+    b.irq_ready_pct = 100;
+    b.drain();
+    EXPECT_FALSE(b.h->irq_valid);
+    EXPECT_EQ(b.irq_taken, 3u);
+    // disabled: the bit is set, no request; enabling later raises none for it
+    b.write(VELO_REG_IRQ_CTRL, 0);
+    arm(9);
+    commit(9);
+    EXPECT_EQ(pend(0), 1u << 9);
+    b.write(VELO_REG_IRQ_CTRL, en);
+    b.drain();
+    EXPECT_EQ(b.rd32(VELO_REG_IRQ_COUNT), 3u);
+    EXPECT_EQ(b.irq_taken, 3u);
+    // an MB_CFG write disarms (closing a vpid, and reconfiguring it)
+    arm(11);
+    b.write(tbl_off(11, 2), 0);
+    b.drain();
+    commit(11);
+    arm(12);
+    b.write(tbl_off(12, 2), 0x0601);
+    b.drain();
+    commit(12);
+    EXPECT_EQ(pend(0), 1u << 9) << "disarmed vpids set nothing";
+    // ARM with a value past the vpids: ignored (not vpid 0), counted as a bad access
+    const uint64_t bad = b.x_bad;
+    b.write(VELO_REG_IRQ_ARM, kNv);
+    b.drain();
+    EXPECT_EQ(b.x_bad, bad + 1);
+    commit(0);
+    EXPECT_EQ(pend(0), 1u << 9);
+    // arm and entry in the same cycle: the entry takes it (the write is forwarded)
+    b.commit_on_accept(33);  // reported in the cycle after the TLP is taken: when the write is performed
+    b.write(VELO_REG_IRQ_ARM, 33);
+    b.drain();
+    EXPECT_EQ(pend(1), (1u << 1) | (1u << 8) | (1u << 9));
+    EXPECT_EQ(b.rd32(VELO_REG_IRQ_COUNT), 4u);
+    // a software write of the arm port in the cycle an entry's arm is cleared waits a cycle (the
+    // report in the cycle the write is taken: the clear is in the cycle the write is performed)
+    arm(100);
+    const uint64_t st0 = b.irq_stalls;
+    b.commit(100);
+    b.write(VELO_REG_IRQ_ARM, 101);
+    b.drain();
+    EXPECT_EQ(b.irq_stalls, st0 + 1);
+    commit(101);
+    EXPECT_EQ(pend(3), (1u << 4) | (1u << 5));
+    // ... and a clear of another pending word waits; one of the same word is merged
+    arm(2);
+    b.commit(2);
+    b.write(kPnd + 4, 1u << 1);  // clears word 1 while the entry sets a bit of word 0
+    b.drain();
+    EXPECT_EQ(b.irq_stalls, st0 + 2);
+    arm(38);
+    b.commit(38);
+    b.write(kPnd + 4, (1u << 6) | (1u << 8));  // word 1 cleared as vpid 38's bit is set in it
+    b.drain();
+    EXPECT_EQ(b.irq_stalls, st0 + 2);
+    EXPECT_EQ(pend(0), (1u << 9) | (1u << 2));
+    EXPECT_EQ(pend(1), (1u << 6) | (1u << 9)) << "vpid 38's bit stays, vpid 40's is cleared";
+    // COUNT: write clears
+    b.write(VELO_REG_IRQ_COUNT, 1234);
+    b.drain();
+    EXPECT_EQ(b.rd32(VELO_REG_IRQ_COUNT), 0u);
+    // reset disarms and clears everything
+    arm(3);
+    b.reset();
+    b.write(VELO_REG_IRQ_CTRL, en);
+    b.drain();
+    commit(3);
+    for (unsigned w = 0; w < kNpw; ++w) EXPECT_EQ(pend(w), 0u) << w;
+    EXPECT_EQ(b.rd32(VELO_REG_IRQ_COUNT), 0u);
+    EXPECT_EQ(b.irq_hits, 12u) << "arms consumed, counted by the model";
+}
+
 TEST(Regfile, RandomTraffic) {
     Bench b;
     auto& rng = b.rng;
-    const uint32_t globals[] = {0x00,  0x04,  0x08,  0x0C,  0x10,  0x14,  0x18,  0x100, 0x104, 0x108, 0x10C, 0x110,
-                                0x114, 0x118, 0x11C, 0x120, 0x124, 0x200, 0x208, 0x20C, 0x300, 0x304, 0x308, 0x30C,
-                                0x310, 0x314, 0x318, 0x31C, 0x320, 0x324, 0x400, 0x40C, 0x41C, 0x420, 0x3FC, 0x7FFC};
+    const uint32_t globals[] = {0x00,  0x04,  0x08,  0x0C,  0x10,  0x14,   0x18,  0x100, 0x104, 0x108,
+                                0x10C, 0x110, 0x114, 0x118, 0x11C, 0x120,  0x124, 0x200, 0x208, 0x20C,
+                                0x300, 0x304, 0x308, 0x30C, 0x310, 0x314,  0x318, 0x31C, 0x320, 0x324,
+                                0x400, 0x40C, 0x41C, 0x420, 0x3FC, 0x7FFC, 0x500, 0x508, 0x50C, 0x510,
+                                0x514, 0x518, 0x51C, 0x520, 0x57C, 0x580,  0x584, 0x59C, 0x5A0};
     const uint32_t np_regs[] = {VELO_TBL_NET_PORT_CFG,
                                 VELO_TBL_NET_PORT_STATUS,
                                 0x8,
@@ -1612,18 +1919,27 @@ TEST(Regfile, RandomTraffic) {
                                 0x3C};
     const uint32_t rw[] = {VELO_REG_CTRL_NODE_ID, VELO_REG_CTRL_CONTROL, VELO_REG_CTRL_QUIESCE_VPID,
                            VELO_REG_CTRL_SCRATCH};
+    const uint32_t irq[] = {VELO_REG_IRQ_CTRL, VELO_REG_IRQ_ARM, VELO_REG_IRQ_ARM, VELO_REG_IRQ_ARM,
+                            VELO_REG_IRQ_COUNT};
     auto offset = [&]() -> uint32_t {
         const int k = rnd(rng, 100);
         if (k < 30) return tbl_off(b.vpid(), static_cast<unsigned>(rnd(rng, 4)));
         if (k < 40) return usr_off(b.vpid()) + (pct(rng, 90) ? 0 : 4 * static_cast<uint32_t>(1 + rnd(rng, 1023)));
         if (k < 52) return rt_off(b.node()) + (pct(rng, 97) ? 0 : 4 * kNn);
         if (k < 62) return np_off(1 + rnd(rng, kNp + 2), np_regs[rnd(rng, sizeof np_regs / sizeof np_regs[0])]);
-        if (k < 72) return rw[rnd(rng, 4)];
+        if (k < 64) return rw[rnd(rng, 4)];
+        if (k < 72) return pct(rng, 60) ? irq[rnd(rng, 5)] : kPnd + 4 * static_cast<uint32_t>(rnd(rng, kNpw));
         if (k < 80) return kCnt + 4 * static_cast<uint32_t>(rnd(rng, 17));
         if (k < 95) return globals[rnd(rng, sizeof globals / sizeof globals[0])];
         return static_cast<uint32_t>(rng() & 0x1FFFFC);
     };
     auto word = [&]() { return static_cast<uint32_t>(rng()); };
+    // ARM gets a vpid (mostly a hot one, so entries consume it), PENDING sparse clears
+    auto wval = [&](uint32_t off) {
+        if (off == VELO_REG_IRQ_ARM && pct(rng, 85)) return static_cast<uint32_t>(b.vpid());
+        if (is_pnd(off) && pct(rng, 50)) return word() & word();
+        return word();
+    };
     uint64_t n_req = 0;
     for (int batch = 0; batch < 1500; ++batch) {
         // between batches, with nothing in flight: new status inputs, completer id, counters, knobs
@@ -1640,6 +1956,8 @@ TEST(Regfile, RandomTraffic) {
         b.no_route_pct = rnd(rng, 3) * 20;
         b.port_up_pct = rnd(rng, 3) * 10;
         b.ncnt_inc_pct = rnd(rng, 3) * 30;
+        b.cmt_pct = rnd(rng, 4) * 20;
+        b.irq_ready_pct = 100 - rnd(rng, 4) * 30;
         for (int i = 0; i < 80; ++i, ++n_req) {
             const int k = rnd(rng, 100);
             const uint32_t off = offset();
@@ -1649,9 +1967,9 @@ TEST(Regfile, RandomTraffic) {
                 b.read(two ? off & ~7u : off, two ? 2 : 1, fbe, static_cast<uint8_t>(1 + rnd(rng, 15)));
             } else if (k < 80) {  // writes
                 if (pct(rng, 35))
-                    b.write2(off & ~7u, word(), word());
+                    b.write2(off & ~7u, wval(off & ~7u), wval((off & ~7u) + 4));
                 else
-                    b.write(off, word());
+                    b.write(off, wval(off));
             } else {  // everything else
                 Tlp t;
                 switch (rnd(rng, 10)) {
@@ -1727,4 +2045,10 @@ TEST(Regfile, RandomTraffic) {
     EXPECT_GT(b.rt_reads, 20000u);
     EXPECT_GT(b.cfg_writes, 300u);
     EXPECT_GT(b.ncnt_clr_seen, 1000u);
+    std::printf(
+        "[ info  ] %llu commit reports, %llu consumed arms, %llu requests raised, %llu taken, %llu port waits\n",
+        u(b.commits), u(b.irq_hits), u(b.irq_raised), u(b.irq_taken), u(b.irq_stalls));
+    EXPECT_GT(b.irq_hits, 200u);
+    EXPECT_GT(b.irq_raised, 50u);
+    EXPECT_GT(b.irq_stalls, 5u);
 }

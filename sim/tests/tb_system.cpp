@@ -253,7 +253,7 @@ TEST(System, RegistersReadBackAndDiscovery) {
             if (!off) break;
         }
         EXPECT_EQ(types, (std::vector<uint32_t>{VELO_BLK_ID_TYPE, VELO_BLK_CTRL_TYPE, VELO_BLK_COUNTERS_TYPE,
-                                                VELO_BLK_NET_TYPE, VELO_BLK_VPID_TYPE}));
+                                                VELO_BLK_NET_TYPE, VELO_BLK_VPID_TYPE, VELO_BLK_IRQ_TYPE}));
         EXPECT_EQ(p.reg_read(n, VELO_REG_ID_SPEC_HASH), VELO_SPEC_HASH);
         EXPECT_EQ(p.reg_read(n, VELO_REG_ID_DESIGN_VERSION), VELO_SPEC_VERSION);
         EXPECT_EQ(p.reg_read(n, VELO_REG_CTRL_NODE_ID), n ? kB : kA);

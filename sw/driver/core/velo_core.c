@@ -16,14 +16,17 @@ struct velo_core {
     unsigned next_vpid;                       // round-robin allocation cursor
     struct velo_core_ep* ep[CORE_MAX_VPIDS];  // by data vpid
     unsigned nep;
+    unsigned policy;                // VELO_POLICY_*
+    unsigned max_log2, max_grants;  // limits of VELO_IOC_EP_OPEN
+    struct velo_core_job jobs[VELO_CORE_MAX_JOBS];
 };
 
 // ------------------------------------------------------------------ small freestanding helpers
-static void core_log(const struct velo_core* c, int level, const char* a, unsigned long long v) {
+static void log_io(const struct velo_core_ops* ops, void* ctx, int level, const char* a, unsigned long long v) {
     // "a" followed by v in hex, without printf
     char buf[160];
     unsigned n = 0;
-    if (!c->ops->log) return;
+    if (!ops->log) return;
     while (*a && n < sizeof buf - 20) buf[n++] = *a++;
     buf[n++] = '0';
     buf[n++] = 'x';
@@ -36,7 +39,11 @@ static void core_log(const struct velo_core* c, int level, const char* a, unsign
         }
     }
     buf[n] = 0;
-    c->ops->log(c->ctx, level, buf);
+    ops->log(ctx, level, buf);
+}
+
+static void core_log(const struct velo_core* c, int level, const char* a, unsigned long long v) {
+    log_io(c->ops, c->ctx, level, a, v);
 }
 
 static uint32_t rd(const struct velo_core* c, uint32_t off) {
@@ -45,23 +52,26 @@ static uint32_t rd(const struct velo_core* c, uint32_t off) {
 static void wr(const struct velo_core* c, uint32_t off, uint32_t v) {
     c->ops->reg_write32(c->ctx, off, v);
 }
+// register read before the core exists (probe keeps no large object on the stack)
+static uint32_t prd(const struct velo_core_ops* ops, void* ctx, uint32_t off) {
+    return ops->reg_read32(ctx, off);
+}
 
 // ------------------------------------------------------------------ probe
 int velo_core_probe(const struct velo_core_ops* ops, void* ctx, struct velo_core** out) {
     if (!ops || !out || !ops->reg_read32 || !ops->reg_write32 || !ops->dma_alloc || !ops->dma_free || !ops->zalloc ||
         !ops->free)
         return -VELO_CORE_EINVAL;
-    *out = 0;
-    struct velo_core tmp = {.ops = ops, .ctx = ctx};
+    *out = NULL;
     struct velo_core_caps k = {0};
     // walk the block chain: ID first, each block names the next, at most 16 blocks, forward only
     uint32_t off = 0;
     int nblk = 0;
-    int have_ctrl = 0, have_vpid = 0, have_cnt = 0;
+    int have_ctrl = 0, have_vpid = 0, have_cnt = 0, have_net = 0;
     for (;;) {
-        uint32_t type = rd(&tmp, off + VELO_BLKHDR_TYPE);
+        uint32_t type = prd(ops, ctx, off + VELO_BLKHDR_TYPE);
         if (off == 0 && type != VELO_ID_MAGIC) {
-            core_log(&tmp, VELO_CORE_LOG_ERR, "velo: not a VELO device, ID type ", type);
+            log_io(ops, ctx, VELO_CORE_LOG_ERR, "velo: not a VELO device, ID type ", type);
             return -VELO_CORE_ENODEV;
         }
         if (type == VELO_BLK_CTRL_TYPE) {
@@ -73,47 +83,76 @@ int velo_core_probe(const struct velo_core_ops* ops, void* ctx, struct velo_core
         } else if (type == VELO_BLK_VPID_TYPE) {
             k.vpid_base = off;
             have_vpid = 1;
+        } else if (type == VELO_BLK_NET_TYPE) {
+            k.net_base = off;
+            have_net = 1;
+        } else if (type == VELO_BLK_IRQ_TYPE) {
+            k.irq_base = off;
         }
-        uint32_t next = rd(&tmp, off + VELO_BLKHDR_NEXT);
+        uint32_t next = prd(ops, ctx, off + VELO_BLKHDR_NEXT);
         if (next == 0) break;
         if (next <= off || next >= (1u << VELO_BAR_REGS_BITS) || ++nblk > 16) {
-            core_log(&tmp, VELO_CORE_LOG_ERR, "velo: broken register block chain at ", off);
+            log_io(ops, ctx, VELO_CORE_LOG_ERR, "velo: broken register block chain at ", off);
             return -VELO_CORE_ENODEV;
         }
         off = next;
     }
     if (!have_ctrl || !have_vpid || !have_cnt) {
-        core_log(&tmp, VELO_CORE_LOG_ERR, "velo: register blocks missing, found mask ",
-                 (unsigned)(have_ctrl | have_vpid << 1 | have_cnt << 2));
+        log_io(ops, ctx, VELO_CORE_LOG_ERR, "velo: register blocks missing, found mask ",
+               (unsigned)(have_ctrl | have_vpid << 1 | have_cnt << 2));
         return -VELO_CORE_ENODEV;
     }
-    k.spec_hash = rd(&tmp, VELO_REG_ID_SPEC_HASH);
+    k.spec_hash = prd(ops, ctx, VELO_REG_ID_SPEC_HASH);
     if (k.spec_hash != VELO_SPEC_HASH) {
-        core_log(&tmp, VELO_CORE_LOG_ERR, "velo: NIC built from another spec, SPEC_HASH ", k.spec_hash);
+        log_io(ops, ctx, VELO_CORE_LOG_ERR, "velo: NIC built from another spec, SPEC_HASH ", k.spec_hash);
         return -VELO_CORE_EPROTO;
     }
-    k.design_version = rd(&tmp, VELO_REG_ID_DESIGN_VERSION);
-    uint32_t caps = rd(&tmp, VELO_REG_ID_CAPS);
+    k.design_version = prd(ops, ctx, VELO_REG_ID_DESIGN_VERSION);
+    uint32_t caps = prd(ops, ctx, VELO_REG_ID_CAPS);
     k.node_bits = (uint32_t)VELO_FIELD_GET(VELO_REG_ID_CAPS_NODE_BITS, caps);
     k.vpid_bits = (uint32_t)VELO_FIELD_GET(VELO_REG_ID_CAPS_VPID_BITS, caps);
     k.tlp_bytes = (uint32_t)VELO_FIELD_GET(VELO_REG_ID_CAPS_TLP_BYTES, caps);
     k.link_bytes = (uint32_t)VELO_FIELD_GET(VELO_REG_ID_CAPS_LINK_BYTES, caps);
     k.msg_max = (uint32_t)VELO_FIELD_GET(VELO_REG_ID_CAPS_MSG_MAX, caps);
     const uint32_t vb = k.vpid_base - VELO_BLK_VPID_BASE;  // registers relative to the found block
-    k.num_vpids = rd(&tmp, VELO_REG_VPID_NUM_VPIDS + vb);
-    k.table_off = rd(&tmp, VELO_REG_VPID_TABLE_OFFSET + vb);
-    k.table_stride = rd(&tmp, VELO_REG_VPID_TABLE_STRIDE + vb);
-    k.user_off = rd(&tmp, VELO_REG_VPID_USER_OFFSET + vb);
-    k.user_stride = rd(&tmp, VELO_REG_VPID_USER_STRIDE + vb);
-    k.num_counters = rd(&tmp, VELO_REG_COUNTERS_COUNT + (k.counters_base - VELO_BLK_COUNTERS_BASE));
-    k.node_id = rd(&tmp, VELO_REG_CTRL_NODE_ID + (k.ctrl_base - VELO_BLK_CTRL_BASE));
+    k.num_vpids = prd(ops, ctx, VELO_REG_VPID_NUM_VPIDS + vb);
+    k.table_off = prd(ops, ctx, VELO_REG_VPID_TABLE_OFFSET + vb);
+    k.table_stride = prd(ops, ctx, VELO_REG_VPID_TABLE_STRIDE + vb);
+    k.user_off = prd(ops, ctx, VELO_REG_VPID_USER_OFFSET + vb);
+    k.user_stride = prd(ops, ctx, VELO_REG_VPID_USER_STRIDE + vb);
+    k.num_counters = prd(ops, ctx, VELO_REG_COUNTERS_COUNT + (k.counters_base - VELO_BLK_COUNTERS_BASE));
+    k.node_id = prd(ops, ctx, VELO_REG_CTRL_NODE_ID + (k.ctrl_base - VELO_BLK_CTRL_BASE));
     if (k.node_bits < VELO_MIN_NODE_BITS || k.node_bits > VELO_MAX_NODE_BITS || k.vpid_bits < 2 ||
         k.vpid_bits > VELO_MAX_VPID_BITS || k.num_vpids != (1u << k.vpid_bits) || k.msg_max != VELO_MSG_MAX ||
         k.table_stride < 16 || k.user_stride < 4096 ||
         k.table_off + (uint64_t)k.num_vpids * k.table_stride > (1u << VELO_BAR_REGS_BITS) ||
-        k.user_off + (uint64_t)k.num_vpids * k.user_stride > (1u << VELO_BAR_REGS_BITS)) {
-        core_log(&tmp, VELO_CORE_LOG_ERR, "velo: implausible CAPS/VPID block, CAPS ", caps);
+        k.user_off + (uint64_t)k.num_vpids * k.user_stride > (1u << VELO_BAR_REGS_BITS) || k.num_counters > 64) {
+        log_io(ops, ctx, VELO_CORE_LOG_ERR, "velo: implausible CAPS/VPID block, CAPS ", caps);
         return -VELO_CORE_ENODEV;
+    }
+    if (have_net) {
+        const uint32_t nb = k.net_base - VELO_BLK_NET_BASE;
+        const uint32_t ports = prd(ops, ctx, VELO_REG_NET_PORTS + nb);
+        k.nports = (uint32_t)VELO_FIELD_GET(VELO_REG_NET_PORTS_NP, ports);
+        k.route_off = prd(ops, ctx, VELO_REG_NET_ROUTE_OFFSET + nb);
+        k.port_off = prd(ops, ctx, VELO_REG_NET_PORT_OFFSET + nb);
+        k.port_stride = prd(ops, ctx, VELO_REG_NET_PORT_STRIDE + nb);
+        if (k.route_off + ((uint64_t)VELO_TBL_ROUTE_TABLE_STRIDE << k.node_bits) > (1u << VELO_BAR_REGS_BITS) ||
+            (k.nports && (k.port_stride < VELO_TBL_NET_PORT_STRIDE ||
+                          k.port_off + (uint64_t)k.nports * k.port_stride > (1u << VELO_BAR_REGS_BITS)))) {
+            log_io(ops, ctx, VELO_CORE_LOG_ERR, "velo: implausible NET block, PORTS ", ports);
+            return -VELO_CORE_ENODEV;
+        }
+    }
+    if (k.irq_base) {  // IRQ block: where the pending bitmap is, one bit per vpid
+        const uint32_t ib = k.irq_base - VELO_BLK_IRQ_BASE;
+        k.irq_pending_off = prd(ops, ctx, VELO_REG_IRQ_PENDING_OFFSET + ib);
+        k.irq_pending_words = prd(ops, ctx, VELO_REG_IRQ_PENDING_WORDS + ib);
+        if (k.irq_pending_words != (k.num_vpids + 31) / 32 || !k.irq_pending_off || (k.irq_pending_off & 3) ||
+            k.irq_pending_off + 4ull * k.irq_pending_words > (1u << VELO_BAR_REGS_BITS)) {
+            log_io(ops, ctx, VELO_CORE_LOG_ERR, "velo: implausible IRQ block, PENDING_OFFSET ", k.irq_pending_off);
+            return -VELO_CORE_ENODEV;
+        }
     }
     struct velo_core* c = (struct velo_core*)ops->zalloc(ctx, sizeof *c);
     if (!c) return -VELO_CORE_ENOMEM;
@@ -121,6 +160,9 @@ int velo_core_probe(const struct velo_core_ops* ops, void* ctx, struct velo_core
     c->ctx = ctx;
     c->caps = k;
     c->next_vpid = 0;
+    c->policy = VELO_POLICY_JOB;
+    c->max_log2 = VELO_MBOX_LOG2_MAX;
+    c->max_grants = CORE_DEFAULT_GRANTS;
     *out = c;
     return 0;
 }
@@ -192,6 +234,46 @@ static int quiesce(struct velo_core* c, unsigned vpid) {
     return -VELO_CORE_ETIMEDOUT;
 }
 
+// ------------------------------------------------------------------ access policy helpers
+static unsigned half_vpids(const struct velo_core* c) {
+    return VELO_CTL_VPID_BIT(c->caps.vpid_bits);
+}
+
+static int job_find(const struct velo_core* c, uint64_t key) {
+    if (!key) return -1;
+    for (int i = 0; i < VELO_CORE_MAX_JOBS; ++i)
+        if (c->jobs[i].key == key) return i;
+    return -1;
+}
+
+// the job owning data vpid v, -1: none
+static int vpid_job(const struct velo_core* c, unsigned v) {
+    for (int i = 0; i < VELO_CORE_MAX_JOBS; ++i)
+        if (c->jobs[i].key && v >= c->jobs[i].vpid_lo && v <= c->jobs[i].vpid_hi) return i;
+    return -1;
+}
+
+// may an endpoint of `job` hold data vpid v
+static int vpid_allowed(const struct velo_core* c, int privileged, int job, unsigned v) {
+    if (c->policy == VELO_POLICY_OPEN || privileged) return 1;
+    return vpid_job(c, v) == job;
+}
+
+// the job an endpoint opens in (-1: none), or -EACCES
+static int open_policy(const struct velo_core* c, const struct velo_core_ep_params* p, int* job) {
+    *job = -1;
+    if (c->policy == VELO_POLICY_OPEN) return 0;
+    if (p->job_key) {
+        const int j = job_find(c, p->job_key);
+        if (j < 0) return -VELO_CORE_EACCES;
+        if (c->jobs[j].uid != VELO_CORE_UID_ANY && c->jobs[j].uid != p->uid && !p->privileged) return -VELO_CORE_EACCES;
+        *job = j;
+        return 0;
+    }
+    if (c->policy == VELO_POLICY_STRICT && !p->privileged) return -VELO_CORE_EACCES;
+    return 0;
+}
+
 static size_t ring_bytes(unsigned log2) {
     size_t b = (size_t)64 << log2;
     return b < 4096 ? 4096 : b;
@@ -199,22 +281,27 @@ static size_t ring_bytes(unsigned log2) {
 
 int velo_core_ep_open(struct velo_core* c, const struct velo_core_ep_params* p, const struct velo_core_ep** out) {
     if (!c || !p || !out) return -VELO_CORE_EINVAL;
-    *out = 0;
+    *out = NULL;
     const unsigned vb = c->caps.vpid_bits;
     const unsigned half = VELO_CTL_VPID_BIT(vb);  // endpoints live in [0, half)
     if (p->log2_lines < VELO_MBOX_LOG2_MIN || p->log2_lines > VELO_MBOX_LOG2_MAX ||
         p->ctl_log2_lines < VELO_MBOX_LOG2_MIN || p->ctl_log2_lines > VELO_MBOX_LOG2_MAX)
         return -VELO_CORE_EINVAL;
+    if (p->vpid >= 0 && (unsigned)p->vpid >= half) return -VELO_CORE_EINVAL;
+    int job = -1;
+    const int pr = open_policy(c, p, &job);
+    if (pr) return pr;
     unsigned vpid;
     if (p->vpid >= 0) {
-        if ((unsigned)p->vpid >= half) return -VELO_CORE_EINVAL;
         vpid = (unsigned)p->vpid;
+        if (!vpid_allowed(c, p->privileged != 0, job, vpid)) return -VELO_CORE_EACCES;
         if (c->ep[vpid]) return -VELO_CORE_EADDRINUSE;
     } else {
+        // any free vpid of the endpoint's partition (privilege does not widen the choice)
         unsigned i;
         for (i = 0; i < half; ++i) {
             unsigned v = (c->next_vpid + i) % half;
-            if (!c->ep[v]) break;
+            if (!c->ep[v] && vpid_allowed(c, 0, job, v)) break;
         }
         if (i == half) return -VELO_CORE_ENOSPC;
         vpid = (c->next_vpid + i) % half;
@@ -233,6 +320,11 @@ int velo_core_ep_open(struct velo_core* c, const struct velo_core_ep_params* p, 
     e->log2_lines = p->log2_lines;
     e->ctl_log2_lines = p->ctl_log2_lines;
     e->owner = p->owner;
+    e->job_key = p->job_key;
+    e->pid = p->pid;
+    e->uid = p->uid;
+    e->privileged = p->privileged ? 1u : 0u;
+    e->job = job;
     e->ring_bytes = ring_bytes(p->log2_lines);
     e->ctl_ring_bytes = ring_bytes(p->ctl_log2_lines);
     e->user_page_off = user_page(c, e->vpid);
@@ -246,7 +338,7 @@ int velo_core_ep_open(struct velo_core* c, const struct velo_core_ep_params* p, 
         rc = program_mailbox(c, e->ctl_vpid, e->ctl_ring_dma, e->ctl_log2_lines);
         if (rc && quiesce(c, e->vpid)) {
             // the data vpid does not quiesce: leak its ring rather than reuse it
-            e->ring = 0;
+            e->ring = NULL;
         }
     }
     if (rc) {
@@ -258,20 +350,22 @@ int velo_core_ep_open(struct velo_core* c, const struct velo_core_ep_params* p, 
     }
     c->ep[vpid] = e;
     ++c->nep;
+    if (job >= 0) ++c->jobs[job].nep;
     *out = e;
     return 0;
 }
 
 const struct velo_core_ep* velo_core_ep_find(const struct velo_core* c, unsigned vpid) {
-    if (!c || vpid >= CORE_MAX_VPIDS) return 0;
+    if (!c || vpid >= CORE_MAX_VPIDS) return NULL;
     return c->ep[vpid];
 }
 
 int velo_core_ep_close(struct velo_core* c, unsigned vpid) {
     if (!c || vpid >= CORE_MAX_VPIDS || !c->ep[vpid]) return -VELO_CORE_ENOENT;
     struct velo_core_ep* e = c->ep[vpid];
-    c->ep[vpid] = 0;
+    c->ep[vpid] = NULL;
     --c->nep;
+    if (e->job >= 0) --c->jobs[e->job].nep;
     for (unsigned i = 0; i < e->max_grants; ++i) e->grants[i].used = 0;
     e->ngrants = 0;
     int q1 = quiesce(c, e->vpid);
@@ -306,6 +400,419 @@ unsigned velo_core_ep_count(const struct velo_core* c) {
     return c->nep;
 }
 
+int velo_core_reclaim(struct velo_core* c, unsigned vpid, uint64_t* owner) {
+    if (!c || vpid >= c->caps.num_vpids) return -VELO_CORE_ENOENT;
+    const unsigned data = vpid & ~VELO_CTL_VPID_BIT(c->caps.vpid_bits);
+    if (!c->ep[data]) return -VELO_CORE_ENOENT;
+    if (owner) *owner = c->ep[data]->owner;
+    return velo_core_ep_close(c, data);
+}
+
+// ------------------------------------------------------------------ access policy
+int velo_core_set_policy(struct velo_core* c, unsigned policy) {
+    if (!c || policy > VELO_POLICY_STRICT) return -VELO_CORE_EINVAL;
+    if (c->nep && policy != c->policy) return -VELO_CORE_EBUSY;
+    c->policy = policy;
+    return 0;
+}
+
+unsigned velo_core_policy(const struct velo_core* c) {
+    return c->policy;
+}
+
+int velo_core_set_limits(struct velo_core* c, unsigned max_ring_log2, unsigned max_grants) {
+    if (!c || max_ring_log2 < VELO_RING_LOG2_MIN || max_ring_log2 > VELO_MBOX_LOG2_MAX || max_grants < 1 ||
+        max_grants > 4096)
+        return -VELO_CORE_EINVAL;
+    c->max_log2 = max_ring_log2;
+    c->max_grants = max_grants;
+    return 0;
+}
+
+int velo_core_job_set(struct velo_core* c, const struct velo_core_job* j) {
+    if (!c || !j || !j->key) return -VELO_CORE_EINVAL;
+    if (j->vpid_lo > j->vpid_hi || j->vpid_hi >= half_vpids(c) || j->node_lo > j->node_hi ||
+        j->node_hi >= (1u << c->caps.node_bits))
+        return -VELO_CORE_EINVAL;
+    int slot = job_find(c, j->key);
+    for (int i = 0; i < VELO_CORE_MAX_JOBS; ++i) {
+        const struct velo_core_job* o = &c->jobs[i];
+        if (i != slot && o->key && j->vpid_lo <= o->vpid_hi && o->vpid_lo <= j->vpid_hi) return -VELO_CORE_EEXIST;
+    }
+    if (slot >= 0 && c->jobs[slot].nep) return -VELO_CORE_EBUSY;
+    // no endpoint may already sit in the range (it would end up in a job it did not open in),
+    // nor hold a grant into it (the job's vpids would be reachable from outside)
+    for (unsigned v = j->vpid_lo; v <= j->vpid_hi; ++v)
+        if (c->ep[v]) return -VELO_CORE_EBUSY;
+    for (unsigned v = 0; v < CORE_MAX_VPIDS && c->policy != VELO_POLICY_OPEN; ++v) {
+        const struct velo_core_ep* e = c->ep[v];
+        for (unsigned g = 0; e && !e->privileged && g < e->max_grants; ++g) {
+            const unsigned d = e->grants[g].dst_vpid & ~VELO_CTL_VPID_BIT(c->caps.vpid_bits);
+            if (e->grants[g].used && d >= j->vpid_lo && d <= j->vpid_hi) return -VELO_CORE_EBUSY;
+        }
+    }
+    if (slot < 0) {
+        for (int i = 0; i < VELO_CORE_MAX_JOBS && slot < 0; ++i)
+            if (!c->jobs[i].key) slot = i;
+        if (slot < 0) return -VELO_CORE_ENOSPC;
+    }
+    c->jobs[slot] = *j;
+    c->jobs[slot].nep = 0;
+    return 0;
+}
+
+int velo_core_job_del(struct velo_core* c, uint64_t key) {
+    const int slot = c ? job_find(c, key) : -1;
+    if (slot < 0) return -VELO_CORE_ENOENT;
+    if (c->jobs[slot].nep) return -VELO_CORE_EBUSY;
+    c->jobs[slot].key = 0;
+    return 0;
+}
+
+const struct velo_core_job* velo_core_job_at(const struct velo_core* c, unsigned i) {
+    if (!c || i >= VELO_CORE_MAX_JOBS || !c->jobs[i].key) return NULL;
+    return &c->jobs[i];
+}
+
+int velo_core_may_reach(const struct velo_core* c, const struct velo_core_ep* e, unsigned dst_node, unsigned dst_vpid) {
+    if (c->policy == VELO_POLICY_OPEN || e->privileged) return 0;
+    const unsigned data = dst_vpid & ~VELO_CTL_VPID_BIT(c->caps.vpid_bits);
+    if (vpid_job(c, data) != e->job) return -VELO_CORE_EACCES;
+    if (e->job >= 0 && (dst_node < c->jobs[e->job].node_lo || dst_node > c->jobs[e->job].node_hi))
+        return -VELO_CORE_EACCES;
+    return 0;
+}
+
+// ------------------------------------------------------------------ clients (open files)
+void velo_core_client_init(struct velo_core_client* cl, uint64_t owner, uint32_t pid, uint32_t uid,
+                           uint32_t privileged) {
+    cl->owner = owner;
+    cl->pid = pid;
+    cl->uid = uid;
+    cl->privileged = privileged ? 1u : 0u;
+    cl->vpid = -1;
+}
+
+const struct velo_core_ep* velo_core_client_ep(const struct velo_core* c, const struct velo_core_client* cl, int* err) {
+    const struct velo_core_ep* e = NULL;
+    int r = -VELO_CORE_EBADFD;
+    if (c && cl && cl->vpid >= 0) {
+        r = -VELO_CORE_ENODEV;
+        if ((unsigned)cl->vpid < CORE_MAX_VPIDS && c->ep[cl->vpid] && c->ep[cl->vpid]->owner == cl->owner) {
+            e = c->ep[cl->vpid];
+            r = 0;
+        }
+    }
+    if (err) *err = r;
+    return e;
+}
+
+int velo_core_client_close(struct velo_core* c, struct velo_core_client* cl) {
+    const struct velo_core_ep* e = velo_core_client_ep(c, cl, NULL);
+    return e ? velo_core_ep_close(c, e->vpid) : 0;
+}
+
+// ------------------------------------------------------------------ ioctl arguments
+// size of the structure of ioctl nr, 0 for an unknown nr
+static uint32_t uapi_size(unsigned nr) {
+    switch (nr) {
+        case VELO_IOC_NR_INFO:
+            return sizeof(struct velo_uapi_info);
+        case VELO_IOC_NR_EP_OPEN:
+            return sizeof(struct velo_uapi_ep_open);
+        case VELO_IOC_NR_GRANT:
+            return sizeof(struct velo_uapi_grant);
+        case VELO_IOC_NR_REVOKE:
+            return sizeof(struct velo_uapi_revoke);
+        case VELO_IOC_NR_WAIT:
+            return sizeof(struct velo_uapi_wait);
+        case VELO_IOC_NR_JOB_SET:
+            return sizeof(struct velo_uapi_job);
+        case VELO_IOC_NR_JOB_DEL:
+            return sizeof(struct velo_uapi_job_del);
+        case VELO_IOC_NR_NODE_SET:
+            return sizeof(struct velo_uapi_node);
+        case VELO_IOC_NR_ROUTE_SET:
+            return sizeof(struct velo_uapi_route);
+        case VELO_IOC_NR_PORT_SET:
+            return sizeof(struct velo_uapi_port);
+        default:
+            return 0;
+    }
+}
+
+int velo_core_uapi_size(unsigned nr, uint32_t* minsz, uint32_t* ksz) {
+    const uint32_t n = uapi_size(nr);
+    if (!n) return -VELO_CORE_ENOTTY;
+    // every structure is still its version-1 self: the smallest accepted is the whole of it
+    if (minsz) *minsz = n;
+    if (ksz) *ksz = n;
+    return 0;
+}
+
+static int ioc_info(const struct velo_core* c, struct velo_uapi_info* a) {
+    if (a->flags) return -VELO_CORE_EINVAL;
+    const struct velo_core_caps* k = &c->caps;
+    a->uapi_version = VELO_UAPI_VERSION;
+    a->spec_hash = k->spec_hash;
+    a->design_version = k->design_version;
+    a->node_id = k->node_id;
+    a->node_bits = k->node_bits;
+    a->vpid_bits = k->vpid_bits;
+    a->msg_max = k->msg_max;
+    a->num_vpids = k->num_vpids;
+    a->link_up = (uint32_t)VELO_FIELD_GET(VELO_REG_CTRL_STATUS_LINK_UP, velo_core_status(c));
+    a->clock_khz = 0;
+    a->policy = c->policy;
+    a->out_flags = 0;
+    a->nports = k->nports;
+    a->link_status = velo_core_link_status(c);
+    return 0;
+}
+
+static int ioc_ep_open(struct velo_core* c, struct velo_core_client* cl, struct velo_uapi_ep_open* a) {
+    if (a->flags || a->rsvd0 || a->vpid < -1) return -VELO_CORE_EINVAL;
+    if (cl->vpid >= 0) return -VELO_CORE_EBUSY;  // one endpoint per file, even after a reclaim
+    const unsigned log2 = a->log2_lines ? a->log2_lines : VELO_RING_LOG2_DEFAULT;
+    const unsigned ctl = a->ctl_log2_lines ? a->ctl_log2_lines : VELO_CTL_RING_LOG2_DEFAULT;
+    if (log2 < VELO_RING_LOG2_MIN || log2 > c->max_log2 || ctl < VELO_RING_LOG2_MIN || ctl > c->max_log2)
+        return -VELO_CORE_EINVAL;
+    struct velo_core_ep_params p = {0};
+    p.vpid = a->vpid;
+    p.log2_lines = log2;
+    p.ctl_log2_lines = ctl;
+    p.max_grants = c->max_grants;
+    p.owner = cl->owner;
+    p.job_key = a->job_key;
+    p.pid = cl->pid;
+    p.uid = cl->uid;
+    p.privileged = cl->privileged;
+    const struct velo_core_ep* e = NULL;
+    const int r = velo_core_ep_open(c, &p, &e);
+    if (r) return r;
+    cl->vpid = (int)e->vpid;
+    a->out_vpid = e->vpid;
+    a->out_ctl_vpid = e->ctl_vpid;
+    a->out_log2_lines = e->log2_lines;
+    a->out_ctl_log2_lines = e->ctl_log2_lines;
+    a->ring_bytes = e->ring_bytes;
+    a->ctl_ring_bytes = e->ctl_ring_bytes;
+    a->user_page_off = VELO_TBL_VPID_USER_MB_RP;
+    a->max_grants = e->max_grants;
+    return 0;
+}
+
+static int ioc_grant(struct velo_core* c, struct velo_core_client* cl, struct velo_uapi_grant* a) {
+    if (a->flags) return -VELO_CORE_EINVAL;
+    int err;
+    const struct velo_core_ep* e = velo_core_client_ep(c, cl, &err);
+    if (!e) return err;
+    uint64_t off = 0;
+    const int g = velo_core_grant(c, e->vpid, a->from, a->dst_node, a->dst_vpid, &off);
+    if (g < 0) return g;
+    a->grant_id = (uint32_t)g;
+    a->window_off = off;
+    return 0;
+}
+
+static int ioc_revoke(struct velo_core* c, struct velo_core_client* cl, const struct velo_uapi_revoke* a) {
+    if (a->flags || a->rsvd) return -VELO_CORE_EINVAL;
+    int err;
+    const struct velo_core_ep* e = velo_core_client_ep(c, cl, &err);
+    if (!e) return err;
+    return velo_core_revoke(c, e->vpid, a->grant_id);
+}
+
+static int ioc_wait(const struct velo_core* c, const struct velo_core_client* cl, struct velo_uapi_wait* a) {
+    const uint32_t rings = VELO_WAIT_DATA | VELO_WAIT_CTL;
+    if (!a->flags || (a->flags & ~rings) || a->rsvd) return -VELO_CORE_EINVAL;
+    const int m = velo_core_ring_ready(c, cl, a->flags, a->rp, a->ctl_rp);
+    if (m < 0) return m;
+    a->out_ready = (uint32_t)m;
+    return 0;
+}
+
+static int ioc_job_set(struct velo_core* c, const struct velo_core_client* cl, const struct velo_uapi_job* a) {
+    if (!cl->privileged) return -VELO_CORE_EPERM;
+    if ((a->flags & ~(uint32_t)VELO_JOB_F_UID) || a->rsvd) return -VELO_CORE_EINVAL;
+    if ((a->flags & VELO_JOB_F_UID) ? a->uid == VELO_CORE_UID_ANY : a->uid != 0) return -VELO_CORE_EINVAL;
+    struct velo_core_job j = {0};
+    j.key = a->job_key;
+    j.uid = (a->flags & VELO_JOB_F_UID) ? a->uid : VELO_CORE_UID_ANY;
+    j.vpid_lo = a->vpid_lo;
+    j.vpid_hi = a->vpid_hi;
+    j.node_lo = a->node_lo;
+    j.node_hi = a->node_hi;
+    return velo_core_job_set(c, &j);
+}
+
+static int ioc_job_del(struct velo_core* c, const struct velo_core_client* cl, const struct velo_uapi_job_del* a) {
+    if (!cl->privileged) return -VELO_CORE_EPERM;
+    if (a->flags) return -VELO_CORE_EINVAL;
+    return velo_core_job_del(c, a->job_key);
+}
+
+static int ioc_node_set(struct velo_core* c, const struct velo_core_client* cl, const struct velo_uapi_node* a) {
+    if (!cl->privileged) return -VELO_CORE_EPERM;
+    if (a->flags || a->rsvd || a->node_id >= (1u << c->caps.node_bits)) return -VELO_CORE_EINVAL;
+    if (c->nep) return -VELO_CORE_EBUSY;  // endpoints were told the old id
+    return velo_core_enable(c, a->node_id);
+}
+
+static int ioc_route_set(struct velo_core* c, const struct velo_core_client* cl, const struct velo_uapi_route* a) {
+    if (!cl->privileged) return -VELO_CORE_EPERM;
+    if (a->flags & ~(uint32_t)VELO_ROUTE_F_VALID) return -VELO_CORE_EINVAL;
+    if (!(a->flags & VELO_ROUTE_F_VALID) && a->route) return -VELO_CORE_EINVAL;
+    return velo_core_route_set(c, a->dst_node, (a->flags & VELO_ROUTE_F_VALID) != 0, a->route);
+}
+
+static int ioc_port_set(struct velo_core* c, const struct velo_core_client* cl, const struct velo_uapi_port* a) {
+    if (!cl->privileged) return -VELO_CORE_EPERM;
+    if (a->flags) return -VELO_CORE_EINVAL;
+    return velo_core_port_set(c, a->port, a->cfg);
+}
+
+int velo_core_ioctl(struct velo_core* c, struct velo_core_client* cl, unsigned nr, void* arg) {
+    uint32_t minsz = 0;
+    if (!c || !cl || !arg) return -VELO_CORE_EINVAL;
+    const int r = velo_core_uapi_size(nr, &minsz, NULL);
+    if (r) return r;
+    // every structure starts with __u32 argsz
+    if (*(const uint32_t*)arg < minsz) return -VELO_CORE_EINVAL;
+    switch (nr) {
+        case VELO_IOC_NR_INFO:
+            return ioc_info(c, (struct velo_uapi_info*)arg);
+        case VELO_IOC_NR_EP_OPEN:
+            return ioc_ep_open(c, cl, (struct velo_uapi_ep_open*)arg);
+        case VELO_IOC_NR_GRANT:
+            return ioc_grant(c, cl, (struct velo_uapi_grant*)arg);
+        case VELO_IOC_NR_REVOKE:
+            return ioc_revoke(c, cl, (const struct velo_uapi_revoke*)arg);
+        case VELO_IOC_NR_WAIT:
+            return ioc_wait(c, cl, (struct velo_uapi_wait*)arg);
+        case VELO_IOC_NR_JOB_SET:
+            return ioc_job_set(c, cl, (const struct velo_uapi_job*)arg);
+        case VELO_IOC_NR_JOB_DEL:
+            return ioc_job_del(c, cl, (const struct velo_uapi_job_del*)arg);
+        case VELO_IOC_NR_NODE_SET:
+            return ioc_node_set(c, cl, (const struct velo_uapi_node*)arg);
+        case VELO_IOC_NR_ROUTE_SET:
+            return ioc_route_set(c, cl, (const struct velo_uapi_route*)arg);
+        case VELO_IOC_NR_PORT_SET:
+            return ioc_port_set(c, cl, (const struct velo_uapi_port*)arg);
+        default:
+            return -VELO_CORE_ENOTTY;
+    }
+}
+
+// ------------------------------------------------------------------ ring state (sleep/wake)
+// Is there an entry at read pointer rp: the line's PHASE is that of rp's pass (docs/spec.md).
+static int ring_entry_at(const void* ring, unsigned log2, uint32_t rp) {
+    const size_t line = (size_t)(rp & ((1u << log2) - 1u)) << 6;
+    const uint64_t h = *(const volatile uint64_t*)((const uint8_t*)ring + line);
+    return VELO_FIELD_GET(VELO_MBOX_HDR_PHASE, h) == (((rp >> log2) & 1u) ^ 1u);
+}
+
+int velo_core_ring_ready(const struct velo_core* c, const struct velo_core_client* cl, unsigned rings, uint32_t rp,
+                         uint32_t ctl_rp) {
+    int err;
+    const struct velo_core_ep* e = velo_core_client_ep(c, cl, &err);
+    if (!e) return err;
+    if (!rings || (rings & ~(unsigned)(VELO_WAIT_DATA | VELO_WAIT_CTL))) return -VELO_CORE_EINVAL;
+    int m = 0;
+    if ((rings & VELO_WAIT_DATA) && ring_entry_at(e->ring, e->log2_lines, rp)) m |= VELO_WAIT_DATA;
+    if ((rings & VELO_WAIT_CTL) && ring_entry_at(e->ctl_ring, e->ctl_log2_lines, ctl_rp)) m |= VELO_WAIT_CTL;
+    return m;
+}
+
+int velo_core_ring_ready_nic(const struct velo_core* c, const struct velo_core_client* cl) {
+    int err;
+    const struct velo_core_ep* e = velo_core_client_ep(c, cl, &err);
+    if (!e) return err;
+    const uint32_t rp = rd(c, e->user_page_off + VELO_TBL_VPID_USER_MB_RP);
+    const uint32_t ctl_rp = rd(c, e->ctl_user_page_off + VELO_TBL_VPID_USER_MB_RP);
+    return velo_core_ring_ready(c, cl, VELO_WAIT_DATA | VELO_WAIT_CTL, rp, ctl_rp);
+}
+
+// ------------------------------------------------------------------ mmap
+int velo_core_mmap_check(const struct velo_core* c, const struct velo_core_client* cl, uint64_t off, uint64_t len,
+                         unsigned acc, struct velo_core_map* m) {
+    const unsigned all = VELO_CORE_MAP_READ | VELO_CORE_MAP_WRITE | VELO_CORE_MAP_EXEC | VELO_CORE_MAP_SHARED;
+    if (!c || !cl || !m) return -VELO_CORE_EINVAL;
+    int err;
+    const struct velo_core_ep* e = velo_core_client_ep(c, cl, &err);
+    if (!e) return err;
+    if ((off & 4095u) || !len || (len & 4095u) || (acc & ~all) || !(acc & VELO_CORE_MAP_SHARED))
+        return -VELO_CORE_EINVAL;
+    if (acc & VELO_CORE_MAP_EXEC) return -VELO_CORE_EACCES;
+    *m = (struct velo_core_map){0};
+    if (off == VELO_MMAP_RING || off == VELO_MMAP_CTL_RING) {
+        const int ctl = off == VELO_MMAP_CTL_RING;
+        if (len != (ctl ? e->ctl_ring_bytes : e->ring_bytes)) return -VELO_CORE_EINVAL;
+        if (acc & VELO_CORE_MAP_WRITE) return -VELO_CORE_EACCES;  // the NIC's, read-only
+        m->kind = ctl ? VELO_CORE_MAP_CTL_RING : VELO_CORE_MAP_RING;
+        m->cpu = ctl ? e->ctl_ring : e->ring;
+        m->dma = ctl ? e->ctl_ring_dma : e->ring_dma;
+        m->cookie = ctl ? e->ctl_ring_cookie : e->ring_cookie;
+        m->bytes = ctl ? e->ctl_ring_bytes : e->ring_bytes;
+        return 0;
+    }
+    if (off == VELO_MMAP_USER_PAGE || off == VELO_MMAP_CTL_USER_PAGE) {
+        const int ctl = off == VELO_MMAP_CTL_USER_PAGE;
+        if (len != 4096) return -VELO_CORE_EINVAL;
+        m->kind = ctl ? VELO_CORE_MAP_CTL_USER : VELO_CORE_MAP_USER;
+        m->bar = VELO_BAR_REGS;
+        m->bar_off = ctl ? e->ctl_user_page_off : e->user_page_off;
+        return 0;
+    }
+    if (off >= VELO_MMAP_WINDOW) {
+        const uint64_t g = (off - VELO_MMAP_WINDOW) >> 12;
+        if (g >= e->max_grants || len != 4096) return -VELO_CORE_EINVAL;
+        const struct velo_core_grant_ent* ge = velo_core_grant_get(c, e->vpid, (unsigned)g);
+        if (!ge) return -VELO_CORE_EINVAL;                       // nothing granted under that id
+        if (acc & VELO_CORE_MAP_READ) return -VELO_CORE_EACCES;  // window reads are UR
+        m->kind = VELO_CORE_MAP_WINDOW;
+        m->bar = VELO_BAR_SEND;
+        m->bar_off = ge->window_off;
+        return 0;
+    }
+    return -VELO_CORE_EINVAL;
+}
+
+// ------------------------------------------------------------------ network control, status
+int velo_core_route_set(struct velo_core* c, unsigned dst_node, int valid, uint32_t route) {
+    if (!c->caps.net_base || !c->caps.route_off) return -VELO_CORE_EOPNOTSUPP;
+    if (dst_node >= (1u << c->caps.node_bits) || route >= (1u << VELO_TBL_ROUTE_TABLE_ROUTE_ROUTE_WIDTH))
+        return -VELO_CORE_EINVAL;
+    const uint32_t v = valid ? (uint32_t)(VELO_FIELD_PREP(VELO_TBL_ROUTE_TABLE_ROUTE_VALID, 1) |
+                                          VELO_FIELD_PREP(VELO_TBL_ROUTE_TABLE_ROUTE_ROUTE, route))
+                             : 0u;
+    wr(c, c->caps.route_off + dst_node * VELO_TBL_ROUTE_TABLE_STRIDE + VELO_TBL_ROUTE_TABLE_ROUTE, v);
+    return 0;
+}
+
+int velo_core_port_set(struct velo_core* c, unsigned port, uint32_t cfg) {
+    const uint64_t known = VELO_FIELD_MASK(VELO_TBL_NET_PORT_CFG_DIM) | VELO_FIELD_MASK(VELO_TBL_NET_PORT_CFG_DATELINE);
+    if (port < 1 || port > c->caps.nports || (cfg & ~known)) return -VELO_CORE_EINVAL;
+    wr(c, c->caps.port_off + (port - 1) * c->caps.port_stride + VELO_TBL_NET_PORT_CFG, cfg);
+    return 0;
+}
+
+uint32_t velo_core_counter(const struct velo_core* c, unsigned i) {
+    if (i >= c->caps.num_counters) return 0;
+    return rd(c, c->caps.counters_base - VELO_BLK_COUNTERS_BASE + VELO_REG_COUNTERS_COUNTER_BASE + 4u * i);
+}
+
+uint32_t velo_core_link_status(const struct velo_core* c) {
+    if (!c->caps.net_base || !c->caps.nports) return 0;
+    const uint32_t s = rd(c, c->caps.net_base - VELO_BLK_NET_BASE + VELO_REG_NET_LINK_STATUS);
+    return c->caps.nports >= 32 ? s : s & ((1u << c->caps.nports) - 1u);
+}
+
+uint32_t velo_core_status(const struct velo_core* c) {
+    return rd(c, reg_ctrl(c, VELO_REG_CTRL_STATUS));
+}
+
 // ------------------------------------------------------------------ grants
 uint64_t velo_core_window_off(const struct velo_core* c, unsigned src_vpid, unsigned dst_node, unsigned dst_vpid) {
     const unsigned vb = c->caps.vpid_bits, nb = c->caps.node_bits;
@@ -321,6 +828,7 @@ int velo_core_grant(struct velo_core* c, unsigned vpid, unsigned from, unsigned 
     const unsigned vb = c->caps.vpid_bits;
     if (from > 1 || dst_node >= (1u << c->caps.node_bits) || dst_vpid >= c->caps.num_vpids) return -VELO_CORE_EINVAL;
     if (from == 0 && VELO_IS_CTL_VPID(dst_vpid, vb)) return -VELO_CORE_EINVAL;
+    if (velo_core_may_reach(c, e, dst_node, dst_vpid)) return -VELO_CORE_EACCES;
     int free_slot = -1;
     for (unsigned i = 0; i < e->max_grants; ++i) {
         struct velo_core_grant_ent* g = &e->grants[i];
@@ -355,8 +863,64 @@ int velo_core_revoke(struct velo_core* c, unsigned vpid, unsigned grant_id) {
 }
 
 const struct velo_core_grant_ent* velo_core_grant_get(const struct velo_core* c, unsigned vpid, unsigned grant_id) {
-    if (!c || vpid >= CORE_MAX_VPIDS || !c->ep[vpid]) return 0;
+    if (!c || vpid >= CORE_MAX_VPIDS || !c->ep[vpid]) return NULL;
     const struct velo_core_ep* e = c->ep[vpid];
-    if (grant_id >= e->max_grants || !e->grants[grant_id].used) return 0;
+    if (grant_id >= e->max_grants || !e->grants[grant_id].used) return NULL;
     return &e->grants[grant_id];
+}
+
+/* ---- interrupts */
+static uint32_t reg_irq(const struct velo_core* c, uint32_t reg) {
+    return reg - VELO_BLK_IRQ_BASE + c->caps.irq_base;
+}
+
+int velo_core_irq_enable(struct velo_core* c, int on) {
+    if (!c) return -VELO_CORE_EINVAL;
+    if (!c->caps.irq_base) return -VELO_CORE_ENODEV;
+    const uint32_t v = (uint32_t)VELO_FIELD_PREP(VELO_REG_IRQ_CTRL_ENABLE, on ? 1 : 0);
+    wr(c, reg_irq(c, VELO_REG_IRQ_CTRL), v);
+    const uint32_t back = rd(c, reg_irq(c, VELO_REG_IRQ_CTRL));
+    if ((back & (uint32_t)VELO_FIELD_MASK(VELO_REG_IRQ_CTRL_ENABLE)) != v) {
+        log_io(c->ops, c->ctx, VELO_CORE_LOG_ERR, "velo: IRQ CTRL read back ", back);
+        return -VELO_CORE_EIO;
+    }
+    return 0;
+}
+
+int velo_core_irq_arm(struct velo_core* c, unsigned vpid) {
+    if (!c) return -VELO_CORE_EINVAL;
+    if (!c->caps.irq_base) return -VELO_CORE_ENODEV;
+    if (vpid >= c->caps.num_vpids || vpid >= CORE_MAX_VPIDS) return -VELO_CORE_EINVAL;
+    const unsigned data = vpid & ~VELO_CTL_VPID_BIT(c->caps.vpid_bits);
+    const struct velo_core_ep* e = c->ep[data];
+    if (!e || (e->vpid != vpid && e->ctl_vpid != vpid)) return -VELO_CORE_ENOENT;
+    wr(c, reg_irq(c, VELO_REG_IRQ_ARM), vpid);
+    // a non-posted read: returns after the arm was performed and after every DMA write the NIC
+    // issued before it (completions do not pass posted writes)
+    (void)rd(c, reg_irq(c, VELO_REG_IRQ_CTRL));
+    return 0;
+}
+
+int velo_core_irq_collect(struct velo_core* c, void (*cb)(void*, unsigned), void* ctx) {
+    if (!c) return -VELO_CORE_EINVAL;
+    if (!c->caps.irq_base) return -VELO_CORE_ENODEV;
+    int n = 0;
+    for (uint32_t w = 0; w < c->caps.irq_pending_words; ++w) {
+        const uint32_t off = c->caps.irq_pending_off + 4 * w;
+        uint32_t p = rd(c, off);
+        const uint32_t first = 32 * w;
+        const uint32_t valid = c->caps.num_vpids - first >= 32 ? 0xFFFFFFFFu : (1u << (c->caps.num_vpids - first)) - 1;
+        if (p & ~valid) {
+            log_io(c->ops, c->ctx, VELO_CORE_LOG_ERR, "velo: IRQ PENDING read failed, word ", w);
+            return -VELO_CORE_EIO;
+        }
+        if (!p) continue;
+        wr(c, off, p);  // write-1-to-clear what is handled now; later entries set their bits again
+        for (unsigned b = 0; p; ++b, p >>= 1) {
+            if (!(p & 1)) continue;
+            ++n;
+            if (cb) cb(ctx, first + b);
+        }
+    }
+    return n;
 }

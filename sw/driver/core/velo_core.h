@@ -13,8 +13,12 @@
 #ifndef VELO_CORE_H
 #define VELO_CORE_H
 
+#ifdef __KERNEL__
+#include <linux/types.h>
+#else
 #include <stddef.h>
 #include <stdint.h>
+#endif
 
 #ifdef __cplusplus
 extern "C" {
@@ -24,12 +28,18 @@ extern "C" {
 #define VELO_CORE_EPERM 1
 #define VELO_CORE_ENOENT 2
 #define VELO_CORE_EIO 5
+#define VELO_CORE_E2BIG 7
 #define VELO_CORE_ENOMEM 12
+#define VELO_CORE_EACCES 13
 #define VELO_CORE_EBUSY 16
+#define VELO_CORE_EEXIST 17
 #define VELO_CORE_ENODEV 19
 #define VELO_CORE_EINVAL 22
+#define VELO_CORE_ENOTTY 25
 #define VELO_CORE_ENOSPC 28
 #define VELO_CORE_EPROTO 71
+#define VELO_CORE_EBADFD 77
+#define VELO_CORE_EOPNOTSUPP 95
 #define VELO_CORE_EADDRINUSE 98
 #define VELO_CORE_ETIMEDOUT 110
 
@@ -66,6 +76,12 @@ struct velo_core_caps {
 	uint32_t num_counters;
 	uint32_t table_off, table_stride; /* VPID_TABLE */
 	uint32_t user_off, user_stride;   /* VPID_USER pages */
+	/* NET block (0 ports when the design has none) */
+	uint32_t net_base;
+	uint32_t nports;                  /* NET.PORTS.NP */
+	uint32_t route_off;               /* ROUTE_TABLE */
+	uint32_t port_off, port_stride;   /* NET_PORT entries (port 1 at port_off) */
+	uint32_t irq_base, irq_pending_off, irq_pending_words; /* IRQ block (0: none), IRQ_PENDING words */
 };
 
 struct velo_core;
@@ -78,6 +94,10 @@ struct velo_core_ep_params {
 	unsigned ctl_log2_lines; /* control ring */
 	unsigned max_grants;     /* grants the endpoint may hold; 0: 1024 */
 	uint64_t owner;          /* opaque owner (file, client); velo_core_release_owner closes all */
+	/* who opens it (the access policy and the vpid table in sysfs); all 0 in the fabric */
+	uint64_t job_key;        /* 0: no job (the vpids no job owns) */
+	uint32_t pid, uid;
+	uint32_t privileged;     /* CAP_SYS_ADMIN: any vpid, any destination */
 };
 
 /* One endpoint: a data vpid and its control vpid (VELO_CTL_VPID), each with a ring. */
@@ -95,6 +115,9 @@ struct velo_core_ep {
 	uint32_t ctl_user_page_off; /* BAR0 offset of the control vpid's user page */
 	unsigned ngrants, max_grants;
 	struct velo_core_grant_ent* grants; /* [max_grants], slot in use when .used */
+	uint64_t job_key;
+	uint32_t pid, uid, privileged;
+	int job;                            /* index of its job, -1: the vpids no job owns */
 };
 
 struct velo_core_grant_ent {
@@ -155,6 +178,129 @@ uint64_t velo_core_window_off(const struct velo_core* c, unsigned src_vpid, unsi
 
 /* Number of open endpoints. */
 unsigned velo_core_ep_count(const struct velo_core* c);
+
+/* Close the endpoint owning data or control vpid `vpid` on the administrator's request (sysfs
+ * "reclaim"): as velo_core_ep_close; *owner (may be NULL) tells whose it was. -ENOENT if none. */
+int velo_core_reclaim(struct velo_core* c, unsigned vpid, uint64_t* owner);
+
+/* ---- access policy (docs/driver.md, "Security model")
+ *
+ * The vpid space of a node is partitioned: every registered job owns a range of data vpids (and
+ * their control vpids); all other vpids belong to no job. Under VELO_POLICY_JOB an endpoint
+ * holds a vpid of its own partition and is granted only destinations of that partition (on the
+ * job's nodes); VELO_POLICY_STRICT also refuses unprivileged endpoints without a job;
+ * VELO_POLICY_OPEN restricts nothing. A privileged endpoint may take any free vpid and reach any
+ * destination. The default is VELO_POLICY_JOB, which restricts nothing until a job exists. */
+int velo_core_set_policy(struct velo_core* c, unsigned policy); /* VELO_POLICY_*; -EINVAL, -EBUSY */
+unsigned velo_core_policy(const struct velo_core* c);
+/* Limits of what an unprivileged VELO_IOC_EP_OPEN may ask: the largest ring (log2 of lines,
+ * VELO_RING_LOG2_MIN..VELO_MBOX_LOG2_MAX; default the latter) and the grants per endpoint
+ * (1..4096; default 1024). -EINVAL. */
+int velo_core_set_limits(struct velo_core* c, unsigned max_ring_log2, unsigned max_grants);
+
+#define VELO_CORE_MAX_JOBS 64
+#define VELO_CORE_UID_ANY 0xFFFFFFFFu
+struct velo_core_job {
+	uint64_t key;              /* nonzero (0 marks a free slot) */
+	uint32_t uid;              /* VELO_CORE_UID_ANY: whoever knows the key */
+	uint32_t vpid_lo, vpid_hi; /* data vpids, inclusive */
+	uint32_t node_lo, node_hi; /* destination nodes, inclusive */
+	uint32_t nep;              /* endpoints of the job (output of velo_core_job_at) */
+};
+/* Register a job or change one no endpoint uses. -EINVAL (key 0, bad range), -EEXIST (vpid range
+ * overlaps another job's), -EBUSY (in use, or an endpoint outside the job holds a vpid of the
+ * range or, unprivileged, a grant into it), -ENOSPC (VELO_CORE_MAX_JOBS). */
+int velo_core_job_set(struct velo_core* c, const struct velo_core_job* j);
+int velo_core_job_del(struct velo_core* c, uint64_t key); /* -ENOENT, -EBUSY */
+/* Job slot i (0..VELO_CORE_MAX_JOBS-1), NULL when free. */
+const struct velo_core_job* velo_core_job_at(const struct velo_core* c, unsigned i);
+/* 0 if endpoint e may be granted (dst_node, dst_vpid) under the policy, else -EACCES. */
+int velo_core_may_reach(const struct velo_core* c, const struct velo_core_ep* e, unsigned dst_node, unsigned dst_vpid);
+
+/* ---- the ioctl level (velo_uapi.h): what one open file asks, validated field by field.
+ * The Linux driver keeps a client per open file and copies the arguments in and out; the core
+ * checks them and acts. (The fabric speaks its own protocol and calls the functions above.) */
+struct velo_core_client {
+	uint64_t owner; /* unique per client and never reused: endpoints record it */
+	uint32_t pid, uid;
+	uint32_t privileged;
+	int vpid; /* data vpid of its endpoint, -1 before VELO_IOC_EP_OPEN */
+};
+void velo_core_client_init(struct velo_core_client* cl, uint64_t owner, uint32_t pid, uint32_t uid,
+			   uint32_t privileged);
+/* The client's endpoint, or NULL with *err = -EBADFD (none opened) or -ENODEV (reclaimed). */
+const struct velo_core_ep* velo_core_client_ep(const struct velo_core* c, const struct velo_core_client* cl,
+					       int* err);
+/* Close the client's endpoint if it still has one (file release). As velo_core_ep_close; 0 if none. */
+int velo_core_client_close(struct velo_core* c, struct velo_core_client* cl);
+
+/* Sizes of ioctl nr's structure (VELO_IOC_NR_*): *minsz the smallest argsz accepted, *ksz the
+ * size this code knows. -ENOTTY for an unknown nr. The caller copies min(argsz, ksz) bytes in
+ * (zero-filling the rest; refusing -E2BIG when bytes past ksz are nonzero) and out again. */
+int velo_core_uapi_size(unsigned nr, uint32_t* minsz, uint32_t* ksz);
+/* Carry out ioctl nr on its structure `arg` (ksz bytes, argsz as the caller passed): every field
+ * is checked, out fields are filled. For VELO_IOC_NR_WAIT it only checks and reports the rings
+ * that have an entry (out_ready; the sleeping is the caller's). Returns >= 0 or -errno. */
+int velo_core_ioctl(struct velo_core* c, struct velo_core_client* cl, unsigned nr, void* arg);
+/* VELO_WAIT_* mask of the client's rings (of `rings`) holding an entry at rp / ctl_rp. */
+int velo_core_ring_ready(const struct velo_core* c, const struct velo_core_client* cl, unsigned rings, uint32_t rp,
+			 uint32_t ctl_rp);
+/* The same at the read pointers the NIC holds (MB_RP of both user pages): poll(). */
+int velo_core_ring_ready_nic(const struct velo_core* c, const struct velo_core_client* cl);
+
+/* ---- mmap: offset (VELO_MMAP_*), length and access of a mapping, checked */
+#define VELO_CORE_MAP_READ 0x1
+#define VELO_CORE_MAP_WRITE 0x2
+#define VELO_CORE_MAP_EXEC 0x4
+#define VELO_CORE_MAP_SHARED 0x8
+#define VELO_CORE_MAP_RING 1     /* data ring (read-only, cached) */
+#define VELO_CORE_MAP_CTL_RING 2 /* control ring */
+#define VELO_CORE_MAP_USER 3     /* data vpid's user page (BAR0, uncached) */
+#define VELO_CORE_MAP_CTL_USER 4 /* control vpid's user page */
+#define VELO_CORE_MAP_WINDOW 5   /* send-window page of a grant (BAR2, write-combined, write-only) */
+struct velo_core_map {
+	unsigned kind;    /* VELO_CORE_MAP_* */
+	unsigned bar;     /* USER: VELO_BAR_REGS, WINDOW: VELO_BAR_SEND */
+	uint64_t bar_off; /* offset of the page in that BAR */
+	/* rings */
+	void* cpu;
+	uint64_t dma;
+	void* cookie;
+	size_t bytes;
+};
+/* 0, or -EINVAL (offset or length not one of the mappings), -EACCES (access not allowed),
+ * -EBADFD / -ENODEV (no endpoint). */
+int velo_core_mmap_check(const struct velo_core* c, const struct velo_core_client* cl, uint64_t off, uint64_t len,
+			 unsigned acc, struct velo_core_map* m);
+
+/* ---- network control and status */
+int velo_core_route_set(struct velo_core* c, unsigned dst_node, int valid, uint32_t route); /* -EINVAL */
+int velo_core_port_set(struct velo_core* c, unsigned port, uint32_t cfg);                  /* -EINVAL */
+uint32_t velo_core_counter(const struct velo_core* c, unsigned i); /* COUNTERS[i], i < num_counters */
+uint32_t velo_core_link_status(const struct velo_core* c);         /* bit p-1: port p up */
+uint32_t velo_core_status(const struct velo_core* c);              /* CTRL.STATUS */
+
+/* ---- interrupts */
+/* Mailbox interrupts (the IRQ block): one interrupt (MSI vector 0) for the device. A vpid armed
+ * with velo_core_irq_arm is disarmed by the next entry the NIC writes into its ring, which sets
+ * the vpid's PENDING bit and, once the entry's DMA writes are out, requests the interrupt (while
+ * a request is outstanding, further bits join it). Wait protocol: velo_core_irq_arm, re-check
+ * the ring at rp (phase bit), sleep only if it is still empty; the interrupt handler calls
+ * velo_core_irq_collect and wakes the waiters of the vpids it reports. Closing a vpid (any
+ * MB_CFG write) disarms it. Each call returns -EINVAL for a NULL core and -ENODEV if the device
+ * has no IRQ block (caps.irq_base 0). velo_core_irq_collect uses nothing of the core but the
+ * caps, so an interrupt handler may call it while another call runs. */
+/* CTRL.ENABLE = on (read back: -EIO if it does not stick). 0 or error. */
+int velo_core_irq_enable(struct velo_core* c, int on);
+/* Arm vpid (the data or control vpid of an open endpoint): ARM = vpid, then a read of the IRQ
+ * block, so on return the arm is in effect and every entry written before it is visible in
+ * memory. 0, -EINVAL (vpid >= num_vpids), -ENOENT (no open endpoint has that vpid). */
+int velo_core_irq_arm(struct velo_core* c, unsigned vpid);
+/* Read and clear PENDING: every word is read and its set bits written back (write-1-to-clear),
+ * then cb(ctx, vpid) runs per pending vpid in ascending order (cb may be NULL). Returns how many
+ * vpids were pending, or -EIO if a word has bits past num_vpids set (a failed read; nothing is
+ * cleared or reported from that word on). */
+int velo_core_irq_collect(struct velo_core* c, void (*cb)(void*, unsigned), void* ctx);
 
 #ifdef __cplusplus
 }
