@@ -37,6 +37,7 @@ static int hw_grant(struct velo_ep* ep, unsigned from, unsigned node, unsigned v
     if (h->mock) return -EOPNOTSUPP;
     struct velo_uapi_grant g;
     memset(&g, 0, sizeof g);
+    g.argsz = sizeof g;
     g.from = from;
     g.dst_node = node;
     g.dst_vpid = vpid;
@@ -44,7 +45,7 @@ static int hw_grant(struct velo_ep* ep, unsigned from, unsigned node, unsigned v
     void* p = mmap(NULL, 4096, PROT_WRITE, MAP_SHARED, h->fd, (off_t)(VELO_MMAP_WINDOW + (uint64_t)g.grant_id * 4096));
     if (p == MAP_FAILED) {
         int e = neg_errno();
-        struct velo_uapi_revoke rv = {.grant_id = g.grant_id, .rsvd = 0};
+        struct velo_uapi_revoke rv = {.argsz = sizeof rv, .flags = 0, .grant_id = g.grant_id, .rsvd = 0};
         ioctl(h->fd, VELO_IOC_REVOKE, &rv);
         return e;
     }
@@ -56,7 +57,7 @@ static int hw_revoke(struct velo_ep* ep, int page, uint8_t* win) {
     struct velo_hw_state* h = ep->hw;
     if (h->mock) return 0;
     if (win) munmap(win, 4096);
-    struct velo_uapi_revoke rv = {.grant_id = (uint32_t)page, .rsvd = 0};
+    struct velo_uapi_revoke rv = {.argsz = sizeof rv, .flags = 0, .grant_id = (uint32_t)page, .rsvd = 0};
     return ioctl(h->fd, VELO_IOC_REVOKE, &rv) < 0 ? neg_errno() : 0;
 }
 
@@ -77,16 +78,22 @@ static int hw_write_rp(struct velo_ep* ep, struct velo_ring* r, uint32_t rp) {
 
 static int hw_sleep(struct velo_ep* ep, int64_t timeout_ns) {
     struct velo_hw_state* h = ep->hw;
-    const int64_t slice = 1000000;  // also watch the control ring now and then
-    const int64_t t = timeout_ns < 0 || timeout_ns > slice ? slice : timeout_ns;
     if (h->mock) {
-        struct timespec ts = {0, (long)(t < 100000 ? t : 100000)};
+        const int64_t t = timeout_ns < 0 || timeout_ns > 100000 ? 100000 : timeout_ns;
+        struct timespec ts = {0, (long)t};
         nanosleep(&ts, NULL);
         return 0;
     }
-    struct velo_uapi_wait w = {
-        .ring = VELO_WAIT_DATA, .rp = velo__ring_rp(&ep->data, ep->cur), .timeout_ns = (uint64_t)t};
     if (ep->divert) return 0;
+    // both rings: a credit or a connection answer on the control ring wakes us as well (the
+    // driver arms the NIC's interrupt for both vpids, checks the lines again, then sleeps)
+    struct velo_uapi_wait w;
+    memset(&w, 0, sizeof w);
+    w.argsz = sizeof w;
+    w.flags = VELO_WAIT_DATA | VELO_WAIT_CTL;
+    w.rp = velo__ring_rp(&ep->data, ep->cur);
+    w.ctl_rp = velo__ring_rp(&ep->ctl, ep->ctl.cur);
+    w.timeout_ns = timeout_ns < 0 ? VELO_WAIT_FOREVER : (uint64_t)timeout_ns;
     if (ioctl(h->fd, VELO_IOC_WAIT, &w) < 0) {
         if (errno == ETIMEDOUT) return 0;
         if (errno == EINTR) return -EINTR;
@@ -157,16 +164,31 @@ int velo__hw_open(struct velo_ep* ep, const char* dev, const velo_open_attr_t* a
     int r;
     struct velo_uapi_info info;
     memset(&info, 0, sizeof info);
+    info.argsz = sizeof info;
     if (ioctl(fd, VELO_IOC_INFO, &info) < 0) {
         r = errno == ENOTTY || errno == EINVAL ? -ENODEV : neg_errno();  // not a VELO device
         goto fail;
     }
-    if (info.uapi_version != VELO_UAPI_VERSION || info.spec_hash != VELO_SPEC_HASH || info.msg_max != VELO_MSG_MAX) {
+    // a newer driver still serves this ABI (argsz): only an older one is refused
+    if (info.uapi_version < VELO_UAPI_VERSION || info.spec_hash != VELO_SPEC_HASH || info.msg_max != VELO_MSG_MAX) {
         r = -EPROTO;
         goto fail;
     }
+    uint64_t job_key = 0;
+    const char* jk = getenv("VELO_JOB_KEY");  // the job's secret, handed out by the launcher
+    if (jk && *jk) {
+        char* end = NULL;
+        errno = 0;
+        job_key = strtoull(jk, &end, 0);
+        if (errno || !end || *end || !job_key) {
+            r = -EINVAL;
+            goto fail;
+        }
+    }
     struct velo_uapi_ep_open o;
     memset(&o, 0, sizeof o);
+    o.argsz = sizeof o;
+    o.job_key = job_key;
     o.vpid = a->vpid;
     o.log2_lines = a->ring_log2;
     o.ctl_log2_lines = VELO_CTL_RING_LOG2_DEFAULT;

@@ -5,12 +5,21 @@
  * mailbox receives messages, and its control vpid, see VELO_CTL_VPID) with their mailbox rings.
  *
  * Sequence: open("/dev/velo0") -> VELO_IOC_INFO -> VELO_IOC_EP_OPEN -> mmap the rings and user
- * pages at the offsets it returns -> VELO_IOC_GRANT per destination -> mmap the window page at the
- * offset it returns (write-combined) -> send/poll without the kernel -> close() (the driver
- * disables both vpids, waits for QUIESCE_STATUS.BUSY = 0, and only then frees the rings).
+ * pages at the VELO_MMAP_* offsets -> VELO_IOC_GRANT per destination -> mmap the window page of
+ * the grant (write-combined) -> send/poll without the kernel -> VELO_IOC_WAIT or poll() to sleep
+ * -> close() (the driver disables both vpids, waits for QUIESCE_STATUS.BUSY = 0, and only then
+ * frees the rings).
+ *
+ * Forward compatibility (as VFIO does it): every ioctl takes a pointer to a structure that starts
+ * with __u32 argsz (the caller's sizeof) and __u32 flags (input flags; unknown bits are refused
+ * with EINVAL). The driver reads min(argsz, its size) bytes (zero-filling what an older caller
+ * did not pass; refusing with E2BIG a newer caller's nonzero bytes it does not understand),
+ * refuses argsz below the version-1 size with EINVAL (above 4096 with E2BIG), and writes back
+ * min(argsz, its size) bytes. Fields named rsvd must be zero. The ioctl numbers carry no size (_IO), so a structure
+ * can grow at its end without a new number.
  *
  * All structures have fixed-size fields and explicit padding (same layout on 32- and 64-bit user
- * space). Every ioctl returns 0 or -1 with errno.
+ * space). Every ioctl returns 0 or -1 with errno. docs/driver.md lists every errno.
  */
 #ifndef VELO_UAPI_H
 #define VELO_UAPI_H
@@ -18,7 +27,8 @@
 #include <linux/ioctl.h>
 #include <linux/types.h>
 
-#define VELO_UAPI_VERSION 1
+/* 2: argsz/flags in every structure, job keys, WAIT on both rings, admin ioctls. */
+#define VELO_UAPI_VERSION 2
 
 /* Device nodes: /dev/velo0, /dev/velo1, ... (one per NIC). */
 #define VELO_DEV_PREFIX "/dev/velo"
@@ -37,44 +47,63 @@
 #define VELO_CTL_RING_LOG2_DEFAULT 10
 #define VELO_RING_LOG2_MIN 6
 
-/* ---- mmap offsets (page aligned, in the file's offset space) */
-#define VELO_MMAP_RING 0x0000000000ull        /* data ring, read-only, cached: 64 << log2 bytes */
-#define VELO_MMAP_CTL_RING 0x1000000000ull    /* control ring, read-only, cached */
-#define VELO_MMAP_USER_PAGE 0x2000000000ull   /* data vpid's BAR0 user page (MB_RP), uncached */
-#define VELO_MMAP_CTL_USER_PAGE 0x2000001000ull /* control vpid's BAR0 user page, uncached */
-#define VELO_MMAP_WINDOW 0x3000000000ull      /* + grant id * 4096: a send-window page, write-combined */
+/*
+ * ---- mmap offsets (page aligned, in the file's offset space). Every mapping is MAP_SHARED, of
+ * exactly the size given, at exactly these offsets; anything else fails with EINVAL (bad offset
+ * or size) or EACCES (bad protection).
+ */
+#define VELO_MMAP_RING 0x0000000000ull          /* data ring: PROT_READ only, cached, ring_bytes */
+#define VELO_MMAP_CTL_RING 0x1000000000ull      /* control ring: PROT_READ only, cached */
+#define VELO_MMAP_USER_PAGE 0x2000000000ull     /* data vpid's BAR0 user page (MB_RP), uncached, 4096 */
+#define VELO_MMAP_CTL_USER_PAGE 0x2000001000ull /* control vpid's BAR0 user page, uncached, 4096 */
+#define VELO_MMAP_WINDOW 0x3000000000ull        /* + grant id * 4096: a send-window page, PROT_WRITE
+						 * only, write-combined, 4096 */
 
-/* VELO_IOC_INFO: the device. */
+/* Access policies (module parameter grant_policy; VELO_IOC_INFO reports the one in force). */
+#define VELO_POLICY_OPEN 0   /* any endpoint may be granted any destination */
+#define VELO_POLICY_JOB 1    /* endpoints reach only their job's vpids (default) */
+#define VELO_POLICY_STRICT 2 /* as JOB, and unprivileged endpoints must name a job */
+
+/* VELO_IOC_INFO: the device. Needs no endpoint. */
+#define VELO_INFO_F_IRQ 0x1 /* out_flags: WAIT and poll() sleep on the NIC's interrupt */
+#define VELO_INFO_F_WC 0x2  /* out_flags: send-window pages are write-combined (PAT or MTRR) */
 struct velo_uapi_info {
-	__u32 uapi_version;  /* VELO_UAPI_VERSION of the driver */
-	__u32 spec_hash;     /* ID.SPEC_HASH of the NIC (the driver refused a mismatch already) */
+	__u32 argsz;
+	__u32 flags;          /* in: 0 */
+	__u32 uapi_version;   /* VELO_UAPI_VERSION of the driver */
+	__u32 spec_hash;      /* ID.SPEC_HASH of the NIC (the driver refused a mismatch already) */
 	__u32 design_version;
-	__u32 node_id;       /* this node's id (CTRL.NODE_ID) */
-	__u32 node_bits;     /* CAPS */
+	__u32 node_id;        /* this node's id (CTRL.NODE_ID) */
+	__u32 node_bits;      /* CAPS */
 	__u32 vpid_bits;
-	__u32 msg_max;       /* largest message payload in bytes (64) */
+	__u32 msg_max;        /* largest message payload in bytes (64) */
 	__u32 num_vpids;
-	__u32 link_up;       /* STATUS.LINK_UP */
-	__u32 clock_khz;     /* NIC core clock, 0 if unknown */
-	__u32 rsvd[6];
+	__u32 link_up;        /* CTRL.STATUS.LINK_UP */
+	__u32 clock_khz;      /* NIC core clock, 0 if unknown */
+	__u32 policy;         /* VELO_POLICY_* */
+	__u32 out_flags;      /* VELO_INFO_F_* */
+	__u32 nports;         /* network ports of the NIC's switch */
+	__u32 link_status;    /* bit p-1: the link of port p is up */
 };
 
 /* VELO_IOC_EP_OPEN: allocate the endpoint of this file (once per file). */
 struct velo_uapi_ep_open {
-	/* in */
-	__s32 vpid;          /* requested data vpid, or -1 for any free one */
-	__u32 log2_lines;    /* data ring size, 0: VELO_RING_LOG2_DEFAULT */
-	__u32 ctl_log2_lines; /* control ring size, 0: VELO_CTL_RING_LOG2_DEFAULT */
-	__u32 flags;         /* 0 */
+	__u32 argsz;
+	__u32 flags;          /* in: 0 */
+	__s32 vpid;           /* in: requested data vpid, or -1 for any free one of the job */
+	__u32 log2_lines;     /* in: data ring size, 0: VELO_RING_LOG2_DEFAULT */
+	__u32 ctl_log2_lines; /* in: control ring size, 0: VELO_CTL_RING_LOG2_DEFAULT */
+	__u32 rsvd0;
+	__u64 job_key;        /* in: the job (VELO_IOC_JOB_SET), 0: none */
 	/* out */
-	__u32 out_vpid;      /* data vpid */
-	__u32 out_ctl_vpid;  /* control vpid = VELO_CTL_VPID(out_vpid) */
+	__u32 out_vpid;       /* data vpid */
+	__u32 out_ctl_vpid;   /* control vpid = VELO_CTL_VPID(out_vpid) */
 	__u32 out_log2_lines;
 	__u32 out_ctl_log2_lines;
 	__u64 ring_bytes;     /* bytes to map at VELO_MMAP_RING */
 	__u64 ctl_ring_bytes; /* bytes to map at VELO_MMAP_CTL_RING */
 	__u32 user_page_off;  /* offset of MB_RP inside the user page mapping */
-	__u32 rsvd[5];
+	__u32 max_grants;     /* grant ids are 0 .. max_grants-1 */
 };
 
 /* Which of the endpoint's vpids a granted page sends from. */
@@ -83,38 +112,119 @@ struct velo_uapi_ep_open {
 
 /* VELO_IOC_GRANT: allow sending from (own vpid of kind `from`) to (dst_node, dst_vpid). */
 struct velo_uapi_grant {
-	/* in */
-	__u32 from;       /* VELO_GRANT_FROM_* */
-	__u32 dst_node;
-	__u32 dst_vpid;
-	__u32 flags;      /* 0 */
-	/* out */
-	__u32 grant_id;   /* map VELO_MMAP_WINDOW + grant_id * 4096 (one page, write-combined) */
-	__u32 rsvd;
-	__u64 window_off; /* BAR2 offset of the page (informational) */
+	__u32 argsz;
+	__u32 flags;      /* in: 0 */
+	__u32 from;       /* in: VELO_GRANT_FROM_* */
+	__u32 dst_node;   /* in */
+	__u32 dst_vpid;   /* in */
+	__u32 grant_id;   /* out: map VELO_MMAP_WINDOW + grant_id * 4096 (one page) */
+	__u64 window_off; /* out: BAR2 offset of the page (informational) */
 };
 
-/* VELO_IOC_REVOKE: drop a grant (the driver zaps its mapping). */
+/* VELO_IOC_REVOKE: drop a grant; the driver zaps every mapping of its page. */
 struct velo_uapi_revoke {
-	__u32 grant_id;
+	__u32 argsz;
+	__u32 flags;    /* in: 0 */
+	__u32 grant_id; /* in */
 	__u32 rsvd;
 };
 
-/* VELO_IOC_WAIT: sleep until the line at read pointer `rp` of a ring holds the phase that
- * marks a new entry, or timeout_ns passes (then -1/ETIMEDOUT), or a signal (-1/EINTR). */
-#define VELO_WAIT_DATA 0
-#define VELO_WAIT_CTL 1
+/*
+ * VELO_IOC_WAIT: sleep until the line at read pointer rp (ctl_rp) of the data (control) ring
+ * holds the phase that marks a new entry, or timeout_ns passes (-1/ETIMEDOUT), or a signal
+ * arrives (-1/EINTR). The driver arms the NIC's interrupt for the vpids, re-checks the lines
+ * and only then sleeps. Returns 0 with out_ready saying which rings have an entry.
+ */
+#define VELO_WAIT_DATA 0x1        /* flags, out_ready: the data ring */
+#define VELO_WAIT_CTL 0x2         /* flags, out_ready: the control ring */
+#define VELO_WAIT_FOREVER (~0ull) /* timeout_ns: no timeout */
 struct velo_uapi_wait {
-	__u32 ring;       /* VELO_WAIT_DATA or VELO_WAIT_CTL */
-	__u32 rp;         /* free-running read pointer in lines */
-	__u64 timeout_ns; /* 0: return at once */
+	__u32 argsz;
+	__u32 flags;      /* in: VELO_WAIT_DATA and/or VELO_WAIT_CTL (at least one) */
+	__u32 rp;         /* in: data ring read pointer, free-running, in lines */
+	__u32 ctl_rp;     /* in: control ring read pointer */
+	__u64 timeout_ns; /* in: 0: check once */
+	__u32 out_ready;  /* out: VELO_WAIT_* of the rings with an entry */
+	__u32 rsvd;
+};
+
+/*
+ * ---- administration (CAP_SYS_ADMIN; needs no endpoint)
+ *
+ * VELO_IOC_JOB_SET: register (or, while no endpoint uses it, change) a job on this node. The
+ * processes of a job share job_key (a secret the launcher hands them); they own the data vpids
+ * vpid_lo..vpid_hi and their control vpids, and may send to those vpids on nodes
+ * node_lo..node_hi. The resource manager registers the same job on every node of the job.
+ * Ranges of two jobs never overlap (EEXIST).
+ */
+#define VELO_JOB_F_UID 0x1 /* only user `uid` may open endpoints of the job */
+struct velo_uapi_job {
+	__u32 argsz;
+	__u32 flags;     /* in: VELO_JOB_F_* */
+	__u64 job_key;   /* in: nonzero */
+	__u32 uid;       /* in: with VELO_JOB_F_UID (initial user namespace) */
+	__u32 vpid_lo;   /* in: data vpids, inclusive, below VELO_CTL_VPID_BIT */
+	__u32 vpid_hi;
+	__u32 node_lo;   /* in: destination nodes, inclusive */
+	__u32 node_hi;
+	__u32 rsvd;
+};
+
+/* VELO_IOC_JOB_DEL: remove a job (EBUSY while endpoints use it). */
+struct velo_uapi_job_del {
+	__u32 argsz;
+	__u32 flags;   /* in: 0 */
+	__u64 job_key; /* in */
+};
+
+/* VELO_IOC_NODE_SET: set CTRL.NODE_ID (EBUSY while endpoints are open). */
+struct velo_uapi_node {
+	__u32 argsz;
+	__u32 flags;   /* in: 0 */
+	__u32 node_id; /* in */
+	__u32 rsvd;
+};
+
+/* VELO_IOC_ROUTE_SET: ROUTE_TABLE[dst_node] = route (VELO_ROUTE_F_VALID), or invalid. */
+#define VELO_ROUTE_F_VALID 0x1
+struct velo_uapi_route {
+	__u32 argsz;
+	__u32 flags;    /* in: VELO_ROUTE_F_* */
+	__u32 dst_node; /* in */
+	__u32 route;    /* in: source route (ROUTE_TABLE.ROUTE, 14 bits), with VELO_ROUTE_F_VALID */
+};
+
+/* VELO_IOC_PORT_SET: NET_PORT[port].CFG (dimension, dateline; from the route library). */
+struct velo_uapi_port {
+	__u32 argsz;
+	__u32 flags; /* in: 0 */
+	__u32 port;  /* in: 1..nports */
+	__u32 cfg;   /* in: NET_PORT.CFG */
 };
 
 #define VELO_IOC_MAGIC 'V'
-#define VELO_IOC_INFO _IOR(VELO_IOC_MAGIC, 0x00, struct velo_uapi_info)
-#define VELO_IOC_EP_OPEN _IOWR(VELO_IOC_MAGIC, 0x01, struct velo_uapi_ep_open)
-#define VELO_IOC_GRANT _IOWR(VELO_IOC_MAGIC, 0x02, struct velo_uapi_grant)
-#define VELO_IOC_REVOKE _IOW(VELO_IOC_MAGIC, 0x03, struct velo_uapi_revoke)
-#define VELO_IOC_WAIT _IOW(VELO_IOC_MAGIC, 0x04, struct velo_uapi_wait)
+#define VELO_IOC_BASE 0xB0
+#define VELO_IOC_NR_INFO 0
+#define VELO_IOC_NR_EP_OPEN 1
+#define VELO_IOC_NR_GRANT 2
+#define VELO_IOC_NR_REVOKE 3
+#define VELO_IOC_NR_WAIT 4
+#define VELO_IOC_NR_JOB_SET 5
+#define VELO_IOC_NR_JOB_DEL 6
+#define VELO_IOC_NR_NODE_SET 7
+#define VELO_IOC_NR_ROUTE_SET 8
+#define VELO_IOC_NR_PORT_SET 9
+#define VELO_IOC_NR_COUNT 10
+
+#define VELO_IOC_INFO _IO(VELO_IOC_MAGIC, VELO_IOC_BASE + VELO_IOC_NR_INFO)
+#define VELO_IOC_EP_OPEN _IO(VELO_IOC_MAGIC, VELO_IOC_BASE + VELO_IOC_NR_EP_OPEN)
+#define VELO_IOC_GRANT _IO(VELO_IOC_MAGIC, VELO_IOC_BASE + VELO_IOC_NR_GRANT)
+#define VELO_IOC_REVOKE _IO(VELO_IOC_MAGIC, VELO_IOC_BASE + VELO_IOC_NR_REVOKE)
+#define VELO_IOC_WAIT _IO(VELO_IOC_MAGIC, VELO_IOC_BASE + VELO_IOC_NR_WAIT)
+#define VELO_IOC_JOB_SET _IO(VELO_IOC_MAGIC, VELO_IOC_BASE + VELO_IOC_NR_JOB_SET)
+#define VELO_IOC_JOB_DEL _IO(VELO_IOC_MAGIC, VELO_IOC_BASE + VELO_IOC_NR_JOB_DEL)
+#define VELO_IOC_NODE_SET _IO(VELO_IOC_MAGIC, VELO_IOC_BASE + VELO_IOC_NR_NODE_SET)
+#define VELO_IOC_ROUTE_SET _IO(VELO_IOC_MAGIC, VELO_IOC_BASE + VELO_IOC_NR_ROUTE_SET)
+#define VELO_IOC_PORT_SET _IO(VELO_IOC_MAGIC, VELO_IOC_BASE + VELO_IOC_NR_PORT_SET)
 
 #endif /* VELO_UAPI_H */

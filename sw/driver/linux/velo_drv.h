@@ -1,0 +1,108 @@
+/* SPDX-License-Identifier: (GPL-2.0 OR MIT) */
+/*
+ * VELO Linux driver: the state shared by velo_main.c (PCI, sysfs, module) and velo_file.c (the
+ * character device: ioctl, mmap, poll). The policy lives in the portable core (velo_core.c);
+ * these files glue it to the kernel.
+ */
+#ifndef VELO_DRV_H
+#define VELO_DRV_H
+
+#include <linux/cdev.h>
+#include <linux/device.h>
+#include <linux/list.h>
+#include <linux/mm.h>
+#include <linux/mutex.h>
+#include <linux/pci.h>
+#include <linux/timer.h>
+#include <linux/version.h>
+#include <linux/wait.h>
+
+#include "velo_core.h"
+
+#define VELO_DRV_NAME "velo"
+#define VELO_MAX_DEVS 32
+
+/* ---- compatibility with the kernels the module builds for (>= 5.10) */
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 3, 0)
+#define velo_vm_flags_set(vma, f) vm_flags_set(vma, f)
+#define velo_vm_flags_clear(vma, f) vm_flags_clear(vma, f)
+#else
+#define velo_vm_flags_set(vma, f) ((vma)->vm_flags |= (f))
+#define velo_vm_flags_clear(vma, f) ((vma)->vm_flags &= ~(f))
+#endif
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 2, 0)
+#define velo_timer_delete_sync(t) timer_delete_sync(t)
+#else
+#define velo_timer_delete_sync(t) del_timer_sync(t)
+#endif
+
+/* DMA memory the core asked for (a mailbox ring), possibly mapped into user space. */
+struct velo_dmabuf {
+	struct list_head node;	/* velo_dev.bufs */
+	struct velo_dev *vdev;
+	void *cpu;		/* NULL once freed (device removed) */
+	dma_addr_t dma;
+	size_t size;
+	unsigned int maps;	/* user mappings (vmas) of it */
+	bool core_done;		/* the core let go of it */
+};
+
+/* One NIC. Lives until its last open file is closed (refcount of dev). */
+struct velo_dev {
+	struct device dev;	/* /sys/class/velo/veloN */
+	struct cdev cdev;
+	struct pci_dev *pdev;
+	int minor;
+	struct velo_core_caps caps;	/* copy taken at probe (fixed but for node_id) */
+
+	void __iomem *regs;	/* BAR0 */
+	resource_size_t regs_len;
+	resource_size_t win_start, win_len;	/* BAR2: send window */
+	resource_size_t rma_start, rma_len;	/* BAR4: RMA window (0 if absent) */
+	bool win_ok;		/* BAR2 holds the whole send window */
+	int wc_handle;		/* arch_phys_wc_add() */
+	bool wc_memtype;	/* arch_io_reserve_memtype_wc() succeeded */
+
+	/* serialises every core call and the fields below */
+	struct mutex lock;
+	struct velo_core *core;	/* NULL after remove */
+	bool gone;		/* removed: every call fails with -ENODEV */
+	struct list_head files;	/* open velo_files */
+	struct velo_file *vpid_file[256];	/* data vpid -> file owning it */
+	u64 next_owner;
+
+	struct mutex buf_lock;	/* bufs, velo_dmabuf.maps / core_done / cpu */
+	struct list_head bufs;
+
+	int irq;		/* Linux irq number, -1: none (timer polling) */
+	struct timer_list tick;	/* no interrupt: wakes poll() now and then */
+	wait_queue_head_t tick_wq;
+	unsigned long tick_jiffies;
+};
+
+/* One open file of /dev/veloN: one endpoint. */
+struct velo_file {
+	struct list_head node;	/* velo_dev.files */
+	struct velo_dev *vdev;	/* holds a reference on vdev->dev */
+	struct file *filp;
+	struct velo_core_client cl;
+	wait_queue_head_t wq;	/* VELO_IOC_WAIT and poll() sleep here */
+	unsigned long wake_seq;	/* bumped by the interrupt for its vpids */
+};
+
+extern const struct file_operations velo_fops;
+extern const struct attribute_group *velo_dev_groups[];
+
+/* velo_file.c: drop every user mapping of a file's BAR pages (all = rings too). */
+void velo_file_zap(struct velo_file *f, bool all);
+/* velo_file.c: wake everything sleeping on a file. */
+void velo_file_wake(struct velo_file *f);
+/* velo_main.c: a user mapping of a ring appears / goes (the last one frees a released ring). */
+void velo_buf_map(struct velo_dmabuf *b);
+void velo_buf_unmap(struct velo_dmabuf *b);
+/* velo_main.c: reclaim (sysfs). */
+int velo_reclaim_vpid(struct velo_dev *vdev, unsigned int vpid);
+/* velo_main.c: text for the wc_active attribute */
+const char *velo_wc_mode(const struct velo_dev *vdev);
+
+#endif /* VELO_DRV_H */

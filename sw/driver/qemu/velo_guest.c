@@ -1,0 +1,503 @@
+// SPDX-License-Identifier: (GPL-2.0 OR MIT)
+// Guest-side helper of the QEMU smoke test (sw/driver/qemu), linked statically into the busybox
+// initramfs. Checks print "VELOTEST <prefix>.<name> PASS|FAIL <detail>" like guest_init.sh.
+//
+//   velo_guest poke <resourceN> <image.txt>
+//       write every "0x<off> 0x<value>" word of the image into the BAR (sysfs resource file,
+//       mmap), read them all back; exit 0 if all read back as written. Works only while no
+//       driver holds the BAR.
+//   velo_guest uapi <prefix> </dev/veloN> </sys/class/velo/veloN> <node_id> <irq 0|1> <window 0|1>
+//       the character device against the fake NIC: INFO, EP_OPEN, the mappings, GRANT/REVOKE,
+//       WAIT, poll, reclaim, close. Prints "VELOINFO vpid <v> ctl <c>" for the regs check.
+//   velo_guest hold <prefix> </dev/veloN> <readyfile>
+//       open an endpoint, map it, create readyfile, sleep in VELO_IOC_WAIT without timeout; the
+//       test then removes the device: WAIT must return ENODEV and the mappings must be gone.
+//   velo_guest regs <prefix> <resource0> <vpid> <ctl_vpid> <node_id>
+//       after unbind: what the driver left in the register file (NODE_ID, ENABLE, the endpoint's
+//       VPID_TABLE entries programmed then disabled, QUIESCE_VPID, the user page, IRQ disabled).
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <poll.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "velo/velo_hw.h"
+#include "velo/velo_uapi.h"
+#include "velo_qemu_img.h"
+
+static const char* g_prefix = "";
+static int g_failed;
+
+static void report(const char* name, int ok, const char* fmt, ...) {
+    char detail[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(detail, sizeof detail, fmt, ap);
+    va_end(ap);
+    printf("VELOTEST %s.%s %s %s\n", g_prefix, name, ok ? "PASS" : "FAIL", detail);
+    fflush(stdout);
+    if (!ok) g_failed = 1;
+}
+
+// ------------------------------------------------------------------ BAR access (sysfs resource)
+struct bar {
+    volatile uint32_t* p;
+    size_t len;
+};
+
+static int map_bar(const char* path, struct bar* b) {
+    int fd = open(path, O_RDWR | O_SYNC);
+    if (fd < 0) {
+        fprintf(stderr, "velo_guest: open %s: %s\n", path, strerror(errno));
+        return -1;
+    }
+    struct stat st;
+    if (fstat(fd, &st) || st.st_size <= 0) {
+        fprintf(stderr, "velo_guest: %s: no size\n", path);
+        close(fd);
+        return -1;
+    }
+    void* p = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    close(fd);
+    if (p == MAP_FAILED) {
+        fprintf(stderr, "velo_guest: mmap %s: %s\n", path, strerror(errno));
+        return -1;
+    }
+    b->p = (volatile uint32_t*)p;
+    b->len = (size_t)st.st_size;
+    return 0;
+}
+
+static uint32_t rd(const struct bar* b, uint32_t off) {
+    return b->p[off / 4];
+}
+
+static int parse_u32(const char* s, uint32_t* v) {
+    char* end;
+    errno = 0;
+    unsigned long long x = strtoull(s, &end, 0);
+    if (errno || end == s || *end || x > UINT32_MAX) return -1;
+    *v = (uint32_t)x;
+    return 0;
+}
+
+static int cmd_poke(const char* res, const char* image) {
+    struct bar b;
+    if (map_bar(res, &b)) return 1;
+    FILE* f = fopen(image, "r");
+    if (!f) {
+        fprintf(stderr, "velo_guest: %s: %s\n", image, strerror(errno));
+        return 1;
+    }
+    enum { MAXW = 4096 };
+    static uint32_t off[MAXW], val[MAXW];
+    unsigned n = 0;
+    char a[32], v[32];
+    while (fscanf(f, "%31s %31s", a, v) == 2) {
+        if (n == MAXW || parse_u32(a, &off[n]) || parse_u32(v, &val[n]) || (off[n] & 3) || off[n] + 4 > b.len) {
+            fprintf(stderr, "velo_guest: %s: bad line %u (%s %s) for a BAR of %zu bytes\n", image, n + 1, a, v, b.len);
+            fclose(f);
+            return 1;
+        }
+        n++;
+    }
+    fclose(f);
+    for (unsigned i = 0; i < n; ++i) b.p[off[i] / 4] = val[i];
+    unsigned bad = 0;
+    for (unsigned i = 0; i < n; ++i) {
+        uint32_t r = rd(&b, off[i]);
+        if (r != val[i]) {
+            if (bad < 5) fprintf(stderr, "velo_guest: 0x%x reads 0x%08x, wrote 0x%08x\n", off[i], r, val[i]);
+            bad++;
+        }
+    }
+    munmap((void*)b.p, b.len);
+    return bad ? 1 : 0;
+}
+
+// ------------------------------------------------------------------ touching mappings
+static sigjmp_buf g_jmp;
+static volatile sig_atomic_t g_sig;
+
+static void on_fault(int sig) {
+    g_sig = sig;
+    siglongjmp(g_jmp, 1);
+}
+
+// Read (write) 32 bits at p; returns 0, or the signal that stopped the access.
+static int touch(volatile uint32_t* p, int write, uint32_t v, uint32_t* out) {
+    struct sigaction sa, old_bus, old_segv;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_fault;
+    sigaction(SIGBUS, &sa, &old_bus);
+    sigaction(SIGSEGV, &sa, &old_segv);
+    g_sig = 0;
+    if (!sigsetjmp(g_jmp, 1)) {
+        if (write)
+            *p = v;
+        else if (out)
+            *out = *p;
+        else
+            (void)*p;
+    }
+    sigaction(SIGBUS, &old_bus, NULL);
+    sigaction(SIGSEGV, &old_segv, NULL);
+    return g_sig;
+}
+
+static const char* sig_name(int s) {
+    return s == 0 ? "no signal" : s == SIGBUS ? "SIGBUS" : s == SIGSEGV ? "SIGSEGV" : "signal";
+}
+
+// ------------------------------------------------------------------ ioctl helpers
+static int ioc(int fd, unsigned long cmd, void* arg) {
+    return ioctl(fd, cmd, arg) ? errno : 0;
+}
+
+static int ep_open(int fd, int vpid, struct velo_uapi_ep_open* e) {
+    memset(e, 0, sizeof *e);
+    e->argsz = sizeof *e;
+    e->vpid = vpid;
+    return ioc(fd, VELO_IOC_EP_OPEN, e);
+}
+
+// Does /sys/class/velo/veloN/vpids list data vpid v (as "<v> <ctl> <pid> ...")?
+static int vpids_lists(const char* sysdir, unsigned v, unsigned ctl, char* first, size_t firstlen) {
+    char path[512], line[256];
+    snprintf(path, sizeof path, "%s/vpids", sysdir);
+    FILE* f = fopen(path, "r");
+    if (!f) {
+        snprintf(first, firstlen, "vpids: %s", strerror(errno));
+        return -1;
+    }
+    int found = 0, n = 0;
+    first[0] = 0;
+    while (fgets(line, sizeof line, f)) {
+        line[strcspn(line, "\n")] = 0;
+        if (n++ == 0) snprintf(first, firstlen, "%s", line);
+        unsigned a, b, pid;
+        if (sscanf(line, "%u %u %u", &a, &b, &pid) == 3 && a == v && b == ctl && pid == (unsigned)getpid()) found = 1;
+    }
+    fclose(f);
+    return found;
+}
+
+static int write_file(const char* path, const char* text) {
+    int fd = open(path, O_WRONLY);
+    if (fd < 0) return errno;
+    ssize_t n = write(fd, text, strlen(text));
+    int e = n < 0 ? errno : 0;
+    close(fd);
+    return e;
+}
+
+// ------------------------------------------------------------------ uapi
+static int cmd_uapi(const char* dev, const char* sysdir, unsigned node_id, int want_irq, int want_window) {
+    const unsigned vb = IMG_VPID_BITS, nb = IMG_NODE_BITS;
+    int fd = open(dev, O_RDWR | O_CLOEXEC);
+    report("open", fd >= 0, "%s: %s", dev, fd >= 0 ? "ok" : strerror(errno));
+    if (fd < 0) return 1;
+
+    // INFO, and the argsz/flags rules
+    struct velo_uapi_info in;
+    memset(&in, 0, sizeof in);
+    in.argsz = sizeof in;
+    int e = ioc(fd, VELO_IOC_INFO, &in);
+    const unsigned want_flags = (want_irq ? VELO_INFO_F_IRQ : 0) | (want_window ? VELO_INFO_F_WC : 0);
+    report("info",
+           !e && in.uapi_version == VELO_UAPI_VERSION && in.spec_hash == VELO_SPEC_HASH &&
+               in.design_version == VELO_SPEC_VERSION && in.node_id == node_id && in.node_bits == nb &&
+               in.vpid_bits == vb && in.msg_max == VELO_MSG_MAX && in.num_vpids == (1u << vb) &&
+               in.nports == IMG_PORTS && in.link_status == IMG_LINK_UP_MASK &&
+               (in.out_flags & (VELO_INFO_F_IRQ | VELO_INFO_F_WC)) == want_flags,
+           "%s uapi %u spec 0x%08x design 0x%08x node %u bits %u/%u msg_max %u vpids %u ports %u links 0x%x "
+           "flags 0x%x (want 0x%x)",
+           e ? strerror(e) : "ok", in.uapi_version, in.spec_hash, in.design_version, in.node_id, in.node_bits,
+           in.vpid_bits, in.msg_max, in.num_vpids, in.nports, in.link_status, in.out_flags, want_flags);
+    struct velo_uapi_info bad;
+    memset(&bad, 0, sizeof bad);
+    bad.argsz = 4;
+    int e1 = ioc(fd, VELO_IOC_INFO, &bad);
+    bad.argsz = sizeof bad;
+    bad.flags = 0x80000000u;
+    int e2 = ioc(fd, VELO_IOC_INFO, &bad);
+    int e3 = ioc(fd, _IO(VELO_IOC_MAGIC, VELO_IOC_BASE + VELO_IOC_NR_COUNT), &bad);
+    report("info_bad", e1 == EINVAL && e2 == EINVAL && e3 == ENOTTY, "argsz 4: %s; unknown flag: %s; unknown ioctl: %s",
+           strerror(e1), strerror(e2), strerror(e3));
+
+    // EP_OPEN: any vpid of the lower half, its control vpid, the default ring sizes
+    struct velo_uapi_ep_open ep;
+    e = ep_open(fd, -1, &ep);
+    const unsigned v = ep.out_vpid, c = ep.out_ctl_vpid;
+    report("ep_open",
+           !e && v < VELO_CTL_VPID_BIT(vb) && c == VELO_CTL_VPID(v, vb) &&
+               ep.out_log2_lines == VELO_RING_LOG2_DEFAULT && ep.out_ctl_log2_lines == VELO_CTL_RING_LOG2_DEFAULT &&
+               ep.ring_bytes == ((uint64_t)VELO_LINE_BYTES << VELO_RING_LOG2_DEFAULT) &&
+               ep.ctl_ring_bytes == ((uint64_t)VELO_LINE_BYTES << VELO_CTL_RING_LOG2_DEFAULT) &&
+               ep.user_page_off + 4 <= 4096,
+           "%s vpid %u ctl %u log2 %u/%u ring %llu/%llu user_page_off %u max_grants %u", e ? strerror(e) : "ok", v, c,
+           ep.out_log2_lines, ep.out_ctl_log2_lines, (unsigned long long)ep.ring_bytes,
+           (unsigned long long)ep.ctl_ring_bytes, ep.user_page_off, ep.max_grants);
+    if (e) return 1;
+    printf("VELOINFO vpid %u ctl %u\n", v, c);
+    struct velo_uapi_ep_open ep2;
+    e1 = ep_open(fd, -1, &ep2);  // a second endpoint on the same file
+    int fd2 = open(dev, O_RDWR | O_CLOEXEC);
+    e2 = fd2 < 0 ? errno : ep_open(fd2, (int)v, &ep2);  // the vpid another file holds
+    e3 = fd2 < 0 ? errno : ep_open(fd2, (int)c, &ep2);  // a control vpid as data vpid
+    report("ep_open_bad", e1 != 0 && e2 == EADDRINUSE && e3 == EINVAL,
+           "again on the file: %s; vpid %u of another file: %s; control vpid %u: %s", strerror(e1), v, strerror(e2), c,
+           strerror(e3));
+    if (fd2 >= 0) close(fd2);
+
+    char first[256];
+    int listed = vpids_lists(sysdir, v, c, first, sizeof first);
+    report("vpids", listed == 1, "header '%s', line '%u %u %d ...' %s", first, v, c, (int)getpid(),
+           listed == 1 ? "listed" : "missing");
+
+    // rings: read-only, of exactly their size, zeroed
+    void* ring = mmap(NULL, ep.ring_bytes, PROT_READ, MAP_SHARED, fd, VELO_MMAP_RING);
+    void* ctl_ring = mmap(NULL, ep.ctl_ring_bytes, PROT_READ, MAP_SHARED, fd, VELO_MMAP_CTL_RING);
+    int zero = ring != MAP_FAILED && ctl_ring != MAP_FAILED;
+    for (size_t i = 0; zero && i < ep.ring_bytes; ++i) zero = ((const uint8_t*)ring)[i] == 0;
+    for (size_t i = 0; zero && i < ep.ctl_ring_bytes; ++i) zero = ((const uint8_t*)ctl_ring)[i] == 0;
+    report("mmap_ring", zero, "data ring %s, control ring %s, %s", ring == MAP_FAILED ? "not mapped" : "mapped",
+           ctl_ring == MAP_FAILED ? "not mapped" : "mapped", zero ? "zeroed" : "not zeroed");
+    void* w = mmap(NULL, ep.ring_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, VELO_MMAP_RING);
+    e1 = w == MAP_FAILED ? errno : 0;
+    void* s = mmap(NULL, ep.ring_bytes / 2, PROT_READ, MAP_SHARED, fd, VELO_MMAP_RING);
+    e2 = s == MAP_FAILED ? errno : 0;
+    void* o = mmap(NULL, 4096, PROT_READ, MAP_SHARED, fd, 0x4000000000ull);
+    e3 = o == MAP_FAILED ? errno : 0;
+    report("mmap_bad", e1 == EACCES && e2 == EINVAL && e3 == EINVAL,
+           "writable ring: %s; half a ring: %s; unknown offset: %s", strerror(e1), strerror(e2), strerror(e3));
+
+    // the user page: the data vpid's page of BAR0 (in the fake NIC: RAM), MB_RP inside it
+    volatile uint32_t* up = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, VELO_MMAP_USER_PAGE);
+    uint32_t rp = 0xFFFFFFFFu, back = 0;
+    int s1 = -1, s2 = -1, s3 = -1;
+    if (up != MAP_FAILED) {
+        volatile uint32_t* mbrp = up + ep.user_page_off / 4;
+        s1 = touch(mbrp, 0, 0, &rp);
+        s2 = touch(mbrp, 1, IMG_USER_MAGIC | v, NULL);
+        s3 = touch(mbrp, 0, 0, &back);
+        touch(mbrp, 1, 0, NULL);  // poll() below reads MB_RP from the NIC: leave it at 0
+    }
+    report("mmap_user", up != MAP_FAILED && !s1 && !s2 && !s3 && rp == 0 && back == (IMG_USER_MAGIC | v),
+           "%s; MB_RP read %s 0x%08x (want 0), wrote 0x%08x, read back 0x%08x",
+           up == MAP_FAILED ? strerror(errno) : "mapped", sig_name(s1), rp, IMG_USER_MAGIC | v, back);
+
+    // GRANT: a send-window page, write-only, at the SEND_ADDR of (own vpid -> node 1, vpid 2)
+    struct velo_uapi_grant g;
+    memset(&g, 0, sizeof g);
+    g.argsz = sizeof g;
+    g.from = VELO_GRANT_FROM_DATA;
+    g.dst_node = 1;
+    g.dst_vpid = 2;
+    e = ioc(fd, VELO_IOC_GRANT, &g);
+    if (want_window) {
+        const uint64_t want_off = (uint64_t)v << VELO_SEND_ADDR_SRC_VPID_SHIFT(vb, nb) |
+                                  (uint64_t)g.dst_node << VELO_SEND_ADDR_DST_NODE_SHIFT(vb, nb) |
+                                  (uint64_t)g.dst_vpid << VELO_SEND_ADDR_DST_VPID_SHIFT(vb, nb);
+        report("grant", !e && g.window_off == want_off, "%s id %u window_off 0x%llx (want 0x%llx)",
+               e ? strerror(e) : "ok", g.grant_id, (unsigned long long)g.window_off, (unsigned long long)want_off);
+        struct velo_uapi_grant g2 = g;
+        g2.dst_vpid = VELO_CTL_VPID(2, vb);  // a data page towards a control vpid
+        e1 = ioc(fd, VELO_IOC_GRANT, &g2);
+        g2 = g;
+        g2.dst_node = 1u << nb;  // no such node
+        e2 = ioc(fd, VELO_IOC_GRANT, &g2);
+        report("grant_bad", e1 != 0 && e2 == EINVAL, "data page to a control vpid: %s; node %u: %s", strerror(e1),
+               1u << nb, strerror(e2));
+        const off_t woff = (off_t)(VELO_MMAP_WINDOW + (uint64_t)g.grant_id * 4096);
+        void* rw = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, woff);
+        e1 = rw == MAP_FAILED ? errno : 0;
+        volatile uint32_t* win = mmap(NULL, 4096, PROT_WRITE, MAP_SHARED, fd, woff);
+        // a write is what a send does; in this BAR2 the page is unassigned, the write is dropped
+        int sw = win == MAP_FAILED ? -1 : touch(win, 1, 0x5E4D0000u, NULL);
+        report("mmap_window", e1 == EACCES && win != MAP_FAILED && sw == 0,
+               "readable window: %s; write-only window: %s, store: %s", strerror(e1),
+               win == MAP_FAILED ? strerror(errno) : "mapped", sw < 0 ? "-" : sig_name(sw));
+        struct velo_uapi_revoke rv;
+        memset(&rv, 0, sizeof rv);
+        rv.argsz = sizeof rv;
+        rv.grant_id = g.grant_id;
+        e = ioc(fd, VELO_IOC_REVOKE, &rv);
+        int sr = win == MAP_FAILED ? -1 : touch(win, 1, 0x5E4D0001u, NULL);
+        e1 = ioc(fd, VELO_IOC_REVOKE, &rv);
+        report("revoke", !e && sr == SIGBUS && e1 == ENOENT, "revoke: %s; store after it: %s; again: %s",
+               e ? strerror(e) : "ok", sr < 0 ? "-" : sig_name(sr), strerror(e1));
+        if (win != MAP_FAILED) munmap((void*)win, 4096);
+    } else {
+        report("grant", e == ENXIO, "%s (want ENXIO: BAR2 cannot hold the window)", e ? strerror(e) : "granted");
+    }
+
+    // WAIT and poll on an empty ring: they time out (with an interrupt: armed in the NIC)
+    struct velo_uapi_wait wt;
+    memset(&wt, 0, sizeof wt);
+    wt.argsz = sizeof wt;
+    wt.flags = VELO_WAIT_DATA | VELO_WAIT_CTL;
+    wt.timeout_ns = 20 * 1000 * 1000;
+    e = ioc(fd, VELO_IOC_WAIT, &wt);
+    wt.timeout_ns = 0;
+    e1 = ioc(fd, VELO_IOC_WAIT, &wt);
+    wt.flags = 0;
+    e2 = ioc(fd, VELO_IOC_WAIT, &wt);
+    struct pollfd pf = {.fd = fd, .events = POLLIN};
+    int pr = poll(&pf, 1, 20);
+    report("wait", e == ETIMEDOUT && e1 == ETIMEDOUT && e2 == EINVAL && pr == 0,
+           "20 ms: %s; check once: %s; no ring: %s; poll 20 ms: %d revents 0x%x", strerror(e), strerror(e1),
+           strerror(e2), pr, pr > 0 ? pf.revents : 0);
+
+    // reclaim (root): the endpoint is closed under the process, its BAR pages go away
+    char path[512], num[32];
+    snprintf(path, sizeof path, "%s/reclaim", sysdir);
+    snprintf(num, sizeof num, "%u", v);
+    e = write_file(path, num);
+    e1 = write_file(path, num);
+    listed = vpids_lists(sysdir, v, c, first, sizeof first);
+    int su = up == MAP_FAILED ? -1 : touch(up + ep.user_page_off / 4, 0, 0, &rp);
+    report("reclaim", !e && e1 == ENOENT && listed == 0 && su == SIGBUS,
+           "reclaim %u: %s; again: %s; vpids lists it: %d; user page read: %s", v, e ? strerror(e) : "ok", strerror(e1),
+           listed, su < 0 ? "-" : sig_name(su));
+
+    // close: the file and its mappings go; a new endpoint can have the vpid again
+    if (up != MAP_FAILED) munmap((void*)up, 4096);
+    if (ring != MAP_FAILED) munmap(ring, ep.ring_bytes);
+    if (ctl_ring != MAP_FAILED) munmap(ctl_ring, ep.ctl_ring_bytes);
+    e = close(fd) ? errno : 0;
+    listed = vpids_lists(sysdir, v, c, first, sizeof first);
+    report("close", !e && listed == 0, "close: %s; listed after close: %d", e ? strerror(e) : "ok", listed);
+
+    // the vpid is free again; the new endpoint's user page is the same BAR0 page, MB_RP reset.
+    // The magic written here is what the regs check finds in BAR0 after the unbind.
+    fd = open(dev, O_RDWR | O_CLOEXEC);
+    e = fd < 0 ? errno : ep_open(fd, (int)v, &ep2);
+    s1 = s2 = s3 = -1;
+    rp = back = 0xFFFFFFFFu;
+    up = e ? MAP_FAILED : mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, VELO_MMAP_USER_PAGE);
+    if (up != MAP_FAILED) {
+        volatile uint32_t* mbrp = up + ep2.user_page_off / 4;
+        s1 = touch(mbrp, 0, 0, &rp);
+        s2 = touch(mbrp, 1, IMG_USER_MAGIC | v, NULL);
+        s3 = touch(mbrp, 0, 0, &back);
+        munmap((void*)up, 4096);
+    }
+    e1 = fd < 0 ? -1 : close(fd) ? errno : 0;
+    report("reopen", !e && !s1 && !s2 && !s3 && rp == 0 && back == (IMG_USER_MAGIC | v) && !e1,
+           "vpid %u again: %s; MB_RP %s 0x%08x (want 0); wrote 0x%08x, read 0x%08x; close: %s", v,
+           e ? strerror(e) : "ok", s1 < 0 ? "-" : sig_name(s1), rp, IMG_USER_MAGIC | v, back, e1 ? strerror(e1) : "ok");
+    return g_failed;
+}
+
+// ------------------------------------------------------------------ hold (hot removal)
+static int cmd_hold(const char* dev, const char* ready) {
+    int fd = open(dev, O_RDWR | O_CLOEXEC);
+    struct velo_uapi_ep_open ep;
+    int e = fd < 0 ? errno : ep_open(fd, -1, &ep);
+    void* ring = e ? MAP_FAILED : mmap(NULL, ep.ring_bytes, PROT_READ, MAP_SHARED, fd, VELO_MMAP_RING);
+    volatile uint32_t* up =
+        e ? MAP_FAILED : mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, VELO_MMAP_USER_PAGE);
+    uint32_t x = 0;
+    int s1 = ring == MAP_FAILED ? -1 : touch((volatile uint32_t*)ring, 0, 0, &x);
+    int s2 = up == MAP_FAILED ? -1 : touch(up, 0, 0, &x);
+    report("setup", !e && ring != MAP_FAILED && up != MAP_FAILED && !s1 && !s2,
+           "endpoint %s vpid %u, ring %s, user page %s", e ? strerror(e) : "ok", e ? 0 : ep.out_vpid, sig_name(s1),
+           sig_name(s2));
+    if (e || ring == MAP_FAILED || up == MAP_FAILED) return 1;
+    int rf = open(ready, O_WRONLY | O_CREAT, 0644);
+    if (rf >= 0) close(rf);
+    struct velo_uapi_wait wt;
+    memset(&wt, 0, sizeof wt);
+    wt.argsz = sizeof wt;
+    wt.flags = VELO_WAIT_DATA;
+    wt.timeout_ns = VELO_WAIT_FOREVER;
+    e = ioc(fd, VELO_IOC_WAIT, &wt);
+    report("wait_woken", e == ENODEV, "WAIT without timeout returned %s (want ENODEV: the device is gone)",
+           e ? strerror(e) : "ok");
+    s1 = touch((volatile uint32_t*)ring, 0, 0, &x);
+    s2 = touch(up, 0, 0, &x);
+    struct velo_uapi_info in;
+    memset(&in, 0, sizeof in);
+    in.argsz = sizeof in;
+    int e1 = ioc(fd, VELO_IOC_INFO, &in);
+    struct pollfd pf = {.fd = fd, .events = POLLIN};
+    int pr = poll(&pf, 1, 0);
+    report("gone", s1 == SIGBUS && s2 == SIGBUS && e1 == ENODEV && pr == 1 && (pf.revents & (POLLERR | POLLHUP)),
+           "ring read: %s; user page read: %s; INFO: %s; poll: %d revents 0x%x", sig_name(s1), sig_name(s2),
+           strerror(e1), pr, pf.revents);
+    munmap(ring, ep.ring_bytes);
+    munmap((void*)up, 4096);
+    e = close(fd) ? errno : 0;
+    report("close", !e, "close after removal: %s", e ? strerror(e) : "ok");
+    return g_failed;
+}
+
+// ------------------------------------------------------------------ regs (after unbind)
+static int cmd_regs(const char* res, unsigned v, unsigned c, unsigned node_id) {
+    struct bar b;
+    if (map_bar(res, &b)) {
+        report("map", 0, "%s cannot be mapped (still claimed?)", res);
+        return 1;
+    }
+    const uint32_t nid = rd(&b, VELO_REG_CTRL_NODE_ID), ctl = rd(&b, VELO_REG_CTRL_CONTROL);
+    report("bringup", nid == node_id && VELO_FIELD_GET(VELO_REG_CTRL_CONTROL_ENABLE, ctl) == 1,
+           "NODE_ID %u (want %u), CONTROL 0x%08x (want ENABLE)", nid, node_id, ctl);
+    const uint32_t t = VELO_TBL_VPID_TABLE_BASE, st = VELO_TBL_VPID_TABLE_STRIDE;
+    const uint32_t cfg = rd(&b, t + v * st + VELO_TBL_VPID_TABLE_MB_CFG);
+    const uint32_t ccfg = rd(&b, t + c * st + VELO_TBL_VPID_TABLE_MB_CFG);
+    const uint64_t base = rd(&b, t + v * st + VELO_TBL_VPID_TABLE_MB_BASE_LO) |
+                          (uint64_t)rd(&b, t + v * st + VELO_TBL_VPID_TABLE_MB_BASE_HI) << 32;
+    const uint64_t cbase = rd(&b, t + c * st + VELO_TBL_VPID_TABLE_MB_BASE_LO) |
+                           (uint64_t)rd(&b, t + c * st + VELO_TBL_VPID_TABLE_MB_BASE_HI) << 32;
+    const uint32_t qv = rd(&b, VELO_REG_CTRL_QUIESCE_VPID);
+    report("mailbox",
+           cfg == 0 && ccfg == 0 && base && cbase && base != cbase && !(base & 0xFFF) && !(cbase & 0xFFF) && qv == c,
+           "vpid %u: MB_CFG 0x%x base 0x%llx; ctl %u: MB_CFG 0x%x base 0x%llx; QUIESCE_VPID %u (want %u)", v, cfg,
+           (unsigned long long)base, c, ccfg, (unsigned long long)cbase, qv, c);
+    const uint32_t mbrp = rd(&b, VELO_TBL_VPID_USER_BASE + v * VELO_TBL_VPID_USER_STRIDE + VELO_TBL_VPID_USER_MB_RP);
+    report("user_page", mbrp == (IMG_USER_MAGIC | v), "MB_RP of vpid %u in BAR0: 0x%08x (want 0x%08x)", v, mbrp,
+           IMG_USER_MAGIC | v);
+#ifdef VELO_BLK_IRQ_BASE
+    const uint32_t ic = rd(&b, VELO_REG_IRQ_CTRL);
+    report("irq_off", VELO_FIELD_GET(VELO_REG_IRQ_CTRL_ENABLE, ic) == 0, "IRQ CTRL 0x%08x (want ENABLE=0)", ic);
+#endif
+    munmap((void*)b.p, b.len);
+    return g_failed;
+}
+
+int main(int argc, char** argv) {
+    uint32_t a, b, c, d, e;
+    if (argc == 4 && !strcmp(argv[1], "poke")) return cmd_poke(argv[2], argv[3]);
+    if (argc == 8 && !strcmp(argv[1], "uapi") && !parse_u32(argv[5], &a) && !parse_u32(argv[6], &b) &&
+        !parse_u32(argv[7], &c)) {
+        g_prefix = argv[2];
+        return cmd_uapi(argv[3], argv[4], a, b != 0, c != 0);
+    }
+    if (argc == 5 && !strcmp(argv[1], "hold")) {
+        g_prefix = argv[2];
+        return cmd_hold(argv[3], argv[4]);
+    }
+    if (argc == 7 && !strcmp(argv[1], "regs") && !parse_u32(argv[4], &d) && !parse_u32(argv[5], &e) &&
+        !parse_u32(argv[6], &a)) {
+        g_prefix = argv[2];
+        return cmd_regs(argv[3], d, e, a);
+    }
+    fprintf(stderr,
+            "usage: velo_guest poke <resourceN> <image.txt>\n"
+            "       velo_guest uapi <prefix> </dev/veloN> </sys/class/velo/veloN> <node_id> <irq> <window>\n"
+            "       velo_guest hold <prefix> </dev/veloN> <readyfile>\n"
+            "       velo_guest regs <prefix> <resource0> <vpid> <ctl_vpid> <node_id>\n");
+    return 2;
+}
