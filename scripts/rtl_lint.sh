@@ -8,10 +8,12 @@ fail=0
 mapfile -t DIRS < <(find rtl -mindepth 0 -type d | sort)
 YDIRS=()
 for d in "${DIRS[@]}"; do YDIRS+=(-y "$d"); done
+# Verilator configuration files with commented waivers (rtl/**/lint/*.vlt, e.g. the iCE40 board's)
+mapfile -t VLT < <(find rtl -path '*/lint/*.vlt' | sort)
 topfile() { find rtl -name "$1.v" | head -1; }
 lint() {  # top [params...]: the top's file, every module below it found by name (-y)
   local top=$1; shift
-  if ! out=$(verilator --lint-only -Wall -Irtl/include "${YDIRS[@]}" "$(topfile "$top")" --top-module "$top" "$@" 2>&1); then
+  if ! out=$(verilator --lint-only -Wall -Irtl/include "${YDIRS[@]}" "${VLT[@]}" "$(topfile "$top")" --top-module "$top" "$@" 2>&1); then
     echo "LINT FAIL: $top $*"; echo "$out"; fail=1
   else
     echo "lint ok: $top $*"

@@ -1,0 +1,205 @@
+"""Checks of the FPGA flow's own logic (ctest fpga.flow_selftest): the timing check that makes
+the iCE40 flow fail, the PLL and UART settings, the build verification and the report tables.
+Runs in a second; the real bitstream build is the test fpga.ice40_bitstream."""
+import importlib.util
+import io
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import unittest
+from contextlib import redirect_stdout
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+FPGA = os.path.dirname(HERE)
+
+
+def load(name, path):
+    spec = importlib.util.spec_from_file_location(name, path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+flow = load("velo_ice40_flow", os.path.join(FPGA, "ice40", "flow.py"))
+report = load("velo_fpga_report", os.path.join(FPGA, "report.py"))
+
+
+def clocks(**kw):
+    return {"fmax": {k: {"achieved": a, "constraint": c} for k, (a, c) in kw.items()}}
+
+
+class TimingCheck(unittest.TestCase):
+    def test_pass(self):
+        r = flow.check_timing(clocks(clk=(29.5, 27.0), rx=(110.0, 27.0)), 27.0)
+        self.assertEqual(r["clk"], (29.5, 27.0))
+
+    def test_nic_clock_too_slow_fails(self):
+        with self.assertRaisesRegex(flow.FlowError, "timing failed: clk: 26.90"):
+            flow.check_timing(clocks(clk=(26.9, 27.0), rx=(110.0, 27.0)), 27.0)
+
+    def test_other_clock_too_slow_fails(self):
+        with self.assertRaisesRegex(flow.FlowError, "timing failed: rx"):
+            flow.check_timing(clocks(clk=(40.0, 27.0), rx=(20.0, 27.0)), 27.0)
+
+    def test_missing_nic_clock_fails(self):
+        with self.assertRaisesRegex(flow.FlowError, "not in the timing report"):
+            flow.check_timing(clocks(rx=(110.0, 27.0)), 27.0)
+
+    def test_wrong_constraint_fails(self):
+        with self.assertRaisesRegex(flow.FlowError, "constrained to 12.00"):
+            flow.check_timing(clocks(clk=(40.0, 12.0)), 27.0)
+
+    def test_empty_report_fails(self):
+        with self.assertRaises(flow.FlowError):
+            flow.check_timing({}, 27.0)
+
+
+ICEPLL_27 = """
+F_PLLIN:    12.000 MHz (given)
+F_PLLOUT:   27.000 MHz (requested)
+F_PLLOUT:   27.000 MHz (achieved)
+
+FEEDBACK: SIMPLE
+F_PFD:   12.000 MHz
+F_VCO:  864.000 MHz
+
+DIVR:  0 (4'b0000)
+DIVF: 71 (7'b1000111)
+DIVQ:  5 (3'b101)
+
+FILTER_RANGE: 1 (3'b001)
+"""
+
+
+class PllAndUart(unittest.TestCase):
+    def test_parse(self):
+        p = flow.parse_icepll(ICEPLL_27, 27.0)
+        self.assertEqual((p["DIVR"], p["DIVF"], p["DIVQ"], p["FILTER_RANGE"]), (0, 71, 5, 1))
+
+    def test_inexact_frequency_fails(self):
+        with self.assertRaisesRegex(flow.FlowError, "cannot make 27.1 MHz"):
+            flow.parse_icepll(ICEPLL_27.replace("27.000 MHz (achieved)", "27.000 MHz (achieved)"), 27.1)
+
+    def test_inconsistent_parameters_fail(self):
+        with self.assertRaisesRegex(flow.FlowError, "give"):
+            flow.parse_icepll(ICEPLL_27.replace("DIVF: 71", "DIVF: 70"), 27.0)
+
+    @unittest.skipUnless(shutil.which("icepll"), "icepll not installed")
+    def test_icepll_agrees_with_the_pll_formula(self):
+        for mhz in (24.0, 27.0, 30.0, 33.0):
+            p = flow.pll_params(mhz)
+            self.assertAlmostEqual(12.0 * (p["DIVF"] + 1) / 2 ** p["DIVQ"], mhz, places=3)
+
+    def test_uart_divider(self):
+        self.assertEqual(flow.uart_divider(27.0, 3000000), 9)
+        self.assertEqual(flow.uart_divider(30.0, 3000000), 10)
+        with self.assertRaisesRegex(flow.FlowError, "cannot make"):
+            flow.uart_divider(26.0, 3000000)  # 8.67 cycles per bit: 4 % off
+
+
+class Cells(unittest.TestCase):
+    def test_last_stat_block_counts(self):
+        log = ("Printing statistics.\n   SB_LUT4  10\n"
+               "Printing statistics.\n\n=== velo_ice40_top ===\n   SB_LUT4    5021\n   SB_DFFE  800\n"
+               "   SB_RAM40_4K   22\n")
+        c = flow.yosys_cells(log)
+        self.assertEqual(c, {"SB_LUT4": 5021, "SB_DFFE": 800, "SB_RAM40_4K": 22})
+
+
+def summary(fmax=29.0):
+    return {"clock_mhz": 27.0, "uart_baud": 3000000, "nic_clock": "clk",
+            "params": {"NODE_BITS": 4, "VPID_BITS": 4, "COUNTERS": 0, "LINK_COUNTERS": 0},
+            "fmax_mhz": {"clk": fmax, "rx": 100.0}, "constraint_mhz": {"clk": 27.0, "rx": 27.0},
+            "utilization": {"ICESTORM_LC": {"used": 6700, "available": 7680},
+                            "ICESTORM_RAM": {"used": 22, "available": 32}},
+            "cells": {"SB_LUT4": 5000, "SB_DFF": 100, "SB_DFFE": 900},
+            "bitstream": "build/fpga/ice40/velo_ice40.bin", "bitstream_bytes": 20,
+            "seconds": {"total": 100, "synth": 40, "pnr": 55, "pack": 5}}
+
+
+class Verify(unittest.TestCase):
+    def setUp(self):
+        self.dir = tempfile.mkdtemp()
+        self.out = os.path.join(self.dir, "ice40")
+        os.makedirs(self.out)
+
+    def tearDown(self):
+        shutil.rmtree(self.dir)
+
+    def write(self, s, data):
+        with open(os.path.join(self.out, "summary.json"), "w") as f:
+            json.dump(s, f)
+        with open(os.path.join(self.out, "velo_ice40.bin"), "wb") as f:
+            f.write(data)
+
+    def test_good_build(self):
+        self.write(summary(), b"\xff\x00\x00\xff" + flow.SYNC_WORD + b"\x00" * 12)
+        with redirect_stdout(io.StringIO()):
+            flow.verify(self.out, 27.0)
+
+    def test_missing_bitstream(self):
+        self.write(summary(), b"")
+        os.remove(os.path.join(self.out, "velo_ice40.bin"))
+        with self.assertRaisesRegex(flow.FlowError, "no bitstream"):
+            flow.verify(self.out, 27.0)
+
+    def test_not_a_bitstream(self):
+        self.write(summary(), b"\x00" * 20)
+        with self.assertRaisesRegex(flow.FlowError, "not the iCE40 bitstream"):
+            flow.verify(self.out, 27.0)
+
+    def test_timing_failure_recorded(self):
+        self.write(summary(fmax=26.0), b"\xff\x00\x00\xff" + flow.SYNC_WORD + b"\x00" * 12)
+        with self.assertRaisesRegex(flow.FlowError, "timing failed"):
+            flow.verify(self.out, 27.0)
+
+    def test_other_clock(self):
+        self.write(summary(), b"\xff\x00\x00\xff" + flow.SYNC_WORD + b"\x00" * 12)
+        with self.assertRaisesRegex(flow.FlowError, "built for 27 MHz, not 30"):
+            flow.verify(self.out, 30.0)
+
+
+class FlowCommandLine(unittest.TestCase):
+    def test_unbuildable_clock_stops_before_synthesis(self):
+        d = tempfile.mkdtemp()
+        try:
+            r = subprocess.run([sys.executable, os.path.join(FPGA, "ice40", "flow.py"), "--build", d, "--mhz", "26"],
+                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+            self.assertNotEqual(r.returncode, 0)
+            self.assertIn("FAILED", r.stdout)
+            self.assertFalse(os.path.exists(os.path.join(d, "ice40", "synth.log")))
+        finally:
+            shutil.rmtree(d)
+
+
+class ReportTables(unittest.TestCase):
+    def test_board_lines(self):
+        text = "\n".join(report.board_lines(summary()))
+        self.assertIn("ICESTORM_LC     6700 /  7680  (87 %)", text)
+        self.assertIn("| NIC clock (PLL) | 27.00 MHz | 29.00 MHz |", text)
+        self.assertIn("NODE_BITS 4, VPID_BITS 4", text)
+
+    def test_board_not_built(self):
+        self.assertIn("not built", "\n".join(report.board_lines(None)))
+
+    def test_unit_tables_against_the_fx60(self):
+        class Mod:
+            UNITS = {"requester": None, "nic": None}
+            PAPER = {"requester": (88, 143)}
+            FAMILIES = {"xc4v": "", "xc7": "", "ice40": ""}
+        res = {}
+        for u, (ff, lut) in {"requester": (85, 230), "nic": (5056, 10112)}.items():
+            for f in Mod.FAMILIES:
+                res[(u, f)] = {"ff": ff, "lut": lut, "bram": 7, "lutram": 0}
+        text = report.tables(Mod, res, None)
+        self.assertIn("| requester | 85 | 230 | 7 |", text)
+        self.assertIn("88 / 143", text)
+        self.assertIn("10.00 % / 20.00 %", text)  # 5056 and 10112 of 50,560
+        self.assertIn("20.0 % of its LUTs, 10.0 % of its flip-flops", text)
+
+
+if __name__ == "__main__":
+    unittest.main()

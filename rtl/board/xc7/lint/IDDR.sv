@@ -1,0 +1,25 @@
+// LINT-ONLY STUB of a Xilinx primitive/IP for `verilator --lint-only` of the board top
+// (scripts/rtl_lint.sh). Never synthesised or simulated: Vivado uses its own UNISIM library and the
+// generated IP. Ports and parameters are the subset the VELO board RTL uses, as documented in
+// UG953 (7 Series Libraries Guide). The .sv extension keeps it out of the RTL file lists (Yosys
+// would reject a redefinition of its own cell models); Verilator still finds it with -y.
+// Inputs are unused by design:
+/* verilator lint_off UNUSED */
+module IDDR #(
+    parameter DDR_CLK_EDGE = "OPPOSITE_EDGE",
+    parameter [0:0] INIT_Q1 = 1'b0,
+    parameter [0:0] INIT_Q2 = 1'b0,
+    parameter SRTYPE = "SYNC"
+) (
+    output wire Q1,
+    output wire Q2,
+    input  wire C,
+    input  wire CE,
+    input  wire D,
+    input  wire R,
+    input  wire S
+);
+    assign Q1 = D;
+    assign Q2 = D;
+endmodule
+/* verilator lint_on UNUSED */
