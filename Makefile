@@ -20,12 +20,14 @@ build: configure
 	cmake --build $(BUILD) -j $(JOBS)
 
 # a 2-node simulated cluster (velo-fabric: the RTL in Verilator) and a ping-pong program written
-# against velo.h (velo-pingpong) run by velo-run: latency in NIC cycles and a rate sweep
+# against velo.h (velo-pingpong) run by velo-run: latency in NIC cycles and a rate sweep; then an MPI
+# job through the Open MPI BTL (docs/mpi.md): collectives on 4 ranks of a 4-node simulated ring
 demo: configure
-	cmake --build $(BUILD) -j $(JOBS) --target velo-fabric velo-run velo-pingpong
+	cmake --build $(BUILD) -j $(JOBS) --target velo-fabric velo-run velo-pingpong mca_btl_velo mpi_collectives
 	@mkdir -p $(BUILD)/demo
 	$(BUILD)/sw/tools/velo-run -n 2 -- $(BUILD)/sw/tools/velo-pingpong \
 	    --csv $(BUILD)/demo/pingpong.csv --png $(BUILD)/demo/pingpong.png
+	$(BUILD)/sw/tools/velo-run --mpi -n 4 --topology ring:4 -- $(BUILD)/sw/btl/mpi_collectives
 
 # every test: spec/header agreement, RTL lint, Yosys synthesis, unit and system benches
 test: build
@@ -33,10 +35,12 @@ test: build
 
 # benchmarks (not tests): BENCH lines, appended to $(BUILD)/bench/results.txt
 bench: configure
-	cmake --build $(BUILD) -j $(JOBS) --target velo-bench-hw velo-bench-api velo-pingpong velo-run velo-fabric
+	cmake --build $(BUILD) -j $(JOBS) --target velo-bench-hw velo-bench-api velo-pingpong velo-run velo-fabric \
+	    mca_btl_velo velo_simtime mpi_pingpong
 	@mkdir -p $(BUILD)/bench
 	@{ echo "# $$(date -u +%Y-%m-%dT%H:%M:%SZ) $$(git rev-parse --short HEAD 2>/dev/null)"; \
-	   $(BUILD)/sim/velo-bench-hw && sh sw/tools/bench_api.sh $(BUILD) && python3 scripts/synth.py --bench; } \
+	   $(BUILD)/sim/velo-bench-hw && sh sw/tools/bench_api.sh $(BUILD) && sh sw/btl/bench_btl.sh $(BUILD) && \
+	   python3 scripts/synth.py --bench; } \
 	   | tee $(BUILD)/bench/last.txt
 	@grep -E '^(BENCH|#)' $(BUILD)/bench/last.txt >> $(BUILD)/bench/results.txt
 	@echo "appended to $(BUILD)/bench/results.txt"

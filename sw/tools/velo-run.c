@@ -5,8 +5,11 @@
 //
 //   velo-run -n 2 -- ./velo-pingpong
 //   velo-run -n 4 --nodes 2 --split-rate 0.01 -- ./my_program arg
+//   velo-run --mpi -n 4 -- ./mpi_app          # one mpirun, ranks over the VELO BTL (docs/mpi.md)
 //
 // Each process gets VELO_DEVICE, VELO_NODE (= rank % nodes), VELO_RANK, VELO_SIZE, VELO_NODES.
+// With --mpi, velo-run starts `mpirun -n N` instead (VELO_DEVICE and VELO_NODES exported; the BTL
+// puts MPI rank r on node r % VELO_NODES).
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -24,6 +27,11 @@
 #ifndef VELO_FABRIC_PATH
 #define VELO_FABRIC_PATH ""
 #endif
+#ifndef VELO_BTL_BUILD_DIR
+#define VELO_BTL_BUILD_DIR ""
+#endif
+// Open MPI 4.1's own component directory, kept in mca_base_component_path next to ours
+#define VELO_OMPI_SYS_COMPONENTS "SYS_DEFAULT"
 
 #define MAXRANK 1024
 
@@ -41,6 +49,12 @@ static void usage(FILE* f) {
             "  --timeout SEC        kill everything after SEC seconds (exit status 124)\n"
             "  --keep-going         do not stop the other ranks when one fails\n"
             "  -q                   no rank prefixes\n"
+            "  --mpi                run one `mpirun -n N` (ranks over the VELO BTL: OMPI_MCA_pml=ob1,\n"
+            "                       OMPI_MCA_btl=self,velo unless set) instead of N processes; no rank prefixes\n"
+            "  --mpirun PATH        mpirun to use (default: $VELO_MPIRUN, else mpirun in PATH)\n"
+            "  --btl-path DIR       directory of mca_btl_velo.so (default: $VELO_BTL_PATH, else the build tree,\n"
+            "                       else where Open MPI finds components by itself)\n"
+            "  --mpi-arg ARG        pass ARG to mpirun (repeatable)\n"
             "Finds velo-fabric in $VELO_FABRIC, next to velo-run, in the build tree, or in PATH.\n");
 }
 
@@ -164,8 +178,62 @@ static pid_t start_fabric(const char* bin, const char* sock, unsigned nodes, con
     return pid;
 }
 
+// The mpirun command line of --mpi: argv for execvp (static storage, NULL-terminated). The MCA
+// settings go into the environment (mpirun passes OMPI_MCA_* on to the ranks), so that --mpi-arg
+// --mca ... or the caller's own OMPI_MCA_* variables can override them: mpirun refuses an MCA
+// parameter given twice on its command line.
+static char** mpirun_argv(const char* mpirun, int n, char** mpi_args, int nmpi, char** prog) {
+    static char* av[256];
+    static char nbuf[16];
+    int k = 0;
+    av[k++] = (char*)mpirun;
+    av[k++] = "-n";
+    snprintf(nbuf, sizeof nbuf, "%d", n);
+    av[k++] = nbuf;
+    av[k++] = "--oversubscribe";  // simulated nodes, not cores: N ranks on this machine
+    if (geteuid() == 0) av[k++] = "--allow-run-as-root";
+    av[k++] = "-x";
+    av[k++] = "VELO_DEVICE";
+    av[k++] = "-x";
+    av[k++] = "VELO_NODES";
+    for (int i = 0; i < nmpi && k < 200; ++i) av[k++] = mpi_args[i];
+    for (int i = 0; prog[i] && k < 254; ++i) av[k++] = prog[i];
+    av[k] = NULL;
+    return av;
+}
+
+// In the child that becomes mpirun: the MCA defaults of --mpi, unless already set.
+static void mpi_env(const char* btl_dir) {
+    setenv("OMPI_MCA_pml", "ob1", 0);
+    setenv("OMPI_MCA_btl", "self,velo", 0);
+    setenv("OMPI_MCA_mpi_yield_when_idle", "1", 0);  // ranks share the cores with the fabric
+    if (btl_dir && *btl_dir) {
+        char path[PATH_MAX + 32];
+        snprintf(path, sizeof path, "%s:%s", VELO_OMPI_SYS_COMPONENTS, btl_dir);
+        setenv("OMPI_MCA_mca_base_component_path", path, 0);
+    }
+    unsetenv("VELO_NODE");  // the BTL places MPI rank r on node r % VELO_NODES
+    unsetenv("VELO_RANK");
+    unsetenv("VELO_SIZE");
+}
+
+static const char* find_btl_dir(const char* opt) {
+    if (opt) return opt;
+    const char* e = getenv("VELO_BTL_PATH");
+    if (e && *e) return e;
+    static char buf[PATH_MAX];
+    if (VELO_BTL_BUILD_DIR[0]) {
+        snprintf(buf, sizeof buf, "%s/mca_btl_velo.so", VELO_BTL_BUILD_DIR);
+        if (access(buf, R_OK) == 0) return VELO_BTL_BUILD_DIR;
+    }
+    return NULL;  // installed where Open MPI looks (e.g. ~/.openmpi/components)
+}
+
 int main(int argc, char** argv) {
-    int n = 0, quiet = 0, keep_going = 0, timeout_s = 0;
+    int n = 0, quiet = 0, keep_going = 0, timeout_s = 0, mpi = 0;
+    const char *mpirun = NULL, *btl_dir_opt = NULL;
+    char* mpi_args[32];
+    int nmpi = 0;
     unsigned nodes = 0;
     const char *topology = NULL, *split = NULL, *device = NULL;
     char* extra[32];
@@ -200,6 +268,14 @@ int main(int argc, char** argv) {
             keep_going = 1;
         } else if (!strcmp(a, "-q")) {
             quiet = 1;
+        } else if (!strcmp(a, "--mpi")) {
+            mpi = 1;
+        } else if (!strcmp(a, "--mpirun") && has) {
+            mpirun = argv[++i];
+        } else if (!strcmp(a, "--btl-path") && has) {
+            btl_dir_opt = argv[++i];
+        } else if (!strcmp(a, "--mpi-arg") && has && nmpi < 32) {
+            mpi_args[nmpi++] = argv[++i];
         } else {
             fprintf(stderr, "velo-run: unknown option %s\n", a);
             usage(stderr);
@@ -244,12 +320,22 @@ int main(int argc, char** argv) {
         device = devbuf;
     }
 
+    // --mpi: one process (mpirun), which starts the n ranks itself
+    const int nproc = mpi ? 1 : n;
+    char** mpi_av = NULL;
+    if (mpi) {
+        quiet = 1;
+        if (!mpirun) mpirun = getenv("VELO_MPIRUN");
+        if (!mpirun || !*mpirun) mpirun = "mpirun";
+        mpi_av = mpirun_argv(mpirun, n, mpi_args, nmpi, argv + i);
+    }
+
     pid_t pids[MAXRANK];
     static struct out outs[2 * MAXRANK];  // 8 MB: not on the stack
     int nout = 0;
     int status[MAXRANK];
     int stopped[MAXRANK];  // stopped by velo-run: its signal status does not count
-    for (int r = 0; r < n; ++r) {
+    for (int r = 0; r < nproc; ++r) {
         int po[2], pe[2];
         if (pipe(po) < 0 || pipe(pe) < 0) {
             perror("velo-run: pipe");
@@ -269,6 +355,7 @@ int main(int argc, char** argv) {
             setenv("VELO_SIZE", v, 1);
             snprintf(v, sizeof v, "%u", nodes);
             setenv("VELO_NODES", v, 1);
+            if (mpi) mpi_env(find_btl_dir(btl_dir_opt));
             dup2(po[1], 1);
             dup2(pe[1], 2);
             close(po[0]);
@@ -278,6 +365,12 @@ int main(int argc, char** argv) {
             signal(SIGINT, SIG_DFL);
             signal(SIGTERM, SIG_DFL);
             signal(SIGPIPE, SIG_DFL);
+            if (mpi) {
+                execvp(mpi_av[0], mpi_av);
+                fprintf(stderr, "velo-run: cannot run %s: %s (Debian: apt-get install openmpi-bin)\n", mpi_av[0],
+                        strerror(errno));
+                _exit(127);
+            }
             execvp(argv[i], argv + i);
             fprintf(stderr, "velo-run: cannot run %s: %s\n", argv[i], strerror(errno));
             _exit(127);
@@ -293,7 +386,9 @@ int main(int argc, char** argv) {
     }
 
     const int64_t deadline = timeout_s > 0 ? now_ms() + (int64_t)timeout_s * 1000 : 0;
-    int live_out = nout, running = n, worst = 0, killed = 0;
+    int live_out = nout, running = nproc, worst = 0, killed = 0;
+    int64_t hard_kill = 0;   // --mpi: SIGKILL this long after the SIGTERM of a timeout
+    int64_t all_exited = 0;  // when the last process exited (its output may still be open)
     while (live_out > 0 || running > 0) {
         struct pollfd pf[2 * MAXRANK];
         int map[2 * MAXRANK], k = 0;
@@ -312,14 +407,15 @@ int main(int argc, char** argv) {
         int st;
         pid_t p;
         while ((p = waitpid(-1, &st, WNOHANG)) > 0) {
-            for (int r = 0; r < n; ++r) {
+            for (int r = 0; r < nproc; ++r) {
                 if (pids[r] != p) continue;
                 status[r] = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
                 --running;
                 if (status[r] > worst && !(stopped[r] && WIFSIGNALED(st))) worst = status[r];
                 if (status[r] && !keep_going && !killed) {
-                    fprintf(stderr, "velo-run: rank %d exited with status %d; stopping the others\n", r, status[r]);
-                    for (int q = 0; q < n; ++q)
+                    if (!mpi)
+                        fprintf(stderr, "velo-run: rank %d exited with status %d; stopping the others\n", r, status[r]);
+                    for (int q = 0; q < nproc; ++q)
                         if (status[q] < 0) {
                             stopped[q] = 1;
                             kill(-pids[q], SIGTERM);
@@ -333,16 +429,42 @@ int main(int argc, char** argv) {
             }
         }
         if (got_signal && !killed) {
-            for (int q = 0; q < n; ++q)
+            for (int q = 0; q < nproc; ++q)
                 if (status[q] < 0) kill(-pids[q], (int)got_signal);
             killed = 1;
         }
         if (deadline && now_ms() > deadline && !killed) {
             fprintf(stderr, "velo-run: timeout after %d s\n", timeout_s);
-            for (int q = 0; q < n; ++q)
-                if (status[q] < 0) kill(-pids[q], SIGKILL);
+            // mpirun stops its ranks on SIGTERM (it cannot on SIGKILL): that first, SIGKILL later
+            for (int q = 0; q < nproc; ++q)
+                if (status[q] < 0) kill(-pids[q], mpi ? SIGTERM : SIGKILL);
+            if (mpi) hard_kill = now_ms() + 10000;
             killed = 1;
             worst = 124;
+        }
+        if (hard_kill && now_ms() > hard_kill) {
+            for (int q = 0; q < nproc; ++q)
+                if (status[q] < 0) kill(-pids[q], SIGKILL);
+            hard_kill = 0;
+        }
+        // --mpi: ranks that outlive mpirun keep its output open; stopping the fabric ends them
+        // (their VELO endpoints fail), and after that velo-run stops waiting for them
+        if (mpi && running == 0 && live_out > 0) {
+            if (!all_exited) {
+                all_exited = now_ms();
+            } else if (fabric > 0 && now_ms() - all_exited > 10000) {
+                fprintf(stderr, "velo-run: processes left behind hold the output open; stopping the fabric\n");
+                kill(fabric, SIGTERM);
+                waitpid(fabric, NULL, 0);
+                fabric = -1;
+            } else if (now_ms() - all_exited > 20000) {
+                for (int j = 0; j < nout; ++j)
+                    if (outs[j].fd >= 0) {
+                        close(outs[j].fd);
+                        outs[j].fd = -1;
+                    }
+                live_out = 0;
+            }
         }
     }
     if (fabric > 0) {

@@ -1,0 +1,153 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * mca_btl_velo: an Open MPI 4.1 BTL (byte transfer layer) on libvelo. See docs/mpi.md.
+ *
+ * One module per process, over one libvelo endpoint. Send path only (MCA_BTL_FLAGS_SEND): small
+ * fragments are one VELO message, larger ones a train of messages (btl_velo_wire.h). The RDMA path
+ * (btl_put/btl_get on the RMA engine) plugs in later: docs/mpi.md, "The RDMA path", says where.
+ */
+#ifndef BTL_VELO_H
+#define BTL_VELO_H
+
+/* Open MPI's headers (system headers for the warning flags: -isystem) */
+#include "opal_config.h"
+
+#include "opal/class/opal_free_list.h"
+#include "opal/class/opal_list.h"
+#include "opal/mca/btl/btl.h"
+#include "opal/threads/mutex.h"
+#include "opal/util/proc.h"
+
+#include <stdint.h>
+
+#include "btl_velo_wire.h"
+#include "velo/velo.h"
+
+BEGIN_C_DECLS
+
+#define MCA_BTL_VELO_MODEX_MAGIC 0x56454c4fu /* 'VELO' */
+#define MCA_BTL_VELO_MODEX_VERSION 1u
+
+/* What a rank publishes in the modex: where its endpoint is. */
+typedef struct mca_btl_velo_modex {
+    uint32_t magic;
+    uint16_t version;
+    uint8_t node_bits;
+    uint8_t vpid_bits;
+    uint32_t node;
+    uint32_t vpid;
+    char backend[8]; /* "hw" or "sim": two ranks reach each other only on the same kind */
+} mca_btl_velo_modex_t;
+
+enum mca_btl_velo_ep_state {
+    MCA_BTL_VELO_EP_NEW = 0,    /* no velo_connect yet */
+    MCA_BTL_VELO_EP_CONNECTING, /* velo_connect (NOWAIT) done, no message has gone out yet */
+    MCA_BTL_VELO_EP_OPEN,       /* a message went out */
+    MCA_BTL_VELO_EP_FAILED      /* the peer cannot be reached: sends return OPAL_ERR_UNREACH */
+};
+
+/* One peer process (what add_procs returns). */
+struct mca_btl_base_endpoint_t {
+    opal_proc_t* proc;
+    velo_addr_t addr;
+    velo_conn_t* conn;
+    opal_mutex_t lock;   /* the send side: queue, sequence numbers, the train in flight */
+    opal_list_t pending; /* fragments not (completely) stored yet, in order */
+    uint8_t tx_seq;      /* wire sequence number of the next message */
+    volatile int state;
+    int64_t connect_ns;                               /* when velo_connect was called (connect timeout) */
+    int fail_code;                                    /* negative errno of the failure */
+    int releasing;                                    /* del_procs/finalize: a failure now is not reported to the PML */
+    uint64_t st_msgs, st_frags, st_trains, st_queued; /* counters (under lock) */
+};
+typedef struct mca_btl_base_endpoint_t mca_btl_base_endpoint_t;
+
+/* A send descriptor: alloc/prepare_src/sendi (internal copies). Its inline buffer follows it. */
+typedef struct mca_btl_velo_frag {
+    mca_btl_base_descriptor_t base;
+    mca_btl_base_segment_t segments[2];
+    mca_btl_base_endpoint_t* endpoint;
+    opal_free_list_t* list; /* where it returns */
+    size_t cap;             /* bytes of data[] */
+    size_t off;             /* fragment bytes already stored */
+    uint8_t tag;
+    uint8_t started;  /* its first message is out */
+    uint8_t internal; /* made by the BTL (sendi that could not go out at once): no callback */
+    uint8_t* data;    /* the inline buffer */
+} mca_btl_velo_frag_t;
+OBJ_CLASS_DECLARATION(mca_btl_velo_frag_t);
+
+/* Receive state of one source (node, vpid): sources need not be added procs. */
+typedef struct mca_btl_velo_rx_node {
+    vw_rx_t* vpid[256];
+} mca_btl_velo_rx_node_t;
+
+typedef struct mca_btl_velo_module {
+    mca_btl_base_module_t super;
+    velo_ep_t* ep;
+    velo_addr_t addr;
+    velo_info_t info;
+    mca_btl_base_module_error_cb_fn_t error_cb;
+
+    opal_mutex_t lock; /* endpoints array; taken before an endpoint's lock, never after */
+    mca_btl_base_endpoint_t** eps;
+    size_t neps, cap_eps;
+    volatile int32_t npending; /* endpoints with a non-empty queue */
+
+    opal_mutex_t done_lock; /* descriptors stored by btl_send, callbacks due in progress */
+    opal_list_t done;
+    volatile int32_t ndone;
+
+    volatile int32_t rx_busy; /* one receiver at a time (libvelo) and no nested receive */
+    mca_btl_velo_rx_node_t* rx[256];
+    vw_rx_t* rx_last; /* one-entry cache */
+    uint32_t rx_last_key;
+    unsigned idle;
+
+    opal_free_list_t frags_eager; /* cap = eager limit */
+    opal_free_list_t frags_max;   /* cap = max send size */
+
+    volatile int finalizing; /* failures are not reported to the PML any more */
+    struct {
+        uint64_t msgs_rx, frags_rx, rx_errors, idle_waits; /* (under rx_busy) */
+        uint64_t msgs_tx, frags_tx, trains_tx, queued;     /* of released endpoints (under lock) */
+    } st;
+} mca_btl_velo_module_t;
+
+typedef struct mca_btl_velo_component {
+    mca_btl_base_component_3_0_0_t super;
+    mca_btl_velo_module_t* module; /* the one module, NULL when not initialised */
+    /* MCA parameters (docs/mpi.md) */
+    char* device;
+    int node;
+    int nodes;
+    int vpid;
+    unsigned ring_log2;
+    int train_bytes;
+    int compress;
+    int idle_wait_ms;
+    int idle_polls;
+    int poll_batch;
+    int connect_timeout_ms;
+    int free_list_num;
+    int free_list_max;
+    int free_list_inc;
+    int verbose;
+    int warn_no_device;
+    int output; /* opal_output stream */
+} mca_btl_velo_component_t;
+
+OPAL_DECLSPEC extern mca_btl_velo_component_t mca_btl_velo_component;
+extern mca_btl_velo_module_t mca_btl_velo_module;
+
+/* component.c: a message of help-mpi-btl-velo.txt on this process's stderr */
+void mca_btl_velo_help(const char* topic, ...);
+
+/* module.c */
+int mca_btl_velo_module_open(mca_btl_velo_module_t* m);
+int mca_btl_velo_progress(void);
+void mca_btl_velo_fail_endpoint(mca_btl_velo_module_t* m, mca_btl_base_endpoint_t* ep, int err, const char* what);
+
+END_C_DECLS
+
+#endif /* BTL_VELO_H */
