@@ -37,6 +37,7 @@ UNITS = {
     "dma_rd": ("velo_dma_rd", ["rtl/rma/velo_dma_rd.v"]),        # RMA DMA read engine (docs/rma-dma.md)
     "rma_init": ("velo_rma_init", ["rtl/rma/velo_rma_init.v"]),  # RMA initiator engine (docs/rma.md §6)
     "rma_tgt": ("velo_rma_tgt", ["rtl/rma/velo_rma_tgt.v"]),     # RMA target engine (docs/rma.md §6)
+    "rma": ("velo_rma", None),        # the whole RMA unit as velo_nic instantiates it (docs/rma.md §6)
 }
 PAPER = {"requester": (88, 143), "completer": (274, 365), "regfile": (222, 199)}
 FAMILIES = {
@@ -100,7 +101,7 @@ def main(argv):
                     ok = False
         return 0 if ok else 1
     if "--bench" in argv:
-        for unit in ("requester", "completer", "regfile", "counters", "link", "switch", "nic"):
+        for unit in ("requester", "completer", "regfile", "counters", "link", "switch", "rma", "nic"):
             r = synth(unit, "xc4v")
             if unit in PAPER:
                 print("# %s on xc4v: paper Table 1: %d flip-flops, %d LUTs" % (unit, *PAPER[unit]))

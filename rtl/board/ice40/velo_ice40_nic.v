@@ -75,7 +75,30 @@ module velo_ice40_nic #(
         .req_hdr(req_hdr), .req_data(req_data),
         .reg_valid(reg_valid), .reg_ready(reg_ready), .reg_sop(reg_sop), .reg_eop(reg_eop),
         .reg_hdr(reg_hdr), .reg_bar(reg_bar), .reg_data(reg_data),
+        .rma_valid(n4_valid), .rma_ready(1'b1), .rma_sop(n4_sop), .rma_eop(n4_eop), .rma_hdr(n4_hdr),
+        .rma_data(n4_data), .cpl_valid(nc_valid), .cpl_ready(1'b1), .cpl_sop(nc_sop), .cpl_eop(nc_eop),
+        .cpl_hdr(nc_hdr), .cpl_data(nc_data),
         .ev_bad_bar(ev_bad_bar), .ev_unsupported(ev_unsup_dmx));
+    // no RMA on this board (the demux and register file are built with RMA = 0: these stay idle)
+    wire              n4_valid, n4_sop, n4_eop, nc_valid, nc_sop, nc_eop;
+    wire [127:0]      n4_hdr, nc_hdr;
+    wire [TLP_W-1:0]  n4_data, nc_data;
+    wire              nr_en, nr_acfg_v, nr_acfg_pte, nr_nq_en, nr_nq_sw,
+                      nr_rclr, nr_rread;
+    wire [7:0]        nr_region;
+    wire [14:0]       nr_rt2d, nr_rt3d;
+    wire [15:0]       nr_acfg_idx;
+    wire [2:0]        nr_acfg_reg;
+    wire [31:0]       nr_acfg_d;
+    wire [57:0]       nr_nq_base;
+    wire [4:0]        nr_nq_log2, nr_ridx, nr_rclr_idx;
+    wire [16:0]       nr_nq_wp, nr_nq_rp;
+    wire [VPID_BITS-1:0] nr_nq_sw_vpid;
+    wire nr_c_ready;
+    wire unused_rma = &{1'b0, nr_c_ready, n4_valid, n4_sop, n4_eop, n4_hdr, n4_data, nc_valid, nc_sop, nc_eop, nc_hdr, nc_data,
+                        nr_en, nr_acfg_v, nr_acfg_pte, nr_nq_en, nr_nq_sw, nr_rclr,
+                        nr_rread, nr_region, nr_rt2d, nr_rt3d, nr_acfg_idx, nr_acfg_reg, nr_acfg_d, nr_nq_base,
+                        nr_nq_log2, nr_ridx, nr_rclr_idx, nr_nq_wp, nr_nq_rp, nr_nq_sw_vpid};
 
     // ---------------------------------------------------------------- register file
     wire        enable;
@@ -124,7 +147,15 @@ module velo_ice40_nic #(
         .link_up(link_up), .cpl_busy(cpl_busy), .q_vpid(q_vpid), .q_busy(q_busy),
         .cnt_idx(cnt_idx), .cnt_data(cnt_data), .cnt_clr(cnt_clr), .cnt_clr_idx(cnt_clr_idx),
         .ev_window_read(ev_window_read), .ev_unsupported(ev_unsup_reg), .ev_bad_access(ev_bad_access),
-        .cmt_valid(cmt_valid), .cmt_vpid(cmt_vpid), .irq_valid(irq_valid), .irq_ready(irq_ready));
+        .cmt_valid(cmt_valid), .cmt_vpid(cmt_vpid), .irq_valid(irq_valid), .irq_ready(irq_ready),
+        .rma_enable(nr_en), .rma_busy(1'b0), .rq_region(nr_region), .rq_busy(1'b0),
+        .rt2_re(1'b0), .rt2_node({NODE_BITS{1'b0}}), .rt2_data(nr_rt2d), .rt3_re(1'b0), .rt3_node({NODE_BITS{1'b0}}),
+        .rt3_data(nr_rt3d), .acfg_valid(nr_acfg_v), .acfg_ready(1'b1), .acfg_pte(nr_acfg_pte), .acfg_idx(nr_acfg_idx),
+        .acfg_reg(nr_acfg_reg), .acfg_data(nr_acfg_d), .nq_re(1'b0), .nq_vpid({VPID_BITS{1'b0}}), .nq_base(nr_nq_base),
+        .nq_en(nr_nq_en), .nq_log2(nr_nq_log2), .nq_wp(nr_nq_wp), .nq_rp(nr_nq_rp), .nq_wp_we(1'b0),
+        .nq_wp_vpid({VPID_BITS{1'b0}}), .nq_wp_data(17'd0), .nq_sw_wr(nr_nq_sw), .nq_sw_wr_vpid(nr_nq_sw_vpid),
+        .rcnt_idx(nr_ridx), .rcnt_data(32'd0), .rcnt_clr(nr_rclr), .rcnt_clr_idx(nr_rclr_idx),
+        .ev_rma_read(nr_rread));
 
     // ---------------------------------------------------------------- requester
     wire        p_valid, p_ready, p_last;
@@ -233,6 +264,7 @@ module velo_ice40_nic #(
         .clk(clk), .rst(rst),
         .a_valid(d_valid), .a_ready(d_ready), .a_sop(d_sop), .a_eop(d_eop), .a_hdr(d_hdr), .a_data(d_data),
         .b_valid(c_valid), .b_ready(c_ready), .b_sop(c_sop), .b_eop(c_eop), .b_hdr(c_hdr), .b_data(c_data),
+        .c_valid(1'b0), .c_ready(nr_c_ready), .c_sop(1'b0), .c_eop(1'b0), .c_hdr(128'd0), .c_data({TLP_W{1'b0}}),
         .out_valid(tx_valid), .out_ready(tx_ready), .out_sop(tx_sop), .out_eop(tx_eop),
         .out_hdr(tx_hdr), .out_data(tx_data));
 
