@@ -40,10 +40,16 @@ bench: configure
 	@mkdir -p $(BUILD)/bench
 	@{ echo "# $$(date -u +%Y-%m-%dT%H:%M:%SZ) $$(git rev-parse --short HEAD 2>/dev/null)"; \
 	   $(BUILD)/sim/velo-bench-hw && sh sw/tools/bench_api.sh $(BUILD) && sh sw/btl/bench_btl.sh $(BUILD) && \
-	   python3 scripts/synth.py --bench; } \
+	   python3 scripts/synth.py --bench && \
+	   $(MAKE) -s --no-print-directory -C fpga bench BUILD=$(abspath $(BUILD))/fpga; } \
 	   | tee $(BUILD)/bench/last.txt
 	@grep -E '^(BENCH|#)' $(BUILD)/bench/last.txt >> $(BUILD)/bench/results.txt
 	@echo "appended to $(BUILD)/bench/results.txt"
+
+# the iCE40-HX8K bitstream (open flow, docs/board-guide.md): $(BUILD)/fpga/ice40/velo_ice40.bin
+.PHONY: bitstream
+bitstream: deps
+	$(MAKE) -C fpga ice40 BUILD=$(abspath $(BUILD))/fpga
 
 lint: deps
 	scripts/rtl_lint.sh

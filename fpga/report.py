@@ -115,8 +115,8 @@ def board_lines(summary):
         return out
     u = summary["utilization"]
     p = summary["params"]
-    w("configuration: velo_ice40_nic, NODE_BITS %d, VPID_BITS %d, TLP 64 bits, link 16 bits, one network port, "
-      "one VC, event counters %s, link counters %s; UART %d baud"
+    w("configuration: velo_nic with SWITCH_LITE, NODE_BITS %d, VPID_BITS %d, TLP 64 bits, link 16 bits, one network "
+      "port, one VC, event counters %s, link counters %s; UART %d baud"
       % (p["NODE_BITS"], p["VPID_BITS"], "on" if p["COUNTERS"] else "off", "on" if p["LINK_COUNTERS"] else "off",
          summary["uart_baud"]))
     for k in (ICE40_LC_NAME, "ICESTORM_RAM", "SB_IO", "SB_GB", "ICESTORM_PLL"):

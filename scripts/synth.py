@@ -27,6 +27,7 @@ UNITS = {
     "flit": ("velo_flit_tx", ["rtl/net/velo_flit_tx.v"]),
     "link": ("velo_link", None),      # one network port's link layer (LINK_W 16)
     "switch": ("velo_switch", None),  # the switch, NP = 2 (a ring node), LINK_W 16
+    "switch_lite": ("velo_switch_lite", ["rtl/net/velo_switch_lite.v"]),  # velo_nic SWITCH_LITE (NP = 1)
     "nic": ("velo_nic", None),        # everything, NP = 2
     "pcie7_rx": ("velo_pcie7_rx", ["rtl/board/xc7/velo_pcie7_rx.v"]),     # 7-series PCIe board adapters
     "pcie7_tx": ("velo_pcie7_tx", ["rtl/board/xc7/velo_pcie7_tx.v"]),
@@ -91,7 +92,7 @@ def synth(unit, family):
 def main(argv):
     if "--check" in argv:
         ok = True
-        for unit in ("requester", "completer", "regfile", "link", "switch", "nic"):
+        for unit in ("requester", "completer", "regfile", "link", "switch", "switch_lite", "nic"):
             for fam in FAMILIES:
                 try:
                     r = synth(unit, fam)

@@ -12,7 +12,8 @@ Steps (each logged to DIR/ice40/<step>.log, progress on stdout):
             fpga/ice40/constraints/hx8k-breakout.pcf, timing report as JSON
   4. check  every clock's achieved Fmax from the report >= its constraint (nextpnr's own check
             too: it exits non-zero on a timing failure); the NIC clock must be among them
-  5. pack   icepack: DIR/ice40/velo_ice40.bin
+  5. pack   icepack: DIR/ice40/velo_ice40.bin, and its manifest velo_ice40.bin.json (velo-flash's
+            sidecar format 1: board, part, design version, spec hash, CRC-32; docs/board-tools.md)
 
 DIR/ice40/summary.json gets the figures (clock, Fmax per clock, logic cells, block RAMs, cells
 by type), which fpga/report.py prints. Exit status 0 only if all steps pass.
@@ -25,6 +26,7 @@ import subprocess
 import sys
 import threading
 import time
+import zlib
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
@@ -32,6 +34,13 @@ PCF = os.path.join(HERE, "constraints", "hx8k-breakout.pcf")
 TOP = "velo_ice40_top"
 NIC_CLOCK = "clk"  # the PLL output net in velo_ice40_top
 REF_MHZ = 12.0
+# the board's NIC clock: the highest 3 MHz step that meets timing with margin (docs/board-guide.md)
+DEFAULT_MHZ = 36.0
+
+# the board's name and FPGA part in the bitstream's manifest (velo_ice40.bin.json, format 1 of
+# velo-flash's manifests, docs/board-tools.md): what the image was built for
+BOARD_NAME = "ice40-hx8k-breakout"
+BOARD_PART = "ice40hx8k-ct256"
 
 # the board's NIC configuration (docs/board-guide.md); velo_ice40_top's defaults say the same
 BOARD_PARAMS = {"NODE_BITS": 4, "VPID_BITS": 4, "COUNTERS": 0, "LINK_COUNTERS": 0}
@@ -124,6 +133,28 @@ def yosys_cells(log_text):
     return cells
 
 
+def spec_ids(vh=os.path.join(ROOT, "rtl", "include", "velo_spec.vh")):
+    """(design version, spec hash) of the RTL the bitstream is built from (generated velo_spec.vh)."""
+    with open(vh) as f:
+        text = f.read()
+    out = []
+    for key in ("VELO_SPEC_VERSION", "VELO_SPEC_HASH"):
+        m = re.search(r"^`define %s 32'h([0-9A-Fa-f]+)\s*$" % key, text, re.M)
+        if not m:
+            raise FlowError("%s has no %s" % (vh, key))
+        out.append(int(m.group(1), 16))
+    return tuple(out)
+
+
+def manifest(binf, version, spec_hash):
+    """The bitstream's sidecar manifest (velo-flash format 1): board, part, file name, the design
+    version and spec hash the NIC reports, and the CRC-32 of the file (zlib's)."""
+    with open(binf, "rb") as f:
+        crc = zlib.crc32(f.read()) & 0xFFFFFFFF
+    return {"velo_manifest": 1, "board": BOARD_NAME, "part": BOARD_PART, "bitstream": os.path.basename(binf),
+            "design_version": "0x%08x" % version, "spec_hash": "0x%08x" % spec_hash, "crc32": "0x%08x" % crc}
+
+
 def run_step(n, total, name, cmd, log, cwd, note=""):
     """Run cmd with its output in log, printing progress (elapsed time and the log's last line)
     every 15 s. FlowError with the log's tail if it fails."""
@@ -180,6 +211,14 @@ def verify(out, mhz):
         raise FlowError("%s is not the iCE40 bitstream the flow wrote" % binf)
     if abs(s["clock_mhz"] - mhz) > 1e-3:
         raise FlowError("built for %g MHz, not %g" % (s["clock_mhz"], mhz))
+    mp = binf + ".json"
+    if not os.path.exists(mp):
+        raise FlowError("no manifest %s" % mp)
+    with open(mp) as f:
+        man = json.load(f)
+    want = manifest(binf, *spec_ids())
+    if man != want:
+        raise FlowError("the manifest %s does not match the bitstream and the RTL (%s, expected %s)" % (mp, man, want))
     check_timing({"fmax": {k: {"achieved": v, "constraint": s["constraint_mhz"][k]}
                            for k, v in s["fmax_mhz"].items()}}, mhz)
     lc = s["utilization"]["ICESTORM_LC"]
@@ -191,7 +230,7 @@ def verify(out, mhz):
 def main(argv):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--build", default=os.path.join(ROOT, "build", "fpga"), help="build directory (default build/fpga)")
-    ap.add_argument("--mhz", type=float, default=30.0, help="NIC clock in MHz (default 30)")
+    ap.add_argument("--mhz", type=float, default=DEFAULT_MHZ, help="NIC clock in MHz (default %g)" % DEFAULT_MHZ)
     ap.add_argument("--baud", type=int, default=3000000, help="UART baud rate (default 3 Mbaud)")
     ap.add_argument("--seed", type=int, default=1, help="nextpnr placement seed (default 1)")
     ap.add_argument("--verify", action="store_true", help="only check a finished build")
@@ -206,7 +245,8 @@ def main(argv):
             return 1
     os.makedirs(out, exist_ok=True)
     t0 = time.time()
-    for stale in ("summary.json", "velo_ice40.bin", "velo_ice40.asc", "timing.json", "velo_ice40.json"):
+    for stale in ("summary.json", "velo_ice40.bin", "velo_ice40.bin.json", "velo_ice40.asc", "timing.json",
+                  "velo_ice40.json"):
         if os.path.exists(os.path.join(out, stale)):
             os.remove(os.path.join(out, stale))
     try:
@@ -246,6 +286,13 @@ def main(argv):
         if not os.path.exists(binf) or os.path.getsize(binf) == 0:
             raise FlowError("icepack wrote no bitstream")
 
+        man = manifest(binf, *spec_ids())
+        with open(binf + ".json", "w") as f:
+            json.dump(man, f, indent=2)
+            f.write("\n")
+        print("[ice40]     manifest %s.json: board %s, part %s, design version %s, spec hash %s"
+              % (os.path.basename(binf), man["board"], man["part"], man["design_version"], man["spec_hash"]), flush=True)
+
         util = report.get("utilization", {})
         with open(os.path.join(out, "synth.log")) as f:
             cells = yosys_cells(f.read())
@@ -257,7 +304,7 @@ def main(argv):
             "nic_clock": NIC_CLOCK,
             "utilization": util, "cells": cells,
             "bitstream": os.path.relpath(binf, ROOT) if binf.startswith(ROOT) else binf,
-            "bitstream_bytes": os.path.getsize(binf),
+            "bitstream_bytes": os.path.getsize(binf), "manifest": man,
             "seconds": {"synth": round(t_syn), "pnr": round(t_pnr), "pack": round(t_pack),
                         "total": round(time.time() - t0)},
         }

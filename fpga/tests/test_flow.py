@@ -10,6 +10,7 @@ import subprocess
 import sys
 import tempfile
 import unittest
+import zlib
 from contextlib import redirect_stdout
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -129,11 +130,15 @@ class Verify(unittest.TestCase):
     def tearDown(self):
         shutil.rmtree(self.dir)
 
-    def write(self, s, data):
+    def write(self, s, data, man=True):
         with open(os.path.join(self.out, "summary.json"), "w") as f:
             json.dump(s, f)
-        with open(os.path.join(self.out, "velo_ice40.bin"), "wb") as f:
+        binf = os.path.join(self.out, "velo_ice40.bin")
+        with open(binf, "wb") as f:
             f.write(data)
+        if man and data:
+            with open(binf + ".json", "w") as f:
+                json.dump(flow.manifest(binf, *flow.spec_ids()), f)
 
     def test_good_build(self):
         self.write(summary(), b"\xff\x00\x00\xff" + flow.SYNC_WORD + b"\x00" * 12)
@@ -154,6 +159,29 @@ class Verify(unittest.TestCase):
     def test_timing_failure_recorded(self):
         self.write(summary(fmax=26.0), b"\xff\x00\x00\xff" + flow.SYNC_WORD + b"\x00" * 12)
         with self.assertRaisesRegex(flow.FlowError, "timing failed"):
+            flow.verify(self.out, 27.0)
+
+    def test_manifest_written_for_the_board(self):
+        self.write(summary(), b"\xff\x00\x00\xff" + flow.SYNC_WORD + b"\x00" * 12)
+        with open(os.path.join(self.out, "velo_ice40.bin.json")) as f:
+            m = json.load(f)
+        version, spec_hash = flow.spec_ids()
+        self.assertEqual(m["velo_manifest"], 1)
+        self.assertEqual((m["board"], m["part"], m["bitstream"]), (flow.BOARD_NAME, flow.BOARD_PART, "velo_ice40.bin"))
+        self.assertEqual((int(m["design_version"], 16), int(m["spec_hash"], 16)), (version, spec_hash))
+        self.assertEqual(m["crc32"], "0x%08x" % (zlib.crc32(b"\xff\x00\x00\xff" + flow.SYNC_WORD + b"\x00" * 12)))
+
+    def test_missing_manifest(self):
+        self.write(summary(), b"\xff\x00\x00\xff" + flow.SYNC_WORD + b"\x00" * 12, man=False)
+        with self.assertRaisesRegex(flow.FlowError, "no manifest"):
+            flow.verify(self.out, 27.0)
+
+    def test_stale_manifest(self):
+        data = b"\xff\x00\x00\xff" + flow.SYNC_WORD + b"\x00" * 12
+        self.write(summary(), data)
+        with open(os.path.join(self.out, "velo_ice40.bin"), "wb") as f:
+            f.write(data[:-1] + b"\x01")  # rebuilt, same size, manifest left behind
+        with self.assertRaisesRegex(flow.FlowError, "manifest .* does not match"):
             flow.verify(self.out, 27.0)
 
     def test_other_clock(self):

@@ -6,8 +6,9 @@
 # REQUIRES VIVADO (not available where the tests run: this flow has never been run by CI). The free
 # Vivado edition supports the XC7A200T. The PCIe core, its transceivers and clocking come from
 # the vendor IP catalogue; the open 7-series flow (openXC7) cannot build the PCIe hard block.
-# Outputs: velo_ac701.bit (JTAG), velo_ac701.bin / .mcs (configuration flash), reports and
-# checkpoints. The flow stops with an error if timing is not met.
+# Outputs: velo_ac701.bit (JTAG), velo_ac701.bin / .mcs (configuration flash), the .bit and .bin
+# manifests for velo-flash (velo_ac701.bit.json, .bin.json), reports and checkpoints.
+# The flow stops with an error if timing is not met.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
@@ -28,4 +29,14 @@ fi
 mkdir -p "$out"
 python3 "$here/gen_config.py" -o "$out/pcie_config.tcl" "${gen_args[@]}"
 cd "$out"
-exec vivado -mode batch -nojournal -log "$out/vivado.log" -source "$here/build.tcl" -tclargs "$out" "$out/pcie_config.tcl"
+vivado -mode batch -nojournal -log "$out/vivado.log" -source "$here/build.tcl" -tclargs "$out" "$out/pcie_config.tcl"
+# the images' manifests for velo-flash (board name ac701 as in its board table; the .bin has no
+# header naming its part, so velo-flash needs the manifest for it): velo-flash from VELO_FLASH,
+# PATH or this tree's build/
+flash="${VELO_FLASH:-$(command -v velo-flash || true)}"
+if [ -z "$flash" ] && [ -x "$root/build/sw/tools/velo-flash" ]; then flash="$root/build/sw/tools/velo-flash"; fi
+if [ -n "$flash" ]; then
+    for f in velo_ac701.bit velo_ac701.bin; do "$flash" --board ac701 --write-manifest "$out/$f"; done
+else
+    echo "build.sh: velo-flash not found (make build, or set VELO_FLASH): no manifests written" >&2
+fi

@@ -160,13 +160,18 @@ module velo_link_rx #(
     wire [LINK_W-1:0] d_len0 = d & ~LENMASK;                   // the length flit with FRAG_LEN_M1 = 0
 
     // room in the switch buffer of VC v for a largest packet
+    // (d_room: that of the packet's VC; none for a VC >= NVC, only possible with a corrupted header)
+    wire [1:0] d_vc = d[`VELO_PKT_HDR_VC];
     reg [NVC-1:0] room_ok;
+    reg           d_room;
     integer k;
     always @(*) begin
-        for (k = 0; k < NVC; k = k + 1)
+        d_room = 1'b0;
+        for (k = 0; k < NVC; k = k + 1) begin
             room_ok[k] = ((rc[k*7 +: 7] - fc[k*7 +: 7]) <= ROOM);
+            if (d_vc == k[1:0]) d_room = room_ok[k];
+        end
     end
-    wire [1:0] d_vc = d[`VELO_PKT_HDR_VC];
 
     // ------------------------------------------------------------------ next state
     reg              n_wait, n_in, n_lk, n_fwd, n_holdv, n_pad, n_pnk, n_rp, n_ad;
@@ -264,7 +269,7 @@ module velo_link_rx #(
         end else if (active && is_data) begin
             if (!in_pkt) begin
                 // first flit of a packet: new (forward at once) or a duplicate of a replay (drop)
-                if (chk_seq == exp_q && !room_ok[d_vc]) begin
+                if (chk_seq == exp_q && !d_room) begin
                     // no room for it: a corrupted VC or a protocol error; never forwarded
                     n_wait = 1'b1;
                     e_crc  = 1'b1;

@@ -187,10 +187,16 @@ module velo_link_tx #(
     // tx_ready is low meanwhile), one that goes on past its length is cut there (the rest is taken
     // and dropped); a header announcing more than 64 bytes of payload area gets FRAG_LEN_M1 = 0
     // and is cut or padded to that. All of them go out stomped. A consistent switch causes none.
+    // used = max(wr_ptr - rd_ptr, wr_ptr - tail) (rd behind tail while resending duplicates) never
+    // exceeds RDEPTH, so "used == RDEPTH" is "either distance is RDEPTH", and "used <= BROOM" is
+    // "both are": equality tests on the pointers and two independent comparisons, no compare-and-
+    // select of the two distances in front of tx_ready and tx_start_ok (timing)
     wire [RA:0]      dist_t  = wr_ptr - tail;
     wire [RA:0]      dist_r  = wr_ptr - rd_ptr;
-    wire [RA:0]      used    = (dist_r > dist_t) ? dist_r : dist_t;  // rd behind tail while resending duplicates
-    wire             room    = (used != RDEPTH);                     // every write checks it: used <= RDEPTH
+    wire             full_t  = ((wr_ptr ^ tail) == RDEPTH);               // wr_ptr - tail == RDEPTH
+    wire             full_r  = ((wr_ptr ^ rd_ptr) == RDEPTH);
+    wire             room    = !full_t && !full_r;                       // every write checks it: used <= RDEPTH
+    wire             broom   = (dist_t <= BROOM) && (dist_r <= BROOM);   // used <= BROOM
     assign tx_ready = room && !wpad;
     wire             acc     = tx_valid && tx_ready;
     wire [5:0]       w_idx   = acc_in ? w_pos : 6'd0;               // index of this flit in its packet
@@ -243,18 +249,23 @@ module velo_link_tx #(
     wire          cur_v  = rv || av || direct;
     wire [PW-1:0] cur    = rv ? rb_rd : (av ? aux : w_word);
     wire [1:0]    cur_vc = s_in ? s_vc : cur[1:0];
-    reg  [CW-1:0] s_minus_f;  // S - F of cur_vc
+    // S - F <= ROOM of every VC from the registers, then the one of cur_vc (the comparisons do not
+    // wait for the flit to be chosen); a VC >= NVC has no counts, S - F reads 0 there as before
+    reg  [NVC-1:0] sf_ok;
+    reg            cur_sf_ok;
     integer i;
     always @(*) begin
-        s_minus_f = {CW{1'b0}};
-        for (i = 0; i < NVC; i = i + 1)
-            if (cur_vc == i[1:0]) s_minus_f = scnt[i*CW +: CW] - fcnt[i*CW +: CW];
+        cur_sf_ok = 1'b1;
+        for (i = 0; i < NVC; i = i + 1) begin
+            sf_ok[i] = (scnt[i*CW +: CW] - fcnt[i*CW +: CW] <= ROOM);
+            if (cur_vc == i[1:0]) cur_sf_ok = sf_ok[i];
+        end
     end
     wire sending  = (st == ST_SEND) || (st == ST_WSYNC);
     // a replay on a timeout first finishes the packet being sent: a REPLAY inside a packet would
     // make the receiver pad it, and the replayed data behind the REPLAY would be lost meanwhile
     wire finish   = (st == ST_ACKW) && s_in && !abandon;
-    wire data_ok  = (sending || finish) && cur_v && (s_in || s_minus_f <= ROOM);
+    wire data_ok  = (sending || finish) && cur_v && (s_in || cur_sf_ok);
 
     wire [15:0] crc_nx;
     velo_crc16 #(.W(LINK_W)) u_crc (
@@ -401,7 +412,7 @@ module velo_link_tx #(
     always @(*) begin
         for (i = 0; i < NVC; i = i + 1)
             tx_start_ok[i] = link_up && sending && (tcnt[i*CW +: CW] - fcnt[i*CW +: CW] <= ROOM) &&
-                             (used <= BROOM) && !wpad && (outst <= 7'd62);
+                             broom && !wpad && (outst <= 7'd62);
     end
 
     // SYNC / CREDIT arithmetic for the VC named by the symbol
@@ -427,7 +438,13 @@ module velo_link_tx #(
     wire [CW-1:0] s_syn  = s_of + s_dlt + {{(CW-1){1'b0}}, (kind == K_DATA) && (cur_vc == c_sub)};
     wire [CW-1:0] t_syn  = t_of + s_dlt + {{(CW-1){1'b0}}, w_en && (avc == c_sub)};
     wire          c_vc_ok = ({1'b0, c_sub} < NVC3);
-    wire          take_sync = c_sync && c_vc_ok && (st == ST_WSYNC) && !sync_got[c_sub];
+    reg           got_sub;  // sync_got of the symbol's VC (0 for a VC >= NVC)
+    always @(*) begin
+        got_sub = 1'b0;
+        for (i = 0; i < NVC; i = i + 1)
+            if (c_sub == i[1:0]) got_sub = sync_got[i];
+    end
+    wire          take_sync = c_sync && c_vc_ok && (st == ST_WSYNC) && !got_sub;
     wire [NVC-1:0] got_nx = sync_got | (take_sync ? ({{(NVC-1){1'b0}}, 1'b1} << c_sub) : {NVC{1'b0}});
     wire [6:0]    snd_d  = snd_seq - ack_tgt;
     wire          outstanding = (snd_d != 7'd0) && !snd_d[6];

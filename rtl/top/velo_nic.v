@@ -22,6 +22,13 @@
 // Interrupts: the completer reports every entry whose last TLP was accepted on tx; the register
 // file's IRQ block turns a report for an armed vpid into a PENDING bit and a request on
 // irq_valid/irq_ready (one interrupt, MSI vector 0; the board makes it an MSI).
+//
+// Smaller configurations (a device like the iCE40-HX8K, docs/board-guide.md): SWITCH_LITE = 1
+// puts velo_switch_lite (the switch's rules for one network port, one receive FIFO, no
+// allocator) in place of velo_switch (NP = 1 only; the CREDIT_STALL counters then stay 0),
+// NVC < 4 gives the links and the switch fewer virtual channels (NET.PORTS reports it), and
+// COUNTERS = 0 / LINK_COUNTERS = 0 leave out the event counters and the links' counters (the
+// registers are there and read 0). The defaults are the whole NIC.
 `default_nettype none
 `include "velo_spec.vh"
 module velo_nic #(
@@ -36,7 +43,11 @@ module velo_nic #(
     parameter integer RMA_REGION_BITS = 8,  // RMA: ATU regions (spec param RMA_REGION_BITS)
     parameter integer RMA_PTE_BITS  = 12,  // RMA: ATU page table entries (spec param RMA_PTE_BITS)
     parameter integer RMA_MTU       = 48,  // RMA: data bytes per packet (spec param RMA_MTU; <= 48 with today's link)
-    parameter integer RMA_TAG_BITS  = 4    // RMA: 2^n initiator commands outstanding
+    parameter integer RMA_TAG_BITS  = 4,  // RMA: 2^n initiator commands outstanding
+    parameter integer NVC           = `VELO_NVC, // virtual channels (1..4): VCs 0..NVC-1 (spec NVC: 4)
+    parameter integer SWITCH_LITE   = 0,   // 1: velo_switch_lite instead of velo_switch (NP = 1 only)
+    parameter integer COUNTERS      = 1,   // 1: the 16 event counters; 0: they read as 0
+    parameter integer LINK_COUNTERS = 1    // 1: the links' counters (8 per port); 0: they read as 0
 ) (
     input  wire              clk,
     input  wire              rst,          // synchronous, active high
@@ -66,7 +77,6 @@ module velo_nic #(
     input  wire              irq_ready
 );
     localparam integer NCNT = `VELO_CNT_NUM;
-    localparam integer NVC  = `VELO_NVC;
     localparam integer PW   = LINK_W + 2;
     // route code bits: codes 0 (local) .. NP, and the all-ones code stays invalid
     localparam integer PB   = (NP + 2 <= 4) ? 2 : 3;
@@ -252,19 +262,53 @@ module velo_nic #(
         end
     endgenerate
 
-    velo_switch #(.NP(NP), .LINK_W(LINK_W), .NVC(NVC), .VC_DEPTH(VC_DEPTH), .PB(PB), .NLOC(RMA != 0 ? 2 : 1)) u_sw (
-        .clk(clk), .rst(rst),
-        .in_valid(si_valid), .in_data(si_data), .in_last(si_last), .in_bad(si_bad), .in_vc(si_vc),
-        .in_free(si_free),
-        .lin_valid(li_valid), .lin_ready(li_ready), .lin_data(li_data), .lin_last(li_last),
-        .lin2_valid(l2i_valid), .lin2_ready(l2i_ready), .lin2_data(l2i_data), .lin2_last(l2i_last),
-        .out_valid(so_valid), .out_ready(so_ready), .out_data(so_data), .out_last(so_last), .out_bad(so_bad),
-        .out_start_ok(so_start_ok),
-        .lout_valid(lo_valid), .lout_ready(lo_ready), .lout_data(lo_data), .lout_last(lo_last), .lout_bad(lo_bad),
-        .lout2_valid(l2o_valid), .lout2_ready(l2o_ready), .lout2_data(l2o_data), .lout2_last(l2o_last),
-        .lout2_bad(l2o_bad),
-        .port_dim(port_dim), .port_dateline(port_dateline),
-        .ev_credit_stall(ev_credit_stall), .ev_bad_route(ev_no_route), .ev_overflow(ev_sw_overflow));
+    generate
+        if (SWITCH_LITE != 0) begin : g_lite
+            if (NP != 1) begin : g_bad_np
+                velo_nic_error_SWITCH_LITE_needs_NP_1 u_err ();
+            end
+            if (RMA != 0) begin : g_bad_rma
+                velo_nic_error_SWITCH_LITE_needs_RMA_0 u_err ();  // no second local port
+            end
+            velo_switch_lite #(.LINK_W(LINK_W), .NVC(NVC), .VC_DEPTH(VC_DEPTH), .PB(PB)) u_sw (
+                .clk(clk), .rst(rst),
+                .lin_valid(li_valid), .lin_ready(li_ready), .lin_data(li_data), .lin_last(li_last),
+                .lout_valid(lo_valid), .lout_ready(lo_ready), .lout_data(lo_data), .lout_last(lo_last),
+                .lout_bad(lo_bad),
+                .out_valid(so_valid[0]), .out_ready(so_ready[0]), .out_data(so_data[LINK_W-1:0]),
+                .out_last(so_last[0]), .out_bad(so_bad[0]), .out_start_ok(so_start_ok[NVC-1:0]),
+                .in_valid(si_valid[0]), .in_data(si_data[LINK_W-1:0]), .in_last(si_last[0]), .in_bad(si_bad[0]),
+                .in_vc(si_vc[1:0]), .in_free(si_free[NVC-1:0]),
+                .port_dateline(port_dateline[0]), .ev_bad_route(ev_no_route));
+            // one port: no dimension change to detect; no allocator, so no credit stall to count
+            assign ev_credit_stall = {NP{1'b0}};
+            assign ev_sw_overflow  = 1'b0;
+            // no response-class local port without RMA
+            assign l2i_ready = 1'b0;
+            assign l2o_valid = 1'b0;
+            assign l2o_data  = {LINK_W{1'b0}};
+            assign l2o_last  = 1'b0;
+            assign l2o_bad   = 1'b0;
+            wire unused_lite = &{1'b0, port_dim, l2i_valid, l2i_data, l2i_last, l2o_ready};
+        end else begin : g_switch
+            if (NVC != `VELO_NVC) begin : g_bad_nvc
+                velo_nic_error_velo_switch_needs_all_VCs u_err ();  // fewer VCs: SWITCH_LITE only
+            end
+            velo_switch #(.NP(NP), .LINK_W(LINK_W), .NVC(NVC), .VC_DEPTH(VC_DEPTH), .PB(PB), .NLOC(RMA != 0 ? 2 : 1)) u_sw (
+                .clk(clk), .rst(rst),
+                .in_valid(si_valid), .in_data(si_data), .in_last(si_last), .in_bad(si_bad), .in_vc(si_vc),
+                .in_free(si_free),
+                .lin_valid(li_valid), .lin_ready(li_ready), .lin_data(li_data), .lin_last(li_last),
+                .lin2_valid(l2i_valid), .lin2_ready(l2i_ready), .lin2_data(l2i_data), .lin2_last(l2i_last),
+                .out_valid(so_valid), .out_ready(so_ready), .out_data(so_data), .out_last(so_last), .out_bad(so_bad),
+                .out_start_ok(so_start_ok),
+                .lout_valid(lo_valid), .lout_ready(lo_ready), .lout_data(lo_data), .lout_last(lo_last), .lout_bad(lo_bad),
+                .lout2_valid(l2o_valid), .lout2_ready(l2o_ready), .lout2_data(l2o_data), .lout2_last(l2o_last),
+                .lout2_bad(l2o_bad),
+                .port_dim(port_dim), .port_dateline(port_dateline),
+                .ev_credit_stall(ev_credit_stall), .ev_bad_route(ev_no_route), .ev_overflow(ev_sw_overflow));
+        end
+    endgenerate
 
     wire [NP*NLC-1:0] link_ev;
     generate
@@ -286,9 +330,16 @@ module velo_nic #(
         end
     endgenerate
 
-    velo_counters #(.N(NP * NLC), .IDX_W(6)) u_ncnt (
-        .clk(clk), .rst(rst), .inc(link_ev), .clr(ncnt_clr), .clr_idx(ncnt_clr_idx),
-        .rd_idx(ncnt_idx), .rd_data(ncnt_data));
+    generate
+        if (LINK_COUNTERS != 0) begin : g_ncnt
+            velo_counters #(.N(NP * NLC), .IDX_W(6)) u_ncnt (
+                .clk(clk), .rst(rst), .inc(link_ev), .clr(ncnt_clr), .clr_idx(ncnt_clr_idx),
+                .rd_idx(ncnt_idx), .rd_data(ncnt_data));
+        end else begin : g_no_ncnt
+            assign ncnt_data = 32'd0;
+            wire unused_ncnt = &{1'b0, link_ev, ncnt_clr, ncnt_clr_idx, ncnt_idx};
+        end
+    endgenerate
 
     // ---------------------------------------------------------------- completer
     wire        r_valid, r_ready, r_last;
@@ -437,8 +488,15 @@ module velo_nic #(
         inc[`VELO_CNT_RX_BACKPRESSURE_CYCLES] = ev_bp;
     end
 
-    velo_counters #(.N(NCNT), .IDX_W(5)) u_cnt (
-        .clk(clk), .rst(rst), .inc(inc), .clr(cnt_clr), .clr_idx(cnt_clr_idx),
-        .rd_idx(cnt_idx), .rd_data(cnt_data));
+    generate
+        if (COUNTERS != 0) begin : g_cnt
+            velo_counters #(.N(NCNT), .IDX_W(5)) u_cnt (
+                .clk(clk), .rst(rst), .inc(inc), .clr(cnt_clr), .clr_idx(cnt_clr_idx),
+                .rd_idx(cnt_idx), .rd_data(cnt_data));
+        end else begin : g_no_cnt
+            assign cnt_data = 32'd0;
+            wire unused_cnt = &{1'b0, inc, cnt_clr, cnt_clr_idx, cnt_idx};
+        end
+    endgenerate
 endmodule
 `default_nettype wire

@@ -133,10 +133,22 @@ module velo_completer #(
     wire in_hdr  = in_fire && (in_cnt == 4'd0);
     wire in_done = in_fire && pkt_last;
 
-    wire [63:0] cur_h     = (in_cnt == 4'd0) ? pkt_data : slot_hdr[in_slot];
-    wire [6:0]  cur_area  = area_of(cur_h[`VELO_PKT_HDR_FRAG_OFF_LSB +: 2], cur_h[`VELO_PKT_HDR_FRAG_LEN_M1]);
-    wire [3:0]  exp_words = words_of(cur_area) + 4'd1;
-    wire        in_bad    = (in_cnt + 4'd1 != exp_words) || (in_cnt == 4'd15) || (cur_area > 7'd64) || pkt_bad;
+    // a packet is good if it has exactly 1 + words_of(area) words and area <= 64; both are taken
+    // from the header word when it arrives (in_nw, in_ovl), so the check at the last word is a
+    // compare with registers (a lone header word is always short: words_of(area) >= 1)
+    wire [6:0]  hdr_area  = area_of(pkt_data[`VELO_PKT_HDR_FRAG_OFF_LSB +: 2], pkt_data[`VELO_PKT_HDR_FRAG_LEN_M1]);
+    reg  [3:0]  in_nw;    // payload words the current packet's header announces
+    reg         in_ovl;   // ... and its area is over 64 bytes
+    always @(posedge clk) begin
+        if (rst) begin
+            in_nw  <= 4'd0;
+            in_ovl <= 1'b0;
+        end else if (in_hdr) begin
+            in_nw  <= words_of(hdr_area);
+            in_ovl <= (hdr_area > 7'd64);
+        end
+    end
+    wire        in_bad    = (in_cnt == 4'd0) || (in_cnt != in_nw) || (in_cnt == 4'd15) || in_ovl || pkt_bad;
 
     // payload word i (1..8) goes to beat i/R lane i%R, except word 8 (bytes 56..63 of the area,
     // the second line's payload) which goes to beat 15, top lane, so that the tail TLP's beat is
@@ -171,8 +183,17 @@ module velo_completer #(
         end
     end
 
+    // with the header, what the decision needs of its length (from hdr_area, so that the head's
+    // decision does not wait for the area adder): second line needed, head TLP words
+    reg        slot_two [0:1];
+    reg [3:0]  slot_hw  [0:1];
+    wire       hdr_two = (hdr_area > 7'd56);
     always @(posedge clk) begin
-        if (in_hdr) slot_hdr[in_slot] <= pkt_data;
+        if (in_hdr) begin
+            slot_hdr[in_slot] <= pkt_data;
+            slot_two[in_slot] <= hdr_two;
+            slot_hw[in_slot]  <= hdr_two ? 4'd8 : words_of(hdr_area) + 4'd1;
+        end
     end
 
     // ================================================================ head: lookup and decision
@@ -180,10 +201,9 @@ module velo_completer #(
     wire [7:0]  h_dst8   = hh[`VELO_PKT_HDR_DST_VPID];
     wire [VPID_BITS-1:0] h_vpid = h_dst8[VPID_BITS-1:0];
     wire        h_vpid_oor = (VPID_BITS < 8) ? (h_dst8 >> VPID_BITS) != 8'd0 : 1'b0;
-    wire [6:0]  h_area   = area_of(hh[`VELO_PKT_HDR_FRAG_OFF_LSB +: 2], hh[`VELO_PKT_HDR_FRAG_LEN_M1]);
-    wire        h_two    = (h_area > 7'd56);   // second line needed
+    wire        h_two    = slot_two[h_slot];   // second line needed (area > 56 bytes)
     wire [1:0]  h_lines  = h_two ? 2'd2 : 2'd1;
-    wire [3:0]  h_hw     = h_two ? 4'd8 : words_of(h_area) + 4'd1;  // head TLP words
+    wire [3:0]  h_hw     = slot_hw[h_slot];    // head TLP words: 8, or 1 + words_of(area)
     wire [1:0]  h_st     = slot_st[h_slot];
     wire        h_avail  = (h_st == S_FILL) || (h_st == S_FULL);
 
@@ -414,7 +434,7 @@ module velo_completer #(
     assign q_busy = ((slot_st[0] != S_FREE) && (h0d == qv8)) || ((slot_st[1] != S_FREE) && (h1d == qv8));
 
     wire [7:0] j_dst8 = jh[`VELO_PKT_HDR_DST_VPID];
-    wire unused_ok = &{1'b0, waddr[1:0], cur_h, in_dst8, hh, j_dst8};
+    wire unused_ok = &{1'b0, waddr[1:0], in_dst8, hh, j_dst8};
 
     // ---- commit report: the head TLP (written after the tail TLP) ends the entry
     always @(posedge clk) begin

@@ -6,7 +6,7 @@ velo_tb(tb_pcie7 tests/tb_pcie7.cpp)
 velo_model(tb_pcie7 Vpcie7_rx velo_pcie7_rx)
 velo_model(tb_pcie7 Vpcie7_tx velo_pcie7_tx)
 velo_model(tb_pcie7 Vpcie7_irq velo_pcie7_irq)
-velo_model(tb_pcie7 Vxc7_elastic velo_xc7_elastic PARAMS -GW=18 -GAW=4)
+velo_model(tb_pcie7 Velastic velo_elastic PARAMS -GW=18 -GAW=4)
 velo_model(tb_pcie7 Vpcie7_pair velo_pcie7_pair EXTRA ${CMAKE_CURRENT_SOURCE_DIR}/tb/velo_pcie7_pair.v
            LINT_ARGS -y ${RTL_DIR}/board/xc7)
 

@@ -18,11 +18,11 @@
 #include <string>
 #include <vector>
 
+#include "Velastic.h"
 #include "Vpcie7_irq.h"
 #include "Vpcie7_pair.h"
 #include "Vpcie7_rx.h"
 #include "Vpcie7_tx.h"
-#include "Vxc7_elastic.h"
 #include "harness.hpp"
 #include "host.hpp"
 #include "tlp.hpp"
@@ -751,7 +751,7 @@ TEST(Pcie7Irq, RequestWithdrawnWhenMsiIsDisabledWhileWaiting) {
 }
 
 // ------------------------------------------------------------------------------------------------
-// velo_xc7_elastic: one word per cycle from one clock domain into another
+// velo_elastic: one word per cycle from one clock domain into another
 // ------------------------------------------------------------------------------------------------
 
 // Runs the elastic buffer with a writer and a reader clock of the given periods (picoseconds)
@@ -765,7 +765,7 @@ struct ElasticRun {
 };
 ElasticRun run_elastic(uint64_t wr_ps, uint64_t rd_ps, uint64_t phase_ps, uint64_t nwords) {
     auto ctx = std::make_unique<VerilatedContext>();
-    auto m = std::make_unique<Vxc7_elastic>(ctx.get(), "top");
+    auto m = std::make_unique<Velastic>(ctx.get(), "top");
     std::unique_ptr<VerilatedFstC> tfp;
     const char* w = std::getenv("WAVES");
     if (w && std::atoi(w)) {

@@ -580,15 +580,19 @@ std::string WcState::verdict() const {
 // ---------------------------------------------------------------- boards
 
 const std::vector<BoardInfo>& boards() {
-    // PCIe boards velo-flash knows. part: device + package (the speed grade does not matter for
-    // the bitstream check); ofl_board: openFPGALoader's -b name; cable: default -c when the
-    // board has no openFPGALoader entry (an external JTAG adapter).
+    // Boards velo-flash knows. part: device + package (the speed grade does not matter for the
+    // bitstream check); ofl_board: openFPGALoader's -b name; cable: default -c when the board has
+    // no openFPGALoader entry (an external JTAG adapter). The iCE40 board has no PCIe (a UART host
+    // bridge): velo-flash checks its image and programs it, and there is no device to rescan; its
+    // name and part are those the open flow writes into the image's manifest (fpga/ice40/flow.py).
     static const std::vector<BoardInfo> t = {
-        {"ac701", "xc7a200tfbg676", "ac701", "", "Xilinx AC701 (Artix-7 200T, PCIe Gen2 x4)"},
-        {"kc705", "xc7k325tffg900", "kc705", "", "Xilinx KC705 (Kintex-7 325T, PCIe Gen2 x8)"},
-        {"acorn-cle215", "xc7a200tsbg484", "acornCle215", "", "SQRL Acorn CLE-215(+) (Artix-7 200T, M.2 x4)"},
-        {"litefury", "xc7a100tfgg484", "", "digilent_hs2", "RHS LiteFury (Artix-7 100T, M.2 x4)"},
-        {"nitefury", "xc7a200tfbg484", "", "digilent_hs2", "RHS NiteFury (Artix-7 200T, M.2 x4)"},
+        {"ac701", "xc7a200tfbg676", "ac701", "", "Xilinx AC701 (Artix-7 200T, PCIe Gen2 x4)", true},
+        {"kc705", "xc7k325tffg900", "kc705", "", "Xilinx KC705 (Kintex-7 325T, PCIe Gen2 x8)", true},
+        {"acorn-cle215", "xc7a200tsbg484", "acornCle215", "", "SQRL Acorn CLE-215(+) (Artix-7 200T, M.2 x4)", true},
+        {"litefury", "xc7a100tfgg484", "", "digilent_hs2", "RHS LiteFury (Artix-7 100T, M.2 x4)", true},
+        {"nitefury", "xc7a200tfbg484", "", "digilent_hs2", "RHS NiteFury (Artix-7 200T, M.2 x4)", true},
+        {"ice40-hx8k-breakout", "ice40hx8k-ct256", "ice40_generic", "",
+         "Lattice iCE40-HX8K breakout board (UART host bridge, no PCIe)", false},
     };
     return t;
 }

@@ -132,6 +132,7 @@ struct BoardInfo {
     const char* ofl_board;  // openFPGALoader -b name, "" if it has none (then a cable is needed)
     const char* cable;      // default openFPGALoader -c cable, "" = the board's own
     const char* doc;
+    bool pcie;  // false: no PCIe host interface (nothing to remove, rescan or read back)
 };
 const std::vector<BoardInfo>& boards();
 const BoardInfo* find_board(const std::string& name);

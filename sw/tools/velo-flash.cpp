@@ -461,7 +461,30 @@ int main(int argc, char** argv) {
     std::vector<uint8_t> bits;
     if (int rc = check_bitstream(o, x, bits)) return rc;
 
-    // 2. the device
+    // 2. a board without PCIe: program it; no device to remove, rescan or read back (its host
+    // talks to it over the UART bridge, docs/board-guide.md)
+    if (!b.pcie) {
+        step("board:", std::string(b.name) + " (" + b.part + "), no PCIe: nothing to remove, rescan or verify");
+        if (!o.dry_run && !runnable(o.loader))
+            return fail(EXIT_USAGE,
+                        "cannot find " + o.loader + " (install the openfpgaloader package or pass --loader)");
+        std::vector<std::string> prog = loader_base(o, b);
+        if (o.flash) prog.push_back("-f");
+        prog.push_back(o.bitstream);
+        step("run:", join(prog));
+        if (o.dry_run) {
+            step("dry run:", "nothing was changed");
+            return EXIT_OK;
+        }
+        std::string perr;
+        int prc = run(prog, nullptr, perr);
+        if (prc != 0)
+            return fail(EXIT_FAILED, prc < 0 ? perr : o.loader + " failed (exit status " + std::to_string(prc) + ")");
+        step("done:", "programmed (check it through the UART host bridge: PING, ID registers)");
+        return EXIT_OK;
+    }
+
+    // 3. the device
     std::vector<PciDevice> devs;
     std::string err;
     if (!scan(o.before, o.roots, devs, err)) return fail(EXIT_USAGE, err);
@@ -504,7 +527,7 @@ int main(int argc, char** argv) {
     if (!o.dry_run && !runnable(o.loader))
         return fail(EXIT_USAGE, "cannot find " + o.loader + " (install the openfpgaloader package or pass --loader)");
 
-    // 3. the FPGA on the JTAG chain must be the board's
+    // 4. the FPGA on the JTAG chain must be the board's
     std::vector<std::string> base = loader_base(o, b);
     if (o.detect) {
         std::vector<std::string> cmd = base;
@@ -533,7 +556,7 @@ int main(int argc, char** argv) {
         }
     }
 
-    // 4. off the bus, program, back on the bus
+    // 5. off the bus, program, back on the bus
     auto do_write = [&](const std::string& path, const std::string& value) {
         step("write:", value + " > " + path);
         if (o.dry_run) return true;
@@ -565,7 +588,7 @@ int main(int argc, char** argv) {
         return fail(EXIT_FAILED, (prc < 0 ? perr : o.loader + " failed (exit status " + std::to_string(prc) + ")") +
                                      "; the bus was rescanned");
 
-    // 5. wait for the device and check what it reports
+    // 6. wait for the device and check what it reports
     // whatever the device was before, it must come back as a VELO NIC
     snprintf(ids, sizeof ids, "%04x:%04x", VELO_PCI_VENDOR_ID, VELO_PCI_DEVICE_ID);
     char tmo[32];

@@ -96,7 +96,7 @@ set_input_delay -clock link_rxclk -min $link_dv [get_ports {link_rx_p[*]}] -cloc
 # Transmit: data and forwarded clock come from ODDRs in the IOBs (fixed launch timing); the
 # output delays are not constrained (check_timing lists these ports as unconstrained outputs).
 
-# Clock-domain crossing in the elastic buffer (rtl/board/xc7/velo_xc7_elastic.v): Gray-coded
+# Clock-domain crossing in the elastic buffer (rtl/common/velo_elastic.v): Gray-coded
 # pointers and the reset into the receive domain through two-flop synchronisers, the word read
 # from the LUT RAM two or more cycles after it was written. Bound the crossing paths to one
 # period instead of analysing them as synchronous.

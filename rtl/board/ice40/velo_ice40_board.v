@@ -1,7 +1,7 @@
-// Everything of the iCE40-HX8K board design that is not vendor-specific: the NIC configuration
-// of the board (velo_ice40_nic), the UART host bridge (velo_uart_bridge), the network port's pins
+// Everything of the iCE40-HX8K board design that is not vendor-specific: the NIC in the board's
+// configuration (velo_nic), the UART host bridge (velo_uart_bridge), the network port's pins
 // (registered transmit word; receive word captured with the neighbour's forwarded clock and moved
-// into the NIC clock by velo_ice40_elastic) and the LEDs. velo_ice40_top adds the PLL, the reset
+// into the NIC clock by velo_elastic) and the LEDs. velo_ice40_top adds the PLL, the reset
 // and the forwarded clock's output buffer; the Verilator benches use this module directly.
 //
 // Network port timing: the neighbour launches its word on the rising edge of its clock and
@@ -15,7 +15,7 @@
 // one LED period (2^LED_BITS clock cycles) so that single pulses are visible.
 `default_nettype none
 module velo_ice40_board #(
-    parameter integer CLKS_PER_BIT  = 10,       // NIC clock cycles per UART bit (30 MHz / 3 Mbaud)
+    parameter integer CLKS_PER_BIT  = 12,       // NIC clock cycles per UART bit (36 MHz / 3 Mbaud)
     parameter integer NODE_BITS     = 4,        // node id width (spec param NODE_BITS): 16 nodes
     parameter integer VPID_BITS     = 4,        // vpid width (spec param VPID_BITS): 16 vpids
     parameter integer COUNTERS      = 0,        // the 16 event counters (1) or reads of 0 (0)
@@ -49,10 +49,14 @@ module velo_ice40_board #(
     wire [127:0] tx_hdr;
     wire [63:0]  tx_data;
     wire         irq_valid, irq_ready, port_up;
-    wire [PW-1:0] phy_tx, phy_rx;
+    wire [PW-1:0] phy_tx, el_rx;
+    reg  [PW-1:0] phy_rx;  // the elastic buffer's word, registered
 
-    velo_ice40_nic #(.NODE_BITS(NODE_BITS), .VPID_BITS(VPID_BITS), .LINK_W(LINK_W),
-                     .COUNTERS(COUNTERS), .LINK_COUNTERS(LINK_COUNTERS)) u_nic (
+    // velo_nic in the board's configuration (docs/board-guide.md): one network port through
+    // velo_switch_lite, one virtual channel, counters as the parameters say
+    velo_nic #(.NODE_BITS(NODE_BITS), .VPID_BITS(VPID_BITS), .TLP_W(64), .LINK_W(LINK_W), .NP(1),
+               .VC_DEPTH(64), .REPLAY_DEPTH(256), .NVC(1), .SWITCH_LITE(1), .RMA(0),
+               .COUNTERS(COUNTERS), .LINK_COUNTERS(LINK_COUNTERS)) u_nic (
         .clk(clk), .rst(rst), .cfg_id(CFG_ID),
         .rx_valid(rx_valid), .rx_ready(rx_ready), .rx_sop(rx_sop), .rx_eop(rx_eop),
         .rx_hdr(rx_hdr), .rx_bar(rx_bar), .rx_data(rx_data),
@@ -92,9 +96,17 @@ module velo_ice40_board #(
     end
 
     wire wr_drop, rd_slip;
-    velo_ice40_elastic #(.W(PW), .AW(ELASTIC_AW)) u_elastic (
+    velo_elastic #(.W(PW), .AW(ELASTIC_AW)) u_elastic (
         .wr_clk(net_rx_clk), .wr_rst(rrst2), .wr_data(rx_neg), .wr_drop(wr_drop),
-        .rd_clk(clk), .rd_rst(rst), .rd_data(phy_rx), .rd_slip(rd_slip));
+        .rd_clk(clk), .rd_rst(rst), .rd_data(el_rx), .rd_slip(rd_slip));
+
+    // one register between the buffer's block RAM (and its IDLE select) and the NIC's link
+    // receiver: the RAM's clock-to-output time is not added to the receiver's input paths (one
+    // more cycle on the wire, which the link does not mind)
+    always @(posedge clk) begin
+        if (rst) phy_rx <= {PW{1'b0}};  // "no signal"
+        else     phy_rx <= el_rx;
+    end
 
     // a word dropped in the forwarded clock's domain, seen in ours (toggle synchroniser)
     reg drop_t;

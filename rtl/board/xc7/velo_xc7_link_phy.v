@@ -6,7 +6,7 @@
 //             with the forwarded clock, generated from clk90 (the NIC clock shifted by 90
 //             degrees), so its edges sit in the middle of the data eye.
 //   receive:  the neighbour's forwarded clock through a regional buffer (BUFR) clocks the IDDRs
-//             and the write side of an elastic buffer (velo_xc7_elastic) that crosses into the
+//             and the write side of an elastic buffer (velo_elastic, rtl/common) that crosses into the
 //             NIC clock.
 //
 // At LINK_W = 16 and a 125 MHz NIC clock: 9 pairs at 250 Mb/s plus a clock pair each way,
@@ -86,7 +86,7 @@ module velo_xc7_link_phy #(
     always @(posedge rx_clk) rx_rst_s <= {rx_rst_s[0], rst};
 
     wire wr_drop;
-    velo_xc7_elastic #(.W(W), .AW(AW), .IDLE({W{1'b0}})) u_elastic (
+    velo_elastic #(.W(W), .AW(AW), .IDLE({W{1'b0}})) u_elastic (
         .wr_clk(rx_clk), .wr_rst(rx_rst_s[1]), .wr_data(rx_word), .wr_drop(wr_drop),
         .rd_clk(clk), .rd_rst(rst), .rd_data(phy_rx), .rd_slip(slip));
 

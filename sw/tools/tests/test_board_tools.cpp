@@ -1002,6 +1002,35 @@ TEST(velo_flash, cable_board_flash) {
     EXPECT_TRUE(has(r.out, "run:       " + s.loader + " -c ft232 " + s.bit + "\n")) << r.out;
 }
 
+// A board without PCIe (the iCE40-HX8K breakout): an image with the manifest the open flow
+// writes (fpga/ice40/flow.py; here through --write-manifest) passes for its board, nothing is
+// removed or rescanned, and the image is refused for another board.
+TEST(velo_flash, uart_board) {
+    FlashSetup s(false);
+    std::string img = std::string("\xff\x00\x00\xff\x7e\xaa\x99\x7e", 8) + std::string(64, '\x01');
+    s.f.file("velo_ice40.bin", img);
+    std::string bin = s.f.path("velo_ice40.bin");
+    Result r = s.flash({"--board", "ice40-hx8k-breakout", "--dry-run", bin});
+    EXPECT_EQ(r.status, 3) << "no manifest: refused";
+    r = run_tool(VELO_FLASH_BIN, {"--board", "ice40-hx8k-breakout", "--write-manifest", bin}, s.f);
+    EXPECT_EQ(r.status, 0) << r.err;
+    EXPECT_EQ(s.f.read("velo_ice40.bin.json"), manifest("ice40-hx8k-breakout", "ice40hx8k-ct256", VELO_SPEC_VERSION,
+                                                        VELO_SPEC_HASH, img, "velo_ice40.bin"));
+    r = s.flash({"--board", "ice40-hx8k-breakout", "--dry-run", bin});
+    EXPECT_EQ(r.status, 0) << r.err;
+    EXPECT_TRUE(has(r.out, "board:     ice40-hx8k-breakout (ice40hx8k-ct256), no PCIe")) << r.out;
+    EXPECT_TRUE(has(r.out, "run:       " + s.loader + " -b ice40_generic " + bin + "\n")) << r.out;
+    EXPECT_TRUE(has(r.out, "dry run:   nothing was changed\n")) << r.out;
+    EXPECT_TRUE(s.untouched());
+    r = s.flash({"--board", "ice40-hx8k-breakout", "--flash", bin});
+    EXPECT_EQ(r.status, 0) << r.err;
+    EXPECT_TRUE(has(s.f.read("loader.log"), "args: -b ice40_generic -f " + bin + "\n")) << s.f.read("loader.log");
+    EXPECT_TRUE(s.dev_file("remove").empty() && s.f.read("sys/bus/pci/rescan").empty());
+    r = s.flash({"--board", "ac701", "--force-unbind", "--dry-run", bin});
+    EXPECT_EQ(r.status, 3);
+    EXPECT_TRUE(has(r.err, "refusing: the bitstream was built for board 'ice40-hx8k-breakout'")) << r.err;
+}
+
 TEST(velo_flash, bit_header_parser) {
     std::string err;
     BitHeader h;

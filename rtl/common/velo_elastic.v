@@ -1,19 +1,25 @@
-// Elastic buffer of the iCE40 board's network port: the neighbour's {sync, flit} words, one per
-// cycle of its forwarded clock, into the NIC clock (one word per NIC cycle). A dual-clock FIFO in
-// block RAM (iCE40 block RAMs have separate read and write clocks) with Gray-coded pointers
-// crossing through two-flop synchronisers; no vendor primitives.
+// Elastic buffer between two clock domains for a stream that carries one word every cycle on
+// both sides: a network port's {sync, flit} words, one per cycle of the neighbour's forwarded
+// clock, into the NIC clock. Both boards use it (iCE40-HX8K: velo_ice40_board; 7-series:
+// velo_xc7_link_phy). A dual-clock FIFO (Gray-coded pointers crossing through two-flop
+// synchronisers; separate read and write clocks, as iCE40 and 7-series block RAMs and 7-series
+// distributed RAM have), no vendor primitives.
 //
 // Write side: one word every wr_clk cycle; a word that finds the buffer full is dropped
 // (wr_drop). Read side: after reset and after every underrun the reader waits until the buffer
-// is half full, emitting IDLE meanwhile; then it pops one word every rd_clk cycle; finding it
-// empty, it emits IDLE and waits again (rd_slip). Two boards run from their own 12 MHz crystals
-// (+-50 ppm each), so the buffer slips now and then: at 100 ppm and DEPTH 16, every 8 / (f *
-// 1e-4) seconds, about every 3 ms at 30 MHz. The link layer repairs a slip: an IDLE word is
-// "no signal" (sync 00) and a lost word breaks the packet CRC or is a repeated control symbol,
-// both answered by a NACK and a replay (or nothing at all, between packets). With both boards
-// on one clock the buffer never slips after its first fill.
+// is half full (re-centring), emitting IDLE meanwhile; then it pops one word every rd_clk cycle;
+// finding it empty, it emits IDLE and waits again (rd_slip). With both clocks at the same
+// frequency nothing is ever dropped or inserted after the first fill. With different frequencies
+// the buffer slips about once every 2^(AW-1) / |f_wr - f_rd| seconds: the faster writer loses a
+// word, or the faster reader inserts IDLE words (two iCE40 boards on their own 12 MHz crystals,
+// +-50 ppm each: about every 2 ms at 36 MHz with AW = 4). For a VELO link both are errors the
+// link layer already handles: an IDLE word is "no signal" (sync 00) and a lost word breaks the
+// packet CRC or is a repeated control symbol, answered by a NACK and a replay (or nothing at
+// all, between packets), so a slip costs a retransmission, never data.
+//
+// Read latency: two rd_clk cycles of synchronisation plus the half-buffer fill (2^(AW-1) words).
 `default_nettype none
-module velo_ice40_elastic #(
+module velo_elastic #(
     parameter integer W    = 18,        // word width in bits
     parameter integer AW   = 4,         // log2 of the depth in words (>= 2)
     parameter [W-1:0] IDLE = {W{1'b0}}  // word emitted while the buffer has none
@@ -48,7 +54,7 @@ module velo_ice40_elastic #(
 
     // ---------------------------------------------------------------- write side
     reg  [AW:0] wptr, wgray;
-    reg  [AW:0] rgray_w1, rgray_w2;  // read pointer synchronised into wr_clk
+    (* ASYNC_REG = "TRUE" *) reg [AW:0] rgray_w1, rgray_w2;  // read pointer synchronised into wr_clk
     wire [AW:0] wlevel = wptr - gray2bin(rgray_w2);
     wire        full   = wlevel[AW];  // D words in (it never holds more)
     wire [AW:0] wptr_n = wptr + 1'b1;
@@ -76,7 +82,7 @@ module velo_ice40_elastic #(
 
     // ---------------------------------------------------------------- read side
     reg  [AW:0] rptr, rgray;
-    reg  [AW:0] wgray_r1, wgray_r2;  // write pointer synchronised into rd_clk
+    (* ASYNC_REG = "TRUE" *) reg [AW:0] wgray_r1, wgray_r2;  // write pointer synchronised into rd_clk
     reg         run;                 // popping (the buffer was filled to half)
     reg         popped;              // q holds the word popped last cycle
     reg  [W-1:0] q;

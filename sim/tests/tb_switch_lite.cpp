@@ -1,18 +1,19 @@
-// velo_ice40_port, the iCE40 board's stand-in for the switch at one network port: packets from the
-// requester go to the link (only when the link allows their outgoing VC to start, header
-// rewritten as the switch does), loop back to the completer (route code 0) or are dropped and
-// counted (invalid codes, VCs the link lacks); packets from the link are buffered (credits per VC
-// returned as flits leave), go to the completer with their route shifted, keep their bad mark, or
-// are dropped when their code is not 0. Scoreboards per destination, random stalls, random
-// credit and start_ok behaviour; NVC = 1 (the board) and NVC = 4.
+// velo_switch_lite, the reduced switch of a NIC with one network port (velo_nic SWITCH_LITE = 1,
+// the iCE40 board's configuration): packets from the requester go to the link (only when the link
+// allows their outgoing VC to start, header rewritten as the switch does), loop back to the
+// completer (route code 0) or are dropped and counted (invalid codes, VCs the link lacks); packets
+// from the link are buffered (credits per VC returned as flits leave), go to the completer with
+// their route shifted, keep their bad mark, or are dropped when their code is not 0. Scoreboards
+// per destination, random stalls, random credit and start_ok behaviour; NVC = 1 (the board) and
+// NVC = 4.
 #include <gtest/gtest.h>
 
 #include <array>
 #include <deque>
 #include <vector>
 
-#include "Vice40_port1.h"
-#include "Vice40_port4.h"
+#include "Vswitch_lite1.h"
+#include "Vswitch_lite4.h"
 #include "harness.hpp"
 
 using namespace velo::sim;
@@ -267,18 +268,18 @@ void mixed(unsigned nvc, bool dateline) {
 
 }  // namespace
 
-TEST(Ice40Port, MixedTrafficOneVc) {
-    mixed<Vice40_port1>(1, false);
+TEST(SwitchLite, MixedTrafficOneVc) {
+    mixed<Vswitch_lite1>(1, false);
 }
 
-TEST(Ice40Port, MixedTrafficFourVcsDateline) {
-    mixed<Vice40_port4>(4, true);
+TEST(SwitchLite, MixedTrafficFourVcsDateline) {
+    mixed<Vswitch_lite4>(4, true);
 }
 
-TEST(Ice40Port, FullRateBothWaysNoStalls) {
+TEST(SwitchLite, FullRateBothWaysNoStalls) {
     // no gaps, no stalls: the buffer must take a flit every cycle and the credits keep up
     auto r = test_rng();
-    Bench<Vice40_port4> b(r, 4);
+    Bench<Vswitch_lite4> b(r, 4);
     b.lin_gap = b.in_gap = b.out_stall = b.lout_stall = 0;
     for (int i = 0; i < 300; ++i) {
         b.local(1, static_cast<unsigned>(rnd(r, 4)));
@@ -288,11 +289,11 @@ TEST(Ice40Port, FullRateBothWaysNoStalls) {
     b.check();
 }
 
-TEST(Ice40Port, BlockedCompleterStopsOnlyTheLocalOutput) {
+TEST(SwitchLite, BlockedCompleterStopsOnlyTheLocalOutput) {
     // the local output stalls for a long time: link packets pile up in the buffer (never more
     // than the credits allow), loopback waits, packets towards the link keep flowing
     auto r = test_rng();
-    Bench<Vice40_port1> b(r, 1);
+    Bench<Vswitch_lite1> b(r, 1);
     for (int i = 0; i < 100; ++i) b.local(1, 0);
     for (int i = 0; i < 40; ++i) b.remote(0, 0, pct(r, 20));
     b.lout_stall = 100;

@@ -1,8 +1,7 @@
-// The iCE40 board's network port stage: what the NIC's switch (velo_switch) does for a NIC with
-// one network port, in the few hundred logic cells an iCE40-HX8K has left for it (the switch
-// with its per-VC input FIFOs and allocator takes about 2,000). It sits between the requester's
-// flit stream, the completer's flit stream and the one link (velo_link), with the switch's
-// interfaces and rules:
+// A reduced switch for a NIC with one network port (velo_nic SWITCH_LITE = 1): what velo_switch
+// does at NP = 1, in a few hundred iCE40 logic cells instead of about 2,000 (no per-VC input
+// FIFOs, no allocator). It sits between the requester's flit stream, the completer's flit stream
+// and the one link (velo_link), with the switch's interfaces and rules:
 //
 //   local input (requester)  -> skid -> route code of the header flit:
 //        1 (port 1): waits for the link's credits for the packet's outgoing VC, then streams
@@ -19,13 +18,14 @@
 //
 // The header flit leaves with ROUTE shifted right by PB and, towards the link, VC[0] = the
 // port's dateline bit (VC[1] kept); towards the local output the VC is kept: the switch's
-// rewrite for a packet from the local port. Difference: a packet from the link whose route names
-// port 1 again (a U-turn, never part of a route the route library makes) is dropped, not sent
-// back. One FIFO instead of one per VC is enough here: every packet from the link goes to the
-// one local output, in order, so a per-VC buffer could not let one pass another anyway; the
-// link's per-VC credits (VC_DEPTH flits each) bound the FIFO's fill to NVC * VC_DEPTH.
+// rewrite for a packet from the local port. Differences from velo_switch: a packet from the link
+// whose route names port 1 again (a U-turn, never part of a route the route library makes) is
+// dropped, not sent back; no credit-stall event. One FIFO instead of one per VC is enough here:
+// every packet from the link goes to the one local output, in order, so a per-VC buffer could
+// not let one pass another anyway; the link's per-VC credits (VC_DEPTH flits each) bound the
+// FIFO's fill to NVC * VC_DEPTH.
 `default_nettype none
-module velo_ice40_port #(
+module velo_switch_lite #(
     parameter integer LINK_W   = 16,  // flit width in bits: 16, 32 or 64
     parameter integer NVC      = 4,   // virtual channels of the link (1..4: VCs 0..NVC-1)
     parameter integer VC_DEPTH = 64,  // credits per VC (the link's), in flits

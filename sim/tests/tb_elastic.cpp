@@ -1,4 +1,4 @@
-// velo_ice40_elastic: the iCE40 board's dual-clock elastic buffer for the network port (the
+// velo_elastic (rtl/common): the boards' dual-clock elastic buffer for the network port (the
 // neighbour's forwarded clock -> the NIC clock), simulated with two real clocks in picoseconds.
 // A counter goes in one word per write clock; every word that comes out (IDLE aside) must be the
 // next one written or, where words were dropped, a later one -- never a repeat, never out of order
@@ -12,7 +12,7 @@
 #include <cstdlib>
 #include <memory>
 
-#include "Vice40_elastic.h"
+#include "Velastic.h"
 #include "harness.hpp"
 
 using namespace velo::sim;
@@ -31,7 +31,7 @@ struct ElasticRun {
 ElasticRun simulate(uint64_t pw, uint64_t pr, uint64_t phase, uint64_t rd_cycles, uint64_t pause_at = 0,
                     uint64_t writer_pause = 0) {
     VerilatedContext ctx;
-    Vice40_elastic m{&ctx, "top"};
+    Velastic m{&ctx, "top"};
     std::unique_ptr<VerilatedFstC> tfp;
     const char* w = std::getenv("WAVES");
     if (w && std::atoi(w) != 0) {
@@ -119,7 +119,7 @@ void expect_clean(const ElasticRun& r) {
 
 }  // namespace
 
-TEST(Ice40Elastic, SameFrequencyNeverSlips) {
+TEST(Elastic, SameFrequencyNeverSlips) {
     auto r = test_rng();
     for (int i = 0; i < 6; ++i) {
         uint64_t phase = static_cast<uint64_t>(rnd(r, 37037));
@@ -133,7 +133,7 @@ TEST(Ice40Elastic, SameFrequencyNeverSlips) {
     }
 }
 
-TEST(Ice40Elastic, FasterWriterDropsAndReportsEveryLostWord) {
+TEST(Elastic, FasterWriterDropsAndReportsEveryLostWord) {
     auto r = test_rng();
     // writer 1 % faster; its clock stops for the last 300 cycles so that every word still in the
     // buffer comes out and every drop shows as a gap
@@ -144,7 +144,7 @@ TEST(Ice40Elastic, FasterWriterDropsAndReportsEveryLostWord) {
     EXPECT_LE(x.idles_after_start, 300u) << "IDLE only once the writer stopped";
 }
 
-TEST(Ice40Elastic, FasterReaderInsertsIdleAndLosesNothing) {
+TEST(Elastic, FasterReaderInsertsIdleAndLosesNothing) {
     auto r = test_rng();
     ElasticRun x = simulate(37407, 37037, static_cast<uint64_t>(rnd(r, 37037)), 30000);  // reader 1 % faster
     expect_clean(x);
@@ -154,7 +154,7 @@ TEST(Ice40Elastic, FasterReaderInsertsIdleAndLosesNothing) {
     EXPECT_GE(x.idles_after_start, x.slips) << "each slip is at least one IDLE word";
 }
 
-TEST(Ice40Elastic, WriterClockStopsAndRestarts) {
+TEST(Elastic, WriterClockStopsAndRestarts) {
     auto r = test_rng();
     ElasticRun x = simulate(37037, 37037, static_cast<uint64_t>(rnd(r, 37037)), 20000, 5000, 3000);
     expect_clean(x);
