@@ -6,7 +6,7 @@
 // Spec version.
 `define VELO_SPEC_VERSION 32'h100
 // CRC-32 of spec/velo_spec.json.
-`define VELO_SPEC_HASH 32'hCD311A79
+`define VELO_SPEC_HASH 32'hE980E1F3
 // Width of a node id: up to 2^NODE_BITS nodes (paper: n - t = 8, 256 nodes).
 `define VELO_DEFAULT_NODE_BITS 32'h8
 // Smallest NODE_BITS.
@@ -266,8 +266,8 @@
 // Block version.
 `define VELO_BLK_IRQ_VERSION 32'h1
 // Offset of the next block (0: last).
-`define VELO_BLK_IRQ_NEXT 21'h0
-// RMA engine and address translation unit (kernel only): control, quiesce of regions, where the tables are, RMA counters. Not yet linked from IRQ.NEXT: the register file links it when it implements the block (docs/rma.md).
+`define VELO_BLK_IRQ_NEXT 21'h600
+// RMA engine and address translation unit (kernel only): control, quiesce of regions, where the tables are, RMA counters. Linked from IRQ.NEXT and the last block. Optional: a NIC built without RMA (velo_nic parameter RMA = 0, e.g. the iCE40 board) has no RMA block, its IRQ.NEXT reads 0 and IRQ ends the chain (docs/rma.md).
 `define VELO_BLK_RMA_BASE 21'h600
 // Block type.
 `define VELO_BLK_RMA_TYPE 32'h56524D41

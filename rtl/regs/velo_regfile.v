@@ -21,9 +21,10 @@
 // same cycle is merged into that write (the entry's bit stays set), one of another word waits a
 // cycle.
 //
-// RMA (parameter RMA = 1, docs/rma.md §5): the RMA block (IRQ.NEXT points to it; with RMA = 0
-// IRQ.NEXT is the spec's value, 0, IRQ is the last block and nothing of RMA exists), the notification queue table (RAMs like the mailbox
-// table, read port and write-pointer port shared with velo_rma_notify, which has priority), NQ_RP
+// RMA (parameter RMA = 1, docs/rma.md §5): the RMA block (IRQ.NEXT reads the spec's value, the
+// RMA block; with RMA = 0 IRQ.NEXT reads 0, IRQ is the last block and nothing of RMA exists), the
+// notification queue table (RAMs like the mailbox table, read port and write-pointer port shared
+// with velo_rma_notify, which has priority), NQ_RP
 // in the user pages, the ATU's region and page tables (write-only: every write is forwarded to
 // the ATU's configuration port, waiting while it is busy clearing after reset), the RMA counters
 // (read through rcnt_*), and two more copies of the route table for the RMA engines' read ports
@@ -419,7 +420,7 @@ module velo_regfile #(
             `VELO_REG_NET_DROP_NO_ROUTE: begin g_rd = no_route; g_wr_ok = 1'b1; end
             `VELO_BLK_IRQ_BASE + `VELO_BLKHDR_TYPE:    g_rd = `VELO_BLK_IRQ_TYPE;
             `VELO_BLK_IRQ_BASE + `VELO_BLKHDR_VERSION: g_rd = `VELO_BLK_IRQ_VERSION;
-            `VELO_BLK_IRQ_BASE + `VELO_BLKHDR_NEXT:    g_rd = has_rma ? {11'd0, RB_LO} : {11'd0, `VELO_BLK_IRQ_NEXT};
+            `VELO_BLK_IRQ_BASE + `VELO_BLKHDR_NEXT:    g_rd = has_rma ? {11'd0, `VELO_BLK_IRQ_NEXT} : 32'd0;
             `VELO_REG_IRQ_CTRL:  begin g_rd[`VELO_REG_IRQ_CTRL_ENABLE] = irq_en; g_wr_ok = 1'b1; end
             `VELO_REG_IRQ_ARM:   g_wr_ok = arm_ok;
             `VELO_REG_IRQ_COUNT: begin g_rd = irq_count; g_wr_ok = 1'b1; end

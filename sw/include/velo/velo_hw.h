@@ -11,7 +11,7 @@
 /* Spec version. */
 #define VELO_SPEC_VERSION 0x100
 /* CRC-32 of spec/velo_spec.json. */
-#define VELO_SPEC_HASH 0xCD311A79ULL
+#define VELO_SPEC_HASH 0xE980E1F3ULL
 /* Width of a node id: up to 2^NODE_BITS nodes (paper: n - t = 8, 256 nodes). */
 #define VELO_DEFAULT_NODE_BITS 0x8
 /* Smallest NODE_BITS. */
@@ -271,8 +271,8 @@
 /* Block version. */
 #define VELO_BLK_IRQ_VERSION 0x1
 /* Offset of the next block (0: last). */
-#define VELO_BLK_IRQ_NEXT 0x0
-/* RMA engine and address translation unit (kernel only): control, quiesce of regions, where the tables are, RMA counters. Not yet linked from IRQ.NEXT: the register file links it when it implements the block (docs/rma.md). */
+#define VELO_BLK_IRQ_NEXT 0x600
+/* RMA engine and address translation unit (kernel only): control, quiesce of regions, where the tables are, RMA counters. Linked from IRQ.NEXT and the last block. Optional: a NIC built without RMA (velo_nic parameter RMA = 0, e.g. the iCE40 board) has no RMA block, its IRQ.NEXT reads 0 and IRQ ends the chain (docs/rma.md). */
 #define VELO_BLK_RMA_BASE 0x600
 /* Block type. */
 #define VELO_BLK_RMA_TYPE 0x56524D41

@@ -70,14 +70,13 @@ struct Nic {
         regs[VELO_REG_VPID_USER_OFFSET] = VELO_TBL_VPID_USER_BASE;
         regs[VELO_REG_VPID_USER_STRIDE] = VELO_TBL_VPID_USER_STRIDE;
         regs[VELO_REG_CTRL_STATUS] = static_cast<uint32_t>(VELO_FIELD_PREP(VELO_REG_CTRL_STATUS_LINK_UP, 1));
-        regs[VELO_BLK_IRQ_BASE + VELO_BLKHDR_NEXT] = VELO_BLK_RMA_BASE;
-        block(VELO_BLK_RMA_BASE, VELO_BLK_RMA_TYPE, 0);
+        block(VELO_BLK_RMA_BASE, VELO_BLK_RMA_TYPE, VELO_BLK_RMA_NEXT);  // IRQ.NEXT (spec) names it
         regs[VELO_REG_RMA_REGION_OFFSET] = VELO_TBL_RMA_REGION_BASE;
         regs[VELO_REG_RMA_PTE_OFFSET] = VELO_TBL_RMA_PTE_BASE;
         regs[VELO_REG_RMA_NQ_OFFSET] = VELO_TBL_RMA_NQ_TABLE_BASE;
         regs[VELO_REG_RMA_CNT_COUNT] = VELO_RMA_CNT_NUM;
     }
-    void drop_rma() {
+    void drop_rma() {  // a NIC built with RMA = 0: IRQ.NEXT reads 0, IRQ ends the chain
         regs[VELO_BLK_IRQ_BASE + VELO_BLKHDR_NEXT] = 0;
     }
     // ---- the ATU as the driver programmed it
