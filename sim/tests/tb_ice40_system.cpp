@@ -49,6 +49,17 @@ struct Node {
     std::map<unsigned, std::unique_ptr<MailboxReader>> readers;
     std::map<unsigned, unsigned> log2;
     std::map<unsigned, int> credit;  // free lines of this node's mailboxes, as senders see them
+    // Lines read but not yet known free by the NIC: a sender may use them only once the read
+    // pointer write that frees them has left the host (else a send could block in the NIC while
+    // the read pointer waits behind this node's own blocked sends on the serial line: the
+    // back-pressure deadlock of docs/spec.md, which end-to-end credits exist to avoid).
+    std::map<unsigned, int> unreturned;
+    struct Return {
+        uint64_t mark;  // tx.bytes_sent at which the read pointer write has left the host
+        unsigned vpid;
+        int lines;
+    };
+    std::deque<Return> returns;
     Recombiner rec;
     std::deque<PendingMsg> sendq;
     std::map<uint8_t, Tlp> cpl;  // completions by tag
@@ -260,7 +271,7 @@ class Pair {
             int got = 0;
             while (got < 4 && r->poll(e)) {
                 ++got;
-                n.credit[v] += static_cast<int>(e.lines());
+                n.unreturned[v] += static_cast<int>(e.lines());
                 Msg m;
                 if (n.rec.add(i, e, m)) sb_.deliver(m);
             }
@@ -270,7 +281,13 @@ class Pair {
                 uint32_t off = VELO_TBL_VPID_USER_BASE + v * VELO_TBL_VPID_USER_STRIDE + VELO_TBL_VPID_USER_MB_RP;
                 n.host.send_tlp(Tlp::mwr(off, le32(r->rp() & ((1u << VELO_MBOX_PTR_BITS) - 1)), VELO_BAR_REGS));
                 r->rp_returned = r->rp();
+                n.returns.push_back({n.host.tx.bytes_sent + n.host.tx.queued(), v, n.unreturned[v]});
+                n.unreturned[v] = 0;
             }
+        }
+        while (!n.returns.empty() && n.host.tx.bytes_sent >= n.returns.front().mark) {
+            n.credit[n.returns.front().vpid] += n.returns.front().lines;
+            n.returns.pop_front();
         }
         // the next message, when the receiver has room for it and the serial line is not busy
         if (!n.sendq.empty() && n.host.tx.queued() < 64) {
