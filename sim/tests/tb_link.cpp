@@ -1309,6 +1309,16 @@ TYPED_TEST(Link, RandomResetsOfEitherSide) {
 }
 
 // ------------------------------------------------------------------------------ directed
+// The bench's directed single-fault cases: every packet arrives good once, after exactly one CRC
+// error, one NACK and the transmitter's replay events.
+template <class C>
+void expect_one_retransmission(Pair<C>& p) {
+    EXPECT_EQ(p.sb(0).good, 5u);
+    EXPECT_EQ(p.ev(1).crc_err, 1u);
+    EXPECT_EQ(p.ev(1).nack, 1u);
+    EXPECT_EQ(p.ev(0).replay, 2u);
+}
+
 // Fixed packets a -> b (by default five with 64-byte payloads, so that a corrupted length field
 // cannot run past the end of the stream); the n-th data-sync flit on the wire (counting from the
 // first packet's header) is changed by `hit`. Returns the pair after the stream was delivered.
@@ -1352,11 +1362,8 @@ TYPED_TEST(Link, SingleBitErrorInEveryFlitPosition) {
             SCOPED_TRACE("flit " + std::to_string(k) + " bit " + std::to_string(b));
             auto p = directed<C>(r, base + k, [b](Flit& f) { C::flip(f, b); });
             if (::testing::Test::HasFatalFailure()) return;
-            EXPECT_EQ(p->sb(0).good, 5u);
+            expect_one_retransmission(*p);
             EXPECT_EQ(p->sb(0).bad, 1u);
-            EXPECT_EQ(p->ev(1).crc_err, 1u);
-            EXPECT_EQ(p->ev(1).nack, 1u);
-            EXPECT_EQ(p->ev(0).replay, 2u);
             EXPECT_EQ(p->ev(1).rx_pkt, 5u);
             // a sync error on the first flit: outside a packet, a dropped symbol
             EXPECT_EQ(p->ev(1).ctl_drop, (k == 0 && b >= C::W) ? 1u : 0u);
@@ -1379,11 +1386,8 @@ TYPED_TEST(Link, LengthFieldCorruptedTooLong) {
         const int hb = VELO_PKT_HDR_FRAG_OFF_SHIFT + b;
         auto p = directed<C>(r, 2 * per_pkt + hdr_flit<C>(hb), [&](Flit& f) { C::flip(f, hdr_pos<C>(hb)); });
         if (::testing::Test::HasFatalFailure()) return;
-        EXPECT_EQ(p->sb(0).good, 5u);
+        expect_one_retransmission(*p);
         EXPECT_EQ(p->ev(1).rx_pkt, 5u);
-        EXPECT_EQ(p->ev(1).crc_err, 1u);
-        EXPECT_EQ(p->ev(1).nack, 1u);
-        EXPECT_EQ(p->ev(0).replay, 2u);
         EXPECT_EQ(p->ev(1).ctl_drop, 0u);
         EXPECT_EQ(p->ev(0).link_down + p->ev(1).link_down, 0u);
         // the bad copy: the corrupted header with FRAG_LEN_M1 = 0, so HF + (FRAG_OFF % 4 + 1) /
@@ -1417,11 +1421,8 @@ TYPED_TEST(Link, LengthFieldCorruptedShorterOrLonger) {
         auto p = directed<C>(
             r, pre + hdr_flit<C>(hb), [&](Flit& f) { C::flip(f, hdr_pos<C>(hb)); }, lens[longer]);
         if (::testing::Test::HasFatalFailure()) return;
-        EXPECT_EQ(p->sb(0).good, 5u);
+        expect_one_retransmission(*p);
         EXPECT_EQ(p->ev(1).rx_pkt, 5u);
-        EXPECT_EQ(p->ev(1).crc_err, 1u);
-        EXPECT_EQ(p->ev(1).nack, 1u);
-        EXPECT_EQ(p->ev(0).replay, 2u);
         EXPECT_EQ(p->sb(0).bad, 1u);
         EXPECT_EQ(p->ev(0).link_down + p->ev(1).link_down, 0u);
     }
@@ -1438,11 +1439,8 @@ TYPED_TEST(Link, LostFirstFlit) {
         SCOPED_TRACE("packet " + std::to_string(pk));
         auto p = directed<C>(r, pk * per_pkt, [](Flit& f) { f = Flit{}; });
         if (::testing::Test::HasFatalFailure()) return;
-        EXPECT_EQ(p->sb(0).good, 5u);
+        expect_one_retransmission(*p);
         EXPECT_EQ(p->ev(1).rx_pkt, 5u);
-        EXPECT_EQ(p->ev(1).crc_err, 1u);
-        EXPECT_EQ(p->ev(1).nack, 1u);
-        EXPECT_EQ(p->ev(0).replay, 2u);
         EXPECT_EQ(p->ev(1).ctl_drop, 1u);
         EXPECT_LE(p->sb(0).bad, 1u);
         EXPECT_EQ(p->ev(0).link_down + p->ev(1).link_down, 0u);
@@ -1457,11 +1455,8 @@ TYPED_TEST(Link, LostCrcFlit) {
     const int per_pkt = C::H + 512 / C::W + 1;
     auto p = directed<C>(r, 3 * per_pkt - 1, [](Flit& f) { f = Flit{}; });
     if (::testing::Test::HasFatalFailure()) return;
-    EXPECT_EQ(p->sb(0).good, 5u);
+    expect_one_retransmission(*p);
     EXPECT_EQ(p->sb(0).bad, 1u);
-    EXPECT_EQ(p->ev(1).crc_err, 1u);
-    EXPECT_EQ(p->ev(1).nack, 1u);
-    EXPECT_EQ(p->ev(0).replay, 2u);
     EXPECT_EQ(p->ev(1).ctl_drop, 0u);
 }
 
