@@ -71,6 +71,7 @@ uint64_t RmaHost::add_region(unsigned node, unsigned idx, uint8_t key, unsigned 
                                   VELO_FIELD_PREP(VELO_TBL_RMA_REGION_RG_CFG_OWNER_VPID, owner) |
                                   VELO_FIELD_PREP(VELO_TBL_RMA_REGION_RG_CFG_KEY, key));
     c_.reg_write(node, rb + VELO_TBL_RMA_REGION_RG_CFG, r.cfg);
+    (void)c_.reg_read(node, rb + VELO_TBL_RMA_REGION_RG_CFG);  // flush, as the driver does
     rg_[{node, idx}] = r;
     return nla(key, idx, 0);
 }

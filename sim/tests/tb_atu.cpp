@@ -253,7 +253,11 @@ void fill_random(Tb<M>& t, std::mt19937_64& r, unsigned nregions) {
         Region g = random_region(r, t.vpid_bits);
         g.first = rnd(r, 1 << t.m.pte_bits);        // may wrap around the table's end
         if (pct(r, 10) || i == 1) g.valid = false;  // every table has some of each
-        if (pct(r, 5) || i == 2) g.alloc = false;
+        if (i == 1) {  // reachable NOT_VALID: no earlier reason (permission, empty range) hides it
+            g.perm = 15;
+            if (g.len == 0) g.len = 1;
+        }
+        if ((pct(r, 5) && i != 1) || i == 2) g.alloc = false;
         t.write_region(i, g);
     }
 }

@@ -1343,6 +1343,9 @@ int velo_core_rma_map(struct velo_core* c, unsigned r, unsigned key, const uint6
     g->state = VELO_CORE_RG_VALID;
     wr(c, rg_reg(c, r, VELO_TBL_RMA_REGION_RG_PTE), (uint32_t)VELO_FIELD_PREP(VELO_TBL_RMA_REGION_RG_PTE_FIRST, first));
     wr(c, rg_reg(c, r, VELO_TBL_RMA_REGION_RG_CFG), rg_cfg(g, 1, 1));
+    // read back (flushes the posted writes): the NIC translates the region before the caller
+    // returns to user space, so a peer told of it at once never meets a stale entry
+    (void)rd(c, rg_reg(c, r, VELO_TBL_RMA_REGION_RG_CFG));
     return 0;
 }
 
