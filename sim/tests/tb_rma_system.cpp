@@ -241,7 +241,8 @@ TEST(RmaSystem, ConcurrentPutsFromTwoNodesToOne) {
     for (unsigned n = 1; n <= 2; ++n)
         for (unsigned i = 0; i < sent; ++i) {
             const NqEntry& e = g.got[{n, 1}][i];
-            EXPECT_EQ(e.kind(), static_cast<unsigned>(VELO_RMA_NQ_KIND_REMOTE_CPL)) << "err " << e.err() << " remote " << e.err_remote() << " node " << n << " cmd " << i;
+            EXPECT_EQ(e.kind(), static_cast<unsigned>(VELO_RMA_NQ_KIND_REMOTE_CPL))
+                << "err " << e.err() << " remote " << e.err_remote() << " node " << n << " cmd " << i;
             EXPECT_EQ(e.cookie, 100u * n + i) << "completions in command order";
         }
     std::copy(s1.shadow.begin(), s1.shadow.end(), t.shadow.begin());
