@@ -17,7 +17,7 @@ import sys
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 LOG = os.path.join(ROOT, "build", "synth")
 
-COMMON = ["rtl/common/velo_sdp_ram.v", "rtl/common/velo_skid.v"]
+COMMON = ["rtl/common/velo_sdp_ram.v", "rtl/common/velo_skid.v", "rtl/common/velo_mwr_hdr.v"]
 UNITS = {
     "requester": ("velo_requester", ["rtl/velo/velo_requester.v"]),
     "completer": ("velo_completer", ["rtl/velo/velo_completer.v"]),
@@ -32,6 +32,13 @@ UNITS = {
     "pcie7_rx": ("velo_pcie7_rx", ["rtl/board/xc7/velo_pcie7_rx.v"]),     # 7-series PCIe board adapters
     "pcie7_tx": ("velo_pcie7_tx", ["rtl/board/xc7/velo_pcie7_tx.v"]),
     "pcie7_irq": ("velo_pcie7_irq", ["rtl/board/xc7/velo_pcie7_irq.v"]),
+    "atu": ("velo_atu", ["rtl/rma/velo_atu.v"]),                  # RMA units (docs/rma.md)
+    "rma_cmd": ("velo_rma_cmd", ["rtl/rma/velo_rma_cmd.v"]),
+    "rma_notify": ("velo_rma_notify", ["rtl/rma/velo_rma_notify.v"]),
+    "dma_rd": ("velo_dma_rd", ["rtl/rma/velo_dma_rd.v"]),        # RMA DMA read engine (docs/rma-dma.md)
+    "rma_init": ("velo_rma_init", ["rtl/rma/velo_rma_init.v"]),  # RMA initiator engine (docs/rma.md §6)
+    "rma_tgt": ("velo_rma_tgt", ["rtl/rma/velo_rma_tgt.v"]),     # RMA target engine (docs/rma.md §6)
+    "rma": ("velo_rma", None),        # the whole RMA unit as velo_nic instantiates it (docs/rma.md §6)
 }
 PAPER = {"requester": (88, 143), "completer": (274, 365), "regfile": (222, 199)}
 FAMILIES = {
@@ -95,7 +102,7 @@ def main(argv):
                     ok = False
         return 0 if ok else 1
     if "--bench" in argv:
-        for unit in ("requester", "completer", "regfile", "counters", "link", "switch", "nic"):
+        for unit in ("requester", "completer", "regfile", "counters", "link", "switch", "rma", "nic"):
             r = synth(unit, "xc4v")
             if unit in PAPER:
                 print("# %s on xc4v: paper Table 1: %d flip-flops, %d LUTs" % (unit, *PAPER[unit]))

@@ -74,6 +74,9 @@ def items(spec):
     for i, c in enumerate(spec["counters"]):
         out.append(("CNT_" + c["name"], 32, i, c["doc"]))
     out.append(("CNT_NUM", 32, len(spec["counters"]), "Number of counters."))
+    for i, c in enumerate(spec.get("rma_counters", [])):
+        out.append(("RMA_CNT_" + c["name"], 32, i, c["doc"]))
+    out.append(("RMA_CNT_NUM", 32, len(spec.get("rma_counters", [])), "Number of RMA counters (RMA block)."))
     return out
 
 
@@ -157,6 +160,11 @@ def gen_h(spec):
     L.append("/* Counter names, indexed by VELO_CNT_*. */")
     L.append("static const char *const velo_counter_names[VELO_CNT_NUM] = {")
     for c in spec["counters"]:
+        L.append('\t"%s",' % c["name"].lower())
+    L.append("};")
+    L.append("/* RMA counter names, indexed by VELO_RMA_CNT_*. */")
+    L.append("static const char *const velo_rma_counter_names[VELO_RMA_CNT_NUM] = {")
+    for c in spec.get("rma_counters", []):
         L.append('\t"%s",' % c["name"].lower())
     L.append("};")
     L.append("#endif")

@@ -2,12 +2,16 @@
 //   posted write, BAR2 (send window)          -> requester
 //   posted write, BAR0 (registers)            -> register file
 //   any non-posted request (reads, I/O, ...)  -> register file (it answers, with UR if unsupported)
-//   writes to other BARs, messages, stray completions -> dropped here and counted
+//   posted write, BAR4 (RMA command window)    -> RMA command decoder      (RMA = 1)
+//   completions (answers to the NIC's reads)  -> RMA DMA read engine      (RMA = 1; it checks them
+//                                                and counts the ones it does not expect)
+//   writes to other BARs, messages, stray completions (RMA = 0) -> dropped here and counted
 // The route is chosen on the first beat and held to the last; zero latency.
 `default_nettype none
 `include "velo_spec.vh"
 module velo_tlp_rx_demux #(
-    parameter integer TLP_W = 64  // TLP stream data width: 64 or 128
+    parameter integer TLP_W = 64,  // TLP stream data width: 64 or 128
+    parameter integer RMA   = 0    // 1: route BAR4 writes and completions to the RMA ports
 ) (
     input  wire             clk,
     input  wire             rst,        // synchronous, active high
@@ -33,21 +37,38 @@ module velo_tlp_rx_demux #(
     output wire [127:0]     reg_hdr,
     output wire [2:0]       reg_bar,
     output wire [TLP_W-1:0] reg_data,
+    // to the RMA command decoder (BAR4 posted writes)
+    output wire             rma_valid,
+    input  wire             rma_ready,
+    output wire             rma_sop,
+    output wire             rma_eop,
+    output wire [127:0]     rma_hdr,
+    output wire [TLP_W-1:0] rma_data,
+    // to the RMA DMA read engine (completions)
+    output wire             cpl_valid,
+    input  wire             cpl_ready,
+    output wire             cpl_sop,
+    output wire             cpl_eop,
+    output wire [127:0]     cpl_hdr,
+    output wire [TLP_W-1:0] cpl_data,
     // counter events
     output reg              ev_bad_bar,
     output reg              ev_unsupported
 );
-    localparam [1:0] RT_DROP = 2'd0, RT_REQ = 2'd1, RT_REG = 2'd2;
+    localparam [2:0] RT_DROP = 3'd0, RT_REQ = 3'd1, RT_REG = 3'd2, RT_RMA = 3'd3, RT_CPL = 3'd4;
 
     wire [7:0] ft      = in_hdr[`VELO_TLP_HDR_FMT_TYPE];
     wire is_mwr        = (ft == `VELO_TLP_FMT_TYPE_MWR32) || (ft == `VELO_TLP_FMT_TYPE_MWR64);
     wire is_msg        = (ft[4:3] == 2'b10);
     wire is_cpl        = (ft[4:1] == 4'b0101);
-    reg  [1:0] rt_new;
+    reg  [2:0] rt_new;
     always @(*) begin
         if (is_mwr)
             rt_new = (in_bar == `VELO_BAR_SEND) ? RT_REQ :
-                     (in_bar == `VELO_BAR_REGS) ? RT_REG : RT_DROP;
+                     (in_bar == `VELO_BAR_REGS) ? RT_REG :
+                     (RMA != 0 && in_bar == `VELO_BAR_RMA) ? RT_RMA : RT_DROP;
+        else if (is_cpl && RMA != 0)
+            rt_new = RT_CPL;
         else if (is_msg || is_cpl)
             rt_new = RT_DROP;
         else
@@ -55,13 +76,15 @@ module velo_tlp_rx_demux #(
     end
 
     reg        in_pkt;  // inside a TLP
-    reg  [1:0] rt_q;
-    wire [1:0] rt = (in_sop && !in_pkt) ? rt_new : rt_q;
+    reg  [2:0] rt_q;
+    wire [2:0] rt = (in_sop && !in_pkt) ? rt_new : rt_q;
 
     always @(*) begin
         case (rt)
             RT_REQ:  in_ready = req_ready;
             RT_REG:  in_ready = reg_ready;
+            RT_RMA:  in_ready = rma_ready;
+            RT_CPL:  in_ready = cpl_ready;
             default: in_ready = 1'b1;
         endcase
     end
@@ -71,6 +94,10 @@ module velo_tlp_rx_demux #(
     assign req_sop = in_sop;  assign req_eop = in_eop;  assign req_hdr = in_hdr;  assign req_data = in_data;
     assign reg_sop = in_sop;  assign reg_eop = in_eop;  assign reg_hdr = in_hdr;  assign reg_data = in_data;
     assign reg_bar = in_bar;
+    assign rma_valid = in_valid && (rt == RT_RMA);
+    assign cpl_valid = in_valid && (rt == RT_CPL);
+    assign rma_sop = in_sop;  assign rma_eop = in_eop;  assign rma_hdr = in_hdr;  assign rma_data = in_data;
+    assign cpl_sop = in_sop;  assign cpl_eop = in_eop;  assign cpl_hdr = in_hdr;  assign cpl_data = in_data;
 
     wire fire = in_valid && in_ready;
     always @(posedge clk) begin
@@ -86,7 +113,7 @@ module velo_tlp_rx_demux #(
                 if (in_sop && !in_pkt) begin
                     rt_q           <= rt_new;
                     ev_bad_bar     <= is_mwr && rt_new == RT_DROP;
-                    ev_unsupported <= (is_msg || is_cpl);
+                    ev_unsupported <= is_msg || (is_cpl && RMA == 0);
                 end
                 in_pkt <= !in_eop;
             end

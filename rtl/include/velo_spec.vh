@@ -6,7 +6,7 @@
 // Spec version.
 `define VELO_SPEC_VERSION 32'h100
 // CRC-32 of spec/velo_spec.json.
-`define VELO_SPEC_HASH 32'hDDD21AA0
+`define VELO_SPEC_HASH 32'hE980E1F3
 // Width of a node id: up to 2^NODE_BITS nodes (paper: n - t = 8, 256 nodes).
 `define VELO_DEFAULT_NODE_BITS 32'h8
 // Smallest NODE_BITS.
@@ -31,6 +31,24 @@
 `define VELO_MIN_LINK_W 32'h10
 // Largest LINK_W.
 `define VELO_MAX_LINK_W 32'h40
+// RMA: width of a region index: 2^RMA_REGION_BITS registered regions per NIC (default 256).
+`define VELO_DEFAULT_RMA_REGION_BITS 32'h8
+// Smallest RMA_REGION_BITS.
+`define VELO_MIN_RMA_REGION_BITS 32'h1
+// Largest RMA_REGION_BITS.
+`define VELO_MAX_RMA_REGION_BITS 32'hC
+// RMA: width of a page table index: 2^RMA_PTE_BITS page table entries per NIC (default 4096: 16 MiB of 4 KiB pages, 8 GiB of 2 MiB pages).
+`define VELO_DEFAULT_RMA_PTE_BITS 32'hC
+// Smallest RMA_PTE_BITS.
+`define VELO_MIN_RMA_PTE_BITS 32'h4
+// Largest RMA_PTE_BITS.
+`define VELO_MAX_RMA_PTE_BITS 32'h10
+// RMA: most data bytes per network packet, a multiple of 8. A packet's payload area (RMA_PKT_HDR LEN_M1 + 1) is at most 16 + RMA_MTU bytes; today's link frames at most 64 bytes (6-bit FRAG_LEN_M1), hence the default 48; up to 240 once the link frames the 8-bit LEN_M1 (docs/rma.md, Packets).
+`define VELO_DEFAULT_RMA_MTU 32'h30
+// Smallest RMA_MTU.
+`define VELO_MIN_RMA_MTU 32'h8
+// Largest RMA_MTU.
+`define VELO_MAX_RMA_MTU 32'hF0
 // PCI vendor id (the FPGA vendor's id, as FPGA research NICs customarily keep it).
 `define VELO_PCI_VENDOR_ID 16'h10EE
 // PCI device id of a VELO NIC.
@@ -119,6 +137,88 @@
 `define VELO_LINK_CRC5_INIT 5'h1F
 // Link counters per network port, CNT_CRC_ERR at entry offset 0x10 onwards, 4 bytes apart.
 `define VELO_NET_PORT_COUNTERS 32'h8
+// BAR4 (RMA command window) is 2^20 bytes: one 4 KiB page per vpid (2^VPID_BITS pages, at most 256), format RMA_ADDR.
+`define VELO_BAR_RMA_BITS 32'h14
+// An RMA command is 32 bytes (four 64-bit words: RMA_CMD0, local NLA, remote NLA, cookie), written as one write-combined burst into a 32-byte aligned slot of the vpid's page.
+`define VELO_RMA_CMD_BYTES 32'h20
+// Byte offset of the local buffer's NLA (format RMA_NLA) in a command.
+`define VELO_RMA_CMD_OFF_LOCAL_NLA 32'h8
+// Byte offset of the remote buffer's NLA (format RMA_NLA) in a command.
+`define VELO_RMA_CMD_OFF_REMOTE_NLA 32'h10
+// Byte offset of the 64-bit cookie in a command: echoed in the initiator's notifications and, for a notified put, delivered in the target notification.
+`define VELO_RMA_CMD_OFF_COOKIE 32'h18
+// A BAR4 write of 64 bytes (two slots of one line) carries two commands, executed in address order.
+`define VELO_RMA_CMD_MAX_PER_TLP 32'h2
+// Command slots per vpid page (4096 / RMA_CMD_BYTES). The slot index is reported with every notification of the command (and of a torn write), so software can tell which command it was.
+`define VELO_RMA_SLOTS 32'h80
+// Longest RMA transfer in bytes (24-bit RMA_CMD0 LEN: 16 MiB - 1).
+`define VELO_RMA_LEN_MAX 32'hFFFFFF
+// Command OP: put, local buffer -> remote buffer (zero length allowed: a notification or remote completion only).
+`define VELO_RMA_OP_PUT 4'h1
+// Command OP: get, remote buffer -> local buffer (length at least 1).
+`define VELO_RMA_OP_GET 4'h2
+// Translation access kind: the initiator reads its own buffer (put source); needs PERM_LR and the owner vpid.
+`define VELO_RMA_ACC_LOCAL_READ 2'h0
+// Translation access kind: the initiator writes its own buffer (get destination); needs PERM_LW and the owner vpid.
+`define VELO_RMA_ACC_LOCAL_WRITE 2'h1
+// Translation access kind: a remote node reads the buffer (get source); needs PERM_RR and the key.
+`define VELO_RMA_ACC_REMOTE_READ 2'h2
+// Translation access kind: a remote node writes the buffer (put target); needs PERM_RW and the key.
+`define VELO_RMA_ACC_REMOTE_WRITE 2'h3
+// RMA error reason: none.
+`define VELO_RMA_ERR_NONE 4'h0
+// RMA error reason: a complete command with an unknown OP, reserved bits set, a flag the OP does not allow, a zero-length get or a node beyond NODE_BITS; not executed.
+`define VELO_RMA_ERR_BAD_CMD 4'h1
+// RMA error reason: a BAR4 write that is not whole commands (torn write-combining burst, bad alignment or byte enables, poisoned, over 64 bytes, crossing the page); nothing executed. SLOT and SLOT_CNT name the slots it touched.
+`define VELO_RMA_ERR_TORN 4'h2
+// RMA error reason: the NLA names a region index beyond the table, a region not allocated, or carries the wrong key (a stale handle).
+`define VELO_RMA_ERR_BAD_HANDLE 4'h3
+// RMA error reason: a local access to a region owned by another vpid.
+`define VELO_RMA_ERR_NOT_OWNER 4'h4
+// RMA error reason: the region does not permit this access kind.
+`define VELO_RMA_ERR_PERM 4'h5
+// RMA error reason: offset + length runs past the region's end.
+`define VELO_RMA_ERR_RANGE 4'h6
+// RMA error reason: the region is allocated but its translation is not valid (unpinned or being invalidated): software re-pins (registration ioctl) and retries.
+`define VELO_RMA_ERR_NOT_VALID 4'h7
+// RMA error reason: no valid route to the remote node; nothing sent.
+`define VELO_RMA_ERR_NO_ROUTE 4'h8
+// RMA error reason: a notified put's data were written but the target vpid's notification queue is disabled.
+`define VELO_RMA_ERR_NQ_DISABLED 4'h9
+// RMA error reason: the RMA unit (RMA CONTROL.ENABLE) or the NIC (CONTROL.ENABLE) is disabled at the node that detected it.
+`define VELO_RMA_ERR_DISABLED 4'hA
+// Notification kind: a put's local buffer has been read completely and may be reused.
+`define VELO_RMA_NQ_KIND_LOCAL_CPL 4'h1
+// Notification kind: a put's data are visible at the target (every data DMA write was issued on the target's host port before the acknowledgement left).
+`define VELO_RMA_NQ_KIND_REMOTE_CPL 4'h2
+// Notification kind: a get's data are in the local buffer (written before this entry).
+`define VELO_RMA_NQ_KIND_GET_DONE 4'h3
+// Notification kind: the command failed (ERR, ERR_REMOTE); always written, whatever the flags.
+`define VELO_RMA_NQ_KIND_ERROR 4'h4
+// Notification kind (target side): a notified put from PEER_NODE/PEER_VPID wrote LEN bytes at NLA of a region this vpid owns; COOKIE is the initiator's cookie.
+`define VELO_RMA_NQ_KIND_TARGET 4'h5
+// A notification entry is 32 bytes, written by one DMA write inside one 64-byte line.
+`define VELO_RMA_NQ_ENTRY_BYTES 32'h20
+// Byte offset of the cookie in a notification entry.
+`define VELO_RMA_NQ_OFF_COOKIE 32'h8
+// Byte offset of the word holding LEN (format RMA_NQ_W2) in a notification entry.
+`define VELO_RMA_NQ_OFF_LEN 32'h10
+// Byte offset of the NLA in a notification entry (the command's remote NLA; for TARGET entries the target NLA of the first byte).
+`define VELO_RMA_NQ_OFF_NLA 32'h18
+// Smallest notification queue: 2^1 entries.
+`define VELO_RMA_NQ_LOG2_MIN 5'h1
+// Largest notification queue: 2^16 entries (2 MiB).
+`define VELO_RMA_NQ_LOG2_MAX 5'h10
+// Width of the free-running notification queue pointers (in entries); the bit above the ring index is the phase.
+`define VELO_RMA_NQ_PTR_BITS 32'h11
+// Packet TYPE (request VC): put data, RMA_PKT_HDR + target NLA word (+ RMA_PKT_LEN word if FIRST) + data.
+`define VELO_PKT_TYPE_RMA_PUT 4'h2
+// Packet TYPE (request VC): get request, RMA_PKT_HDR + target NLA + RMA_PKT_LEN + initiator NLA.
+`define VELO_PKT_TYPE_RMA_GET 4'h3
+// Packet TYPE (response VC): get response data, RMA_PKT_HDR + initiator NLA word + data; the LAST one (or an error, without data) ends the get.
+`define VELO_PKT_TYPE_RMA_GET_RSP 4'h4
+// Packet TYPE (response VC): the answer to a put's LAST packet, RMA_PKT_HDR + the NLA word of the packet it answers (LEN_M1 = 7): ERR = 0 acknowledges that all the put's data (and its target notification) were written, else the reason.
+`define VELO_PKT_TYPE_RMA_PUT_RSP 4'h5
 // Identity of the design.
 `define VELO_BLK_ID_BASE 21'h0
 // Block type.
@@ -166,7 +266,15 @@
 // Block version.
 `define VELO_BLK_IRQ_VERSION 32'h1
 // Offset of the next block (0: last).
-`define VELO_BLK_IRQ_NEXT 21'h0
+`define VELO_BLK_IRQ_NEXT 21'h600
+// RMA engine and address translation unit (kernel only): control, quiesce of regions, where the tables are, RMA counters. Linked from IRQ.NEXT and the last block. Optional: a NIC built without RMA (velo_nic parameter RMA = 0, e.g. the iCE40 board) has no RMA block, its IRQ.NEXT reads 0 and IRQ ends the chain (docs/rma.md).
+`define VELO_BLK_RMA_BASE 21'h600
+// Block type.
+`define VELO_BLK_RMA_TYPE 32'h56524D41
+// Block version.
+`define VELO_BLK_RMA_VERSION 32'h1
+// Offset of the next block (0: last).
+`define VELO_BLK_RMA_NEXT 21'h0
 // Common block header register offset.
 `define VELO_BLKHDR_TYPE 21'h0
 // Common block header register offset.
@@ -227,6 +335,26 @@
 `define VELO_REG_IRQ_PENDING_OFFSET 21'h518
 // Words of the pending bitmap: ceil(NUM_VPIDS / 32).
 `define VELO_REG_IRQ_PENDING_WORDS 21'h51C
+// Build parameters.
+`define VELO_REG_RMA_CAPS 21'h60C
+// RMA unit control.
+`define VELO_REG_RMA_CONTROL 21'h610
+// RMA unit status.
+`define VELO_REG_RMA_STATUS 21'h614
+// Region whose translation use QUIESCE_STATUS reports.
+`define VELO_REG_RMA_QUIESCE_REGION 21'h618
+// After clearing RG_CFG.VALID (or ALLOC) of QUIESCE_REGION, read until BUSY=0: the NIC then holds no translation of the region and none is being looked up; every DMA write through an old translation has been issued (and, completions not passing posted writes, is visible when this read returns); the pages may be unpinned.
+`define VELO_REG_RMA_QUIESCE_STATUS 21'h61C
+// BAR0 offset of the region table (RMA_REGION).
+`define VELO_REG_RMA_REGION_OFFSET 21'h620
+// BAR0 offset of the page table (RMA_PTE).
+`define VELO_REG_RMA_PTE_OFFSET 21'h624
+// BAR0 offset of the notification queue table (RMA_NQ_TABLE).
+`define VELO_REG_RMA_NQ_OFFSET 21'h628
+// Number of RMA counters (RMA_CNT_NUM).
+`define VELO_REG_RMA_CNT_COUNT 21'h62C
+// RMA counter i (rma_counters list) at CNT_BASE + 4*i, 32 bits, wrapping; writing any value clears it.
+`define VELO_REG_RMA_CNT_BASE 21'h640
 // Mailbox of vpid v at base + v*stride (kernel only). Configure only while MB_CFG.ENABLE=0: write MB_BASE_LO/HI, MB_WP=0, the user page's MB_RP=0, then MB_CFG. Disable, then poll QUIESCE_STATUS before freeing the ring.
 `define VELO_TBL_VPID_TABLE_BASE 21'h8000
 // Bytes per entry.
@@ -245,6 +373,8 @@
 `define VELO_TBL_VPID_USER_STRIDE 21'h1000
 // Read pointer in lines (MBOX_PTR_BITS, free-running): every line before it is free for the NIC. Write it after consuming entries (lazily, in batches).
 `define VELO_TBL_VPID_USER_MB_RP 21'h0
+// RMA notification queue read pointer in entries (RMA_NQ_PTR_BITS, free-running): every entry before it is free for the NIC.
+`define VELO_TBL_VPID_USER_NQ_RP 21'h4
 // Route to node d at base + d*stride, 2^NODE_BITS entries (kernel only), cleared (invalid) after reset. The requester puts ROUTE into every packet for node d; a send to a node without a valid route leaves with the all-ones route, which no switch accepts: it is dropped and counted (NET.DROP_NO_ROUTE).
 `define VELO_TBL_ROUTE_TABLE_BASE 21'hC000
 // Bytes per entry.
@@ -281,6 +411,40 @@
 `define VELO_TBL_IRQ_PENDING_STRIDE 21'h4
 // Read: vpids whose armed entry was written since their bit was last cleared. Write: 1 clears the bit, 0 leaves it (a bit set by an entry in the same cycle stays set).
 `define VELO_TBL_IRQ_PENDING_PENDING 21'h0
+// RMA notification queue of vpid v at base + v*stride (kernel only). Configure only while NQ_CFG.ENABLE=0: NQ_BASE_LO/HI, NQ_WP=0, the user page's NQ_RP=0, then NQ_CFG. Disable, then poll CTRL.QUIESCE_STATUS (vpid) before freeing the ring.
+`define VELO_TBL_RMA_NQ_TABLE_BASE 21'h10000
+// Bytes per entry.
+`define VELO_TBL_RMA_NQ_TABLE_STRIDE 21'h10
+// Ring base address bits 31:6 (bits 5:0 read 0: 64-byte aligned).
+`define VELO_TBL_RMA_NQ_TABLE_NQ_BASE_LO 21'h0
+// Ring base address bits 63:32.
+`define VELO_TBL_RMA_NQ_TABLE_NQ_BASE_HI 21'h4
+// Queue configuration.
+`define VELO_TBL_RMA_NQ_TABLE_NQ_CFG 21'h8
+// Write pointer in entries (RMA_NQ_PTR_BITS, free-running); the NIC advances it.
+`define VELO_TBL_RMA_NQ_TABLE_NQ_WP 21'hC
+// Region r of the address translation unit at base + r*stride, 2^RMA_REGION_BITS entries, write-only (reads return 0; the driver keeps the master copy), cleared after reset. Change RG_PTE, RG_START, RG_LEN_* and the region's page table entries only while RG_CFG.VALID=0 and the region is quiesced; write RG_CFG last.
+`define VELO_TBL_RMA_REGION_BASE 21'h20000
+// Bytes per entry.
+`define VELO_TBL_RMA_REGION_STRIDE 21'h20
+// Region state, owner, permissions, key.
+`define VELO_TBL_RMA_REGION_RG_CFG 21'h0
+// Where the region's pages are in the page table.
+`define VELO_TBL_RMA_REGION_RG_PTE 21'h4
+// Where the region starts in its first page.
+`define VELO_TBL_RMA_REGION_RG_START 21'h8
+// Region length in bytes, bits 31:0.
+`define VELO_TBL_RMA_REGION_RG_LEN_LO 21'hC
+// Region length in bytes, bits 39:32.
+`define VELO_TBL_RMA_REGION_RG_LEN_HI 21'h10
+// Page table entry i of the address translation unit at base + i*stride, 2^RMA_PTE_BITS entries (block RAM), write-only: the page frame number (physical address >> 12) of one page of a region. For 2 MiB pages the frame's low 9 bits are ignored.
+`define VELO_TBL_RMA_PTE_BASE 21'h40000
+// Bytes per entry.
+`define VELO_TBL_RMA_PTE_STRIDE 21'h8
+// Page frame number bits 31:0.
+`define VELO_TBL_RMA_PTE_PTE_LO 21'h0
+// Page frame number bits 39:32 (52-bit physical addresses).
+`define VELO_TBL_RMA_PTE_PTE_HI 21'h4
 // Whole messages sent (one TLP carried the whole message).
 `define VELO_CNT_TX_MSGS 32'h0
 // Fragments sent (a partial write-combining flush).
@@ -315,6 +479,44 @@
 `define VELO_CNT_RX_BACKPRESSURE_CYCLES 32'hF
 // Number of counters.
 `define VELO_CNT_NUM 32'h10
+// Put commands accepted from BAR4.
+`define VELO_RMA_CNT_CMD_PUT 32'h0
+// Get commands accepted from BAR4.
+`define VELO_RMA_CNT_CMD_GET 32'h1
+// BAR4 writes dropped as torn or malformed (RMA_ERR_TORN).
+`define VELO_RMA_CNT_CMD_TORN 32'h2
+// Complete commands dropped as invalid (RMA_ERR_BAD_CMD).
+`define VELO_RMA_CNT_CMD_BAD 32'h3
+// Reads of BAR4 (answered with UR).
+`define VELO_RMA_CNT_CMD_READ 32'h4
+// Data bytes sent in PUT and GET_RSP packets.
+`define VELO_RMA_CNT_TX_BYTES 32'h5
+// Data bytes of PUT and GET_RSP packets written to host memory.
+`define VELO_RMA_CNT_RX_BYTES 32'h6
+// Translations failed with BAD_HANDLE (initiator or target).
+`define VELO_RMA_CNT_ERR_BAD_HANDLE 32'h7
+// Translations failed with NOT_OWNER.
+`define VELO_RMA_CNT_ERR_NOT_OWNER 32'h8
+// Translations failed with PERM.
+`define VELO_RMA_CNT_ERR_PERM 32'h9
+// Translations failed with RANGE.
+`define VELO_RMA_CNT_ERR_RANGE 32'hA
+// Translations failed with NOT_VALID.
+`define VELO_RMA_CNT_ERR_NOT_VALID 32'hB
+// Commands failed with NO_ROUTE.
+`define VELO_RMA_CNT_ERR_NO_ROUTE 32'hC
+// Notified puts whose target queue was disabled.
+`define VELO_RMA_CNT_ERR_NQ_DISABLED 32'hD
+// Commands or requests refused because RMA or the NIC is disabled.
+`define VELO_RMA_CNT_ERR_DISABLED 32'hE
+// Notification entries written.
+`define VELO_RMA_CNT_NQ_ENTRIES 32'hF
+// Initiator notification entries dropped: the vpid's queue is disabled or misconfigured.
+`define VELO_RMA_CNT_NQ_DROP 32'h10
+// Cycles the notification writer waited for queue space.
+`define VELO_RMA_CNT_NQ_BACKPRESSURE_CYCLES 32'h11
+// Number of RMA counters (RMA block).
+`define VELO_RMA_CNT_NUM 32'h12
 
 // Bit fields: VELO_<FMT>_<FIELD> is a part-select range, _LSB and _W its position and width.
 // Fields whose position depends on a parameter use the parameter's name: a module that uses
@@ -543,6 +745,186 @@
 `define VELO_LINK_CTLV_SUB_LSB 7
 `define VELO_LINK_CTLV_SUB_W 2
 `define VELO_LINK_CTLV_SUB 8:7
+// Byte offset inside the slot: a command write starts at 0.
+`define VELO_RMA_ADDR_OFF_LSB 0
+`define VELO_RMA_ADDR_OFF_W 5
+`define VELO_RMA_ADDR_OFF 4:0
+// Command slot (0..127); reported back in every notification of the command.
+`define VELO_RMA_ADDR_SLOT_LSB 5
+`define VELO_RMA_ADDR_SLOT_W 7
+`define VELO_RMA_ADDR_SLOT 11:5
+// Issuing vpid.
+`define VELO_RMA_ADDR_SRC_VPID_LSB (12)
+`define VELO_RMA_ADDR_SRC_VPID_W (VPID_BITS)
+`define VELO_RMA_ADDR_SRC_VPID ((12)+(VPID_BITS)-1):(12)
+// Byte offset in the region.
+`define VELO_RMA_NLA_OFFSET_LSB 0
+`define VELO_RMA_NLA_OFFSET_W 40
+`define VELO_RMA_NLA_OFFSET 39:0
+// Region index (below 2^RMA_REGION_BITS).
+`define VELO_RMA_NLA_REGION_LSB 40
+`define VELO_RMA_NLA_REGION_W 16
+`define VELO_RMA_NLA_REGION 55:40
+// Region key (generation), must equal the region table's RG_CFG.KEY.
+`define VELO_RMA_NLA_KEY_LSB 56
+`define VELO_RMA_NLA_KEY_W 8
+`define VELO_RMA_NLA_KEY 63:56
+// RMA_OP_PUT or RMA_OP_GET.
+`define VELO_RMA_CMD0_OP_LSB 0
+`define VELO_RMA_CMD0_OP_W 4
+`define VELO_RMA_CMD0_OP 3:0
+// Want a local completion: LOCAL_CPL for a put, GET_DONE for a get.
+`define VELO_RMA_CMD0_LCPL_LSB 4
+`define VELO_RMA_CMD0_LCPL_W 1
+`define VELO_RMA_CMD0_LCPL 4:4
+// Put only: want a remote completion (REMOTE_CPL).
+`define VELO_RMA_CMD0_RCPL_LSB 5
+`define VELO_RMA_CMD0_RCPL_W 1
+`define VELO_RMA_CMD0_RCPL 5:5
+// Put only: write a TARGET notification into the queue of the target region's owner after the data.
+`define VELO_RMA_CMD0_NOTIFY_LSB 6
+`define VELO_RMA_CMD0_NOTIFY_W 1
+`define VELO_RMA_CMD0_NOTIFY 6:6
+// Reserved, 0.
+`define VELO_RMA_CMD0_RSVD0_LSB 7
+`define VELO_RMA_CMD0_RSVD0_W 1
+`define VELO_RMA_CMD0_RSVD0 7:7
+// Remote node (below 2^NODE_BITS; may be this node).
+`define VELO_RMA_CMD0_REM_NODE_LSB 8
+`define VELO_RMA_CMD0_REM_NODE_W 8
+`define VELO_RMA_CMD0_REM_NODE 15:8
+// Reserved, 0.
+`define VELO_RMA_CMD0_RSVD1_LSB 16
+`define VELO_RMA_CMD0_RSVD1_W 16
+`define VELO_RMA_CMD0_RSVD1 31:16
+// Bytes to transfer (0..RMA_LEN_MAX; a get needs at least 1).
+`define VELO_RMA_CMD0_LEN_LSB 32
+`define VELO_RMA_CMD0_LEN_W 24
+`define VELO_RMA_CMD0_LEN 55:32
+// Reserved, 0.
+`define VELO_RMA_CMD0_RSVD2_LSB 56
+`define VELO_RMA_CMD0_RSVD2_W 8
+`define VELO_RMA_CMD0_RSVD2 63:56
+// As in PKT_HDR: requests (PUT, GET) travel in the request class, responses (GET_RSP, PUT_RSP) in the response class.
+`define VELO_RMA_PKT_HDR_VC_LSB 0
+`define VELO_RMA_PKT_HDR_VC_W 2
+`define VELO_RMA_PKT_HDR_VC 1:0
+// As in PKT_HDR.
+`define VELO_RMA_PKT_HDR_ROUTE_LSB 2
+`define VELO_RMA_PKT_HDR_ROUTE_W 14
+`define VELO_RMA_PKT_HDR_ROUTE 15:2
+// PKT_TYPE_RMA_*.
+`define VELO_RMA_PKT_HDR_TYPE_LSB 16
+`define VELO_RMA_PKT_HDR_TYPE_W 4
+`define VELO_RMA_PKT_HDR_TYPE 19:16
+// PUT: first packet of a put; an RMA_PKT_LEN word with the put's total length follows the NLA word.
+`define VELO_RMA_PKT_HDR_FIRST_LSB 20
+`define VELO_RMA_PKT_HDR_FIRST_W 1
+`define VELO_RMA_PKT_HDR_FIRST 20:20
+// PUT: last packet of a put (answered by a PUT_RSP). GET_RSP: last response of a get.
+`define VELO_RMA_PKT_HDR_LAST_LSB 21
+`define VELO_RMA_PKT_HDR_LAST_W 1
+`define VELO_RMA_PKT_HDR_LAST 21:21
+// PUT with LAST: write a TARGET notification to the region owner's queue after the data.
+`define VELO_RMA_PKT_HDR_NOTIFY_LSB 22
+`define VELO_RMA_PKT_HDR_NOTIFY_W 1
+`define VELO_RMA_PKT_HDR_NOTIFY 22:22
+// Reserved, 0.
+`define VELO_RMA_PKT_HDR_RSVD0_LSB 23
+`define VELO_RMA_PKT_HDR_RSVD0_W 3
+`define VELO_RMA_PKT_HDR_RSVD0 25:23
+// Always 0 (PKT_HDR FRAG_OFF % 4 for the link's framing).
+`define VELO_RMA_PKT_HDR_ZERO_LSB 26
+`define VELO_RMA_PKT_HDR_ZERO_W 2
+`define VELO_RMA_PKT_HDR_ZERO 27:26
+// Responses: RMA_ERR_* (0: success).
+`define VELO_RMA_PKT_HDR_ERR_LSB 28
+`define VELO_RMA_PKT_HDR_ERR_W 4
+`define VELO_RMA_PKT_HDR_ERR 31:28
+// Sending node, stamped by hardware (requests: the initiator; responses: the target).
+`define VELO_RMA_PKT_HDR_SRC_NODE_LSB 32
+`define VELO_RMA_PKT_HDR_SRC_NODE_W 8
+`define VELO_RMA_PKT_HDR_SRC_NODE 39:32
+// Requests: the initiator's vpid (trusted: from the command page). Responses: echoed.
+`define VELO_RMA_PKT_HDR_SRC_VPID_LSB 40
+`define VELO_RMA_PKT_HDR_SRC_VPID_W 8
+`define VELO_RMA_PKT_HDR_SRC_VPID 47:40
+// The initiator's command tag, echoed in responses.
+`define VELO_RMA_PKT_HDR_TAG_LSB 48
+`define VELO_RMA_PKT_HDR_TAG_W 8
+`define VELO_RMA_PKT_HDR_TAG 55:48
+// Payload area bytes minus one (header words after this one, pad and data). Data bytes: area - 8 * (NLA and LEN words) - pad, or 0 when the area holds only the header words.
+`define VELO_RMA_PKT_HDR_LEN_M1_LSB 56
+`define VELO_RMA_PKT_HDR_LEN_M1_W 8
+`define VELO_RMA_PKT_HDR_LEN_M1 63:56
+// Total bytes of the put or get.
+`define VELO_RMA_PKT_LEN_LEN_LSB 0
+`define VELO_RMA_PKT_LEN_LEN_W 24
+`define VELO_RMA_PKT_LEN_LEN 23:0
+// Reserved, 0.
+`define VELO_RMA_PKT_LEN_RSVD_LSB 24
+`define VELO_RMA_PKT_LEN_RSVD_W 40
+`define VELO_RMA_PKT_LEN_RSVD 63:24
+// Phase of this pass through the ring.
+`define VELO_RMA_NQ_HDR_PHASE_LSB 0
+`define VELO_RMA_NQ_HDR_PHASE_W 1
+`define VELO_RMA_NQ_HDR_PHASE 0:0
+// Reserved, 0.
+`define VELO_RMA_NQ_HDR_RSVD0_LSB 1
+`define VELO_RMA_NQ_HDR_RSVD0_W 3
+`define VELO_RMA_NQ_HDR_RSVD0 3:1
+// RMA_NQ_KIND_*.
+`define VELO_RMA_NQ_HDR_KIND_LSB 4
+`define VELO_RMA_NQ_HDR_KIND_W 4
+`define VELO_RMA_NQ_HDR_KIND 7:4
+// ERROR: RMA_ERR_* reason.
+`define VELO_RMA_NQ_HDR_ERR_LSB 8
+`define VELO_RMA_NQ_HDR_ERR_W 4
+`define VELO_RMA_NQ_HDR_ERR 11:8
+// ERROR: 1 if the target detected it.
+`define VELO_RMA_NQ_HDR_ERR_REMOTE_LSB 12
+`define VELO_RMA_NQ_HDR_ERR_REMOTE_W 1
+`define VELO_RMA_NQ_HDR_ERR_REMOTE 12:12
+// Reserved, 0.
+`define VELO_RMA_NQ_HDR_RSVD1_LSB 13
+`define VELO_RMA_NQ_HDR_RSVD1_W 3
+`define VELO_RMA_NQ_HDR_RSVD1 15:13
+// Initiator entries: the command's slot in the vpid page (TORN: the first slot the write touched).
+`define VELO_RMA_NQ_HDR_SLOT_LSB 16
+`define VELO_RMA_NQ_HDR_SLOT_W 7
+`define VELO_RMA_NQ_HDR_SLOT 22:16
+// Reserved, 0.
+`define VELO_RMA_NQ_HDR_RSVD2_LSB 23
+`define VELO_RMA_NQ_HDR_RSVD2_W 1
+`define VELO_RMA_NQ_HDR_RSVD2 23:23
+// TORN: slots the write touched (1..128); else 1.
+`define VELO_RMA_NQ_HDR_SLOT_CNT_LSB 24
+`define VELO_RMA_NQ_HDR_SLOT_CNT_W 8
+`define VELO_RMA_NQ_HDR_SLOT_CNT 31:24
+// Initiator entries: the command's remote node. TARGET: the initiator's node (hardware-stamped).
+`define VELO_RMA_NQ_HDR_PEER_NODE_LSB 32
+`define VELO_RMA_NQ_HDR_PEER_NODE_W 8
+`define VELO_RMA_NQ_HDR_PEER_NODE 39:32
+// TARGET: the initiator's vpid (trusted). Initiator entries: 0.
+`define VELO_RMA_NQ_HDR_PEER_VPID_LSB 40
+`define VELO_RMA_NQ_HDR_PEER_VPID_W 8
+`define VELO_RMA_NQ_HDR_PEER_VPID 47:40
+// Initiator entries: the command's OP (0 for TORN). TARGET: RMA_OP_PUT.
+`define VELO_RMA_NQ_HDR_OP_LSB 48
+`define VELO_RMA_NQ_HDR_OP_W 4
+`define VELO_RMA_NQ_HDR_OP 51:48
+// Reserved, 0.
+`define VELO_RMA_NQ_HDR_RSVD3_LSB 52
+`define VELO_RMA_NQ_HDR_RSVD3_W 12
+`define VELO_RMA_NQ_HDR_RSVD3 63:52
+// The command's length in bytes (TARGET: the put's length).
+`define VELO_RMA_NQ_W2_LEN_LSB 0
+`define VELO_RMA_NQ_W2_LEN_W 24
+`define VELO_RMA_NQ_W2_LEN 23:0
+// Reserved, 0.
+`define VELO_RMA_NQ_W2_RSVD_LSB 24
+`define VELO_RMA_NQ_W2_RSVD_W 40
+`define VELO_RMA_NQ_W2_RSVD 63:24
 `define VELO_REG_ID_CAPS_NODE_BITS_LSB 0
 `define VELO_REG_ID_CAPS_NODE_BITS_W 4
 `define VELO_REG_ID_CAPS_NODE_BITS 3:0
@@ -593,6 +975,29 @@
 `define VELO_REG_IRQ_CTRL_ENABLE_LSB 0
 `define VELO_REG_IRQ_CTRL_ENABLE_W 1
 `define VELO_REG_IRQ_CTRL_ENABLE 0:0
+// RMA_REGION_BITS.
+`define VELO_REG_RMA_CAPS_REGION_BITS_LSB 0
+`define VELO_REG_RMA_CAPS_REGION_BITS_W 5
+`define VELO_REG_RMA_CAPS_REGION_BITS 4:0
+// RMA_PTE_BITS.
+`define VELO_REG_RMA_CAPS_PTE_BITS_LSB 8
+`define VELO_REG_RMA_CAPS_PTE_BITS_W 5
+`define VELO_REG_RMA_CAPS_PTE_BITS 12:8
+// RMA_MTU (data bytes per packet).
+`define VELO_REG_RMA_CAPS_MTU_LSB 16
+`define VELO_REG_RMA_CAPS_MTU_W 8
+`define VELO_REG_RMA_CAPS_MTU 23:16
+// 1: commands are executed and RMA packets served; 0: commands fail with DISABLED, arriving requests are answered with DISABLED.
+`define VELO_REG_RMA_CONTROL_ENABLE_LSB 0
+`define VELO_REG_RMA_CONTROL_ENABLE_W 1
+`define VELO_REG_RMA_CONTROL_ENABLE 0:0
+// A command, request or notification is in progress.
+`define VELO_REG_RMA_STATUS_BUSY_LSB 0
+`define VELO_REG_RMA_STATUS_BUSY_W 1
+`define VELO_REG_RMA_STATUS_BUSY 0:0
+`define VELO_REG_RMA_QUIESCE_STATUS_BUSY_LSB 0
+`define VELO_REG_RMA_QUIESCE_STATUS_BUSY_W 1
+`define VELO_REG_RMA_QUIESCE_STATUS_BUSY 0:0
 // 1: packets for this vpid are delivered; 0: dropped and counted.
 `define VELO_TBL_VPID_TABLE_MB_CFG_ENABLE_LSB 0
 `define VELO_TBL_VPID_TABLE_MB_CFG_ENABLE_W 1
@@ -621,5 +1026,63 @@
 `define VELO_TBL_NET_PORT_STATUS_UP_LSB 0
 `define VELO_TBL_NET_PORT_STATUS_UP_W 1
 `define VELO_TBL_NET_PORT_STATUS_UP 0:0
+// 1: notifications for this vpid are written; 0: initiator entries are dropped and counted, notified puts to its regions fail with NQ_DISABLED.
+`define VELO_TBL_RMA_NQ_TABLE_NQ_CFG_ENABLE_LSB 0
+`define VELO_TBL_RMA_NQ_TABLE_NQ_CFG_ENABLE_W 1
+`define VELO_TBL_RMA_NQ_TABLE_NQ_CFG_ENABLE 0:0
+// Ring size: 2^LOG2_ENTRIES entries of 32 bytes (RMA_NQ_LOG2_MIN..RMA_NQ_LOG2_MAX).
+`define VELO_TBL_RMA_NQ_TABLE_NQ_CFG_LOG2_ENTRIES_LSB 8
+`define VELO_TBL_RMA_NQ_TABLE_NQ_CFG_LOG2_ENTRIES_W 5
+`define VELO_TBL_RMA_NQ_TABLE_NQ_CFG_LOG2_ENTRIES 12:8
+// 1: the handle exists (registered); 0: BAD_HANDLE.
+`define VELO_TBL_RMA_REGION_RG_CFG_ALLOC_LSB 0
+`define VELO_TBL_RMA_REGION_RG_CFG_ALLOC_W 1
+`define VELO_TBL_RMA_REGION_RG_CFG_ALLOC 0:0
+// 1: the translation (page table entries) is valid; 0 with ALLOC=1: NOT_VALID (unpinned, re-pin on next use).
+`define VELO_TBL_RMA_REGION_RG_CFG_VALID_LSB 1
+`define VELO_TBL_RMA_REGION_RG_CFG_VALID_W 1
+`define VELO_TBL_RMA_REGION_RG_CFG_VALID 1:1
+// Page size: 0 4 KiB, 1 2 MiB (page table entries then hold 2 MiB-aligned frames).
+`define VELO_TBL_RMA_REGION_RG_CFG_PAGE_2M_LSB 2
+`define VELO_TBL_RMA_REGION_RG_CFG_PAGE_2M_W 1
+`define VELO_TBL_RMA_REGION_RG_CFG_PAGE_2M 2:2
+// Local read (put source) permitted.
+`define VELO_TBL_RMA_REGION_RG_CFG_PERM_LR_LSB 4
+`define VELO_TBL_RMA_REGION_RG_CFG_PERM_LR_W 1
+`define VELO_TBL_RMA_REGION_RG_CFG_PERM_LR 4:4
+// Local write (get destination) permitted.
+`define VELO_TBL_RMA_REGION_RG_CFG_PERM_LW_LSB 5
+`define VELO_TBL_RMA_REGION_RG_CFG_PERM_LW_W 1
+`define VELO_TBL_RMA_REGION_RG_CFG_PERM_LW 5:5
+// Remote read (get source) permitted.
+`define VELO_TBL_RMA_REGION_RG_CFG_PERM_RR_LSB 6
+`define VELO_TBL_RMA_REGION_RG_CFG_PERM_RR_W 1
+`define VELO_TBL_RMA_REGION_RG_CFG_PERM_RR 6:6
+// Remote write (put target) permitted.
+`define VELO_TBL_RMA_REGION_RG_CFG_PERM_RW_LSB 7
+`define VELO_TBL_RMA_REGION_RG_CFG_PERM_RW_W 1
+`define VELO_TBL_RMA_REGION_RG_CFG_PERM_RW 7:7
+// Owning vpid: the only one allowed local accesses; TARGET notifications go to its queue.
+`define VELO_TBL_RMA_REGION_RG_CFG_OWNER_VPID_LSB 8
+`define VELO_TBL_RMA_REGION_RG_CFG_OWNER_VPID_W 8
+`define VELO_TBL_RMA_REGION_RG_CFG_OWNER_VPID 15:8
+// Key (generation) the NLA must carry.
+`define VELO_TBL_RMA_REGION_RG_CFG_KEY_LSB 16
+`define VELO_TBL_RMA_REGION_RG_CFG_KEY_W 8
+`define VELO_TBL_RMA_REGION_RG_CFG_KEY 23:16
+// Index of the region's first page table entry (the region's pages are consecutive entries, mod 2^RMA_PTE_BITS).
+`define VELO_TBL_RMA_REGION_RG_PTE_FIRST_LSB 0
+`define VELO_TBL_RMA_REGION_RG_PTE_FIRST_W 16
+`define VELO_TBL_RMA_REGION_RG_PTE_FIRST 15:0
+// Byte offset of region byte 0 in its first page (below the page size).
+`define VELO_TBL_RMA_REGION_RG_START_START_LSB 0
+`define VELO_TBL_RMA_REGION_RG_START_START_W 21
+`define VELO_TBL_RMA_REGION_RG_START_START 20:0
+`define VELO_TBL_RMA_REGION_RG_LEN_HI_LEN_HI_LSB 0
+`define VELO_TBL_RMA_REGION_RG_LEN_HI_LEN_HI_W 8
+`define VELO_TBL_RMA_REGION_RG_LEN_HI_LEN_HI 7:0
+`define VELO_TBL_RMA_PTE_PTE_HI_PFN_HI_LSB 0
+`define VELO_TBL_RMA_PTE_PTE_HI_PFN_HI_W 8
+`define VELO_TBL_RMA_PTE_PTE_HI_PFN_HI 7:0
 
 `endif // VELO_SPEC_VH

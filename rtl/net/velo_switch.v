@@ -24,6 +24,14 @@
 //
 // Latency: a header flit on in_* (or lin_*) in cycle t is on out_* (or lout_*) in cycle t+2 when
 // the output is idle and may start, then one flit per cycle as they come (cut-through).
+//
+// Second local port (NLOC = 2, the RMA unit's responses): input lin2_* (a skid like lin_*, index
+// NP+1 among the inputs) and output lout2_* (index NP+2 among the outputs). A packet whose route
+// code is 0 leaves on lout2_* when its VC is of the response class (VC[1] = 1), else on lout_*;
+// so the local consumers of the two classes stall independently and a response never waits
+// behind a request at the local output, and a response injected on lin2_* never waits behind a
+// request header at the local input. With NLOC = 1 the lin2_* inputs are ignored and lout2_* is
+// idle: every local packet leaves on lout_*.
 `default_nettype none
 module velo_switch #(
     parameter integer NP            = 2,   // network ports (1..7): 2 for a ring, 4 for a 2D torus
@@ -31,7 +39,8 @@ module velo_switch #(
     parameter integer NVC           = 4,   // virtual channels (must be 4: the VC field is 2 bits)
     parameter integer VC_DEPTH      = 64,  // input FIFO per (network port, VC) in flits, MAX_PKT_FLITS..127
     parameter integer PB            = (NP <= 2) ? 2 : 3,  // route code bits, 2^PB > NP
-    parameter integer MAX_PKT_FLITS = 64 / LINK_W + 512 / LINK_W  // longest packet in flits
+    parameter integer MAX_PKT_FLITS = 64 / LINK_W + 512 / LINK_W,  // longest packet in flits
+    parameter integer NLOC          = 1    // local ports: 1, or 2 (second pair for the response class)
 ) (
     input  wire                 clk,
     input  wire                 rst,            // synchronous, active high
@@ -47,6 +56,11 @@ module velo_switch #(
     output wire                 lin_ready,
     input  wire [LINK_W-1:0]    lin_data,
     input  wire                 lin_last,
+    // second local input (NLOC = 2: response-class packets)
+    input  wire                 lin2_valid,
+    output wire                 lin2_ready,
+    input  wire [LINK_W-1:0]    lin2_data,
+    input  wire                 lin2_last,
     // network outputs to the link transmitters (port p at index p-1)
     output wire [NP-1:0]        out_valid,
     input  wire [NP-1:0]        out_ready,
@@ -60,6 +74,12 @@ module velo_switch #(
     output wire [LINK_W-1:0]    lout_data,
     output wire                 lout_last,
     output wire                 lout_bad,       // with lout_last: discard the packet
+    // second local output (NLOC = 2: response-class packets for this node)
+    output wire                 lout2_valid,
+    input  wire                 lout2_ready,
+    output wire [LINK_W-1:0]    lout2_data,
+    output wire                 lout2_last,
+    output wire                 lout2_bad,
     // configuration per network port
     input  wire [2*NP-1:0]      port_dim,       // dimension of the port's link
     input  wire [NP-1:0]        port_dateline,  // the port's link crosses the dateline of its ring
@@ -68,9 +88,10 @@ module velo_switch #(
     output wire                 ev_bad_route,    // a packet with an invalid route code was dropped
     output wire                 ev_overflow      // an input dropped or cut a packet (link credit error)
 );
-    localparam integer NI   = NP + 1;            // inputs: 0 local, 1..NP network
-    localparam integer NO   = NP + 2;            // outputs: 0 local, 1..NP network, NP+1 drop
+    localparam integer NI   = NP + NLOC;         // inputs: 0 local, 1..NP network, NP+1 local 2
+    localparam integer NO   = NP + 1 + NLOC;     // outputs: 0 local, 1..NP network, NP+1 drop, NP+2 local 2
     localparam integer DROP = NP + 1;
+    localparam integer LO2  = NP + 2;            // second local output (NLOC = 2)
     localparam integer R    = NI * NVC;          // requesters: (input, VC) heads, r = i*NVC + v
 
     // ---------------------------------------------------------------- input streams
@@ -116,9 +137,44 @@ module velo_switch #(
         end
     end
 
+    // second local input (NLOC = 2): the same structure as the first
+    generate
+        if (NLOC > 1) begin : g_lin2
+            wire            l2_valid, l2_ready;
+            wire [LINK_W:0] l2_q;
+            reg             l2_act;
+            velo_skid #(.W(LINK_W + 1)) u_lin2 (
+                .clk(clk), .rst(rst),
+                .s_valid(lin2_valid), .s_ready(lin2_ready), .s_data({lin2_last, lin2_data}),
+                .m_valid(l2_valid), .m_ready(l2_ready), .m_data(l2_q));
+            assign s_valid[NP+1]              = l2_act && l2_valid;
+            assign s_data[(NP+1)*LINK_W +: LINK_W] = l2_q[LINK_W-1:0];
+            assign s_last[NP+1]               = l2_q[LINK_W];
+            assign s_bad[NP+1]                = 1'b0;
+            assign s_vc[2*(NP+1) +: 2]        = l2_q[1:0];
+            assign l2_ready                   = l2_act && s_ready[NP+1];
+            for (gv = 0; gv < NVC; gv = gv + 1) begin : g_l2head
+                assign h_valid[(NP+1)*NVC + gv]         = !l2_act && l2_valid && (l2_q[1:0] == gv);
+                assign h_code[((NP+1)*NVC + gv)*PB +: PB] = l2_q[2 +: PB];
+            end
+            always @(posedge clk) begin
+                if (rst) begin
+                    l2_act <= 1'b0;
+                end else if (|acc[(NP+1)*NVC +: NVC]) begin
+                    l2_act <= 1'b1;
+                end else if (s_valid[NP+1] && s_ready[NP+1] && s_last[NP+1]) begin
+                    l2_act <= 1'b0;
+                end
+            end
+        end else begin : g_nolin2
+            assign lin2_ready = 1'b0;
+            wire unused_l2 = &{1'b0, lin2_valid, lin2_data, lin2_last};
+        end
+    endgenerate
+
     // network inputs
     generate
-        for (gi = 1; gi < NI; gi = gi + 1) begin : g_in
+        for (gi = 1; gi <= NP; gi = gi + 1) begin : g_in
             wire [1:0] acc_vc;
             // one-hot accept -> VC number (NVC = 4)
             assign acc_vc = {acc[gi*NVC+3] | acc[gi*NVC+2], acc[gi*NVC+3] | acc[gi*NVC+1]};
@@ -144,7 +200,7 @@ module velo_switch #(
     generate
         for (gi = 0; gi < NI; gi = gi + 1) begin : g_same
             for (go = 0; go < NO; go = go + 1) begin : g_o
-                if (gi >= 1 && go >= 1 && go <= NP) begin : g_net
+                if (gi >= 1 && gi <= NP && go >= 1 && go <= NP) begin : g_net
                     assign same[gi*NO + go] = port_dim[2*(gi-1) +: 2] == port_dim[2*(go-1) +: 2];
                 end else begin : g_none
                     assign same[gi*NO + go] = 1'b0;
@@ -158,11 +214,16 @@ module velo_switch #(
     generate
         for (gi = 0; gi < R; gi = gi + 1) begin : g_dsel
             wire [PB-1:0] code = h_code[gi*PB +: PB];
+            localparam integer RV = gi % NVC;  // the head's VC (RV / 2: its class)
             for (go = 0; go < NO; go = go + 1) begin : g_o
                 if (go == DROP && (1 << PB) - 1 > NP) begin : g_drop
                     assign dsel[gi*NO + go] = code > NP[PB-1:0];
                 end else if (go == DROP) begin : g_nodrop  // every code is a port
                     assign dsel[gi*NO + go] = 1'b0;
+                end else if (go == 0 && NLOC > 1) begin : g_loc1  // local, request class
+                    assign dsel[gi*NO + go] = (code == 0) && (RV / 2 == 0);
+                end else if (go == LO2) begin : g_loc2            // local, response class
+                    assign dsel[gi*NO + go] = (code == 0) && (RV / 2 == 1);
                 end else begin : g_port
                     assign dsel[gi*NO + go] = code == go[PB-1:0];
                 end
@@ -184,6 +245,11 @@ module velo_switch #(
     assign o_ready[0]      = lout_ready;
     assign o_ready[NP:1]   = out_ready;
     assign o_ready[DROP]   = 1'b1;
+    generate
+        if (NLOC > 1) begin : g_ordy2
+            assign o_ready[LO2] = lout2_ready;
+        end
+    endgenerate
 
     generate
         for (go = 0; go < NO; go = go + 1) begin : g_arb
@@ -197,6 +263,8 @@ module velo_switch #(
                 wire may;
                 if (go == 0) begin : g_loc
                     assign may = lout_ready;
+                end else if (go == LO2) begin : g_loc2
+                    assign may = lout2_ready;
                 end else if (go == DROP) begin : g_drop
                     assign may = 1'b1;
                 end else begin : g_net
@@ -285,7 +353,7 @@ module velo_switch #(
             wire [1:0]  vc_o;
             if (go >= 1 && go <= NP) begin : g_net
                 assign vc_o = {vin[1], port_dateline[go-1] || (vin[0] && sm)};
-            end else begin : g_loc
+            end else begin : g_loc  // local outputs and the drop sink
                 assign vc_o = vin;  // local output: VC unchanged
             end
             assign x_valid[go] = v;
@@ -308,6 +376,20 @@ module velo_switch #(
     assign out_data   = x_data[LINK_W +: NP*LINK_W];
     assign out_last   = x_last[NP:1];
     assign out_bad    = x_bad[NP:1];
+    generate
+        if (NLOC > 1) begin : g_lout2
+            assign lout2_valid = x_valid[LO2];
+            assign lout2_data  = x_data[LO2*LINK_W +: LINK_W];
+            assign lout2_last  = x_last[LO2];
+            assign lout2_bad   = x_bad[LO2];
+        end else begin : g_nolout2
+            assign lout2_valid = 1'b0;
+            assign lout2_data  = {LINK_W{1'b0}};
+            assign lout2_last  = 1'b0;
+            assign lout2_bad   = 1'b0;
+            wire unused_l2o = &{1'b0, lout2_ready};
+        end
+    endgenerate
     wire unused_ok = &{1'b0, x_data[DROP*LINK_W +: LINK_W], x_bad[DROP], same[NO-1:0]};
 endmodule
 `default_nettype wire

@@ -20,6 +20,15 @@
 // read-modify-write: an entry sets its bit, a software write-1-to-clear of the same word in the
 // same cycle is merged into that write (the entry's bit stays set), one of another word waits a
 // cycle.
+//
+// RMA (parameter RMA = 1, docs/rma.md §5): the RMA block (IRQ.NEXT reads the spec's value, the
+// RMA block; with RMA = 0 IRQ.NEXT reads 0, IRQ is the last block and nothing of RMA exists), the
+// notification queue table (RAMs like the mailbox table, read port and write-pointer port shared
+// with velo_rma_notify, which has priority), NQ_RP
+// in the user pages, the ATU's region and page tables (write-only: every write is forwarded to
+// the ATU's configuration port, waiting while it is busy clearing after reset), the RMA counters
+// (read through rcnt_*), and two more copies of the route table for the RMA engines' read ports
+// (written together with the first, so they never differ).
 `default_nettype none
 `include "velo_spec.vh"
 module velo_regfile #(
@@ -32,7 +41,11 @@ module velo_regfile #(
     parameter integer PB        = 2,   // route code bits per hop (reported in NET.PORTS)
     parameter integer NVC       = 4,   // virtual channels per link (reported)
     parameter integer VC_DEPTH  = 64,  // receive buffer per VC in flits (reported)
-    parameter integer NCNT_IDX_W = 6   // link counter index width: port * 8 + counter
+    parameter integer NCNT_IDX_W = 6,  // link counter index width: port * 8 + counter
+    parameter integer RMA         = 0,  // 1: the RMA block, tables and ports are implemented
+    parameter integer REGION_BITS = 8,  // RMA: ATU region index width (reported in RMA.CAPS)
+    parameter integer PTE_BITS    = 12, // RMA: ATU page table index width (reported)
+    parameter integer RMA_MTU     = 48  // RMA: data bytes per packet (reported)
 ) (
     input  wire                 clk,
     input  wire                 rst,          // synchronous, active high
@@ -106,7 +119,45 @@ module velo_regfile #(
     input  wire                 cmt_valid,
     input  wire [VPID_BITS-1:0] cmt_vpid,
     output reg                  irq_valid,
-    input  wire                 irq_ready
+    input  wire                 irq_ready,
+    // ---- RMA (used with RMA = 1)
+    output wire                 rma_enable,   // RMA.CONTROL.ENABLE
+    input  wire                 rma_busy,     // RMA.STATUS.BUSY
+    output wire [REGION_BITS-1:0] rq_region,  // RMA.QUIESCE_REGION
+    input  wire                 rq_busy,      // RMA.QUIESCE_STATUS.BUSY
+    // route table read ports of the RMA initiator and target (data the cycle after *_re)
+    input  wire                 rt2_re,
+    input  wire [NODE_BITS-1:0] rt2_node,
+    output wire [14:0]          rt2_data,
+    input  wire                 rt3_re,
+    input  wire [NODE_BITS-1:0] rt3_node,
+    output wire [14:0]          rt3_data,
+    // ATU table writes (RMA_REGION, RMA_PTE)
+    output wire                 acfg_valid,
+    input  wire                 acfg_ready,
+    output wire                 acfg_pte,
+    output wire [15:0]          acfg_idx,
+    output wire [2:0]           acfg_reg,
+    output wire [31:0]          acfg_data,
+    // notification queue table port of velo_rma_notify
+    input  wire                 nq_re,
+    input  wire [VPID_BITS-1:0] nq_vpid,
+    output wire [57:0]          nq_base,
+    output wire                 nq_en,
+    output wire [4:0]           nq_log2,
+    output wire [16:0]          nq_wp,
+    output wire [16:0]          nq_rp,
+    input  wire                 nq_wp_we,
+    input  wire [VPID_BITS-1:0] nq_wp_vpid,
+    input  wire [16:0]          nq_wp_data,
+    output reg                  nq_sw_wr,     // software wrote the queue table row or NQ_RP of ...
+    output reg  [VPID_BITS-1:0] nq_sw_wr_vpid,// ... this vpid
+    // RMA counters (read combinationally, cleared by a write) and the BAR4 read event
+    output wire [4:0]           rcnt_idx,
+    input  wire [31:0]          rcnt_data,
+    output reg                  rcnt_clr,
+    output reg  [4:0]           rcnt_clr_idx,
+    output reg                  ev_rma_read
 );
     localparam integer NV = 1 << VPID_BITS;
     localparam [31:0] MSG_MAX = `VELO_MSG_MAX;
@@ -129,6 +180,17 @@ module velo_regfile #(
     localparam [20:0] PND_LO  = `VELO_TBL_IRQ_PENDING_BASE;
     localparam [31:0] PND_HI  = {11'd0, PND_LO} + NPW * 4;
     localparam [31:0] NPW32   = NPW;
+    localparam integer NRG    = 1 << REGION_BITS;
+    localparam integer NPTE   = 1 << PTE_BITS;
+    localparam [20:0] NQ_LO   = `VELO_TBL_RMA_NQ_TABLE_BASE;
+    localparam [31:0] NQ_HI   = {11'd0, NQ_LO} + NV * 16;
+    localparam [20:0] RG_LO   = `VELO_TBL_RMA_REGION_BASE;
+    localparam [31:0] RG_HI   = {11'd0, RG_LO} + NRG * 32;
+    localparam [20:0] PTE_LO  = `VELO_TBL_RMA_PTE_BASE;
+    localparam [31:0] PTE_HI  = {11'd0, PTE_LO} + NPTE * 8;
+    localparam [20:0] RC_LO   = `VELO_REG_RMA_CNT_BASE;
+    localparam [31:0] RC_HI   = {11'd0, RC_LO} + 4 * `VELO_RMA_CNT_NUM;
+    localparam [20:0] RB_LO   = `VELO_BLK_RMA_BASE;
     localparam [2:0] R_INIT = 3'd0, R_IDLE = 3'd1, R_DRAIN = 3'd2, R_WR = 3'd3,
                      R_RD = 3'd4, R_RDW = 3'd5, R_CPL = 3'd6;
 
@@ -143,6 +205,8 @@ module velo_regfile #(
     reg [VPID_BITS-1:0] quiesce_vpid;
     reg        irq_en;         // IRQ.CTRL.ENABLE
     reg [31:0] irq_count;      // IRQ.COUNT
+    reg        rma_en;         // RMA.CONTROL.ENABLE
+    reg [REGION_BITS-1:0] rma_qregion;  // RMA.QUIESCE_REGION
 
     reg [20:0] a;          // current register offset (DW aligned)
     reg        two;        // 2-DW access
@@ -226,6 +290,21 @@ module velo_regfile #(
     wire [VPID_BITS-1:0] tv = in_user ? a[12 +: VPID_BITS] : a[4 +: VPID_BITS];
     wire [1:0] tfield = a[3:2];
     wire in_cnt  = (a >= CNT_LO) && ({11'd0, a} < CNT_HI);
+    // RMA address ranges (none with RMA = 0)
+    wire has_rma = (RMA != 0);
+    wire in_rblk = has_rma && (a >= RB_LO) && (a < RB_LO + 21'h100);
+    wire in_rcnt = has_rma && (a >= RC_LO) && ({11'd0, a} < RC_HI);
+    wire in_nq   = has_rma && (a >= NQ_LO) && ({11'd0, a} < NQ_HI);
+    wire in_nqrp = has_rma && (a >= USR_LO) && ({11'd0, a} < USR_HI) && (a[11:0] == 12'd4);
+    wire in_rg   = has_rma && (a >= RG_LO) && ({11'd0, a} < RG_HI);
+    wire in_pte  = has_rma && (a >= PTE_LO) && ({11'd0, a} < PTE_HI);
+    wire [VPID_BITS-1:0] ntv = in_nqrp ? a[12 +: VPID_BITS] : a[4 +: VPID_BITS];
+    wire [20:0] rc_off  = a - RC_LO;
+    wire [20:0] rg_off  = a - RG_LO;
+    wire [20:0] pte_off = a - PTE_LO;
+    assign rcnt_idx = rc_off[6:2];
+    assign rma_enable = rma_en;
+    assign rq_region  = rma_qregion;
     wire in_pnd  = (a >= PND_LO) && ({11'd0, a} < PND_HI);
     wire [20:0] pnd_off = a - PND_LO;
     wire [PWA-1:0] pnd_w = pnd_off[2 +: PWA];   // pending word
@@ -236,7 +315,7 @@ module velo_regfile #(
     wire [20:0] cnt_off = a - CNT_LO;
     assign cnt_idx = cnt_off[2 +: CNT_IDX_W];
     wire unused_ok = &{1'b0, req_addr[31:21], cnt_off, np_off, np_cidx[5], np_cidx[1:0], pnd_off,
-                       NPW32};
+                       NPW32, rc_off, rg_off, pte_off};
     genvar gp;
     generate
         for (gp = 0; gp < NP; gp = gp + 1) begin : g_pcfg
@@ -247,6 +326,40 @@ module velo_regfile #(
     wire [3:0] NP4 = NP32[3:0], PB4 = PB32[3:0], NVC4 = NVC32[3:0];
     wire [7:0] VCD8 = VCD32[7:0];
     wire unused_par = &{1'b0, NP32[31:4], PB32[31:4], NVC32[31:4], VCD32[31:8]};
+
+    // RMA block registers (combinational read)
+    localparam [31:0] RGB32 = REGION_BITS, PTB32 = PTE_BITS, MTU32 = RMA_MTU;
+    reg [31:0] rma_rd;
+    reg        rma_wr_ok;
+    always @(*) begin
+        rma_rd = 32'd0;
+        rma_wr_ok = 1'b0;
+        case (a)
+            RB_LO + `VELO_BLKHDR_TYPE:    rma_rd = `VELO_BLK_RMA_TYPE;
+            RB_LO + `VELO_BLKHDR_VERSION: rma_rd = `VELO_BLK_RMA_VERSION;
+            RB_LO + `VELO_BLKHDR_NEXT:    rma_rd = {11'd0, `VELO_BLK_RMA_NEXT};
+            `VELO_REG_RMA_CAPS: begin
+                rma_rd[`VELO_REG_RMA_CAPS_REGION_BITS] = RGB32[4:0];
+                rma_rd[`VELO_REG_RMA_CAPS_PTE_BITS]    = PTB32[4:0];
+                rma_rd[`VELO_REG_RMA_CAPS_MTU]         = MTU32[7:0];
+            end
+            `VELO_REG_RMA_CONTROL: begin rma_rd[`VELO_REG_RMA_CONTROL_ENABLE] = rma_en; rma_wr_ok = 1'b1; end
+            `VELO_REG_RMA_STATUS:  rma_rd[`VELO_REG_RMA_STATUS_BUSY] = rma_busy;
+            `VELO_REG_RMA_QUIESCE_REGION: begin rma_rd = {{(32-REGION_BITS){1'b0}}, rma_qregion}; rma_wr_ok = 1'b1; end
+            `VELO_REG_RMA_QUIESCE_STATUS: rma_rd[`VELO_REG_RMA_QUIESCE_STATUS_BUSY] = rq_busy;
+            `VELO_REG_RMA_REGION_OFFSET:  rma_rd = {11'd0, `VELO_TBL_RMA_REGION_BASE};
+            `VELO_REG_RMA_PTE_OFFSET:     rma_rd = {11'd0, `VELO_TBL_RMA_PTE_BASE};
+            `VELO_REG_RMA_NQ_OFFSET:      rma_rd = {11'd0, `VELO_TBL_RMA_NQ_TABLE_BASE};
+            `VELO_REG_RMA_CNT_COUNT:      rma_rd = `VELO_RMA_CNT_NUM;
+            default: begin
+                if (in_rcnt) begin
+                    rma_rd = rcnt_data;
+                    rma_wr_ok = 1'b1;
+                end
+            end
+        endcase
+    end
+    wire unused_rp = &{1'b0, RGB32[31:5], PTB32[31:5], MTU32[31:8]};
 
     // global registers (combinational read)
     reg [31:0] g_rd;
@@ -307,14 +420,17 @@ module velo_regfile #(
             `VELO_REG_NET_DROP_NO_ROUTE: begin g_rd = no_route; g_wr_ok = 1'b1; end
             `VELO_BLK_IRQ_BASE + `VELO_BLKHDR_TYPE:    g_rd = `VELO_BLK_IRQ_TYPE;
             `VELO_BLK_IRQ_BASE + `VELO_BLKHDR_VERSION: g_rd = `VELO_BLK_IRQ_VERSION;
-            `VELO_BLK_IRQ_BASE + `VELO_BLKHDR_NEXT:    g_rd = {11'd0, `VELO_BLK_IRQ_NEXT};
+            `VELO_BLK_IRQ_BASE + `VELO_BLKHDR_NEXT:    g_rd = has_rma ? {11'd0, `VELO_BLK_IRQ_NEXT} : 32'd0;
             `VELO_REG_IRQ_CTRL:  begin g_rd[`VELO_REG_IRQ_CTRL_ENABLE] = irq_en; g_wr_ok = 1'b1; end
             `VELO_REG_IRQ_ARM:   g_wr_ok = arm_ok;
             `VELO_REG_IRQ_COUNT: begin g_rd = irq_count; g_wr_ok = 1'b1; end
             `VELO_REG_IRQ_PENDING_OFFSET: g_rd = {11'd0, `VELO_TBL_IRQ_PENDING_BASE};
             `VELO_REG_IRQ_PENDING_WORDS:  g_rd = NPW32;
             default: begin
-                if (in_pnd) begin
+                if (in_rblk) begin
+                    g_rd = rma_rd;
+                    g_wr_ok = rma_wr_ok;
+                end else if (in_pnd) begin
                     g_rd = pnd_rd;
                     g_wr_ok = 1'b1;
                 end else if (in_cnt) begin
@@ -340,6 +456,7 @@ module velo_regfile #(
     wire        init_busy = (st == R_INIT);
     wire        sw_re     = (st == R_RD) && (in_tbl || in_user) && !tbl_re;
     wire        rt_sw_re  = (st == R_RD) && in_rt && !rt_re;
+    wire        nq_sw_re  = (st == R_RD) && (in_nq || in_nqrp) && !nq_re;
     wire        ram_re    = tbl_re || sw_re;
     wire [VPID_BITS-1:0] ram_ra = tbl_re ? tbl_vpid : tv;
 
@@ -347,9 +464,12 @@ module velo_regfile #(
     wire        wr_tbl  = do_wr && in_tbl;
     wire        wr_user = do_wr && in_user;
     wire        wp_busy = wr_tbl && tfield == 2'd3 && wp_we;  // the completer has the port
+    wire        wr_nq   = do_wr && in_nq;
+    wire        nwp_busy = wr_nq && tfield == 2'd3 && nq_wp_we; // the notification writer has the port
+    wire        acfg_busy = do_wr && (in_rg || in_pte) && !acfg_ready; // the ATU is clearing
     wire        arm_busy;                                     // the interrupt unit has the arm port ...
     wire        pnd_busy;                                     // ... or the pending port
-    wire        wr_busy = wp_busy || arm_busy || pnd_busy;
+    wire        wr_busy = wp_busy || arm_busy || pnd_busy || nwp_busy || acfg_busy;
     wire        we_lo   = init_busy || (wr_tbl && tfield == 2'd0);
     wire        we_hi   = init_busy || (wr_tbl && tfield == 2'd1);
     wire        we_cfg  = init_busy || (wr_tbl && tfield == 2'd2 && !arm_busy);
@@ -381,6 +501,13 @@ module velo_regfile #(
         .clk(clk), .we(we_rp), .waddr(wa), .wdata(init_busy ? 17'd0 : wd[16:0]),
         .re(ram_re), .raddr(ram_ra), .rdata(r_rp));
 
+    // ATU table writes: forwarded one DW at a time
+    assign acfg_valid = do_wr && (in_rg || in_pte) && !(wp_busy || arm_busy || pnd_busy);
+    assign acfg_pte   = in_pte;
+    assign acfg_idx   = in_pte ? pte_off[18:3] : {rg_off[20:5]};
+    assign acfg_reg   = in_pte ? {2'b00, pte_off[2]} : rg_off[4:2];
+    assign acfg_data  = wd;
+
     // route table: {VALID, ROUTE}; the requester's reads have priority
     wire [14:0] r_rt;
     velo_sdp_ram #(.W(15), .ADDR_W(NODE_BITS)) u_rt (
@@ -388,6 +515,59 @@ module velo_regfile #(
         .wdata(init_busy ? 15'd0 : {wd[`VELO_TBL_ROUTE_TABLE_ROUTE_VALID_LSB], wd[`VELO_TBL_ROUTE_TABLE_ROUTE_ROUTE]}),
         .re(rt_re || rt_sw_re), .raddr(rt_re ? rt_node : rt_sw_node), .rdata(r_rt));
     assign rt_data = r_rt;
+
+    // ------------------------------------------------------------------ RMA tables
+    generate
+        if (RMA != 0) begin : g_rma_tbl
+            // route table copies for the RMA engines (same writes)
+            velo_sdp_ram #(.W(15), .ADDR_W(NODE_BITS)) u_rt2 (
+                .clk(clk), .we(we_rt), .waddr(init_busy ? init_idx[NODE_BITS-1:0] : rt_sw_node),
+                .wdata(init_busy ? 15'd0 : {wd[`VELO_TBL_ROUTE_TABLE_ROUTE_VALID_LSB], wd[`VELO_TBL_ROUTE_TABLE_ROUTE_ROUTE]}),
+                .re(rt2_re), .raddr(rt2_node), .rdata(rt2_data));
+            velo_sdp_ram #(.W(15), .ADDR_W(NODE_BITS)) u_rt3 (
+                .clk(clk), .we(we_rt), .waddr(init_busy ? init_idx[NODE_BITS-1:0] : rt_sw_node),
+                .wdata(init_busy ? 15'd0 : {wd[`VELO_TBL_ROUTE_TABLE_ROUTE_VALID_LSB], wd[`VELO_TBL_ROUTE_TABLE_ROUTE_ROUTE]}),
+                .re(rt3_re), .raddr(rt3_node), .rdata(rt3_data));
+            // notification queue table: the writer's reads and write-pointer updates have priority
+            wire nre = nq_re || nq_sw_re;
+            wire [VPID_BITS-1:0] nra = nq_re ? nq_vpid : ntv;
+            wire [VPID_BITS-1:0] nwa = init_busy ? init_idx[VPID_BITS-1:0] : ntv;
+            wire [5:0] ncfg_w = {wd[`VELO_TBL_RMA_NQ_TABLE_NQ_CFG_LOG2_ENTRIES], wd[`VELO_TBL_RMA_NQ_TABLE_NQ_CFG_ENABLE]};
+            wire [25:0] n_lo;
+            wire [31:0] n_hi;
+            wire [5:0]  n_cfg;
+            velo_sdp_ram #(.W(26), .ADDR_W(VPID_BITS)) u_nlo (
+                .clk(clk), .we(init_busy || (wr_nq && tfield == 2'd0)), .waddr(nwa),
+                .wdata(init_busy ? 26'd0 : wd[31:6]), .re(nre), .raddr(nra), .rdata(n_lo));
+            velo_sdp_ram #(.W(32), .ADDR_W(VPID_BITS)) u_nhi (
+                .clk(clk), .we(init_busy || (wr_nq && tfield == 2'd1)), .waddr(nwa),
+                .wdata(init_busy ? 32'd0 : wd), .re(nre), .raddr(nra), .rdata(n_hi));
+            velo_sdp_ram #(.W(6), .ADDR_W(VPID_BITS)) u_ncfg (
+                .clk(clk), .we(init_busy || (wr_nq && tfield == 2'd2)), .waddr(nwa),
+                .wdata(init_busy ? 6'd0 : ncfg_w), .re(nre), .raddr(nra), .rdata(n_cfg));
+            velo_sdp_ram #(.W(17), .ADDR_W(VPID_BITS)) u_nwp (
+                .clk(clk), .we(nq_wp_we || init_busy || (wr_nq && tfield == 2'd3)),
+                .waddr(nq_wp_we ? nq_wp_vpid : nwa),
+                .wdata(nq_wp_we ? nq_wp_data : (init_busy ? 17'd0 : wd[16:0])),
+                .re(nre), .raddr(nra), .rdata(nq_wp));
+            velo_sdp_ram #(.W(17), .ADDR_W(VPID_BITS)) u_nrp (
+                .clk(clk), .we(init_busy || (do_wr && in_nqrp)), .waddr(nwa),
+                .wdata(init_busy ? 17'd0 : wd[16:0]), .re(nre), .raddr(nra), .rdata(nq_rp));
+            assign nq_base = {n_hi, n_lo};
+            assign nq_en   = n_cfg[0];
+            assign nq_log2 = n_cfg[5:1];
+        end else begin : g_no_rma_tbl
+            assign rt2_data = 15'd0;
+            assign rt3_data = 15'd0;
+            assign nq_base  = 58'd0;
+            assign nq_en    = 1'b0;
+            assign nq_log2  = 5'd0;
+            assign nq_wp    = 17'd0;
+            assign nq_rp    = 17'd0;
+            wire unused_nq = &{1'b0, rt2_re, rt2_node, rt3_re, rt3_node, nq_re, nq_vpid, nq_wp_we, nq_wp_vpid,
+                               nq_wp_data, nq_sw_re, nwp_busy};
+        end
+    endgenerate
 
     assign tbl_base = {r_hi, r_lo};
     assign tbl_en   = r_cfg[0];
@@ -453,7 +633,19 @@ module velo_regfile #(
     reg [31:0] t_rd;  // RAM-backed register as software sees it
     always @(*) begin
         t_rd = 32'd0;
-        if (in_rt) begin
+        if (in_nqrp) begin
+            t_rd = {15'd0, nq_rp};
+        end else if (in_nq) begin
+            case (tfield)
+                2'd0: t_rd = {nq_base[25:0], 6'd0};
+                2'd1: t_rd = nq_base[57:26];
+                2'd2: begin
+                    t_rd[`VELO_TBL_RMA_NQ_TABLE_NQ_CFG_ENABLE]       = nq_en;
+                    t_rd[`VELO_TBL_RMA_NQ_TABLE_NQ_CFG_LOG2_ENTRIES] = nq_log2;
+                end
+                default: t_rd = {15'd0, nq_wp};
+            endcase
+        end else if (in_rt) begin
             t_rd[`VELO_TBL_ROUTE_TABLE_ROUTE_VALID] = r_rt[14];
             t_rd[`VELO_TBL_ROUTE_TABLE_ROUTE_ROUTE] = r_rt[13:0];
         end else if (in_user) begin
@@ -504,6 +696,13 @@ module velo_regfile #(
             irq_en         <= 1'b0;
             irq_count      <= 32'd0;
             irq_valid      <= 1'b0;
+            rma_en         <= 1'b0;
+            rma_qregion    <= {REGION_BITS{1'b0}};
+            nq_sw_wr       <= 1'b0;
+            nq_sw_wr_vpid  <= {VPID_BITS{1'b0}};
+            rcnt_clr       <= 1'b0;
+            rcnt_clr_idx   <= 5'd0;
+            ev_rma_read    <= 1'b0;
             a              <= 21'd0;
             two            <= 1'b0;
             second         <= 1'b0;
@@ -513,6 +712,9 @@ module velo_regfile #(
             cnt_clr        <= 1'b0;
             ncnt_clr       <= 1'b0;
             ev_window_read <= 1'b0;
+            nq_sw_wr       <= 1'b0;
+            rcnt_clr       <= 1'b0;
+            ev_rma_read    <= 1'b0;
             if (ev_no_route && no_route != 32'hFFFF_FFFF) no_route <= no_route + 32'd1;
             irq_valid <= irq_hold || irq_raise;
             if (irq_raise && !irq_hold) irq_count <= irq_count + 32'd1;  // a write clear wins
@@ -540,7 +742,8 @@ module velo_regfile #(
                             st_after_drain <= (is_mrd && on_bar0 && len_ok) ? R_RD : R_CPL;
                             if (!(is_mrd && on_bar0 && len_ok)) begin
                                 ur <= 1'b1;
-                                ev_window_read <= is_mrd && !on_bar0;
+                                ev_window_read <= is_mrd && !on_bar0 && !(has_rma && in_bar == `VELO_BAR_RMA);
+                                ev_rma_read    <= is_mrd && has_rma && in_bar == `VELO_BAR_RMA;
                                 ev_bad_access  <= is_mrd && on_bar0;
                                 ev_unsupported <= !is_mrd;
                             end
@@ -568,6 +771,12 @@ module velo_regfile #(
                                 `VELO_REG_IRQ_COUNT:         irq_count    <= 32'd0;
                                 default: ;
                             endcase
+                            if (in_rblk && a == `VELO_REG_RMA_CONTROL) rma_en <= wd[`VELO_REG_RMA_CONTROL_ENABLE_LSB];
+                            if (in_rblk && a == `VELO_REG_RMA_QUIESCE_REGION) rma_qregion <= wd[REGION_BITS-1:0];
+                            if (in_rcnt) begin
+                                rcnt_clr     <= 1'b1;
+                                rcnt_clr_idx <= rcnt_idx;
+                            end
                             if (in_cnt) begin
                                 cnt_clr     <= 1'b1;
                                 cnt_clr_idx <= cnt_idx;
@@ -581,6 +790,11 @@ module velo_regfile #(
                         end else if (in_tbl || in_user || in_rt) begin
                             sw_wr      <= !in_rt;
                             sw_wr_vpid <= tv;
+                        end else if (in_nq || in_nqrp) begin
+                            nq_sw_wr      <= 1'b1;
+                            nq_sw_wr_vpid <= ntv;
+                        end else if (in_rg || in_pte) begin
+                            // forwarded to the ATU (acfg_*)
                         end else begin
                             ev_bad_access <= 1'b1;
                         end
@@ -593,9 +807,9 @@ module velo_regfile #(
                     end
                 end
                 R_RD: begin
-                    if (in_tbl || in_user || in_rt) begin
+                    if (in_tbl || in_user || in_rt || in_nq || in_nqrp) begin
                         // RAM-backed: use the read port when the completer (requester) leaves it free
-                        if (sw_re || rt_sw_re) st <= R_RDW;
+                        if (sw_re || rt_sw_re || nq_sw_re) st <= R_RDW;
                     end else begin
                         if (second) rdata[63:32] <= g_rd;
                         else        rdata[31:0]  <= g_rd;

@@ -9,6 +9,16 @@
 // Packets pass through forwarding hops without leaving the switch and links; a packet found bad
 // after cut-through forwarding began arrives marked bad and the completer drops it.
 //
+// RMA (parameter RMA = 1, docs/rma.md §6): one velo_rma block (command decoder, ATU, DMA read
+// engine, initiator, target, notification writer). BAR4 writes and all completions reach it from
+// the TLP demux; its TLPs go to the upstream arbiter's port c (after the completer, before the
+// register file's completions). Its request packets share the switch's local input with the
+// requester (packet merge, round robin); the switch has a second local port pair (NLOC = 2) for
+// the response class: the target's responses enter there and responses for this node leave there
+// to the initiator, so a response never waits behind a request at either end. Request-class
+// packets for this node are split by TYPE after the local output: RMA_PUT/RMA_GET to the target,
+// the rest to the completer. With RMA = 0 (small boards, TLP_W = 128) none of this exists.
+//
 // Interrupts: the completer reports every entry whose last TLP was accepted on tx; the register
 // file's IRQ block turns a report for an armed vpid into a PENDING bit and a request on
 // irq_valid/irq_ready (one interrupt, MSI vector 0; the board makes it an MSI).
@@ -29,6 +39,11 @@ module velo_nic #(
     parameter integer NP            = 2,   // network ports (1..6): 1 or 2 for a pair or ring, 4 for a 2D torus
     parameter integer VC_DEPTH      = 64,  // switch receive buffer per (port, VC), in flits (<= 127)
     parameter integer REPLAY_DEPTH  = 256, // link replay buffer per port, in flits (power of two)
+    parameter integer RMA           = (TLP_W == 64) ? 1 : 0,  // 1: RMA unit (needs TLP_W = 64)
+    parameter integer RMA_REGION_BITS = 8,  // RMA: ATU regions (spec param RMA_REGION_BITS)
+    parameter integer RMA_PTE_BITS  = 12,  // RMA: ATU page table entries (spec param RMA_PTE_BITS)
+    parameter integer RMA_MTU       = 48,  // RMA: data bytes per packet (spec param RMA_MTU; <= 48 with today's link)
+    parameter integer RMA_TAG_BITS  = 4,  // RMA: 2^n initiator commands outstanding
     parameter integer NVC           = `VELO_NVC, // virtual channels (1..4): VCs 0..NVC-1 (spec NVC: 4)
     parameter integer SWITCH_LITE   = 0,   // 1: velo_switch_lite instead of velo_switch (NP = 1 only)
     parameter integer COUNTERS      = 1,   // 1: the 16 event counters; 0: they read as 0
@@ -77,8 +92,11 @@ module velo_nic #(
     wire [2:0]       reg_bar;
     wire [TLP_W-1:0] reg_data;
     wire             ev_bad_bar, ev_unsup_dmx;
+    wire             w4_valid, w4_ready, w4_sop, w4_eop, hc_valid, hc_ready, hc_sop, hc_eop;
+    wire [127:0]     w4_hdr, hc_hdr;
+    wire [TLP_W-1:0] w4_data, hc_data;
 
-    velo_tlp_rx_demux #(.TLP_W(TLP_W)) u_demux (
+    velo_tlp_rx_demux #(.TLP_W(TLP_W), .RMA(RMA)) u_demux (
         .clk(clk), .rst(rst),
         .in_valid(rx_valid), .in_ready(rx_ready), .in_sop(rx_sop), .in_eop(rx_eop),
         .in_hdr(rx_hdr), .in_bar(rx_bar), .in_data(rx_data),
@@ -86,6 +104,10 @@ module velo_nic #(
         .req_hdr(req_hdr), .req_data(req_data),
         .reg_valid(reg_valid), .reg_ready(reg_ready), .reg_sop(reg_sop), .reg_eop(reg_eop),
         .reg_hdr(reg_hdr), .reg_bar(reg_bar), .reg_data(reg_data),
+        .rma_valid(w4_valid), .rma_ready(w4_ready), .rma_sop(w4_sop), .rma_eop(w4_eop), .rma_hdr(w4_hdr),
+        .rma_data(w4_data),
+        .cpl_valid(hc_valid), .cpl_ready(hc_ready), .cpl_sop(hc_sop), .cpl_eop(hc_eop), .cpl_hdr(hc_hdr),
+        .cpl_data(hc_data),
         .ev_bad_bar(ev_bad_bar), .ev_unsupported(ev_unsup_dmx));
 
     // ---------------------------------------------------------------- register file
@@ -115,10 +137,24 @@ module velo_nic #(
     wire [TLP_W-1:0] c_data;
     wire             cmt_valid;
     wire [VPID_BITS-1:0] cmt_vpid;
+    // register file <-> RMA unit
+    wire        rma_en, rma_busy, rq_busy, rt2_re, rt3_re, acfg_valid, acfg_ready, acfg_pte;
+    wire [RMA_REGION_BITS-1:0] rq_region;
+    wire [NODE_BITS-1:0] rt2_node, rt3_node;
+    wire [14:0] rt2_data, rt3_data;
+    wire [15:0] acfg_idx;
+    wire [2:0]  acfg_reg;
+    wire [31:0] acfg_data, rcnt_data;
+    wire        nq_re, nq_en, nq_wp_we, nq_sw_wr, rcnt_clr, ev_rma_read, nq_q_busy;
+    wire [VPID_BITS-1:0] nq_vpid, nq_wp_vpid, nq_sw_wr_vpid;
+    wire [57:0] nq_base;
+    wire [4:0]  nq_log2, rcnt_idx, rcnt_clr_idx;
+    wire [16:0] nq_wp, nq_rp, nq_wp_data;
 
     velo_regfile #(.TLP_W(TLP_W), .VPID_BITS(VPID_BITS), .NODE_BITS(NODE_BITS), .LINK_W(LINK_W),
                    .CNT_IDX_W(5), .NP(NP), .PB(PB), .NVC(NVC), .VC_DEPTH(VC_DEPTH),
-                   .NCNT_IDX_W(6)) u_regs (
+                   .NCNT_IDX_W(6), .RMA(RMA), .REGION_BITS(RMA_REGION_BITS), .PTE_BITS(RMA_PTE_BITS),
+                   .RMA_MTU(RMA_MTU)) u_regs (
         .clk(clk), .rst(rst), .cpl_id(cfg_id),
         .in_valid(reg_valid), .in_ready(reg_ready), .in_sop(reg_sop), .in_eop(reg_eop),
         .in_hdr(reg_hdr), .in_bar(reg_bar), .in_data(reg_data),
@@ -132,10 +168,20 @@ module velo_nic #(
         .rt_re(rt_re), .rt_node(rt_node), .rt_data(rt_data),
         .port_cfg(port_cfg), .port_up(port_up), .ncnt_idx(ncnt_idx), .ncnt_data(ncnt_data),
         .ncnt_clr(ncnt_clr), .ncnt_clr_idx(ncnt_clr_idx), .ev_no_route(ev_no_route),
-        .link_up(link_up), .cpl_busy(cpl_busy), .q_vpid(q_vpid), .q_busy(q_busy),
+        .link_up(link_up), .cpl_busy(cpl_busy), .q_vpid(q_vpid), .q_busy(q_busy || nq_q_busy),
         .cnt_idx(cnt_idx), .cnt_data(cnt_data), .cnt_clr(cnt_clr), .cnt_clr_idx(cnt_clr_idx),
         .ev_window_read(ev_window_read), .ev_unsupported(ev_unsup_reg), .ev_bad_access(ev_bad_access),
-        .cmt_valid(cmt_valid), .cmt_vpid(cmt_vpid), .irq_valid(irq_valid), .irq_ready(irq_ready));
+        .cmt_valid(cmt_valid), .cmt_vpid(cmt_vpid), .irq_valid(irq_valid), .irq_ready(irq_ready),
+        .rma_enable(rma_en), .rma_busy(rma_busy), .rq_region(rq_region), .rq_busy(rq_busy),
+        .rt2_re(rt2_re), .rt2_node(rt2_node), .rt2_data(rt2_data), .rt3_re(rt3_re), .rt3_node(rt3_node),
+        .rt3_data(rt3_data),
+        .acfg_valid(acfg_valid), .acfg_ready(acfg_ready), .acfg_pte(acfg_pte), .acfg_idx(acfg_idx),
+        .acfg_reg(acfg_reg), .acfg_data(acfg_data),
+        .nq_re(nq_re), .nq_vpid(nq_vpid), .nq_base(nq_base), .nq_en(nq_en), .nq_log2(nq_log2), .nq_wp(nq_wp),
+        .nq_rp(nq_rp), .nq_wp_we(nq_wp_we), .nq_wp_vpid(nq_wp_vpid), .nq_wp_data(nq_wp_data),
+        .nq_sw_wr(nq_sw_wr), .nq_sw_wr_vpid(nq_sw_wr_vpid),
+        .rcnt_idx(rcnt_idx), .rcnt_data(rcnt_data), .rcnt_clr(rcnt_clr), .rcnt_clr_idx(rcnt_clr_idx),
+        .ev_rma_read(ev_rma_read));
 
     // ---------------------------------------------------------------- requester
     wire        p_valid, p_ready, p_last;
@@ -152,16 +198,50 @@ module velo_nic #(
         .ev_tx_msg(ev_tx_msg), .ev_tx_frag(ev_tx_frag), .ev_drop_disabled(ev_tx_dis),
         .ev_drop_malformed(ev_tx_mal), .ev_drop_too_long(ev_tx_long), .ev_drop_cross_page(ev_tx_page));
 
+    // local injection, request class: the requester's packets and the RMA initiator's, merged
+    wire        rq_valid, rq_ready, rq_last;     // RMA initiator's request packets
+    wire [63:0] rq_data;
+    wire [2:0]  rq_lnb;
+    wire        m_valid, m_ready, m_last;
+    wire [63:0] m_data;
+    wire [2:0]  m_lnb;
+    generate
+        if (RMA != 0) begin : g_merge
+            velo_pkt_merge u_pmerge (
+                .clk(clk), .rst(rst),
+                .a_valid(p_valid), .a_ready(p_ready), .a_data(p_data), .a_last(p_last), .a_lnb(p_lnb),
+                .b_valid(rq_valid), .b_ready(rq_ready), .b_data(rq_data), .b_last(rq_last), .b_lnb(rq_lnb),
+                .out_valid(m_valid), .out_ready(m_ready), .out_data(m_data), .out_last(m_last), .out_lnb(m_lnb));
+        end else begin : g_nomerge
+            assign m_valid = p_valid;  assign p_ready = m_ready;  assign m_data = p_data;
+            assign m_last  = p_last;   assign m_lnb   = p_lnb;    assign rq_ready = 1'b0;
+            wire unused_rq = &{1'b0, rq_valid, rq_data, rq_last, rq_lnb};
+        end
+    endgenerate
+
     wire              li_valid, li_ready, li_last;
     wire [LINK_W-1:0] li_data;
     velo_flit_tx #(.LINK_W(LINK_W)) u_ftx (
         .clk(clk), .rst(rst),
-        .pkt_valid(p_valid), .pkt_ready(p_ready), .pkt_data(p_data), .pkt_last(p_last), .pkt_lnb(p_lnb),
+        .pkt_valid(m_valid), .pkt_ready(m_ready), .pkt_data(m_data), .pkt_last(m_last), .pkt_lnb(m_lnb),
         .flit_valid(li_valid), .flit_ready(li_ready), .flit_data(li_data), .flit_last(li_last));
+
+    // local injection, response class (RMA target's responses): the switch's second local input
+    wire        rp_valid, rp_ready, rp_last;
+    wire [63:0] rp_data;
+    wire [2:0]  rp_lnb;
+    wire              l2i_valid, l2i_ready, l2i_last;
+    wire [LINK_W-1:0] l2i_data;
+    velo_flit_tx #(.LINK_W(LINK_W)) u_ftx2 (
+        .clk(clk), .rst(rst),
+        .pkt_valid(rp_valid), .pkt_ready(rp_ready), .pkt_data(rp_data), .pkt_last(rp_last), .pkt_lnb(rp_lnb),
+        .flit_valid(l2i_valid), .flit_ready(l2i_ready), .flit_data(l2i_data), .flit_last(l2i_last));
 
     // ---------------------------------------------------------------- switch and links
     wire              lo_valid, lo_ready, lo_last, lo_bad;
     wire [LINK_W-1:0] lo_data;
+    wire              l2o_valid, l2o_ready, l2o_last, l2o_bad;
+    wire [LINK_W-1:0] l2o_data;
     wire [NP-1:0]        si_valid, si_last, si_bad;
     wire [NP*LINK_W-1:0] si_data;
     wire [NP*2-1:0]      si_vc;
@@ -187,6 +267,9 @@ module velo_nic #(
             if (NP != 1) begin : g_bad_np
                 velo_nic_error_SWITCH_LITE_needs_NP_1 u_err ();
             end
+            if (RMA != 0) begin : g_bad_rma
+                velo_nic_error_SWITCH_LITE_needs_RMA_0 u_err ();  // no second local port
+            end
             velo_switch_lite #(.LINK_W(LINK_W), .NVC(NVC), .VC_DEPTH(VC_DEPTH), .PB(PB)) u_sw (
                 .clk(clk), .rst(rst),
                 .lin_valid(li_valid), .lin_ready(li_ready), .lin_data(li_data), .lin_last(li_last),
@@ -200,19 +283,28 @@ module velo_nic #(
             // one port: no dimension change to detect; no allocator, so no credit stall to count
             assign ev_credit_stall = {NP{1'b0}};
             assign ev_sw_overflow  = 1'b0;
-            wire unused_lite = &{1'b0, port_dim};
+            // no response-class local port without RMA
+            assign l2i_ready = 1'b0;
+            assign l2o_valid = 1'b0;
+            assign l2o_data  = {LINK_W{1'b0}};
+            assign l2o_last  = 1'b0;
+            assign l2o_bad   = 1'b0;
+            wire unused_lite = &{1'b0, port_dim, l2i_valid, l2i_data, l2i_last, l2o_ready};
         end else begin : g_switch
             if (NVC != `VELO_NVC) begin : g_bad_nvc
                 velo_nic_error_velo_switch_needs_all_VCs u_err ();  // fewer VCs: SWITCH_LITE only
             end
-            velo_switch #(.NP(NP), .LINK_W(LINK_W), .NVC(NVC), .VC_DEPTH(VC_DEPTH), .PB(PB)) u_sw (
+            velo_switch #(.NP(NP), .LINK_W(LINK_W), .NVC(NVC), .VC_DEPTH(VC_DEPTH), .PB(PB), .NLOC(RMA != 0 ? 2 : 1)) u_sw (
                 .clk(clk), .rst(rst),
                 .in_valid(si_valid), .in_data(si_data), .in_last(si_last), .in_bad(si_bad), .in_vc(si_vc),
                 .in_free(si_free),
                 .lin_valid(li_valid), .lin_ready(li_ready), .lin_data(li_data), .lin_last(li_last),
+                .lin2_valid(l2i_valid), .lin2_ready(l2i_ready), .lin2_data(l2i_data), .lin2_last(l2i_last),
                 .out_valid(so_valid), .out_ready(so_ready), .out_data(so_data), .out_last(so_last), .out_bad(so_bad),
                 .out_start_ok(so_start_ok),
                 .lout_valid(lo_valid), .lout_ready(lo_ready), .lout_data(lo_data), .lout_last(lo_last), .lout_bad(lo_bad),
+                .lout2_valid(l2o_valid), .lout2_ready(l2o_ready), .lout2_data(l2o_data), .lout2_last(l2o_last),
+                .lout2_bad(l2o_bad),
                 .port_dim(port_dim), .port_dateline(port_dateline),
                 .ev_credit_stall(ev_credit_stall), .ev_bad_route(ev_no_route), .ev_overflow(ev_sw_overflow));
         end
@@ -258,14 +350,46 @@ module velo_nic #(
     wire [TLP_W-1:0] d_data;
     wire ev_rx_msg, ev_rx_frag, ev_rx_dis, ev_rx_vpid, ev_rx_bad, ev_bp;
 
+    wire        x_valid, x_ready, x_last, x_bad;  // request class for this node, before the split
+    wire [63:0] x_data;
     velo_flit_rx #(.LINK_W(LINK_W)) u_frx (
         .clk(clk), .rst(rst),
         .flit_valid(lo_valid), .flit_ready(lo_ready), .flit_data(lo_data), .flit_last(lo_last),
-        .pkt_valid(r_valid), .pkt_ready(r_ready), .pkt_data(r_data), .pkt_last(r_last), .pkt_lnb(r_lnb));
+        .pkt_valid(x_valid), .pkt_ready(x_ready), .pkt_data(x_data), .pkt_last(x_last), .pkt_lnb(r_lnb));
+    assign x_bad = lo_bad;
+
+    // RMA requests (PUT, GET) to the target, everything else to the completer
+    wire        qi_valid, qi_ready, qi_last, qi_bad, r_bad;
+    wire [63:0] qi_data;
+    wire [3:0]  x_type = x_data[`VELO_PKT_HDR_TYPE];
+    generate
+        if (RMA != 0) begin : g_split
+            velo_pkt_split u_split (
+                .clk(clk), .rst(rst),
+                .in_valid(x_valid), .in_ready(x_ready), .in_data(x_data), .in_last(x_last), .in_bad(x_bad),
+                .to_b(x_type == `VELO_PKT_TYPE_RMA_PUT || x_type == `VELO_PKT_TYPE_RMA_GET),
+                .a_valid(r_valid), .a_ready(r_ready), .a_data(r_data), .a_last(r_last), .a_bad(r_bad),
+                .b_valid(qi_valid), .b_ready(qi_ready), .b_data(qi_data), .b_last(qi_last), .b_bad(qi_bad));
+        end else begin : g_nosplit
+            assign r_valid = x_valid;  assign x_ready = r_ready;  assign r_data = x_data;
+            assign r_last  = x_last;   assign r_bad   = x_bad;
+            assign qi_valid = 1'b0;    assign qi_data = 64'd0;    assign qi_last = 1'b0;  assign qi_bad = 1'b0;
+            wire unused_qi = &{1'b0, qi_ready, x_type};
+        end
+    endgenerate
+
+    // response class for this node (the switch's second local output) to the RMA initiator
+    wire        ri_valid, ri_ready, ri_last;
+    wire [63:0] ri_data;
+    wire [2:0]  ri_lnb;
+    velo_flit_rx #(.LINK_W(LINK_W)) u_frx2 (
+        .clk(clk), .rst(rst),
+        .flit_valid(l2o_valid), .flit_ready(l2o_ready), .flit_data(l2o_data), .flit_last(l2o_last),
+        .pkt_valid(ri_valid), .pkt_ready(ri_ready), .pkt_data(ri_data), .pkt_last(ri_last), .pkt_lnb(ri_lnb));
 
     velo_completer #(.TLP_W(TLP_W), .VPID_BITS(VPID_BITS)) u_cpl (
         .clk(clk), .rst(rst), .enable(enable), .req_id(cfg_id),
-        .pkt_valid(r_valid), .pkt_ready(r_ready), .pkt_data(r_data), .pkt_last(r_last), .pkt_bad(lo_bad),
+        .pkt_valid(r_valid), .pkt_ready(r_ready), .pkt_data(r_data), .pkt_last(r_last), .pkt_bad(r_bad),
         .tbl_re(tbl_re), .tbl_vpid(tbl_vpid), .tbl_base(tbl_base), .tbl_en(tbl_en),
         .tbl_log2(tbl_log2), .tbl_wp(tbl_wp), .tbl_rp(tbl_rp),
         .wp_we(wp_we), .wp_vpid(wp_vpid), .wp_data(wp_data),
@@ -278,13 +402,67 @@ module velo_nic #(
 
     // the completer sizes packets from their headers; a switch buffer overflow cannot happen while
     // the links keep their credits (the switch bench proves it), it is not counted separately
-    wire unused_ok = &{1'b0, r_lnb, ev_sw_overflow};
+    wire unused_ok = &{1'b0, r_lnb, ri_lnb, ev_sw_overflow};
+
+    // ---------------------------------------------------------------- RMA unit
+    wire             rt_valid, rt_ready, rt_sop, rt_eop;  // its TLPs to the host
+    wire [127:0]     rt_hdr;
+    wire [TLP_W-1:0] rt_data_tlp;
+    generate
+        if (RMA != 0) begin : g_rma
+            velo_rma #(.NODE_BITS(NODE_BITS), .VPID_BITS(VPID_BITS), .REGION_BITS(RMA_REGION_BITS),
+                       .PTE_BITS(RMA_PTE_BITS), .MTU(RMA_MTU), .TAG_BITS(RMA_TAG_BITS)) u_rma (
+                .clk(clk), .rst(rst), .enable(enable && rma_en), .node_id(node_id), .req_id(cfg_id),
+                .w_valid(w4_valid), .w_ready(w4_ready), .w_sop(w4_sop), .w_eop(w4_eop), .w_hdr(w4_hdr),
+                .w_data(w4_data[63:0]),
+                .c_valid(hc_valid), .c_ready(hc_ready), .c_sop(hc_sop), .c_eop(hc_eop), .c_hdr(hc_hdr),
+                .c_data(hc_data[63:0]),
+                .tx_valid(rt_valid), .tx_ready(rt_ready), .tx_sop(rt_sop), .tx_eop(rt_eop), .tx_hdr(rt_hdr),
+                .tx_data(rt_data_tlp[63:0]),
+                .qo_valid(rq_valid), .qo_ready(rq_ready), .qo_data(rq_data), .qo_last(rq_last), .qo_lnb(rq_lnb),
+                .qi_valid(qi_valid), .qi_ready(qi_ready), .qi_data(qi_data), .qi_last(qi_last), .qi_bad(qi_bad),
+                .so_valid(rp_valid), .so_ready(rp_ready), .so_data(rp_data), .so_last(rp_last), .so_lnb(rp_lnb),
+                .si_valid(ri_valid), .si_ready(ri_ready), .si_data(ri_data), .si_last(ri_last), .si_bad(l2o_bad),
+                .ri_re(rt2_re), .ri_node(rt2_node), .ri_data(rt2_data),
+                .rt_re(rt3_re), .rt_node(rt3_node), .rt_data(rt3_data),
+                .cfg_valid(acfg_valid), .cfg_ready(acfg_ready), .cfg_pte(acfg_pte), .cfg_idx(acfg_idx),
+                .cfg_reg(acfg_reg), .cfg_data(acfg_data), .q_region(rq_region), .q_region_busy(rq_busy),
+                .nq_re(nq_re), .nq_vpid(nq_vpid), .nq_base(nq_base), .nq_en(nq_en), .nq_log2(nq_log2),
+                .nq_wp(nq_wp), .nq_rp(nq_rp), .nq_wp_we(nq_wp_we), .nq_wp_vpid(nq_wp_vpid),
+                .nq_wp_data(nq_wp_data), .nq_sw_wr(nq_sw_wr), .nq_sw_wr_vpid(nq_sw_wr_vpid),
+                .q_vpid(q_vpid), .q_vpid_busy(nq_q_busy),
+                .busy(rma_busy), .ev_cmd_read(ev_rma_read),
+                .rcnt_idx(rcnt_idx), .rcnt_data(rcnt_data), .rcnt_clr(rcnt_clr), .rcnt_clr_idx(rcnt_clr_idx));
+            if (TLP_W > 64) begin : g_tlpw  // not supported: RMA needs TLP_W = 64 (never built)
+                assign rt_data_tlp[TLP_W-1:64] = {(TLP_W-64){1'b0}};
+            end
+        end else begin : g_norma
+            assign w4_ready = 1'b1;  assign hc_ready = 1'b1;
+            assign rt_valid = 1'b0;  assign rt_sop = 1'b0;  assign rt_eop = 1'b0;
+            assign rt_hdr = 128'd0;  assign rt_data_tlp = {TLP_W{1'b0}};
+            assign rq_valid = 1'b0;  assign rq_data = 64'd0;  assign rq_last = 1'b0;  assign rq_lnb = 3'd0;
+            assign rp_valid = 1'b0;  assign rp_data = 64'd0;  assign rp_last = 1'b0;  assign rp_lnb = 3'd0;
+            assign ri_ready = 1'b1;  assign qi_ready = 1'b1;
+            assign rt2_re = 1'b0;    assign rt2_node = {NODE_BITS{1'b0}};
+            assign rt3_re = 1'b0;    assign rt3_node = {NODE_BITS{1'b0}};
+            assign acfg_ready = 1'b1; assign rq_busy = 1'b0;  assign rma_busy = 1'b0;
+            assign nq_re = 1'b0;     assign nq_vpid = {VPID_BITS{1'b0}};
+            assign nq_wp_we = 1'b0;  assign nq_wp_vpid = {VPID_BITS{1'b0}};  assign nq_wp_data = 17'd0;
+            assign nq_q_busy = 1'b0; assign rcnt_data = 32'd0;
+            wire unused_rma = &{1'b0, w4_valid, w4_sop, w4_eop, w4_hdr, w4_data, hc_valid, hc_sop, hc_eop, hc_hdr,
+                                hc_data, rt_ready, rq_ready, rp_ready, ri_valid, ri_data, ri_last, l2o_bad, qi_valid,
+                                qi_data, qi_last, qi_bad, rt2_data, rt3_data, acfg_valid, acfg_pte, acfg_idx,
+                                acfg_reg, acfg_data, rq_region, nq_base, nq_en, nq_log2, nq_wp, nq_rp, nq_sw_wr,
+                                nq_sw_wr_vpid, rma_en, ev_rma_read, rcnt_idx, rcnt_clr, rcnt_clr_idx};
+        end
+    endgenerate
 
     // ---------------------------------------------------------------- upstream arbiter
     velo_tlp_tx_arb #(.TLP_W(TLP_W)) u_arb (
         .clk(clk), .rst(rst),
         .a_valid(d_valid), .a_ready(d_ready), .a_sop(d_sop), .a_eop(d_eop), .a_hdr(d_hdr), .a_data(d_data),
         .b_valid(c_valid), .b_ready(c_ready), .b_sop(c_sop), .b_eop(c_eop), .b_hdr(c_hdr), .b_data(c_data),
+        .c_valid(rt_valid), .c_ready(rt_ready), .c_sop(rt_sop), .c_eop(rt_eop), .c_hdr(rt_hdr), .c_data(rt_data_tlp),
         .out_valid(tx_valid), .out_ready(tx_ready), .out_sop(tx_sop), .out_eop(tx_eop),
         .out_hdr(tx_hdr), .out_data(tx_data));
 

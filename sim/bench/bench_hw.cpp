@@ -12,6 +12,7 @@
 #include "cluster.hpp"
 #include "harness.hpp"
 #include "host.hpp"
+#include "rma_host.hpp"
 #include "velo/velo_hw.h"
 
 using namespace velo::sim;
@@ -224,6 +225,49 @@ long long lost_under_faults() {
     return static_cast<long long>(p.scoreboard().outstanding() + p.errors().size());
 }
 
+// RMA on a pair (docs/rma.md): one command at a time from node 0 (vpid 2) to node 1 (vpid 3),
+// host reads answered after 20 cycles. Returns the cycles from the command's first beat at NIC 0's
+// TLP port to the last beat of its completion entry (REMOTE_CPL for a put, GET_DONE for a get)
+// leaving NIC 0.
+struct RmaBench {
+    Cluster c;
+    RmaHost h;
+    uint64_t la = 0, lb = 0;
+    unsigned slot = 0;
+    size_t seen = 0;
+    static Cluster::Config conf() {
+        Cluster::Config k;
+        k.sys.topology = "pair";
+        k.sys.seed = 21;
+        return k;
+    }
+    RmaBench() : c(conf()), h(c) {
+        c.init();
+        h.enable(0);
+        h.enable(1);
+        h.open_nq(0, 2, 8, 0x7000000000ull);
+        la = h.add_region(0, 1, 0x11, 2, RmaHost::ALL, 1u << 20, 0, 0x100000, 1, 0);
+        lb = h.add_region(1, 1, 0x22, 3, RmaHost::ALL, 1u << 20, 0, 0x200000, 1, 0);
+        c.step(2000);
+    }
+    long long run(unsigned op, uint32_t len) {
+        NqEntry e;
+        while (h.poll(0, 2, e)) ++seen;
+        c.step(200);
+        const uint64_t t0 = c.cycle();
+        const bool put = op == VELO_RMA_OP_PUT;
+        h.command(0, 2, slot++, RmaHost::cmd0(op, !put, put, false, 1, len), la, lb, 1);
+        for (uint64_t i = 0; i < 100000000ull; ++i) {
+            c.step(1);
+            if (h.poll(0, 2, e)) {
+                if (e.kind() == VELO_RMA_NQ_KIND_ERROR) return -1;
+                return static_cast<long long>(c.last_dma_eop[0] - t0);
+            }
+        }
+        return -1;
+    }
+};
+
 }  // namespace
 
 int main() {
@@ -280,5 +324,32 @@ int main() {
     bench("net.saturation_throughput", sat, "fraction_of_bisection");
     std::printf("# ring of 4 with BER 1e-5, lost flits 1e-5 and a link down and back under traffic\n");
     bench("net.lost_messages_under_faults", static_cast<double>(lost_under_faults()), "messages");
+    {
+        RmaBench b;
+        const double cap = static_cast<double>(b.c.sys().link_bits()) / 8.0;  // link bytes per cycle
+        const long long t1m = b.run(VELO_RMA_OP_PUT, 1u << 20);
+        const double bw = static_cast<double>(1u << 20) / static_cast<double>(t1m);
+        std::printf(
+            "# RMA put of 1 MiB, pair, 16-bit link: payload bytes per cycle / link bytes per cycle (RMA_MTU %d:\n",
+            VELO_DEFAULT_RMA_MTU);
+        std::printf("# 48 data bytes per 64-byte packet + CRC flit; the bound is 48/66 = 0.727); %.3f B/cycle\n", bw);
+        bench("rma.put_bw_fraction_1MiB", bw / cap, "ratio");
+        // N1/2: the put size whose bandwidth (size / command-to-REMOTE_CPL time) is half of the 1 MiB one
+        double prev_n = 0, prev_bw = 0, half = 0;
+        for (uint32_t n = 64; n <= (1u << 18) && half == 0; n *= 2) {
+            const double bwn = static_cast<double>(n) / static_cast<double>(b.run(VELO_RMA_OP_PUT, n));
+            std::printf("#   put %7u B: %.3f B/cycle\n", n, bwn);
+            if (bwn >= bw / 2) {
+                half = prev_n == 0 ? n : prev_n + (n - prev_n) * (bw / 2 - prev_bw) / (bwn - prev_bw);
+            }
+            prev_n = n;
+            prev_bw = bwn;
+        }
+        std::printf("# N1/2 of puts (interpolated between powers of two)\n");
+        bench("rma.put_half_bw_size", static_cast<double>(static_cast<long long>(half + 0.5)), "bytes");
+        std::printf("# get of 8 bytes: command's first beat into NIC 0 -> last beat of GET_DONE out of NIC 0\n");
+        std::printf("# (includes one host memory read at the target, answered after 20 cycles)\n");
+        bench("rma.get_latency_cycles_8B", static_cast<double>(b.run(VELO_RMA_OP_GET, 8)), "cycles");
+    }
     return 0;
 }

@@ -2,10 +2,10 @@
 # 2 for rings, 4 for 2D tori; and the wide datapath for the pair), C++ link channels, topology
 # from the route library, and the host models on top (Cluster).
 if(EXISTS ${CMAKE_CURRENT_SOURCE_DIR}/system/system.cpp AND TARGET velo_route)
-  add_library(velo_system STATIC system/system.cpp system/topology.cpp system/cluster.cpp)
+  add_library(velo_system STATIC system/system.cpp system/topology.cpp system/cluster.cpp system/rma_host.cpp)
   target_include_directories(velo_system PUBLIC ${CMAKE_CURRENT_SOURCE_DIR}/system)
   target_link_libraries(velo_system PUBLIC velo_simmodel velo_route)
-  set_source_files_properties(system/system.cpp system/topology.cpp system/cluster.cpp
+  set_source_files_properties(system/system.cpp system/topology.cpp system/cluster.cpp system/rma_host.cpp
                               PROPERTIES COMPILE_OPTIONS "${VELO_WARN}")
   velo_model(velo_system Vnic_p1 velo_nic PARAMS -GNP=1)
   velo_model(velo_system Vnic_p1w velo_nic PARAMS -GNP=1 -GTLP_W=128 -GLINK_W=32)

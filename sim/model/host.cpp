@@ -88,7 +88,9 @@ void TlpSink::sample() {
         errors.push_back("sink: beat outside a TLP");
         return;
     }
-    size_t want = cur_.fmt_type == VELO_TLP_FMT_TYPE_CPL ? 0 : (cur_.len_dw ? cur_.len_dw : 1024) * 4u;
+    // Fmt bit 1 (fmt_type bit 6): the TLP carries data (memory writes, completions with data);
+    // memory reads and completions without data have none.
+    size_t want = (cur_.fmt_type & 0x40) ? (cur_.len_dw ? cur_.len_dw : 1024) * 4u : 0;
     for (int i = 0; i < p_.data.n * 4; ++i) {
         if (cur_.payload.size() < want) cur_.payload.push_back(static_cast<uint8_t>(p_.data.w[i / 4] >> (8 * (i % 4))));
     }
@@ -154,6 +156,130 @@ void HostMem::write(uint64_t a, const uint8_t* p, size_t n) {
 
 void HostMem::fill(uint64_t a, size_t n, uint8_t v) {
     for (size_t i = 0; i < n; ++i) mem_[(a + i) & ~63ull][(a + i) & 63] = v;
+}
+
+// ------------------------------------------------------------------------------ HostReader
+unsigned cpl_bytes(const Tlp& c) {
+    if (c.fmt_type != VELO_TLP_FMT_TYPE_CPLD) return 0;
+    unsigned avail = (c.len_dw ? c.len_dw : 1024u) * 4u - (c.lower_addr & 3u);
+    unsigned bc = c.byte_count ? c.byte_count : 4096u;
+    return std::min(avail, bc);
+}
+
+bool HostReader::request(const Tlp& mrd, uint64_t now) {
+    if (!mrd.is_mrd()) {
+        errors.push_back("host reader: not a memory read: " + mrd.str());
+        return false;
+    }
+    const unsigned ndw = mrd.len_dw ? mrd.len_dw : 1024u;
+    const uint8_t fbe = mrd.first_be, lbe = ndw == 1 ? 0 : mrd.last_be;
+    if (!fbe || (ndw == 1 && lbe) || (ndw > 1 && !lbe) || (mrd.addr & 3) || (mrd.addr & 0xFFFull) + ndw * 4ull > 4096) {
+        errors.push_back("host reader: malformed memory read: " + mrd.str());
+        return false;
+    }
+    if ((mrd.addr >> 32) == 0 && mrd.is_4dw()) errors.push_back("host reader: 4DW read below 4 GiB: " + mrd.str());
+    if ((mrd.addr >> 32) != 0 && !mrd.is_4dw()) errors.push_back("host reader: 3DW read above 4 GiB: " + mrd.str());
+    const uint64_t seq = seq_++;
+    ++reads;
+    // byte range [start, end) the byte enables select
+    unsigned lead = 0;
+    while (!((fbe >> lead) & 1)) ++lead;
+    unsigned trail = 0;
+    const uint8_t ebe = ndw == 1 ? fbe : lbe;
+    while (!((ebe >> (3 - trail)) & 1)) ++trail;
+    const uint64_t start = mrd.addr + lead;
+    const uint64_t end = mrd.addr + ndw * 4ull - trail;
+
+    Plan p;
+    if (plan) {
+        p = plan(mrd, seq);
+    } else {
+        int r = rnd(rng_, 100);
+        if (r < ur_pct)
+            p.fault = Fault::UR;
+        else if (r < ur_pct + ca_pct)
+            p.fault = Fault::CA;
+        else if (r < ur_pct + ca_pct + drop_pct)
+            p.fault = Fault::Drop;
+        if (p.fault != Fault::None) p.after = static_cast<unsigned>(rnd(rng_, 3));
+    }
+    if (p.fault != Fault::None) ++faults;
+
+    Req q;
+    q.seq = seq;
+    const unsigned span = latency_max > latency_min ? latency_max - latency_min + 1 : 1;
+    q.due = now + latency_min + static_cast<unsigned>(rnd(rng_, static_cast<int>(span))) + p.extra_delay;
+    q.dropped = false;
+    uint64_t cur = start;
+    unsigned sent = 0;
+    while (cur < end) {
+        Tlp c;
+        c.cpl_id = cpl_id;
+        c.req_id = mrd.req_id;
+        c.tag = mrd.tag;
+        c.lower_addr = static_cast<uint8_t>(cur & 0x7F);
+        c.byte_count = static_cast<uint16_t>((end - cur) & 0xFFF);  // 4096 is encoded as 0
+        // where this completion may end: RCB boundaries within the max payload, or the end
+        const uint64_t limit = (cur & ~3ull) + mps;
+        std::vector<uint64_t> ends;
+        for (uint64_t b = (cur | 63) + 1; b < end && b <= limit; b += 64) ends.push_back(b);
+        if (end <= limit) ends.push_back(end);
+        uint64_t e = ends.back();
+        if (ends.size() > 1 && pct(rng_, split_pct))
+            e = ends[static_cast<size_t>(rnd(rng_, static_cast<int>(ends.size())))];
+        // a fault replaces completion `after`, or the last one if there are fewer
+        if (p.fault != Fault::None && (sent == p.after || e == end)) {
+            if (p.fault == Fault::Drop) {
+                q.dropped = true;
+                break;
+            }
+            c.fmt_type = VELO_TLP_FMT_TYPE_CPL;
+            c.cpl_status = p.fault == Fault::UR ? VELO_TLP_CPL_UR : kCplStatusCA;
+            c.len_dw = 0;
+            q.cpls.push_back(c);
+            break;
+        }
+        const uint64_t d0 = cur & ~3ull, d1 = (e + 3) & ~3ull;
+        c.fmt_type = VELO_TLP_FMT_TYPE_CPLD;
+        c.cpl_status = VELO_TLP_CPL_SC;
+        c.len_dw = static_cast<uint16_t>(((d1 - d0) / 4) & 0x3FF);
+        c.payload.resize(d1 - d0);
+        for (uint64_t a = d0; a < d1; ++a) c.payload[a - d0] = mem_.read8(a);
+        q.cpls.push_back(std::move(c));
+        ++sent;
+        cur = e;
+    }
+    if (q.cpls.empty()) return true;  // dropped before the first completion
+    reqs_.push_back(std::move(q));
+    return true;
+}
+
+bool HostReader::pop(uint64_t now, Tlp& cpl, uint64_t* seq) {
+    std::vector<size_t> ready;
+    // in order: only the oldest read may answer
+    const size_t n = reorder ? reqs_.size() : std::min<size_t>(1, reqs_.size());
+    for (size_t i = 0; i < n; ++i)
+        if (reqs_[i].due <= now) ready.push_back(i);
+    if (ready.empty()) return false;
+    const size_t k = ready[static_cast<size_t>(rnd(rng_, static_cast<int>(ready.size())))];
+    Req& q = reqs_[k];
+    cpl = std::move(q.cpls.front());
+    q.cpls.pop_front();
+    if (seq) *seq = q.seq;
+    ++completions;
+    if (cpl.cpl_status == VELO_TLP_CPL_SC) sc_bytes += cpl_bytes(cpl);
+    if (q.cpls.empty()) {
+        reqs_.erase(reqs_.begin() + static_cast<std::ptrdiff_t>(k));
+    } else {
+        q.due = now + 1 + (gap_max ? static_cast<unsigned>(rnd(rng_, static_cast<int>(gap_max + 1))) : 0u);
+    }
+    return true;
+}
+
+std::vector<uint8_t> HostReader::pending_tags() const {
+    std::vector<uint8_t> t;
+    for (auto& q : reqs_) t.push_back(q.cpls.front().tag);
+    return t;
 }
 
 // ------------------------------------------------------------------------------ MboxEntry

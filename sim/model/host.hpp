@@ -116,6 +116,68 @@ class HostMem {
     int wait_ = 0;
 };
 
+// PCIe completion status Completer Abort. The spec lists only the statuses the NIC sends; the
+// host's root complex may send this one too.
+#ifdef VELO_TLP_CPL_CA
+constexpr uint8_t kCplStatusCA = VELO_TLP_CPL_CA;
+#else
+constexpr uint8_t kCplStatusCA = 4;
+#endif
+
+// The host answering the NIC's memory reads (the root complex as completer). Each read is
+// answered from HostMem as it is when the read arrives, after a configurable latency, with
+// completions split at RCB (64-byte) boundaries and never over the max payload size; completions
+// of one read keep address order, those of different reads interleave in random order when
+// `reorder` is set. Faults: UR or CA instead of (the rest of) the data, or no (further)
+// completions at all (the NIC must time out), and extra delay (late completions).
+class HostReader {
+  public:
+    enum class Fault { None, UR, CA, Drop };
+    struct Plan {
+        Fault fault = Fault::None;
+        unsigned after = 0;        // completions with data sent before the fault
+        unsigned extra_delay = 0;  // cycles added to the read's latency
+    };
+    HostReader(const HostMem& mem, uint64_t seed) : mem_(mem), rng_(seed) {}
+    unsigned latency_min = 20;  // cycles from the read's arrival to its first completion
+    unsigned latency_max = 20;
+    unsigned gap_max = 0;                      // extra cycles (0..gap_max) before each further completion of a read
+    unsigned mps = 256;                        // max payload size: a multiple of 64, 64..4096
+    int split_pct = 50;                        // percent of completions cut at a random RCB boundary, not the largest
+    bool reorder = true;                       // interleave the completions of different reads
+    int ur_pct = 0, ca_pct = 0, drop_pct = 0;  // random faults per read (when `plan` is not set)
+    uint16_t cpl_id = 0;                       // completer id of the root port
+    std::function<Plan(const Tlp& mrd, uint64_t seq)> plan;  // per-read faults (directed tests)
+
+    // A memory read request from the NIC arrived in cycle `now`; seq numbers reads from 0.
+    // Returns false (and answers nothing) if it is not a valid memory read.
+    bool request(const Tlp& mrd, uint64_t now);
+    // The next completion due at `now`, if any, with the seq of its read.
+    bool pop(uint64_t now, Tlp& cpl, uint64_t* seq = nullptr);
+    size_t pending() const { return reqs_.size(); }  // reads not completely answered
+    bool idle() const { return reqs_.empty(); }
+    // Tags of the reads with completions still to send
+    std::vector<uint8_t> pending_tags() const;
+    uint64_t reads = 0, completions = 0, sc_bytes = 0, faults = 0;
+    std::vector<std::string> errors;
+
+  private:
+    struct Req {
+        uint64_t seq;
+        uint64_t due;
+        std::deque<Tlp> cpls;
+        bool dropped;  // completions after `cpls` withheld for ever
+    };
+    const HostMem& mem_;
+    std::mt19937_64 rng_;
+    std::deque<Req> reqs_;
+    uint64_t seq_ = 0;
+};
+
+// Payload bytes a completion carries for its read: from the lower address to the end of the
+// payload, at most the byte count.
+unsigned cpl_bytes(const Tlp& c);
+
 // One mailbox entry as software reads it.
 struct MboxEntry {
     uint64_t hdr = 0;

@@ -29,6 +29,7 @@ struct Thread {
 
 struct Host {
     std::unique_ptr<HostMem> mem;
+    std::unique_ptr<HostReader> reader;
     std::map<unsigned, std::unique_ptr<MailboxReader>> readers;
     std::map<unsigned, bool> paused;
     std::map<unsigned, unsigned> log2;
@@ -110,9 +111,12 @@ struct Cluster::Impl {
     void on_cycle() {
         for (unsigned i = 0; i < h.size(); ++i) {
             h[i].mem->step();
+            Tlp c;
+            while (h[i].reader->pop(sys->cycle(), c)) sys->cpu_post(i, c);
             poll(i);
             feed_threads(i);
         }
+        if (owner->on_host_cycle) owner->on_host_cycle();
     }
 };
 
@@ -128,7 +132,10 @@ Cluster::Cluster(const Config& c) : p_(new Impl) {
     for (unsigned i = 0; i < s.h.size(); ++i) {
         s.h[i].mem.reset(new HostMem(c.sys.seed * 31 + i));
         s.h[i].mem->max_delay = c.mem_delay;
+        s.h[i].reader.reset(new HostReader(*s.h[i].mem, c.sys.seed * 37 + i));
+        s.h[i].reader->cpl_id = 0;
     }
+    s.sys->on_dma_read = [this](unsigned n, const Tlp& t) { p_->h[n].reader->request(t, p_->sys->cycle()); };
     s.sys->on_cycle = [this] { p_->on_cycle(); };
     s.sys->on_dma_write = [this](unsigned n, const Tlp& t) { p_->h[n].mem->post(t); };
     s.sys->on_send_sop = [this](unsigned n, uint64_t cyc) { last_send_sop[n] = cyc; };
@@ -157,6 +164,12 @@ void Cluster::reg_write(unsigned node, uint32_t off, uint32_t v) {
 }
 uint32_t Cluster::reg_read(unsigned node, uint32_t off) {
     return p_->sys->reg_read(node, off);
+}
+HostMem& Cluster::mem(unsigned node) {
+    return *p_->h.at(node).mem;
+}
+HostReader& Cluster::reader(unsigned node) {
+    return *p_->h.at(node).reader;
 }
 void Cluster::send_tlp(unsigned node, const Tlp& t) {
     p_->sys->cpu_post(node, t);
@@ -274,6 +287,7 @@ std::vector<std::string> Cluster::errors() const {
         e.insert(e.end(), s.errors.begin(), s.errors.end());
         e.insert(e.end(), s.rec.errors.begin(), s.rec.errors.end());
         for (auto& [v, r] : s.readers) e.insert(e.end(), r->errors.begin(), r->errors.end());
+        e.insert(e.end(), s.reader->errors.begin(), s.reader->errors.end());
     }
     auto se = p_->sys->errors();
     e.insert(e.end(), se.begin(), se.end());

@@ -68,6 +68,13 @@ class Cluster {
     // Run until every queued write is out and the scoreboard is empty (or max_cycles pass).
     bool run_until_idle(uint64_t max_cycles);
 
+    // Host memory of a node (mailboxes, RMA buffers and queues) and the host's answers to the
+    // NIC's memory reads (RMA): every read the NIC issues is answered from that memory.
+    HostMem& mem(unsigned node);
+    HostReader& reader(unsigned node);
+    // Called every cycle after the host models (RMA software polls its queues here).
+    std::function<void()> on_host_cycle;
+
     Scoreboard& scoreboard();
     std::vector<std::string> errors() const;  // every model's complaints
     uint64_t fragments_seen() const;

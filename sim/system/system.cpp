@@ -183,6 +183,8 @@ System::System(const SystemConfig& c) : p_(new Impl) {
             } else if (t.is_mwr()) {
                 if (on_dma_write) on_dma_write(idx, t);
                 if (on_dma_eop) on_dma_eop(idx, p_->cycle);
+            } else if (t.is_mrd()) {
+                if (on_dma_read) on_dma_read(idx, t);
             }
         };
     }

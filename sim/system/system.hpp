@@ -38,6 +38,7 @@ class System {
   public:
     static constexpr uint64_t kBar0 = 0xF0000000ull;    // register BAR as the host sees it
     static constexpr uint64_t kBar2 = 0x4000000000ull;  // send window (64-bit BAR)
+    static constexpr uint64_t kBar4 = 0x5000000000ull;  // RMA command window (64-bit BAR)
 
     explicit System(const SystemConfig& c);
     ~System();
@@ -65,6 +66,9 @@ class System {
     std::function<void(unsigned node, unsigned port, uint64_t flit)> on_flit;
     // Every memory write a NIC issues towards host memory (mailbox DMA), in PCIe order.
     std::function<void(unsigned node, const Tlp& t)> on_dma_write;
+    // Every memory read a NIC issues towards host memory (RMA DMA reads); the host answers with
+    // completions through cpu_post (Cluster does it with a HostReader).
+    std::function<void(unsigned node, const Tlp& t)> on_dma_read;
     // Measurement points: first beat of a send-window write taken by a NIC, last beat of a DMA
     // write leaving a NIC.
     std::function<void(unsigned node, uint64_t cycle)> on_send_sop;

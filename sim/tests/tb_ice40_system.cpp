@@ -370,6 +370,9 @@ TEST(Ice40System, BringUpRegistersAndBoardConfiguration) {
     ASSERT_TRUE(p.init());
     for (unsigned i = 0; i < 2; ++i) {
         EXPECT_EQ(p.reg_read(i, VELO_BLKHDR_TYPE), static_cast<uint32_t>(VELO_ID_MAGIC));
+        // the board is built with RMA = 0: IRQ ends the block chain
+        EXPECT_EQ(p.reg_read(i, VELO_BLK_IRQ_BASE + VELO_BLKHDR_TYPE), static_cast<uint32_t>(VELO_BLK_IRQ_TYPE));
+        EXPECT_EQ(p.reg_read(i, VELO_BLK_IRQ_BASE + VELO_BLKHDR_NEXT), 0u);
         uint32_t caps = p.reg_read(i, VELO_REG_ID_CAPS);
         EXPECT_EQ(VELO_FIELD_GET(VELO_REG_ID_CAPS_NODE_BITS, caps), kNodeBits);
         EXPECT_EQ(VELO_FIELD_GET(VELO_REG_ID_CAPS_VPID_BITS, caps), kVpidBits);

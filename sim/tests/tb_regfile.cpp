@@ -251,7 +251,7 @@ struct Model {
             case VELO_BLK_IRQ_BASE + VELO_BLKHDR_VERSION:
                 return VELO_BLK_IRQ_VERSION;
             case VELO_BLK_IRQ_BASE + VELO_BLKHDR_NEXT:
-                return VELO_BLK_IRQ_NEXT;
+                return 0;  // built with RMA = 0: no RMA block, IRQ ends the chain
             case VELO_REG_IRQ_CTRL:
                 return irq_en;
             case VELO_REG_IRQ_COUNT:
@@ -1083,6 +1083,10 @@ TEST(Regfile, BlockChain) {
         ++n;
     } while (off != 0);
     EXPECT_EQ(n, 6u);
+    // RMA = 0: IRQ.NEXT reads 0 instead of the spec's value (the RMA block), which reads as unassigned
+    static_assert(VELO_BLK_IRQ_NEXT == VELO_BLK_RMA_BASE, "the spec links the RMA block from IRQ");
+    EXPECT_EQ(b.rd32(VELO_BLK_IRQ_BASE + VELO_BLKHDR_NEXT), 0u);
+    EXPECT_EQ(b.rd32(VELO_BLK_RMA_BASE + VELO_BLKHDR_TYPE), 0u);
     EXPECT_EQ(b.rd32(VELO_BLK_ID_BASE), static_cast<uint32_t>(VELO_ID_MAGIC));
     EXPECT_EQ(b.rd32(VELO_REG_ID_SPEC_HASH), static_cast<uint32_t>(VELO_SPEC_HASH));
     EXPECT_EQ(b.rd32(VELO_REG_ID_DESIGN_VERSION), static_cast<uint32_t>(VELO_SPEC_VERSION));

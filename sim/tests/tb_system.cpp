@@ -252,8 +252,10 @@ TEST(System, RegistersReadBackAndDiscovery) {
             off = p.reg_read(n, off + VELO_BLKHDR_NEXT);
             if (!off) break;
         }
-        EXPECT_EQ(types, (std::vector<uint32_t>{VELO_BLK_ID_TYPE, VELO_BLK_CTRL_TYPE, VELO_BLK_COUNTERS_TYPE,
-                                                VELO_BLK_NET_TYPE, VELO_BLK_VPID_TYPE, VELO_BLK_IRQ_TYPE}));
+        // the NIC is built with the RMA unit: IRQ links to the RMA block (docs/rma.md §5)
+        EXPECT_EQ(types,
+                  (std::vector<uint32_t>{VELO_BLK_ID_TYPE, VELO_BLK_CTRL_TYPE, VELO_BLK_COUNTERS_TYPE,
+                                         VELO_BLK_NET_TYPE, VELO_BLK_VPID_TYPE, VELO_BLK_IRQ_TYPE, VELO_BLK_RMA_TYPE}));
         EXPECT_EQ(p.reg_read(n, VELO_REG_ID_SPEC_HASH), VELO_SPEC_HASH);
         EXPECT_EQ(p.reg_read(n, VELO_REG_ID_DESIGN_VERSION), VELO_SPEC_VERSION);
         EXPECT_EQ(p.reg_read(n, VELO_REG_CTRL_NODE_ID), n ? kB : kA);

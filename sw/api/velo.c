@@ -86,8 +86,9 @@ const char* velo_strerror(int err) {
             return "connection refused: no fabric answers at that socket (stale socket file?) or no endpoint "
                    "is open at the destination";
         case EINVAL:
-            return "invalid argument (zero length, NULL pointer, address out of range, or an unknown "
-                   "VELO_DEVICE: use hw:/dev/veloN or sim:<socket>)";
+            return "invalid argument (zero length, NULL pointer, address out of range, unknown flags, an RMA "
+                   "handle of another endpoint or region index beyond the NIC's, or an unknown VELO_DEVICE: use "
+                   "hw:/dev/veloN or sim:<socket>)";
         case EMSGSIZE:
             return "message too long: VELO messages carry 1..64 bytes";
         case ENOTCONN:
@@ -97,8 +98,9 @@ const char* velo_strerror(int err) {
         case EBADF:
             return "endpoint closed";
         case EAGAIN:
-            return "try again: no message (poll), or no credit at the destination yet (send: keep "
-                   "receiving on your own endpoint meanwhile)";
+            return "try again: no message (poll), no credit at the destination yet (send: keep receiving on "
+                   "your own endpoint meanwhile), no RMA completion, or too many RMA commands outstanding "
+                   "(take completions with velo_rma_poll)";
         case ETIMEDOUT:
             return "timed out";
         case ENOSPC:
@@ -111,12 +113,27 @@ const char* velo_strerror(int err) {
         case EPIPE:
             return "the fabric (or device) went away";
         case EOPNOTSUPP:
-            return "not supported by this backend";
+            return "not supported by this backend: the simulated fabric does not serve RMA yet (put, get, "
+                   "register need the hw backend), the NIC has no RMA unit, or velo_clock on hardware";
         case ENOMEM:
             return "out of memory";
         case EPERM:
+            return "permission denied (driver policy, or an RMA region of another endpoint)";
         case EACCES:
-            return "permission denied";
+            return "permission denied (driver policy, or the RMA region was not registered with this access)";
+        case ERANGE:
+            return "out of range: offset + length beyond the registered region (or beyond the NLA's 40-bit "
+                   "offset)";
+        case EFAULT:
+            return "bad address: memory not mapped, read-only for a write access, or its mapping changed";
+        case ENOENT:
+            return "no such RMA region: stale or unknown handle (deregistered, or another endpoint's)";
+        case E2BIG:
+            return "too big: an RMA registration is at most 2^40-1 bytes";
+        case EHOSTUNREACH:
+            return "no route to the RMA peer's node";
+        case ENETDOWN:
+            return "the RMA unit or the NIC is disabled";
         case EINTR:
             return "interrupted by a signal";
         case EADDRNOTAVAIL:
@@ -874,6 +891,7 @@ int velo__ep_init(struct velo_ep* ep, const velo_open_attr_t* a) {
     if (!ep->counts) return -ENOMEM;
     pthread_mutex_init(&ep->lock, NULL);
     pthread_mutex_init(&ep->ctl_lock, NULL);
+    pthread_mutex_init(&ep->rma_lock, NULL);
     velo_rc_init(&ep->rc, 4096);
     velo_rc_init(&ep->ctl_rc, 1024);
     ep->connect_timeout_ms = a && a->connect_timeout_ms > 0 ? a->connect_timeout_ms : 10000;
@@ -949,6 +967,7 @@ int velo_open(const velo_open_attr_t* attr, velo_ep_t** out) {
         velo_rc_free(&ep->ctl_rc);
         pthread_mutex_destroy(&ep->lock);
         pthread_mutex_destroy(&ep->ctl_lock);
+        pthread_mutex_destroy(&ep->rma_lock);
         free(ep);
         return r;
     }
@@ -983,7 +1002,8 @@ int velo_close(velo_ep_t* ep) {
         c->ctl_win = NULL;  // (win stays: a racing sender's store lands in a page that is unmapped or never used)
     }
     ep->closed = 1;
-    ep->be->close(ep);  // the driver/fabric quiesces the vpids before it frees the rings
+    velo__rma_close(ep);  // the driver deregisters the regions at close
+    ep->be->close(ep);    // the driver/fabric quiesces the vpids before it frees the rings
     pthread_mutex_unlock(&ep->ctl_lock);
     for (unsigned i = 0; i < 256; ++i) {
         struct velo_peer* p = ep->peer_hash[i];

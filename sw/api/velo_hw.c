@@ -26,6 +26,17 @@ struct velo_hw_state {
     void* user_page;
     void* ctl_user_page;
     volatile uint32_t mock_rp[2];  // mock: the MB_RP registers
+    // RMA (after RMA_SETUP): the notification queue and the command page
+    void* nq;
+    size_t nq_bytes;
+    void* rma_cmd;
+    // mock RMA: test memory and a test driver for the RMA ioctls
+    void* mock_nq;
+    unsigned mock_nq_log2;
+    void* mock_cmd;
+    int (*mock_ioctl)(void* ctx, unsigned long req, void* arg);
+    void* mock_ctx;
+    volatile uint32_t mock_nq_rp;  // mock: NQ_RP
 };
 
 static int neg_errno(void) {
@@ -131,10 +142,69 @@ static void hw_close(struct velo_ep* ep) {
         if (h->ctl_ring) munmap(h->ctl_ring, h->ctl_ring_bytes);
         if (h->user_page) munmap(h->user_page, 4096);
         if (h->ctl_user_page) munmap(h->ctl_user_page, 4096);
+        if (h->nq) munmap(h->nq, h->nq_bytes);
+        if (h->rma_cmd) munmap(h->rma_cmd, 4096);
         close(h->fd);  // the driver disables and quiesces both vpids before freeing the rings
     }
     free(h);
     ep->hw = NULL;
+}
+
+// RMA: the data vpid's notification queue and its BAR4 command page (docs/driver.md "RMA").
+static int hw_rma_map(struct velo_ep* ep, struct velo_rma_map* m) {
+    struct velo_hw_state* h = ep->hw;
+    memset(m, 0, sizeof *m);
+    if (h->mock) {
+        if (!h->mock_nq) return -EOPNOTSUPP;
+        m->nq = (const volatile uint8_t*)h->mock_nq;
+        m->nq_log2 = h->mock_nq_log2;
+        m->nq_rp = &h->mock_nq_rp;
+        m->cmd_page = (uint8_t*)h->mock_cmd;
+        m->region_bits = VELO_DEFAULT_RMA_REGION_BITS;
+        m->max_regions = 1u << VELO_DEFAULT_RMA_REGION_BITS;
+        return 0;
+    }
+    struct velo_uapi_rma_setup st;
+    memset(&st, 0, sizeof st);
+    st.argsz = sizeof st;
+    int v = 0;
+    const char* e = getenv("VELO_NQ_LOG2");  // notification queue size, 0: the driver's default
+    if (e && *e) {
+        char* end = NULL;
+        long l = strtol(e, &end, 0);
+        if (*end || l < VELO_NQ_LOG2_MIN || l > VELO_RMA_NQ_LOG2_MAX) return -EINVAL;
+        v = (int)l;
+    }
+    st.log2_entries = (uint32_t)v;
+    if (ioctl(h->fd, VELO_IOC_RMA_SETUP, &st) < 0) return errno == ENOTTY ? -EOPNOTSUPP : neg_errno();
+    void* nq = mmap(NULL, st.nq_bytes, PROT_READ, MAP_SHARED, h->fd, (off_t)VELO_MMAP_NQ);
+    if (nq == MAP_FAILED) return neg_errno();
+    void* cmd = mmap(NULL, 4096, PROT_WRITE, MAP_SHARED, h->fd, (off_t)VELO_MMAP_RMA_CMD);
+    if (cmd == MAP_FAILED) {
+        int r = neg_errno();
+        munmap(nq, st.nq_bytes);
+        return r;
+    }
+    h->nq = nq;
+    h->nq_bytes = st.nq_bytes;
+    h->rma_cmd = cmd;
+    m->nq = (const volatile uint8_t*)nq;
+    m->nq_log2 = st.out_log2_entries;
+    m->nq_rp = (volatile uint32_t*)((uint8_t*)h->user_page + st.nq_rp_off);
+    m->cmd_page = (uint8_t*)cmd;
+    m->region_bits = st.region_bits;
+    m->max_regions = st.max_regions;
+    return 0;
+}
+
+static int hw_rma_ioctl(struct velo_ep* ep, unsigned long req, void* arg) {
+    struct velo_hw_state* h = ep->hw;
+    if (h->mock) return h->mock_ioctl ? h->mock_ioctl(h->mock_ctx, req, arg) : -EOPNOTSUPP;
+    if (ioctl(h->fd, req, arg) < 0) {
+        if (errno == ENODEV) ep->dead = 1;
+        return neg_errno();
+    }
+    return 0;
 }
 
 static const struct velo_backend hw_backend = {
@@ -147,6 +217,8 @@ static const struct velo_backend hw_backend = {
     .spin_polls = 20000,
     .clock = hw_clock,
     .close = hw_close,
+    .rma_map = hw_rma_map,
+    .rma_ioctl = hw_rma_ioctl,
 };
 
 int velo__hw_open(struct velo_ep* ep, const char* dev, const velo_open_attr_t* a) {
@@ -306,4 +378,22 @@ uint32_t velo__mock_rp(struct velo_ep* ep) {
 
 uint32_t velo__mock_batch(struct velo_ep* ep) {
     return ep->batch;
+}
+
+// RMA on the mock: the notification queue (2^log2 entries, written by the test), the command
+// page (4096 bytes) and a test driver answering REGISTER / DEREGISTER / REPIN (0 or -errno).
+int velo__mock_rma(struct velo_ep* ep, void* nq, unsigned log2, void* cmd_page,
+                   int (*fn)(void* ctx, unsigned long req, void* arg), void* ctx) {
+    struct velo_hw_state* h = ep->hw;
+    if (!h || !h->mock) return -EINVAL;
+    h->mock_nq = nq;
+    h->mock_nq_log2 = log2;
+    h->mock_cmd = cmd_page;
+    h->mock_ioctl = fn;
+    h->mock_ctx = ctx;
+    return 0;
+}
+
+uint32_t velo__mock_nq_rp(struct velo_ep* ep) {
+    return ep->hw ? ep->hw->mock_nq_rp : 0;
 }

@@ -122,6 +122,18 @@ struct velo_ring {
 	uint32_t user_page;        /* sim: VELO_SIM_PAGE_USER | k */
 };
 
+/* What a backend's rma_map provides (docs/rma.md §1, §4). */
+struct velo_rma_map {
+	const volatile uint8_t* nq; /* notification queue: 2^nq_log2 entries of 32 bytes */
+	unsigned nq_log2;
+	volatile uint32_t* nq_rp; /* NQ_RP in the data vpid's user page */
+	uint8_t* cmd_page;        /* the vpid's BAR4 page (write-combined), 4096 bytes */
+	unsigned region_bits;     /* 2^n regions on the NIC */
+	unsigned max_regions;     /* regions the endpoint may hold */
+};
+
+struct velo_rma;
+
 /* Backend operations (slow paths only; the fast paths are inline in velo.c). */
 struct velo_backend {
 	const char* name;
@@ -144,6 +156,10 @@ struct velo_backend {
 	unsigned spin_polls;
 	int (*clock)(const struct velo_ep* ep, uint64_t* now, uint64_t* last_rx);
 	void (*close)(struct velo_ep* ep);
+	/* RMA (may be NULL: -ENOTSUP): set up the notification queue and the command page */
+	int (*rma_map)(struct velo_ep* ep, struct velo_rma_map* m);
+	/* RMA: VELO_IOC_REGISTER / DEREGISTER / REPIN with its velo_uapi_* structure; 0 or -errno */
+	int (*rma_ioctl)(struct velo_ep* ep, unsigned long req, void* arg);
 };
 
 struct velo_sim_state;
@@ -189,6 +205,8 @@ struct velo_ep {
 	velo_stats_t st;
 	_Atomic uint64_t send_eagain;
 	struct velo_ep* grave_next;
+	struct velo_rma* rma;     /* RMA state (velo_rma.c), NULL until the first RMA call */
+	pthread_mutex_t rma_lock; /* every RMA call */
 };
 
 #define DIVERT_CLOSED 1
@@ -205,6 +223,9 @@ int velo__ctl_progress(struct velo_ep* ep, int blocking);
 void velo__set_phase(struct velo_ep* ep);
 uint32_t velo__ring_rp(const struct velo_ring* r, const uint8_t* cur);
 
+/* velo_rma.c */
+void velo__rma_close(struct velo_ep* ep);
+
 /* backends */
 int velo__sim_open(struct velo_ep* ep, const char* sock, const velo_open_attr_t* a);
 int velo__hw_open(struct velo_ep* ep, const char* dev, const velo_open_attr_t* a);
@@ -216,6 +237,11 @@ int velo__mock_connect(struct velo_ep* ep, velo_addr_t dst, uint8_t* window, uin
 uint8_t* velo__mock_ring(struct velo_ep* ep);
 uint32_t velo__mock_rp(struct velo_ep* ep);
 uint32_t velo__mock_batch(struct velo_ep* ep);
+int velo__mock_rma(struct velo_ep* ep, void* nq, unsigned log2, void* cmd_page,
+		   int (*fn)(void* ctx, unsigned long req, void* arg), void* ctx);
+uint32_t velo__mock_nq_rp(struct velo_ep* ep);
+/* RMA limits for tests: idle registrations kept by the cache, bytes per command (0: keep) */
+int velo__rma_set_limits(struct velo_ep* ep, unsigned cache_max, uint32_t piece_max);
 
 /* The CPU stores of one message into its line of a window page (1..64 bytes at offset 0):
  * whole quadwords or 16-byte SSE stores, then a store fence (the write-combining buffer drains

@@ -280,6 +280,14 @@ static void sim_close(struct velo_ep* ep) {
     ep->sim = NULL;
 }
 
+// The fabric comes later: RMA calls on a simulated endpoint fail with -ENOTSUP ("the simulated
+// fabric does not serve RMA yet", velo_strerror).
+static int sim_rma_map(struct velo_ep* ep, struct velo_rma_map* m) {
+    (void)ep;
+    (void)m;
+    return -ENOTSUP;
+}
+
 static const struct velo_backend sim_backend = {
     .name = "sim",
     .grant = sim_grant,
@@ -292,6 +300,7 @@ static const struct velo_backend sim_backend = {
     .spin_polls = 16,
     .clock = sim_clock,
     .close = sim_close,
+    .rma_map = sim_rma_map,
 };
 
 static void* map_fd(int fd, size_t* bytes, int prot) {

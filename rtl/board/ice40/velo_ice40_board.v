@@ -55,7 +55,7 @@ module velo_ice40_board #(
     // velo_nic in the board's configuration (docs/board-guide.md): one network port through
     // velo_switch_lite, one virtual channel, counters as the parameters say
     velo_nic #(.NODE_BITS(NODE_BITS), .VPID_BITS(VPID_BITS), .TLP_W(64), .LINK_W(LINK_W), .NP(1),
-               .VC_DEPTH(64), .REPLAY_DEPTH(256), .NVC(1), .SWITCH_LITE(1),
+               .VC_DEPTH(64), .REPLAY_DEPTH(256), .NVC(1), .SWITCH_LITE(1), .RMA(0),
                .COUNTERS(COUNTERS), .LINK_COUNTERS(LINK_COUNTERS)) u_nic (
         .clk(clk), .rst(rst), .cfg_id(CFG_ID),
         .rx_valid(rx_valid), .rx_ready(rx_ready), .rx_sop(rx_sop), .rx_eop(rx_eop),

@@ -15,6 +15,10 @@ int velo__mock_connect(velo_ep_t* ep, velo_addr_t dst, uint8_t* window, uint32_t
 uint8_t* velo__mock_ring(velo_ep_t* ep);
 uint32_t velo__mock_rp(velo_ep_t* ep);
 uint32_t velo__mock_batch(velo_ep_t* ep);
+int velo__mock_rma(velo_ep_t* ep, void* nq, unsigned log2, void* cmd_page,
+                   int (*fn)(void* ctx, unsigned long req, void* arg), void* ctx);
+uint32_t velo__mock_nq_rp(velo_ep_t* ep);
+int velo__rma_set_limits(velo_ep_t* ep, unsigned cache_max, uint32_t piece_max);
 #ifdef __cplusplus
 }
 #endif

@@ -19,7 +19,19 @@ struct velo_core {
     unsigned policy;                // VELO_POLICY_*
     unsigned max_log2, max_grants;  // limits of VELO_IOC_EP_OPEN
     struct velo_core_job jobs[VELO_CORE_MAX_JOBS];
+    // RMA (caps.rma_base != 0): one allocation holding the region table, the page table's
+    // master copy, its owner map and the compaction scratch
+    void* rma_mem;
+    struct velo_core_region* rg;  // [nrg]
+    uint64_t* pte;                // [npte] frame numbers as written to the NIC
+    uint64_t* tmp;                // [npte] compaction scratch
+    uint16_t* pte_rg;             // [npte] region + 1 using the entry, 0: free
+    unsigned nrg, npte, next_rg, pte_nfree, max_regions;
+    void (*rma_unpin)(void* ctx, void* pin);
 };
+
+static int rma_setup(struct velo_core* c);
+static void rma_release_ep(struct velo_core* c, unsigned vpid, uint64_t owner);
 
 // ------------------------------------------------------------------ small freestanding helpers
 static void log_io(const struct velo_core_ops* ops, void* ctx, int level, const char* a, unsigned long long v) {
@@ -88,6 +100,8 @@ int velo_core_probe(const struct velo_core_ops* ops, void* ctx, struct velo_core
             have_net = 1;
         } else if (type == VELO_BLK_IRQ_TYPE) {
             k.irq_base = off;
+        } else if (type == VELO_BLK_RMA_TYPE) {
+            k.rma_base = off;
         }
         uint32_t next = prd(ops, ctx, off + VELO_BLKHDR_NEXT);
         if (next == 0) break;
@@ -154,6 +168,28 @@ int velo_core_probe(const struct velo_core_ops* ops, void* ctx, struct velo_core
             return -VELO_CORE_ENODEV;
         }
     }
+    if (k.rma_base) {  // RMA block: the geometry of the translation unit and where its tables are
+        const uint32_t rb = k.rma_base - VELO_BLK_RMA_BASE;
+        const uint32_t rc = prd(ops, ctx, VELO_REG_RMA_CAPS + rb);
+        k.rma_region_bits = (uint32_t)VELO_FIELD_GET(VELO_REG_RMA_CAPS_REGION_BITS, rc);
+        k.rma_pte_bits = (uint32_t)VELO_FIELD_GET(VELO_REG_RMA_CAPS_PTE_BITS, rc);
+        k.rma_mtu = (uint32_t)VELO_FIELD_GET(VELO_REG_RMA_CAPS_MTU, rc);
+        k.rma_region_off = prd(ops, ctx, VELO_REG_RMA_REGION_OFFSET + rb);
+        k.rma_pte_off = prd(ops, ctx, VELO_REG_RMA_PTE_OFFSET + rb);
+        k.rma_nq_off = prd(ops, ctx, VELO_REG_RMA_NQ_OFFSET + rb);
+        k.rma_num_counters = prd(ops, ctx, VELO_REG_RMA_CNT_COUNT + rb);
+        const uint64_t bar = 1u << VELO_BAR_REGS_BITS;
+        if (k.rma_region_bits < VELO_MIN_RMA_REGION_BITS || k.rma_region_bits > VELO_MAX_RMA_REGION_BITS ||
+            k.rma_pte_bits < VELO_MIN_RMA_PTE_BITS || k.rma_pte_bits > VELO_MAX_RMA_PTE_BITS ||
+            k.rma_mtu < VELO_MIN_RMA_MTU || k.rma_mtu > VELO_MAX_RMA_MTU || (k.rma_mtu & 7) || !k.rma_region_off ||
+            !k.rma_pte_off || !k.rma_nq_off || ((k.rma_region_off | k.rma_pte_off | k.rma_nq_off) & 3) ||
+            k.rma_region_off + ((uint64_t)VELO_TBL_RMA_REGION_STRIDE << k.rma_region_bits) > bar ||
+            k.rma_pte_off + ((uint64_t)VELO_TBL_RMA_PTE_STRIDE << k.rma_pte_bits) > bar ||
+            k.rma_nq_off + (uint64_t)VELO_TBL_RMA_NQ_TABLE_STRIDE * k.num_vpids > bar || k.rma_num_counters > 64) {
+            log_io(ops, ctx, VELO_CORE_LOG_ERR, "velo: implausible RMA block, CAPS ", rc);
+            return -VELO_CORE_ENODEV;
+        }
+    }
     struct velo_core* c = (struct velo_core*)ops->zalloc(ctx, sizeof *c);
     if (!c) return -VELO_CORE_ENOMEM;
     c->ops = ops;
@@ -163,6 +199,10 @@ int velo_core_probe(const struct velo_core_ops* ops, void* ctx, struct velo_core
     c->policy = VELO_POLICY_JOB;
     c->max_log2 = VELO_MBOX_LOG2_MAX;
     c->max_grants = CORE_DEFAULT_GRANTS;
+    if (k.rma_base && rma_setup(c)) {
+        ops->free(ctx, c);
+        return -VELO_CORE_ENOMEM;
+    }
     *out = c;
     return 0;
 }
@@ -200,6 +240,9 @@ static uint32_t tbl(const struct velo_core* c, unsigned vpid, uint32_t reg) {
 static uint32_t user_page(const struct velo_core* c, unsigned vpid) {
     return c->caps.user_off + vpid * c->caps.user_stride;
 }
+static uint32_t nq_reg(const struct velo_core* c, unsigned vpid, uint32_t reg) {
+    return c->caps.rma_nq_off + vpid * VELO_TBL_RMA_NQ_TABLE_STRIDE + reg;
+}
 
 static int program_mailbox(struct velo_core* c, unsigned vpid, uint64_t dma, unsigned log2) {
     wr(c, tbl(c, vpid, VELO_TBL_VPID_TABLE_MB_CFG), 0);
@@ -222,8 +265,13 @@ static int program_mailbox(struct velo_core* c, unsigned vpid, uint64_t dma, uns
 }
 
 // Disable a vpid and wait until the NIC holds nothing for it. 0 or -ETIMEDOUT.
+static int quiesce_poll(struct velo_core* c, unsigned vpid);
 static int quiesce(struct velo_core* c, unsigned vpid) {
     wr(c, tbl(c, vpid, VELO_TBL_VPID_TABLE_MB_CFG), 0);
+    return quiesce_poll(c, vpid);
+}
+// Wait until the NIC holds nothing for vpid (mailbox and notification queue writes).
+static int quiesce_poll(struct velo_core* c, unsigned vpid) {
     wr(c, reg_ctrl(c, VELO_REG_CTRL_QUIESCE_VPID), vpid);
     for (unsigned i = 0; i < CORE_QUIESCE_POLLS; ++i) {
         uint32_t s = rd(c, reg_ctrl(c, VELO_REG_CTRL_QUIESCE_STATUS));
@@ -368,11 +416,16 @@ int velo_core_ep_close(struct velo_core* c, unsigned vpid) {
     if (e->job >= 0) --c->jobs[e->job].nep;
     for (unsigned i = 0; i < e->max_grants; ++i) e->grants[i].used = 0;
     e->ngrants = 0;
+    // regions first (each quiesced, then unpinned), then the notification queue goes with the
+    // data vpid's quiesce (CTRL.QUIESCE_STATUS covers it)
+    rma_release_ep(c, e->vpid, e->owner);
+    if (e->nq) wr(c, nq_reg(c, e->vpid, VELO_TBL_RMA_NQ_TABLE_NQ_CFG), 0);
     int q1 = quiesce(c, e->vpid);
     int q2 = quiesce(c, e->ctl_vpid);
     // memory is reused only after the NIC has nothing left for the vpid
     if (!q1) c->ops->dma_free(c->ctx, e->ring, e->ring_bytes, e->ring_dma, e->ring_cookie);
     if (!q2) c->ops->dma_free(c->ctx, e->ctl_ring, e->ctl_ring_bytes, e->ctl_ring_dma, e->ctl_ring_cookie);
+    if (!q1 && e->nq) c->ops->dma_free(c->ctx, e->nq, e->nq_bytes, e->nq_dma, e->nq_cookie);
     c->ops->free(c->ctx, e->grants);
     c->ops->free(c->ctx, e);
     return q1 ? q1 : q2;
@@ -393,6 +446,7 @@ void velo_core_remove(struct velo_core* c) {
     if (!c) return;
     for (unsigned v = 0; v < CORE_MAX_VPIDS; ++v)
         if (c->ep[v]) velo_core_ep_close(c, v);
+    if (c->rma_mem) c->ops->free(c->ctx, c->rma_mem);
     c->ops->free(c->ctx, c);
 }
 
@@ -536,6 +590,14 @@ static uint32_t uapi_size(unsigned nr) {
             return sizeof(struct velo_uapi_route);
         case VELO_IOC_NR_PORT_SET:
             return sizeof(struct velo_uapi_port);
+        case VELO_IOC_NR_RMA_SETUP:
+            return sizeof(struct velo_uapi_rma_setup);
+        case VELO_IOC_NR_REGISTER:
+            return sizeof(struct velo_uapi_register);
+        case VELO_IOC_NR_DEREGISTER:
+            return sizeof(struct velo_uapi_deregister);
+        case VELO_IOC_NR_REPIN:
+            return sizeof(struct velo_uapi_repin);
         default:
             return 0;
     }
@@ -672,6 +734,11 @@ static int ioc_port_set(struct velo_core* c, const struct velo_core_client* cl, 
     return velo_core_port_set(c, a->port, a->cfg);
 }
 
+static int ioc_rma_setup(struct velo_core* c, const struct velo_core_client* cl, struct velo_uapi_rma_setup* a);
+static int ioc_register(struct velo_core* c, const struct velo_core_client* cl, struct velo_uapi_register* a);
+static int ioc_deregister(struct velo_core* c, const struct velo_core_client* cl, const struct velo_uapi_deregister* a);
+static int ioc_repin(struct velo_core* c, const struct velo_core_client* cl, struct velo_uapi_repin* a);
+
 int velo_core_ioctl(struct velo_core* c, struct velo_core_client* cl, unsigned nr, void* arg) {
     uint32_t minsz = 0;
     if (!c || !cl || !arg) return -VELO_CORE_EINVAL;
@@ -700,6 +767,14 @@ int velo_core_ioctl(struct velo_core* c, struct velo_core_client* cl, unsigned n
             return ioc_route_set(c, cl, (const struct velo_uapi_route*)arg);
         case VELO_IOC_NR_PORT_SET:
             return ioc_port_set(c, cl, (const struct velo_uapi_port*)arg);
+        case VELO_IOC_NR_RMA_SETUP:
+            return ioc_rma_setup(c, cl, (struct velo_uapi_rma_setup*)arg);
+        case VELO_IOC_NR_REGISTER:
+            return ioc_register(c, cl, (struct velo_uapi_register*)arg);
+        case VELO_IOC_NR_DEREGISTER:
+            return ioc_deregister(c, cl, (const struct velo_uapi_deregister*)arg);
+        case VELO_IOC_NR_REPIN:
+            return ioc_repin(c, cl, (struct velo_uapi_repin*)arg);
         default:
             return -VELO_CORE_ENOTTY;
     }
@@ -765,7 +840,25 @@ int velo_core_mmap_check(const struct velo_core* c, const struct velo_core_clien
         m->bar_off = ctl ? e->ctl_user_page_off : e->user_page_off;
         return 0;
     }
-    if (off >= VELO_MMAP_WINDOW) {
+    if (off == VELO_MMAP_NQ) {
+        if (!e->nq || len != e->nq_bytes) return -VELO_CORE_EINVAL;
+        if (acc & VELO_CORE_MAP_WRITE) return -VELO_CORE_EACCES;  // the NIC's, read-only
+        m->kind = VELO_CORE_MAP_NQ;
+        m->cpu = e->nq;
+        m->dma = e->nq_dma;
+        m->cookie = e->nq_cookie;
+        m->bytes = e->nq_bytes;
+        return 0;
+    }
+    if (off == VELO_MMAP_RMA_CMD) {
+        if (!c->caps.rma_base || !e->nq || len != 4096) return -VELO_CORE_EINVAL;
+        if (acc & VELO_CORE_MAP_READ) return -VELO_CORE_EACCES;  // BAR4 reads are UR
+        m->kind = VELO_CORE_MAP_RMA_CMD;
+        m->bar = VELO_BAR_RMA;
+        m->bar_off = (uint64_t)e->vpid << VELO_RMA_ADDR_SRC_VPID_SHIFT(c->caps.vpid_bits, c->caps.node_bits);
+        return 0;
+    }
+    if (off >= VELO_MMAP_WINDOW && off < VELO_MMAP_NQ) {
         const uint64_t g = (off - VELO_MMAP_WINDOW) >> 12;
         if (g >= e->max_grants || len != 4096) return -VELO_CORE_EINVAL;
         const struct velo_core_grant_ent* ge = velo_core_grant_get(c, e->vpid, (unsigned)g);
@@ -923,4 +1016,448 @@ int velo_core_irq_collect(struct velo_core* c, void (*cb)(void*, unsigned), void
         }
     }
     return n;
+}
+
+/* ---- RMA: notification queues, regions, translation (docs/rma.md §2, §4) */
+static uint32_t reg_rma(const struct velo_core* c, uint32_t reg) {
+    return reg - VELO_BLK_RMA_BASE + c->caps.rma_base;
+}
+static uint32_t rg_reg(const struct velo_core* c, unsigned r, uint32_t reg) {
+    return c->caps.rma_region_off + r * VELO_TBL_RMA_REGION_STRIDE + reg;
+}
+static uint32_t pte_reg(const struct velo_core* c, unsigned i, uint32_t reg) {
+    return c->caps.rma_pte_off + i * VELO_TBL_RMA_PTE_STRIDE + reg;
+}
+
+static int rma_setup(struct velo_core* c) {
+    c->nrg = 1u << c->caps.rma_region_bits;
+    c->npte = 1u << c->caps.rma_pte_bits;
+    const size_t rg_bytes = sizeof(struct velo_core_region) * c->nrg;
+    const size_t pte_bytes = sizeof(uint64_t) * c->npte;
+    c->rma_mem = c->ops->zalloc(c->ctx, rg_bytes + 2 * pte_bytes + sizeof(uint16_t) * c->npte);
+    if (!c->rma_mem) return -VELO_CORE_ENOMEM;
+    uint8_t* p = (uint8_t*)c->rma_mem;
+    c->rg = (struct velo_core_region*)p;
+    c->pte = (uint64_t*)(p + rg_bytes);
+    c->tmp = (uint64_t*)(p + rg_bytes + pte_bytes);
+    c->pte_rg = (uint16_t*)(p + rg_bytes + 2 * pte_bytes);
+    c->pte_nfree = c->npte;
+    c->max_regions = c->nrg < VELO_CORE_MAX_REGIONS_PER_EP ? c->nrg : VELO_CORE_MAX_REGIONS_PER_EP;
+    return 0;
+}
+
+void velo_core_set_rma_unpin(struct velo_core* c, void (*unpin)(void* ctx, void* pin)) {
+    if (c) c->rma_unpin = unpin;
+}
+
+uint32_t velo_core_rma_counter(const struct velo_core* c, unsigned i) {
+    if (!c || !c->caps.rma_base || i >= c->caps.rma_num_counters) return 0;
+    return rd(c, reg_rma(c, VELO_REG_RMA_CNT_BASE) + 4u * i);
+}
+
+uint64_t velo_core_rma_pages(uint64_t addr, uint64_t len) {
+    if (!len) return 0;
+    return (((addr & 4095u) + len - 1) >> 12) + 1;
+}
+
+const struct velo_core_region* velo_core_rma_region(const struct velo_core* c, unsigned r) {
+    if (!c || !c->rg || r >= c->nrg) return NULL;
+    return &c->rg[r];
+}
+
+uint64_t velo_core_rma_pte(const struct velo_core* c, unsigned i) {
+    if (!c || !c->pte || i >= c->npte) return 0;
+    return c->pte[i];
+}
+
+// Free runs of the page table, circular (a region's entries may wrap). Calls back with each
+// run's start and length; returns the number of free entries.
+static unsigned pte_runs(const struct velo_core* c, unsigned need, unsigned* best, unsigned* best_len,
+                         unsigned* longest) {
+    const unsigned n = c->npte;
+    *best = 0;
+    *best_len = 0;
+    if (longest) *longest = 0;
+    if (c->pte_nfree == n) {  // all free: one run
+        *best_len = n;
+        if (longest) *longest = n;
+        return n;
+    }
+    if (!c->pte_nfree) return 0;
+    unsigned u = 0;  // a used entry: runs are scanned starting after it
+    while (!c->pte_rg[u]) ++u;
+    unsigned run = 0, start = 0;
+    for (unsigned k = 1; k <= n; ++k) {
+        const unsigned i = (u + k) % n;
+        if (!c->pte_rg[i] && k < n) {
+            if (!run) start = i;
+            ++run;
+            continue;
+        }
+        if (run) {
+            if (longest && run > *longest) *longest = run;
+            // best fit: the shortest run that holds `need`
+            if (run >= need && (!*best_len || run < *best_len)) {
+                *best = start;
+                *best_len = run;
+            }
+        }
+        run = 0;
+    }
+    return c->pte_nfree;
+}
+
+unsigned velo_core_rma_pte_free(const struct velo_core* c, unsigned* longest) {
+    unsigned b, bl, lg = 0;
+    if (!c || !c->pte_rg) {
+        if (longest) *longest = 0;
+        return 0;
+    }
+    const unsigned f = pte_runs(c, 1, &b, &bl, &lg);
+    if (longest) *longest = lg;
+    return f;
+}
+
+static uint32_t rg_cfg(const struct velo_core_region* g, int alloc, int valid) {
+    return (uint32_t)(VELO_FIELD_PREP(VELO_TBL_RMA_REGION_RG_CFG_ALLOC, alloc ? 1 : 0) |
+                      VELO_FIELD_PREP(VELO_TBL_RMA_REGION_RG_CFG_VALID, valid ? 1 : 0) |
+                      VELO_FIELD_PREP(VELO_TBL_RMA_REGION_RG_CFG_PERM_LR, (g->access & VELO_REG_LOCAL_READ) != 0) |
+                      VELO_FIELD_PREP(VELO_TBL_RMA_REGION_RG_CFG_PERM_LW, (g->access & VELO_REG_LOCAL_WRITE) != 0) |
+                      VELO_FIELD_PREP(VELO_TBL_RMA_REGION_RG_CFG_PERM_RR, (g->access & VELO_REG_REMOTE_READ) != 0) |
+                      VELO_FIELD_PREP(VELO_TBL_RMA_REGION_RG_CFG_PERM_RW, (g->access & VELO_REG_REMOTE_WRITE) != 0) |
+                      VELO_FIELD_PREP(VELO_TBL_RMA_REGION_RG_CFG_OWNER_VPID, g->owner_vpid) |
+                      VELO_FIELD_PREP(VELO_TBL_RMA_REGION_RG_CFG_KEY, g->key));
+}
+
+// Wait until the NIC holds no translation of region r (its RG_CFG already withdrawn).
+static int rg_quiesce(struct velo_core* c, unsigned r) {
+    wr(c, reg_rma(c, VELO_REG_RMA_QUIESCE_REGION), r);
+    for (unsigned i = 0; i < CORE_QUIESCE_POLLS; ++i) {
+        const uint32_t s = rd(c, reg_rma(c, VELO_REG_RMA_QUIESCE_STATUS));
+        if (s != 0xFFFFFFFFu && !VELO_FIELD_GET(VELO_REG_RMA_QUIESCE_STATUS_BUSY, s)) return 0;
+        if (c->ops->relax) c->ops->relax(c->ctx);
+    }
+    core_log(c, VELO_CORE_LOG_ERR, "velo: RMA region never quiesced (its pages stay pinned): ", r);
+    return -VELO_CORE_ETIMEDOUT;
+}
+
+static void pte_write(struct velo_core* c, unsigned i, uint64_t pfn) {
+    c->pte[i] = pfn;
+    wr(c, pte_reg(c, i, VELO_TBL_RMA_PTE_PTE_LO), (uint32_t)pfn);
+    wr(c, pte_reg(c, i, VELO_TBL_RMA_PTE_PTE_HI), (uint32_t)VELO_FIELD_PREP(VELO_TBL_RMA_PTE_PTE_HI_PFN_HI, pfn >> 32));
+}
+
+// A withdrawn, quiesced region gives its page table run back.
+static void pte_free_run(struct velo_core* c, struct velo_core_region* g) {
+    for (unsigned k = 0; k < g->npte; ++k) {
+        const unsigned i = (g->pte_first + k) % c->npte;
+        c->pte_rg[i] = 0;
+        c->pte[i] = 0;
+    }
+    c->pte_nfree += g->npte;
+    g->npte = 0;
+    g->pte_first = 0;
+}
+
+// Region r is quiesced with VALID = 0: unpin and forget its translation.
+static void rg_drop_translation(struct velo_core* c, struct velo_core_region* g) {
+    void* pin = g->pin;
+    pte_free_run(c, g);
+    g->pin = NULL;
+    if (c->rma_unpin && pin) c->rma_unpin(c->ctx, pin);
+}
+
+// Relocate every VALID region to the start of the page table. Each is withdrawn and quiesced
+// first; if one does not quiesce it stays STUCK (pins kept) and the others are made valid again
+// where they were. 0 or -ETIMEDOUT.
+static int pte_compact(struct velo_core* c) {
+    for (unsigned r = 0; r < c->nrg; ++r)
+        if (c->rg[r].state == VELO_CORE_RG_STUCK) return -VELO_CORE_ENOSPC;  // fixed runs: no compaction
+    for (unsigned r = 0; r < c->nrg; ++r)
+        if (c->rg[r].state == VELO_CORE_RG_VALID)
+            wr(c, rg_reg(c, r, VELO_TBL_RMA_REGION_RG_CFG), rg_cfg(&c->rg[r], 1, 0));
+    int stuck = 0;
+    for (unsigned r = 0; r < c->nrg; ++r) {
+        if (c->rg[r].state != VELO_CORE_RG_VALID) continue;
+        if (rg_quiesce(c, r)) {
+            c->rg[r].state = VELO_CORE_RG_STUCK;
+            stuck = 1;
+        }
+    }
+    if (stuck) {
+        for (unsigned r = 0; r < c->nrg; ++r)
+            if (c->rg[r].state == VELO_CORE_RG_VALID)
+                wr(c, rg_reg(c, r, VELO_TBL_RMA_REGION_RG_CFG), rg_cfg(&c->rg[r], 1, 1));
+        return -VELO_CORE_ETIMEDOUT;
+    }
+    unsigned pos = 0;
+    for (unsigned r = 0; r < c->nrg; ++r) {
+        struct velo_core_region* g = &c->rg[r];
+        if (g->state != VELO_CORE_RG_VALID) continue;
+        for (unsigned k = 0; k < g->npte; ++k) c->tmp[pos + k] = c->pte[(g->pte_first + k) % c->npte];
+        g->pte_first = pos;
+        pos += g->npte;
+    }
+    for (unsigned i = 0; i < c->npte; ++i) {
+        c->pte_rg[i] = 0;
+        c->pte[i] = 0;
+    }
+    for (unsigned r = 0; r < c->nrg; ++r) {
+        struct velo_core_region* g = &c->rg[r];
+        if (g->state != VELO_CORE_RG_VALID) continue;
+        for (unsigned k = 0; k < g->npte; ++k) {
+            const unsigned i = g->pte_first + k;
+            pte_write(c, i, c->tmp[i]);
+            c->pte_rg[i] = (uint16_t)(r + 1);
+        }
+        wr(c, rg_reg(c, r, VELO_TBL_RMA_REGION_RG_PTE),
+           (uint32_t)VELO_FIELD_PREP(VELO_TBL_RMA_REGION_RG_PTE_FIRST, g->pte_first));
+        wr(c, rg_reg(c, r, VELO_TBL_RMA_REGION_RG_CFG), rg_cfg(g, 1, 1));
+    }
+    c->pte_nfree = c->npte - pos;
+    core_log(c, VELO_CORE_LOG_INFO, "velo: RMA page table compacted, entries in use ", pos);
+    return 0;
+}
+
+int velo_core_nq_setup(struct velo_core* c, unsigned vpid, unsigned log2) {
+    if (!c) return -VELO_CORE_EINVAL;
+    if (!c->caps.rma_base) return -VELO_CORE_EOPNOTSUPP;
+    if (vpid >= CORE_MAX_VPIDS || !c->ep[vpid]) return -VELO_CORE_ENOENT;
+    struct velo_core_ep* e = c->ep[vpid];
+    if (log2 < VELO_NQ_LOG2_MIN || log2 > VELO_RMA_NQ_LOG2_MAX) return -VELO_CORE_EINVAL;
+    if (e->nq) return -VELO_CORE_EEXIST;
+    const size_t bytes = (size_t)VELO_RMA_NQ_ENTRY_BYTES << log2;
+    void* cookie = NULL;
+    uint64_t dma = 0;
+    void* ring = c->ops->dma_alloc(c->ctx, bytes, &dma, &cookie);
+    if (!ring) return -VELO_CORE_ENOMEM;
+    int rc = (dma & 63) ? -VELO_CORE_EINVAL : 0;
+    const uint32_t cfg = (uint32_t)(VELO_FIELD_PREP(VELO_TBL_RMA_NQ_TABLE_NQ_CFG_ENABLE, 1) |
+                                    VELO_FIELD_PREP(VELO_TBL_RMA_NQ_TABLE_NQ_CFG_LOG2_ENTRIES, log2));
+    if (!rc) {
+        wr(c, nq_reg(c, vpid, VELO_TBL_RMA_NQ_TABLE_NQ_CFG), 0);
+        wr(c, nq_reg(c, vpid, VELO_TBL_RMA_NQ_TABLE_NQ_BASE_LO), (uint32_t)dma);
+        wr(c, nq_reg(c, vpid, VELO_TBL_RMA_NQ_TABLE_NQ_BASE_HI), (uint32_t)(dma >> 32));
+        wr(c, nq_reg(c, vpid, VELO_TBL_RMA_NQ_TABLE_NQ_WP), 0);
+        wr(c, user_page(c, vpid) + VELO_TBL_VPID_USER_NQ_RP, 0);
+        wr(c, nq_reg(c, vpid, VELO_TBL_RMA_NQ_TABLE_NQ_CFG), cfg);
+        const uint32_t back = rd(c, nq_reg(c, vpid, VELO_TBL_RMA_NQ_TABLE_NQ_CFG));
+        const uint32_t lo = rd(c, nq_reg(c, vpid, VELO_TBL_RMA_NQ_TABLE_NQ_BASE_LO));
+        if (back != cfg || lo != ((uint32_t)dma & ~63u)) {
+            core_log(c, VELO_CORE_LOG_ERR, "velo: NQ_CFG read back wrong: ", back);
+            wr(c, nq_reg(c, vpid, VELO_TBL_RMA_NQ_TABLE_NQ_CFG), 0);
+            // the ring is free once the vpid is quiet; if it never is, it is leaked, never reused
+            if (quiesce_poll(c, vpid)) return -VELO_CORE_EIO;
+            rc = -VELO_CORE_EIO;
+        }
+    }
+    if (rc) {
+        c->ops->dma_free(c->ctx, ring, bytes, dma, cookie);
+        return rc;
+    }
+    e->nq = ring;
+    e->nq_dma = dma;
+    e->nq_cookie = cookie;
+    e->nq_bytes = bytes;
+    e->nq_log2 = log2;
+    return 0;
+}
+
+int velo_core_rma_declare(struct velo_core* c, unsigned vpid, uint64_t addr, uint64_t len, unsigned access,
+                          uint64_t* nla) {
+    if (!c || !nla) return -VELO_CORE_EINVAL;
+    if (!c->caps.rma_base) return -VELO_CORE_EOPNOTSUPP;
+    if (vpid >= CORE_MAX_VPIDS || !c->ep[vpid]) return -VELO_CORE_ENOENT;
+    struct velo_core_ep* e = c->ep[vpid];
+    if (!access || (access & ~(unsigned)VELO_REG_ACCESS_ALL) || !len || len > VELO_REG_LEN_MAX ||
+        addr + (len - 1) < addr)
+        return -VELO_CORE_EINVAL;
+    if (velo_core_rma_pages(addr, len) > c->npte || e->nregions >= c->max_regions) return -VELO_CORE_ENOSPC;
+    unsigned i;
+    for (i = 0; i < c->nrg; ++i)
+        if (c->rg[(c->next_rg + i) % c->nrg].state == VELO_CORE_RG_FREE) break;
+    if (i == c->nrg) return -VELO_CORE_ENOSPC;
+    const unsigned r = (c->next_rg + i) % c->nrg;
+    c->next_rg = (r + 1) % c->nrg;  // round robin: an index comes back as late as possible
+    struct velo_core_region* g = &c->rg[r];
+    g->state = VELO_CORE_RG_DECLARED;
+    g->key = (uint8_t)(g->key + 1);  // a new key for every use of the index: stale handles fail
+    g->access = (uint8_t)access;
+    g->owner_vpid = vpid;
+    g->owner = e->owner;
+    g->addr = addr;
+    g->len = len;
+    g->npte = 0;
+    g->pte_first = 0;
+    g->pin = NULL;
+    ++e->nregions;
+    // the region is not allocated in the NIC (RG_CFG = 0): its fields may change; RG_CFG last
+    wr(c, rg_reg(c, r, VELO_TBL_RMA_REGION_RG_PTE), 0);
+    wr(c, rg_reg(c, r, VELO_TBL_RMA_REGION_RG_START),
+       (uint32_t)VELO_FIELD_PREP(VELO_TBL_RMA_REGION_RG_START_START, addr & 4095u));
+    wr(c, rg_reg(c, r, VELO_TBL_RMA_REGION_RG_LEN_LO), (uint32_t)len);
+    wr(c, rg_reg(c, r, VELO_TBL_RMA_REGION_RG_LEN_HI),
+       (uint32_t)VELO_FIELD_PREP(VELO_TBL_RMA_REGION_RG_LEN_HI_LEN_HI, len >> 32));
+    wr(c, rg_reg(c, r, VELO_TBL_RMA_REGION_RG_CFG), rg_cfg(g, 1, 0));
+    *nla = VELO_FIELD_PREP(VELO_RMA_NLA_KEY, g->key) | VELO_FIELD_PREP(VELO_RMA_NLA_REGION, r);
+    return (int)r;
+}
+
+int velo_core_rma_lookup(const struct velo_core* c, unsigned vpid, uint64_t nla) {
+    if (!c || !c->rg || vpid >= CORE_MAX_VPIDS || !c->ep[vpid]) return -VELO_CORE_ENOENT;
+    const uint64_t r = VELO_FIELD_GET(VELO_RMA_NLA_REGION, nla);
+    if (VELO_FIELD_GET(VELO_RMA_NLA_OFFSET, nla) || r >= c->nrg) return -VELO_CORE_ENOENT;
+    const struct velo_core_region* g = &c->rg[r];
+    if (g->state == VELO_CORE_RG_FREE || g->key != VELO_FIELD_GET(VELO_RMA_NLA_KEY, nla) || g->owner_vpid != vpid ||
+        g->owner != c->ep[vpid]->owner)
+        return -VELO_CORE_ENOENT;
+    return (int)r;
+}
+
+int velo_core_rma_map(struct velo_core* c, unsigned r, unsigned key, const uint64_t* pfns, uint64_t npages, void* pin) {
+    if (!c) return -VELO_CORE_EINVAL;
+    if (!c->caps.rma_base) return -VELO_CORE_EOPNOTSUPP;
+    if (r >= c->nrg || c->rg[r].state != VELO_CORE_RG_DECLARED || c->rg[r].key != key) return -VELO_CORE_ENOENT;
+    struct velo_core_region* g = &c->rg[r];
+    if (!pfns || npages != velo_core_rma_pages(g->addr, g->len)) return -VELO_CORE_EINVAL;
+    for (uint64_t k = 0; k < npages; ++k)
+        if (pfns[k] >> 40) return -VELO_CORE_EINVAL;
+    const unsigned n = (unsigned)npages;
+    unsigned first, run;
+    if (pte_runs(c, n, &first, &run, NULL) < n) return -VELO_CORE_ENOSPC;
+    if (!run) {  // enough entries, but no run long enough: compact
+        const int q = pte_compact(c);
+        if (q) return q == -VELO_CORE_ETIMEDOUT ? -VELO_CORE_ENOSPC : q;
+        pte_runs(c, n, &first, &run, NULL);
+        if (!run) return -VELO_CORE_ENOSPC;
+    }
+    for (unsigned k = 0; k < n; ++k) {
+        const unsigned i = (first + k) % c->npte;
+        pte_write(c, i, pfns[k]);
+        c->pte_rg[i] = (uint16_t)(r + 1);
+    }
+    c->pte_nfree -= n;
+    g->pte_first = first;
+    g->npte = n;
+    g->pin = pin;
+    g->state = VELO_CORE_RG_VALID;
+    wr(c, rg_reg(c, r, VELO_TBL_RMA_REGION_RG_PTE), (uint32_t)VELO_FIELD_PREP(VELO_TBL_RMA_REGION_RG_PTE_FIRST, first));
+    wr(c, rg_reg(c, r, VELO_TBL_RMA_REGION_RG_CFG), rg_cfg(g, 1, 1));
+    // read back (flushes the posted writes): the NIC translates the region before the caller
+    // returns to user space, so a peer told of it at once never meets a stale entry
+    (void)rd(c, rg_reg(c, r, VELO_TBL_RMA_REGION_RG_CFG));
+    return 0;
+}
+
+int velo_core_rma_invalidate(struct velo_core* c, unsigned r, unsigned key) {
+    if (!c) return -VELO_CORE_EINVAL;
+    if (!c->caps.rma_base) return -VELO_CORE_EOPNOTSUPP;
+    if (r >= c->nrg || c->rg[r].state != VELO_CORE_RG_VALID || c->rg[r].key != key) return 0;
+    struct velo_core_region* g = &c->rg[r];
+    wr(c, rg_reg(c, r, VELO_TBL_RMA_REGION_RG_CFG), rg_cfg(g, 1, 0));
+    if (rg_quiesce(c, r)) {
+        g->state = VELO_CORE_RG_STUCK;
+        return -VELO_CORE_ETIMEDOUT;
+    }
+    g->state = VELO_CORE_RG_DECLARED;
+    rg_drop_translation(c, g);
+    return 0;
+}
+
+// Deregister region r (any state but FREE): RG_CFG = 0, quiesce, unpin, free the index.
+static int rg_release(struct velo_core* c, unsigned r) {
+    struct velo_core_region* g = &c->rg[r];
+    const unsigned vpid = g->owner_vpid;
+    if (g->owner && vpid < CORE_MAX_VPIDS && c->ep[vpid] && c->ep[vpid]->owner == g->owner) --c->ep[vpid]->nregions;
+    g->owner = 0;  // no client owns it any more (owners are never 0): a STUCK one stays out of use
+    wr(c, rg_reg(c, r, VELO_TBL_RMA_REGION_RG_CFG), 0);
+    if (rg_quiesce(c, r)) {
+        g->state = VELO_CORE_RG_STUCK;
+        return -VELO_CORE_ETIMEDOUT;
+    }
+    rg_drop_translation(c, g);
+    g->state = VELO_CORE_RG_FREE;
+    g->owner = 0;
+    g->access = 0;
+    g->addr = g->len = 0;
+    return 0;
+}
+
+int velo_core_rma_release(struct velo_core* c, unsigned vpid, unsigned r, unsigned key) {
+    if (!c) return -VELO_CORE_EINVAL;
+    if (!c->caps.rma_base) return -VELO_CORE_EOPNOTSUPP;
+    if (vpid >= CORE_MAX_VPIDS || !c->ep[vpid] || r >= c->nrg) return -VELO_CORE_ENOENT;
+    const struct velo_core_region* g = &c->rg[r];
+    if (g->state == VELO_CORE_RG_FREE || g->key != key || g->owner_vpid != vpid || g->owner != c->ep[vpid]->owner)
+        return -VELO_CORE_ENOENT;
+    return rg_release(c, r);
+}
+
+// every region of endpoint vpid (closing); STUCK ones get one more chance to quiesce
+static void rma_release_ep(struct velo_core* c, unsigned vpid, uint64_t owner) {
+    if (!c->rg) return;
+    for (unsigned r = 0; r < c->nrg; ++r) {
+        const struct velo_core_region* g = &c->rg[r];
+        if (g->state != VELO_CORE_RG_FREE && g->owner_vpid == vpid && g->owner == owner && owner) rg_release(c, r);
+    }
+}
+
+static int ioc_rma_setup(struct velo_core* c, const struct velo_core_client* cl, struct velo_uapi_rma_setup* a) {
+    if (a->flags || a->rsvd) return -VELO_CORE_EINVAL;
+    if (!c->caps.rma_base) return -VELO_CORE_EOPNOTSUPP;
+    int err;
+    const struct velo_core_ep* e = velo_core_client_ep(c, cl, &err);
+    if (!e) return err;
+    const unsigned log2 = a->log2_entries ? a->log2_entries : VELO_NQ_LOG2_DEFAULT;
+    const int r = velo_core_nq_setup(c, e->vpid, log2);
+    if (r) return r;
+    a->nq_bytes = e->nq_bytes;
+    a->out_log2_entries = e->nq_log2;
+    a->nq_rp_off = VELO_TBL_VPID_USER_NQ_RP;
+    a->region_bits = c->caps.rma_region_bits;
+    a->pte_bits = c->caps.rma_pte_bits;
+    a->mtu = c->caps.rma_mtu;
+    a->max_regions = c->max_regions;
+    return 0;
+}
+
+static int ioc_register(struct velo_core* c, const struct velo_core_client* cl, struct velo_uapi_register* a) {
+    if (!a->flags || (a->flags & ~(uint32_t)VELO_REG_ACCESS_ALL)) return -VELO_CORE_EINVAL;
+    if (!c->caps.rma_base) return -VELO_CORE_EOPNOTSUPP;
+    int err;
+    const struct velo_core_ep* e = velo_core_client_ep(c, cl, &err);
+    if (!e) return err;
+    uint64_t nla = 0;
+    const int r = velo_core_rma_declare(c, e->vpid, a->addr, a->len, a->flags, &nla);
+    if (r < 0) return r;
+    a->nla = nla;
+    a->region = (uint32_t)r;
+    a->key = c->rg[r].key;
+    return 0;
+}
+
+static int ioc_deregister(struct velo_core* c, const struct velo_core_client* cl,
+                          const struct velo_uapi_deregister* a) {
+    if (a->flags) return -VELO_CORE_EINVAL;
+    if (!c->caps.rma_base) return -VELO_CORE_EOPNOTSUPP;
+    int err;
+    const struct velo_core_ep* e = velo_core_client_ep(c, cl, &err);
+    if (!e) return err;
+    const int r = velo_core_rma_lookup(c, e->vpid, a->nla);
+    if (r < 0) return r;
+    return rg_release(c, (unsigned)r);
+}
+
+static int ioc_repin(struct velo_core* c, const struct velo_core_client* cl, struct velo_uapi_repin* a) {
+    if (a->flags || a->rsvd) return -VELO_CORE_EINVAL;
+    if (!c->caps.rma_base) return -VELO_CORE_EOPNOTSUPP;
+    int err;
+    const struct velo_core_ep* e = velo_core_client_ep(c, cl, &err);
+    if (!e) return err;
+    const int r = velo_core_rma_lookup(c, e->vpid, a->nla);
+    if (r < 0) return r;
+    if (c->rg[r].state == VELO_CORE_RG_STUCK) return -VELO_CORE_EIO;
+    // the caller (the OS glue) pins and calls velo_core_rma_map when asked to
+    a->out_repinned = c->rg[r].state == VELO_CORE_RG_DECLARED ? 1u : 0u;
+    return 0;
 }

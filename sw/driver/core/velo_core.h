@@ -82,6 +82,11 @@ struct velo_core_caps {
 	uint32_t route_off;               /* ROUTE_TABLE */
 	uint32_t port_off, port_stride;   /* NET_PORT entries (port 1 at port_off) */
 	uint32_t irq_base, irq_pending_off, irq_pending_words; /* IRQ block (0: none), IRQ_PENDING words */
+	/* RMA block (rma_base 0: the NIC has no RMA unit; every RMA call fails with -EOPNOTSUPP) */
+	uint32_t rma_base;
+	uint32_t rma_region_bits, rma_pte_bits, rma_mtu;  /* RMA CAPS */
+	uint32_t rma_region_off, rma_pte_off, rma_nq_off; /* table offsets */
+	uint32_t rma_num_counters;                        /* RMA CNT_COUNT */
 };
 
 struct velo_core;
@@ -118,6 +123,13 @@ struct velo_core_ep {
 	uint64_t job_key;
 	uint32_t pid, uid, privileged;
 	int job;                            /* index of its job, -1: the vpids no job owns */
+	/* RMA notification queue of the data vpid (nq NULL: not set up) */
+	void* nq;
+	uint64_t nq_dma;
+	void* nq_cookie;
+	size_t nq_bytes;
+	unsigned nq_log2;
+	unsigned nregions; /* regions it owns */
 };
 
 struct velo_core_grant_ent {
@@ -258,9 +270,11 @@ int velo_core_ring_ready_nic(const struct velo_core* c, const struct velo_core_c
 #define VELO_CORE_MAP_USER 3     /* data vpid's user page (BAR0, uncached) */
 #define VELO_CORE_MAP_CTL_USER 4 /* control vpid's user page */
 #define VELO_CORE_MAP_WINDOW 5   /* send-window page of a grant (BAR2, write-combined, write-only) */
+#define VELO_CORE_MAP_NQ 6       /* RMA notification queue (read-only, cached) */
+#define VELO_CORE_MAP_RMA_CMD 7  /* the data vpid's RMA command page (BAR4, write-combined, write-only) */
 struct velo_core_map {
 	unsigned kind;    /* VELO_CORE_MAP_* */
-	unsigned bar;     /* USER: VELO_BAR_REGS, WINDOW: VELO_BAR_SEND */
+	unsigned bar;     /* USER: VELO_BAR_REGS, WINDOW: VELO_BAR_SEND, RMA_CMD: VELO_BAR_RMA */
 	uint64_t bar_off; /* offset of the page in that BAR */
 	/* rings */
 	void* cpu;
@@ -301,6 +315,86 @@ int velo_core_irq_arm(struct velo_core* c, unsigned vpid);
  * vpids were pending, or -EIO if a word has bits past num_vpids set (a failed read; nothing is
  * cleared or reported from that word on). */
 int velo_core_irq_collect(struct velo_core* c, void (*cb)(void*, unsigned), void* ctx);
+
+/* ---- RMA: notification queues, regions, translation (docs/rma.md §2, §4)
+ *
+ * Region index r (0 .. 2^rma_region_bits - 1) is in one of these states:
+ *   FREE      RG_CFG = 0 in the NIC (BAD_HANDLE); the index is reused round robin, each time
+ *             with the next key, so an old NLA of it fails;
+ *   DECLARED  ALLOC = 1, VALID = 0: the handle exists, no pages are pinned (NOT_VALID);
+ *   VALID     ALLOC = VALID = 1: the page table entries hold its pinned pages;
+ *   STUCK     the NIC never quiesced it: the index, its page table entries and its pins are
+ *             never reused (pages stay pinned, so no DMA can reach freed memory).
+ * Page table entries are allocated per VALID region as one run of consecutive entries (mod
+ * 2^rma_pte_bits), best fit; when no run is long enough but enough entries are free in all,
+ * every VALID region is withdrawn (VALID = 0, quiesced), the table is compacted and they are
+ * made valid again (a command racing with it sees NOT_VALID and is retried by its library).
+ *
+ * Locking: the region calls (register/deregister/repin ioctls, velo_core_rma_map,
+ * velo_core_rma_invalidate, endpoint close, release_owner, reclaim, remove) allocate no memory,
+ * so the Linux driver serialises them under a lock its MMU notifier may take. */
+#define VELO_CORE_RG_FREE 0
+#define VELO_CORE_RG_DECLARED 1
+#define VELO_CORE_RG_VALID 2
+#define VELO_CORE_RG_STUCK 3
+#define VELO_CORE_MAX_REGIONS_PER_EP 4096
+
+struct velo_core_region {
+	uint8_t state;  /* VELO_CORE_RG_* */
+	uint8_t key;    /* of the current (or, FREE, the last) use */
+	uint8_t access; /* VELO_REG_* */
+	uint8_t rsvd;
+	uint32_t owner_vpid;      /* data vpid */
+	uint64_t owner;           /* client owner */
+	uint64_t addr, len;       /* user address and length */
+	uint32_t pte_first, npte; /* VALID: its run of page table entries */
+	void* pin;                /* VALID: the OS's pin handle (velo_core_ops.rma_unpin) */
+};
+
+/* RMA: the NIC no longer uses the pages of a region (its translation was withdrawn and the
+ * region quiesced): unpin(ctx, pin) unpins them, `pin` being what velo_core_rma_map was given.
+ * Called from the region calls and endpoint close; must not allocate memory or sleep on locks
+ * the caller of those calls may hold. Not set (the fabric): nothing is pinned. (A setter rather
+ * than an ops member, so that existing ops tables stay complete.) */
+void velo_core_set_rma_unpin(struct velo_core* c, void (*unpin)(void* ctx, void* pin));
+/* RMA counter i (VELO_RMA_CNT_*), 0 when i >= rma_num_counters. */
+uint32_t velo_core_rma_counter(const struct velo_core* c, unsigned i);
+/* Number of 4 KiB pages (page table entries) a buffer [addr, addr + len) needs. */
+uint64_t velo_core_rma_pages(uint64_t addr, uint64_t len);
+/* Region r or NULL (out of range, or no RMA). */
+const struct velo_core_region* velo_core_rma_region(const struct velo_core* c, unsigned r);
+/* Free page table entries (all runs) and the longest run. */
+unsigned velo_core_rma_pte_free(const struct velo_core* c, unsigned* longest);
+/* The page table entry i as the core last wrote it (the NIC's table is write-only). */
+uint64_t velo_core_rma_pte(const struct velo_core* c, unsigned i);
+
+/* Set up (log2 entries, VELO_NQ_LOG2_MIN..RMA_NQ_LOG2_MAX) the notification queue of endpoint
+ * `vpid`: zeroed ring, NQ_CFG = 0, base, NQ_WP = 0, user NQ_RP = 0, NQ_CFG = ENABLE | LOG2,
+ * read back. -EOPNOTSUPP, -ENOENT, -EINVAL, -EEXIST (already set up), -ENOMEM, -EIO. */
+int velo_core_nq_setup(struct velo_core* c, unsigned vpid, unsigned log2);
+
+/* Declare a region for endpoint `vpid` (owner: its client): a FREE index (round robin), the
+ * next key, RG_LEN/RG_START, RG_CFG = ALLOC | perms | owner | key (VALID = 0). *nla = the NLA
+ * of byte 0. -EOPNOTSUPP, -ENOENT, -EINVAL (access, len), -ENOSPC. */
+int velo_core_rma_declare(struct velo_core* c, unsigned vpid, uint64_t addr, uint64_t len, unsigned access,
+						  uint64_t* nla);
+/* Find a region of endpoint `vpid` by NLA (offset must be 0). Its index, or -ENOENT. */
+int velo_core_rma_lookup(const struct velo_core* c, unsigned vpid, uint64_t nla);
+/* Make DECLARED region r (with key) VALID: npages = velo_core_rma_pages(addr, len) frame
+ * numbers (physical address >> 12) of its pinned pages, `pin` the handle for rma_unpin.
+ * Allocates the page table run (compacting if needed), writes the entries, RG_PTE, RG_START,
+ * RG_LEN, RG_CFG last. -ENOENT (not DECLARED with that key: deregistered meanwhile), -EINVAL
+ * (npages wrong, a frame beyond 40 bits), -ENOSPC (page table too small / full). On error
+ * nothing is kept (the caller unpins). */
+int velo_core_rma_map(struct velo_core* c, unsigned r, unsigned key, const uint64_t* pfns, uint64_t npages, void* pin);
+/* Withdraw the translation of VALID region r (key): RG_CFG.VALID = 0, QUIESCE_REGION = r,
+ * poll QUIESCE_STATUS until BUSY = 0, free its page table run, rma_unpin; the region stays
+ * DECLARED (its handle still good: NOT_VALID until re-pinned). 0 (also when it was not VALID or
+ * the key is another's), -ETIMEDOUT (now STUCK, pins kept). What the MMU notifier calls. */
+int velo_core_rma_invalidate(struct velo_core* c, unsigned r, unsigned key);
+/* Deregister region r (key) of endpoint vpid: RG_CFG = 0, quiesce, free, unpin. 0, -ENOENT,
+ * -ETIMEDOUT (STUCK). */
+int velo_core_rma_release(struct velo_core* c, unsigned vpid, unsigned r, unsigned key);
 
 #ifdef __cplusplus
 }

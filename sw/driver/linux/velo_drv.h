@@ -11,6 +11,7 @@
 #include <linux/device.h>
 #include <linux/list.h>
 #include <linux/mm.h>
+#include <linux/mmu_notifier.h>
 #include <linux/mutex.h>
 #include <linux/pci.h>
 #include <linux/timer.h>
@@ -59,6 +60,8 @@ struct velo_dev {
 	resource_size_t regs_len;
 	resource_size_t win_start, win_len;	/* BAR2: send window */
 	resource_size_t rma_start, rma_len;	/* BAR4: RMA window (0 if absent) */
+	int rma_wc_handle;	/* arch_phys_wc_add() of BAR4 */
+	bool rma_wc_memtype;	/* arch_io_reserve_memtype_wc() of BAR4 succeeded */
 	bool win_ok;		/* BAR2 holds the whole send window */
 	int wc_handle;		/* arch_phys_wc_add() */
 	bool wc_memtype;	/* arch_io_reserve_memtype_wc() succeeded */
@@ -70,6 +73,13 @@ struct velo_dev {
 	struct list_head files;	/* open velo_files */
 	struct velo_file *vpid_file[256];	/* data vpid -> file owning it */
 	u64 next_owner;
+
+	/*
+	 * The core's RMA region state (regions, page table, their registers). Taken inside lock
+	 * (never the other way round) and alone by the MMU notifier. Nothing under it allocates
+	 * memory, takes mmap_lock or zaps mappings: the notifier may run in any of those.
+	 */
+	struct mutex rma_lock;
 
 	struct mutex buf_lock;	/* bufs, velo_dmabuf.maps / core_done / cpu */
 	struct list_head bufs;
@@ -88,6 +98,30 @@ struct velo_file {
 	struct velo_core_client cl;
 	wait_queue_head_t wq;	/* VELO_IOC_WAIT and poll() sleep here */
 	unsigned long wake_seq;	/* bumped by the interrupt for its vpids */
+	struct mutex reg_lock;	/* REGISTER / DEREGISTER / REPIN of this file; regions */
+	struct list_head regions;	/* velo_region */
+};
+
+/*
+ * A registered region (decoupled pinning, docs/rma.md §2.4): declared in the core at
+ * REGISTER; pinned (pages, DMA mappings, pinned_vm) while the core holds it VALID; the MMU
+ * interval notifier withdraws the translation (core invalidate + quiesce) and unpins; REPIN
+ * pins again. Freed at DEREGISTER or file release, after the notifier is removed.
+ */
+struct velo_region {
+	struct mmu_interval_notifier mni;
+	struct list_head node;	/* velo_file.regions */
+	struct velo_dev *vdev;
+	u64 nla;		/* the handle (key, region, offset 0) */
+	unsigned int idx, key;
+	unsigned long addr;	/* user address of byte 0 */
+	u64 len;
+	bool writable;		/* FOLL_WRITE: the NIC may write the pages */
+	unsigned long npages;
+	struct page **pages;	/* [npages] */
+	dma_addr_t *dma;	/* [npages] */
+	u64 *pfns;		/* [npages] scratch: bus frame numbers for the core */
+	bool pinned;		/* pages, dma and pinned_vm held (rma_lock) */
 };
 
 extern const struct file_operations velo_fops;
@@ -100,6 +134,8 @@ void velo_file_wake(struct velo_file *f);
 /* velo_main.c: a user mapping of a ring appears / goes (the last one frees a released ring). */
 void velo_buf_map(struct velo_dmabuf *b);
 void velo_buf_unmap(struct velo_dmabuf *b);
+/* velo_file.c: the core's rma_unpin op (rma_lock held). */
+void velo_region_unpin(struct velo_region *rg);
 /* velo_main.c: reclaim (sysfs). */
 int velo_reclaim_vpid(struct velo_dev *vdev, unsigned int vpid);
 /* velo_main.c: text for the wc_active attribute */

@@ -12,15 +12,27 @@
  *    come back. The window's write-combining comes from its memtype (PAT) or an MTRR.
  *  - sleep: VELO_IOC_WAIT and poll() arm the NIC's interrupt for the vpids, check the ring
  *    lines again and only then sleep; the interrupt (velo_main.c) bumps wake_seq.
+ *  - RMA registration (docs/rma.md §2.4, decoupled pinning as in Open-MX): REGISTER declares
+ *    the region in the core, inserts an MMU interval notifier over its pages, pins them
+ *    (pin_user_pages_fast, FOLL_LONGTERM, FOLL_WRITE if the NIC may write), maps them for DMA
+ *    and hands the bus frames to the core. The notifier withdraws the translation (the core
+ *    clears VALID and waits for QUIESCE_STATUS) before it unpins; the next command fails with
+ *    NOT_VALID and the library calls REPIN. Pins are charged to the process's pinned_vm
+ *    against RLIMIT_MEMLOCK (not locked_vm through account_locked_vm(), which takes mmap_lock:
+ *    the notifier runs under it). Region state in the core is guarded by vdev->rma_lock,
+ *    under which nothing allocates, faults or zaps (the notifier takes it alone).
  */
 #include <linux/capability.h>
 #include <linux/cred.h>
+#include <linux/dma-mapping.h>
 #include <linux/fs.h>
 #include <linux/hrtimer.h>
 #include <linux/mm.h>
 #include <linux/module.h>
 #include <linux/poll.h>
 #include <linux/sched.h>
+#include <linux/sched/mm.h>
+#include <linux/sched/signal.h>
 #include <linux/slab.h>
 #include <linux/uaccess.h>
 #include <linux/uidgid.h>
@@ -43,6 +55,10 @@ union velo_ioc_arg {
 	struct velo_uapi_node node;
 	struct velo_uapi_route route;
 	struct velo_uapi_port port;
+	struct velo_uapi_rma_setup rma_setup;
+	struct velo_uapi_register reg;
+	struct velo_uapi_deregister dereg;
+	struct velo_uapi_repin repin;
 };
 
 void velo_file_wake(struct velo_file *f)
@@ -64,6 +80,266 @@ void velo_file_zap(struct velo_file *f, bool all)
 	}
 	unmap_mapping_range(mapping, VELO_MMAP_USER_PAGE, 2 * PAGE_SIZE, 1);
 	unmap_mapping_range(mapping, VELO_MMAP_WINDOW, (loff_t)4096 * PAGE_SIZE, 1);
+	unmap_mapping_range(mapping, VELO_MMAP_RMA_CMD, PAGE_SIZE, 1);
+}
+
+/* ---- RMA regions */
+
+/* Release what velo_region_pin took. rma_lock held (or the region never reached the core):
+ * no allocation, no page lock (the notifier may run under one), no mmap_lock. */
+void velo_region_unpin(struct velo_region *rg)
+{
+	struct device *dev = &rg->vdev->pdev->dev;
+	enum dma_data_direction dir = rg->writable ? DMA_BIDIRECTIONAL : DMA_TO_DEVICE;
+	unsigned long i;
+
+	if (!rg->pinned)
+		return;
+	for (i = 0; i < rg->npages; i++) {
+		dma_unmap_page(dev, rg->dma[i], PAGE_SIZE, dir);
+		if (rg->writable)
+			set_page_dirty(rg->pages[i]);
+	}
+	unpin_user_pages(rg->pages, rg->npages);
+	atomic64_sub(rg->npages, &rg->mni.mm->pinned_vm);
+	rg->pinned = false;
+}
+
+static bool velo_region_invalidate(struct mmu_interval_notifier *mni, const struct mmu_notifier_range *range,
+				   unsigned long cur_seq)
+{
+	struct velo_region *rg = container_of(mni, struct velo_region, mni);
+	struct velo_dev *vdev = rg->vdev;
+	int r;
+
+	if (!mmu_notifier_range_blockable(range))
+		return false;
+	mutex_lock(&vdev->rma_lock);
+	mmu_interval_set_seq(mni, cur_seq);
+	/* pinned: the core holds the region VALID with this region as its pin */
+	if (rg->pinned && vdev->core) {
+		r = velo_core_rma_invalidate(vdev->core, rg->idx, rg->key);
+		if (r)
+			dev_err(&vdev->pdev->dev,
+				"RMA region %u never quiesced (%d): its pages stay pinned until the device goes\n",
+				rg->idx, r);
+	}
+	mutex_unlock(&vdev->rma_lock);
+	return true;
+}
+
+static const struct mmu_interval_notifier_ops velo_region_mn_ops = {
+	.invalidate = velo_region_invalidate,
+};
+
+/* Pin the region's pages and make it VALID in the core. reg_lock held, no other lock. */
+static int velo_region_pin(struct velo_file *f, struct velo_region *rg)
+{
+	struct velo_dev *vdev = f->vdev;
+	struct device *dev = &vdev->pdev->dev;
+	enum dma_data_direction dir = rg->writable ? DMA_BIDIRECTIONAL : DMA_TO_DEVICE;
+	const unsigned int gup = FOLL_LONGTERM | (rg->writable ? FOLL_WRITE : 0);
+	unsigned long start = rg->addr & PAGE_MASK, done, i, seq, limit;
+	struct mm_struct *mm = rg->mni.mm;
+	int r, tries = 0;
+
+	if (current->mm != mm)
+		return -EPERM;	/* pages are pinned in the registering process only */
+	limit = rlimit(RLIMIT_MEMLOCK) >> PAGE_SHIFT;
+again:
+	if (++tries > 100)
+		return -EAGAIN;	/* invalidated again and again while pinning */
+	if (fatal_signal_pending(current))
+		return -EINTR;
+	seq = mmu_interval_read_begin(&rg->mni);
+	if (atomic64_add_return(rg->npages, &mm->pinned_vm) > limit && !capable(CAP_IPC_LOCK)) {
+		atomic64_sub(rg->npages, &mm->pinned_vm);
+		return -ENOMEM;
+	}
+	for (done = 0; done < rg->npages; done += r) {
+		r = pin_user_pages_fast(start + done * PAGE_SIZE, rg->npages - done, gup, rg->pages + done);
+		if (r <= 0) {
+			r = r ? r : -EFAULT;
+			goto err_pin;
+		}
+	}
+	for (i = 0; i < rg->npages; i++) {
+		rg->dma[i] = dma_map_page(dev, rg->pages[i], 0, PAGE_SIZE, dir);
+		if (dma_mapping_error(dev, rg->dma[i])) {
+			r = -ENOMEM;
+			goto err_dma;
+		}
+		rg->pfns[i] = (u64)rg->dma[i] >> PAGE_SHIFT;
+	}
+	mutex_lock(&vdev->rma_lock);
+	if (mmu_interval_read_retry(&rg->mni, seq)) {
+		/* changed while we pinned: these pages may be stale */
+		rg->pinned = true;
+		velo_region_unpin(rg);
+		mutex_unlock(&vdev->rma_lock);
+		goto again;
+	}
+	rg->pinned = true;
+	r = vdev->core ? velo_core_rma_map(vdev->core, rg->idx, rg->key, rg->pfns, rg->npages, rg) : -ENODEV;
+	if (r)
+		velo_region_unpin(rg);
+	mutex_unlock(&vdev->rma_lock);
+	return r;
+
+err_dma:
+	while (i--)
+		dma_unmap_page(dev, rg->dma[i], PAGE_SIZE, dir);
+err_pin:
+	unpin_user_pages(rg->pages, done);
+	atomic64_sub(rg->npages, &mm->pinned_vm);
+	return r;
+}
+
+static void velo_region_free(struct velo_region *rg)
+{
+	kvfree(rg->pages);
+	kvfree(rg->dma);
+	kvfree(rg->pfns);
+	kfree(rg);
+}
+
+/* The region left the file: no notifier, and freed unless the core still holds its pins (a
+ * region the NIC never quiesced stays pinned, and so allocated, until the device goes). */
+static void velo_region_drop(struct velo_region *rg, bool inserted)
+{
+	bool pinned;
+
+	if (inserted)
+		mmu_interval_notifier_remove(&rg->mni);
+	mutex_lock(&rg->vdev->rma_lock);
+	pinned = rg->pinned;
+	mutex_unlock(&rg->vdev->rma_lock);
+	if (!pinned)
+		velo_region_free(rg);
+}
+
+static struct velo_region *velo_region_find(struct velo_file *f, u64 nla)
+{
+	struct velo_region *rg;
+
+	list_for_each_entry(rg, &f->regions, node)
+		if (rg->nla == nla)
+			return rg;
+	return NULL;
+}
+
+/* lock and rma_lock around a core ioctl that changes regions */
+static long velo_core_rma_ioctl(struct velo_file *f, unsigned int nr, union velo_ioc_arg *k)
+{
+	struct velo_dev *vdev = f->vdev;
+	long r;
+
+	mutex_lock(&vdev->lock);
+	mutex_lock(&vdev->rma_lock);
+	r = vdev->gone ? -ENODEV : velo_core_ioctl(vdev->core, &f->cl, nr, k);
+	mutex_unlock(&vdev->rma_lock);
+	mutex_unlock(&vdev->lock);
+	return r;
+}
+
+static long velo_register(struct velo_file *f, union velo_ioc_arg *k)
+{
+	struct velo_dev *vdev = f->vdev;
+	union velo_ioc_arg d = { .dereg = { .argsz = sizeof(d.dereg) } };
+	struct velo_region *rg;
+	unsigned long start;
+	long r;
+
+	if (!current->mm)
+		return -EFAULT;
+	mutex_lock(&f->reg_lock);
+	r = velo_core_rma_ioctl(f, VELO_IOC_NR_REGISTER, k);	/* checks everything, declares */
+	if (r)
+		goto out;
+	d.dereg.nla = k->reg.nla;
+	rg = kzalloc(sizeof(*rg), GFP_KERNEL);
+	if (!rg) {
+		r = -ENOMEM;
+		goto undo;
+	}
+	rg->vdev = vdev;
+	rg->nla = k->reg.nla;
+	rg->idx = k->reg.region;
+	rg->key = k->reg.key;
+	rg->addr = k->reg.addr;
+	rg->len = k->reg.len;
+	rg->writable = k->reg.flags & (VELO_REG_LOCAL_WRITE | VELO_REG_REMOTE_WRITE);
+	rg->npages = velo_core_rma_pages(rg->addr, rg->len);
+	rg->pages = kvcalloc(rg->npages, sizeof(*rg->pages), GFP_KERNEL);
+	rg->dma = kvcalloc(rg->npages, sizeof(*rg->dma), GFP_KERNEL);
+	rg->pfns = kvcalloc(rg->npages, sizeof(*rg->pfns), GFP_KERNEL);
+	if (!rg->pages || !rg->dma || !rg->pfns) {
+		velo_region_free(rg);
+		r = -ENOMEM;
+		goto undo;
+	}
+	start = rg->addr & PAGE_MASK;
+	r = mmu_interval_notifier_insert(&rg->mni, current->mm, start, rg->npages << PAGE_SHIFT,
+					 &velo_region_mn_ops);
+	if (r) {
+		velo_region_free(rg);
+		goto undo;
+	}
+	r = velo_region_pin(f, rg);
+	if (r) {
+		velo_region_drop(rg, true);
+		goto undo;
+	}
+	list_add_tail(&rg->node, &f->regions);
+	goto out;
+undo:
+	velo_core_rma_ioctl(f, VELO_IOC_NR_DEREGISTER, &d);
+out:
+	mutex_unlock(&f->reg_lock);
+	return r;
+}
+
+static long velo_deregister(struct velo_file *f, union velo_ioc_arg *k)
+{
+	struct velo_region *rg;
+	long r;
+
+	mutex_lock(&f->reg_lock);
+	r = velo_core_rma_ioctl(f, VELO_IOC_NR_DEREGISTER, k);	/* quiesced and unpinned */
+	rg = velo_region_find(f, k->dereg.nla);
+	/* ETIMEDOUT: the core keeps the region (and its pins) out of use for good */
+	if (rg && (!r || r == -ETIMEDOUT)) {
+		list_del(&rg->node);
+		velo_region_drop(rg, true);
+	}
+	mutex_unlock(&f->reg_lock);
+	return r;
+}
+
+static long velo_repin(struct velo_file *f, union velo_ioc_arg *k)
+{
+	struct velo_region *rg;
+	long r;
+
+	mutex_lock(&f->reg_lock);
+	r = velo_core_rma_ioctl(f, VELO_IOC_NR_REPIN, k);
+	if (!r && k->repin.out_repinned) {
+		rg = velo_region_find(f, k->repin.nla);
+		r = rg ? velo_region_pin(f, rg) : -ENOENT;
+	}
+	mutex_unlock(&f->reg_lock);
+	return r;
+}
+
+/* file release: the core has released every region of the file (endpoint closed) */
+static void velo_regions_release(struct velo_file *f)
+{
+	struct velo_region *rg, *tmp;
+
+	list_for_each_entry_safe(rg, tmp, &f->regions, node) {
+		list_del(&rg->node);
+		velo_region_drop(rg, true);
+	}
 }
 
 static int velo_open(struct inode *inode, struct file *filp)
@@ -75,6 +351,8 @@ static int velo_open(struct inode *inode, struct file *filp)
 	if (!f)
 		return -ENOMEM;
 	init_waitqueue_head(&f->wq);
+	mutex_init(&f->reg_lock);
+	INIT_LIST_HEAD(&f->regions);
 	f->filp = filp;
 	f->vdev = vdev;
 	get_device(&vdev->dev);
@@ -110,7 +388,9 @@ static int velo_release(struct inode *inode, struct file *filp)
 			unsigned int vpid = e->vpid;
 
 			vdev->vpid_file[vpid] = NULL;
+			mutex_lock(&vdev->rma_lock);	/* its regions: quiesced, unpinned */
 			r = velo_core_client_close(vdev->core, &f->cl);
+			mutex_unlock(&vdev->rma_lock);
 			if (r)
 				dev_err(&vdev->pdev->dev, "vpid %u did not quiesce (%d): its rings are leaked\n",
 					vpid, r);
@@ -118,6 +398,8 @@ static int velo_release(struct inode *inode, struct file *filp)
 	}
 	list_del(&f->node);
 	mutex_unlock(&vdev->lock);
+	velo_regions_release(f);
+	mutex_destroy(&f->reg_lock);
 	put_device(&vdev->dev);
 	kfree(f);
 	return 0;
@@ -259,6 +541,12 @@ static long velo_ioctl(struct file *filp, unsigned int cmd, unsigned long arg)
 	k.argsz = argsz;
 	if (nr == VELO_IOC_NR_WAIT)
 		r = velo_wait(f, &k.wait);
+	else if (nr == VELO_IOC_NR_REGISTER)
+		r = velo_register(f, &k);
+	else if (nr == VELO_IOC_NR_DEREGISTER)
+		r = velo_deregister(f, &k);
+	else if (nr == VELO_IOC_NR_REPIN)
+		r = velo_repin(f, &k);
 	else
 		r = velo_ioctl_locked(f, nr, &k);
 	if (r)
@@ -326,6 +614,9 @@ static vm_fault_t velo_bar_fault(struct vm_fault *vmf)
 			   m.bar_off + PAGE_SIZE <= vdev->regs_len) {
 			phys = pci_resource_start(vdev->pdev, VELO_BAR_REGS) + m.bar_off;
 			ret = vmf_insert_pfn(vma, vma->vm_start, PHYS_PFN(phys));
+		} else if (m.kind == VELO_CORE_MAP_RMA_CMD && m.bar_off + PAGE_SIZE <= vdev->rma_len) {
+			phys = vdev->rma_start + m.bar_off;
+			ret = vmf_insert_pfn(vma, vma->vm_start, PHYS_PFN(phys));
 		}
 	}
 	mutex_unlock(&vdev->lock);
@@ -381,6 +672,7 @@ static int velo_mmap(struct file *filp, struct vm_area_struct *vma)
 	switch (m.kind) {
 	case VELO_CORE_MAP_RING:
 	case VELO_CORE_MAP_CTL_RING:
+	case VELO_CORE_MAP_NQ:
 		b = m.cookie;
 		velo_vm_flags_clear(vma, VM_MAYWRITE);
 		velo_vm_flags_set(vma, VM_DONTEXPAND | VM_DONTDUMP);
@@ -399,6 +691,18 @@ static int velo_mmap(struct file *filp, struct vm_area_struct *vma)
 	case VELO_CORE_MAP_USER:
 	case VELO_CORE_MAP_CTL_USER:
 		vma->vm_page_prot = pgprot_noncached(vma->vm_page_prot);
+		velo_vm_flags_set(vma, VM_IO | VM_PFNMAP | VM_DONTEXPAND | VM_DONTDUMP);
+		vma->vm_private_data = f;
+		vma->vm_ops = &velo_bar_vm_ops;
+		break;
+	case VELO_CORE_MAP_RMA_CMD:
+		/* the vpid's page of BAR4, write-combined: a command is one 32-byte burst */
+		if (m.bar_off + PAGE_SIZE > vdev->rma_len) {
+			r = -ENXIO;
+			break;
+		}
+		vma->vm_page_prot = pgprot_writecombine(vma->vm_page_prot);
+		velo_vm_flags_clear(vma, VM_MAYREAD);
 		velo_vm_flags_set(vma, VM_IO | VM_PFNMAP | VM_DONTEXPAND | VM_DONTDUMP);
 		vma->vm_private_data = f;
 		vma->vm_ops = &velo_bar_vm_ops;

@@ -9,7 +9,8 @@
  *    mapped into its owner. BAR2 is the send window (one page per source vpid, destination node
  *    and vpid), made write-combining with the PAT memtype (arch_io_reserve_memtype_wc) or, on a
  *    system without PAT, a write-combining MTRR (arch_phys_wc_add) as in the VELO paper. BAR4,
- *    the RMA window, is only claimed.
+ *    the RMA command window, is made write-combining the same way; an endpoint maps its own
+ *    vpid's page of it (velo_file.c).
  *  - vdev->lock serialises every call into the core (which is not thread-safe), including the
  *    interrupt, which therefore runs threaded.
  *  - A struct velo_dev lives as long as its struct device: open files hold references, so the
@@ -205,6 +206,11 @@ static void velo_op_relax(void *ctx)
 	usleep_range(5, 10);
 }
 
+static void velo_rma_unpin(void *ctx, void *pin)
+{
+	velo_region_unpin(pin);
+}
+
 static const struct velo_core_ops velo_core_ops = {
 	.reg_read32 = velo_op_rd,
 	.reg_write32 = velo_op_wr,
@@ -282,7 +288,10 @@ int velo_reclaim_vpid(struct velo_dev *vdev, unsigned int vpid)
 	f = vdev->vpid_file[data];
 	if (f)
 		velo_file_zap(f, false);
+	/* regions are released too: quiesced, then unpinned */
+	mutex_lock(&vdev->rma_lock);
 	r = velo_core_reclaim(vdev->core, data, NULL);
+	mutex_unlock(&vdev->rma_lock);
 	vdev->vpid_file[data] = NULL;
 	if (f)
 		velo_file_wake(f);
@@ -373,6 +382,31 @@ static ssize_t counters_show(struct device *dev, struct device_attribute *attr, 
 }
 static DEVICE_ATTR_RO(counters);
 
+/* the RMA unit's counters; empty on a NIC without one */
+static ssize_t rma_counters_show(struct device *dev, struct device_attribute *attr, char *buf)
+{
+	struct velo_dev *vdev = to_vdev(dev);
+	ssize_t n = 0;
+	unsigned int i;
+
+	mutex_lock(&vdev->lock);
+	if (vdev->gone) {
+		mutex_unlock(&vdev->lock);
+		return -ENODEV;
+	}
+	for (i = 0; i < vdev->caps.rma_num_counters; i++) {
+		u32 v = velo_core_rma_counter(vdev->core, i);
+
+		if (i < VELO_RMA_CNT_NUM)
+			n += sysfs_emit_at(buf, n, "%s %u\n", velo_rma_counter_names[i], v);
+		else
+			n += sysfs_emit_at(buf, n, "counter%u %u\n", i, v);
+	}
+	mutex_unlock(&vdev->lock);
+	return n;
+}
+static DEVICE_ATTR_RO(rma_counters);
+
 static ssize_t wc_active_show(struct device *dev, struct device_attribute *attr, char *buf)
 {
 	return sysfs_emit(buf, "%s\n", velo_wc_mode(to_vdev(dev)));
@@ -444,6 +478,7 @@ static struct attribute *velo_attrs[] = {
 	&dev_attr_ports.attr,
 	&dev_attr_link_state.attr,
 	&dev_attr_counters.attr,
+	&dev_attr_rma_counters.attr,
 	&dev_attr_reclaim.attr,
 	&dev_attr_wc_active.attr,
 	NULL,
@@ -470,6 +505,7 @@ static void velo_dev_release(struct device *dev)
 	struct velo_dev *vdev = to_vdev(dev);
 
 	mutex_destroy(&vdev->lock);
+	mutex_destroy(&vdev->rma_lock);
 	mutex_destroy(&vdev->buf_lock);
 	pci_dev_put(vdev->pdev);
 	kfree(vdev);
@@ -509,14 +545,25 @@ static int velo_setup_windows(struct velo_dev *vdev)
 		vdev->rma_len = pci_resource_len(pdev, VELO_BAR_RMA);
 		if (!devm_request_mem_region(&pdev->dev, vdev->rma_start, vdev->rma_len, VELO_DRV_NAME)) {
 			dev_err(&pdev->dev, "BAR4 %pR is in use\n", &pdev->resource[VELO_BAR_RMA]);
+			vdev->rma_start = 0;
+			vdev->rma_len = 0;
 			return -EBUSY;
 		}
+		/* commands are single 32-byte write-combined bursts (docs/rma.md §1) */
+		vdev->rma_wc_memtype = !arch_io_reserve_memtype_wc(vdev->rma_start, vdev->rma_len);
+		vdev->rma_wc_handle = arch_phys_wc_add(vdev->rma_start, vdev->rma_len);
 	}
 	return 0;
 }
 
 static void velo_release_windows(struct velo_dev *vdev)
 {
+	if (vdev->rma_len) {
+		arch_phys_wc_del(vdev->rma_wc_handle);
+		if (vdev->rma_wc_memtype)
+			arch_io_free_memtype_wc(vdev->rma_start, vdev->rma_len);
+		vdev->rma_len = 0;
+	}
 	if (!vdev->win_ok)
 		return;
 	arch_phys_wc_del(vdev->wc_handle);
@@ -570,6 +617,7 @@ static int velo_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 	vdev->irq = -1;
 	vdev->minor = -1;
 	mutex_init(&vdev->lock);
+	mutex_init(&vdev->rma_lock);
 	mutex_init(&vdev->buf_lock);
 	INIT_LIST_HEAD(&vdev->files);
 	INIT_LIST_HEAD(&vdev->bufs);
@@ -609,6 +657,7 @@ static int velo_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 		goto err_free;
 	}
 	vdev->caps = *velo_core_caps(vdev->core);
+	velo_core_set_rma_unpin(vdev->core, velo_rma_unpin);
 	if (vdev->regs_len < (1UL << VELO_BAR_REGS_BITS)) {
 		dev_err(&pdev->dev, "BAR0 %pR is smaller than the %lu KiB register file\n",
 			&pdev->resource[VELO_BAR_REGS], (1UL << VELO_BAR_REGS_BITS) >> 10);
@@ -703,6 +752,7 @@ err_core:
 	velo_core_remove(vdev->core);
 err_free:
 	mutex_destroy(&vdev->lock);
+	mutex_destroy(&vdev->rma_lock);
 	mutex_destroy(&vdev->buf_lock);
 	pci_dev_put(vdev->pdev);
 	kfree(vdev);
@@ -734,8 +784,10 @@ static void velo_remove(struct pci_dev *pdev)
 	/* every endpoint quiesced in the NIC before its memory goes */
 	mutex_lock(&vdev->lock);
 	memset(vdev->vpid_file, 0, sizeof(vdev->vpid_file));
-	velo_core_remove(vdev->core);
+	mutex_lock(&vdev->rma_lock);
+	velo_core_remove(vdev->core);	/* regions quiesced and unpinned */
 	vdev->core = NULL;
+	mutex_unlock(&vdev->rma_lock);
 	mutex_unlock(&vdev->lock);
 
 	/* no DMA from here on: free what is left (leaked by a NIC that never quiesced, or still

@@ -261,6 +261,46 @@ static int cmd_uapi(const char* dev, const char* sysdir, unsigned node_id, int w
            strerror(e3));
     if (fd2 >= 0) close(fd2);
 
+    // RMA ioctls: the fake register image has no RMA block, so every call is refused with
+    // EOPNOTSUPP after its argument checks, and nothing RMA can be mapped
+    {
+        struct velo_uapi_rma_setup rs;
+        memset(&rs, 0, sizeof rs);
+        rs.argsz = sizeof rs;
+        int r1 = ioc(fd, VELO_IOC_RMA_SETUP, &rs);
+        static char buf[8192];
+        struct velo_uapi_register rg;
+        memset(&rg, 0, sizeof rg);
+        rg.argsz = sizeof rg;
+        rg.flags = VELO_REG_ACCESS_ALL;
+        rg.addr = (uint64_t)(uintptr_t)buf;
+        rg.len = sizeof buf;
+        int r2 = ioc(fd, VELO_IOC_REGISTER, &rg);
+        rg.flags = 0;
+        int r3 = ioc(fd, VELO_IOC_REGISTER, &rg);
+        rg.flags = VELO_REG_ACCESS_ALL;
+        rg.argsz = 8;
+        int r4 = ioc(fd, VELO_IOC_REGISTER, &rg);
+        struct velo_uapi_deregister dr;
+        memset(&dr, 0, sizeof dr);
+        dr.argsz = sizeof dr;
+        int r5 = ioc(fd, VELO_IOC_DEREGISTER, &dr);
+        struct velo_uapi_repin rp;
+        memset(&rp, 0, sizeof rp);
+        rp.argsz = sizeof rp;
+        rp.rsvd = 1;
+        int r6 = ioc(fd, VELO_IOC_REPIN, &rp);
+        void* cmd = mmap(NULL, 4096, PROT_WRITE, MAP_SHARED, fd, VELO_MMAP_RMA_CMD);
+        int r7 = cmd == MAP_FAILED ? errno : 0;
+        if (cmd != MAP_FAILED) munmap(cmd, 4096);
+        report("rma_absent",
+               r1 == EOPNOTSUPP && r2 == EOPNOTSUPP && r3 == EINVAL && r4 == EINVAL && r5 == EOPNOTSUPP &&
+                   r6 == EINVAL && r7 == EINVAL,
+               "RMA_SETUP: %s; REGISTER: %s; no access flags: %s; argsz 8: %s; DEREGISTER: %s; REPIN rsvd: %s; "
+               "mmap command page: %s",
+               strerror(r1), strerror(r2), strerror(r3), strerror(r4), strerror(r5), strerror(r6), strerror(r7));
+    }
+
     char first[256];
     int listed = vpids_lists(sysdir, v, c, first, sizeof first);
     report("vpids", listed == 1, "header '%s', line '%u %u %d ...' %s", first, v, c, (int)getpid(),

@@ -33,8 +33,8 @@ LOAD_CHECKS = ["kernel"] + [
 ] + ["load.badparam", "load.badparam_gone", "load.badparam_dmesg"]
 EDU_CHECKS = ["probe.edu." + c for c in ("new_id", "unbound", "message", "bind", "nodev", "remove_id")]
 BAD_CHECKS = ("image", "bind", "unbound", "message", "nodev")
-UAPI_CHECKS = ("open", "info", "info_bad", "ep_open", "ep_open_bad", "vpids", "mmap_ring", "mmap_bad", "mmap_user",
-               "grant", "wait", "reclaim", "close", "reopen")
+UAPI_CHECKS = ("open", "info", "info_bad", "ep_open", "ep_open_bad", "rma_absent", "vpids", "mmap_ring", "mmap_bad",
+               "mmap_user", "grant", "wait", "reclaim", "close", "reopen")
 UAPI_WINDOW_CHECKS = ("grant_bad", "mmap_window", "revoke")
 
 # Kernel console lines that mean the kernel itself went wrong (the guest checks dmesg too; this

@@ -139,9 +139,127 @@ typedef struct velo_stats {
 	uint64_t rp_updates;     /* read pointer writes to the NIC */
 	uint64_t send_eagain;    /* velo_send found no credit */
 	uint64_t ctl_bad;        /* malformed control messages ignored */
-	uint64_t rsvd[6];
+	uint64_t rma_cache_hits; /* RMA: registrations served by the region cache */
+	uint64_t rma_cache_miss; /* RMA: registrations made (REGISTER ioctl) */
+	uint64_t rma_evictions;  /* RMA: idle cached regions deregistered to bound the cache */
+	uint64_t rma_repins;     /* RMA: re-pins after NOT_VALID (the command was issued again) */
+	uint64_t rma_reissues;   /* RMA: commands issued again (NOT_VALID, torn command writes) */
+	uint64_t rma_nq_bad;     /* RMA: malformed or stray notification entries skipped */
 } velo_stats_t;
 int velo_stats(const velo_ep_t* ep, velo_stats_t* stats);
+
+/*
+ * ---- RMA: zero-copy put/get on registered memory (docs/api.md "RMA", docs/rma.md).
+ *
+ *   velo_region_t *r;   velo_rma_cpl_t cpl;
+ *   velo_register(ep, buf, len, VELO_ACCESS_LOCAL_READ, &r);
+ *   velo_put(ep, dst, r, 0, remote_nla, len, VELO_RMA_F_REMOTE, 42);  // remote_nla: the peer's
+ *   velo_rma_wait(ep, &cpl, -1);           // cpl.kind == VELO_RMA_KIND_REMOTE, cpl.cookie == 42
+ *   velo_deregister(r);
+ *
+ * The hw backend only: on the simulated fabric every call returns -ENOTSUP (the simulated fabric
+ * does not serve RMA yet), on a NIC without an RMA unit -EOPNOTSUPP (the same value on Linux).
+ * All RMA calls of one endpoint are serialised by a lock (any thread may call them).
+ */
+typedef struct velo_region velo_region_t; /* a registration handle (velo_register) */
+
+/* Access a registration permits (at least one). Same values as the driver's VELO_REG_*. */
+#define VELO_ACCESS_LOCAL_READ 0x1u   /* source of this endpoint's puts */
+#define VELO_ACCESS_LOCAL_WRITE 0x2u  /* destination of this endpoint's gets */
+#define VELO_ACCESS_REMOTE_READ 0x4u  /* source of other nodes' gets */
+#define VELO_ACCESS_REMOTE_WRITE 0x8u /* target of other nodes' puts */
+#define VELO_ACCESS_ALL 0xFu
+
+/* Register [addr, addr + len) (len 1 .. 2^40-1) for RMA. A registration of the endpoint's region
+ * cache that contains the range with at least this access is reused (and made valid again if the
+ * kernel withdrew its translation); otherwise the driver pins and maps it. The handle names the
+ * caller's range: velo_region_nla gives the NLA to hand to peers. Errors: -EINVAL (NULL, len 0
+ * or too long, wraps, access 0 or unknown bits), -EFAULT (not mapped memory, or read-only memory
+ * for a write access), -ENOMEM (RLIMIT_MEMLOCK), -ENOSPC (no free region on the NIC, or its page
+ * table is full, even after the cache gave its idle registrations back), -EBADF, -ENOTSUP. */
+int velo_register(velo_ep_t* ep, const void* addr, size_t len, unsigned access, velo_region_t** region);
+
+/* Release a handle (freed by this call, whatever it returns). The registration leaves the cache at
+ * once (later lookups do not find it) and is deregistered when no other handle and no command in
+ * flight uses it. Errors: -EINVAL (NULL), -EBADF (endpoint closed; the driver dropped every
+ * registration at close), -ENOENT (the driver no longer knows it), -ETIMEDOUT (the NIC never
+ * released it). */
+int velo_deregister(velo_region_t* region);
+
+/* The NLA of byte `offset` of the handle's range (offset <= its length): what a peer passes to
+ * velo_put/velo_get as remote_nla. Errors: -EINVAL (NULL), -ERANGE (offset beyond the range). */
+int velo_region_nla(const velo_region_t* region, size_t offset, uint64_t* nla);
+
+/* Flags of velo_put / velo_get: which completions velo_rma_poll reports. Errors are always
+ * reported. */
+#define VELO_RMA_F_LOCAL 0x1u  /* put: the source may be reused (LOCAL); get: the data arrived (GET_DONE) */
+#define VELO_RMA_F_REMOTE 0x2u /* put: the data are visible at the target (REMOTE) */
+#define VELO_RMA_F_NOTIFY 0x4u /* put: the target's owner gets a TARGET completion with the cookie */
+
+/* Put len bytes from local region `local` at `local_off` to the remote NLA remote_nla on node
+ * dst.node (dst.vpid must be a valid data vpid; the region's owner is whoever registered it).
+ * len may be 0 (a notification-only put; local may then be NULL). Transfers longer than one
+ * command (VELO_RMA_LEN_MAX bytes) are split; the completions cover the whole transfer.
+ * Never blocks: -EAGAIN when the commands outstanding reach the limit (poll completions to free
+ * them). Errors: -EINVAL (NULL, unknown flags, node/vpid out of range, a remote NLA whose region
+ * index the NIC does not have), -ERANGE (local_off + len beyond the region, remote offset + len
+ * beyond 2^40), -EACCES (the region does not permit LOCAL_READ), -EBADF, -ENOTSUP. */
+int velo_put(velo_ep_t* ep, velo_addr_t dst, const velo_region_t* local, size_t local_off, uint64_t remote_nla,
+	     size_t len, unsigned flags, uint64_t cookie);
+/* The same from a plain buffer: it is registered through the region cache (repeated transfers
+ * from the same buffer find their registration), with the cache's errors. */
+int velo_put_buf(velo_ep_t* ep, velo_addr_t dst, const void* buf, uint64_t remote_nla, size_t len,
+		 unsigned flags, uint64_t cookie);
+/* Get len (>= 1) bytes from remote_nla on node src.node into the local region at local_off
+ * (LOCAL_WRITE access). Flags: VELO_RMA_F_LOCAL only. Errors as velo_put's. */
+int velo_get(velo_ep_t* ep, velo_addr_t src, const velo_region_t* local, size_t local_off, uint64_t remote_nla,
+	     size_t len, unsigned flags, uint64_t cookie);
+int velo_get_buf(velo_ep_t* ep, velo_addr_t src, void* buf, uint64_t remote_nla, size_t len, unsigned flags,
+		 uint64_t cookie);
+
+/* Completion kinds (the notification queue's KIND values). */
+#define VELO_RMA_KIND_LOCAL 1    /* put: source read completely (VELO_RMA_F_LOCAL) */
+#define VELO_RMA_KIND_REMOTE 2   /* put: data visible at the target (VELO_RMA_F_REMOTE) */
+#define VELO_RMA_KIND_GET_DONE 3 /* get: data written here (VELO_RMA_F_LOCAL) */
+#define VELO_RMA_KIND_ERROR 4    /* a put or get failed: reason, status */
+#define VELO_RMA_KIND_TARGET 5   /* a notified put of a peer into one of our regions completed */
+
+/* Error reasons (the spec's RMA_ERR_* values). */
+#define VELO_RMA_R_BAD_CMD 1     /* the NIC refused the command (library bug) */
+#define VELO_RMA_R_TORN 2        /* the command write was torn (re-issued; reported if it persists) */
+#define VELO_RMA_R_BAD_HANDLE 3  /* stale or unknown NLA (deregistered region) */
+#define VELO_RMA_R_NOT_OWNER 4   /* local region of another endpoint */
+#define VELO_RMA_R_PERM 5        /* the region does not permit the access */
+#define VELO_RMA_R_RANGE 6       /* offset + length beyond the region */
+#define VELO_RMA_R_NOT_VALID 7   /* translation withdrawn (remote: the owner's memory changed) */
+#define VELO_RMA_R_NO_ROUTE 8    /* no route to the node */
+#define VELO_RMA_R_NQ_DISABLED 9 /* data written, but the target's notification queue is disabled */
+#define VELO_RMA_R_DISABLED 10   /* the RMA unit or the NIC is disabled */
+
+/* One completion. */
+typedef struct velo_rma_cpl {
+	uint32_t kind;       /* VELO_RMA_KIND_* */
+	uint32_t op;         /* 1 put, 2 get */
+	uint64_t cookie;     /* the call's cookie (TARGET: the initiator's cookie) */
+	uint64_t len;        /* bytes of the call (TARGET: of the put, its last command if split) */
+	uint64_t nla;        /* the call's remote NLA (TARGET: the NLA of the put's first byte here) */
+	velo_addr_t peer;    /* the call's dst/src (TARGET: the initiator's node and vpid) */
+	uint32_t reason;     /* ERROR: VELO_RMA_R_* */
+	uint32_t remote;     /* ERROR: 1 if detected at the remote node */
+	int32_t status;      /* ERROR: the reason as a negative errno (velo_strerror), else 0 */
+	uint32_t rsvd;
+} velo_rma_cpl_t;
+
+/* Take one completion. 0 and *cpl filled; -EAGAIN if none (never blocks). Commands that failed
+ * with NOT_VALID on this endpoint's own region are re-pinned and issued again here (the caller
+ * sees only the final outcome), torn command writes are issued again. Errors: -EINVAL, -EBADF,
+ * -ENOTSUP. */
+int velo_rma_poll(velo_ep_t* ep, velo_rma_cpl_t* cpl);
+/* Like velo_rma_poll, waiting up to timeout_ms (-1: forever, 0: once); -ETIMEDOUT. */
+int velo_rma_wait(velo_ep_t* ep, velo_rma_cpl_t* cpl, int timeout_ms);
+
+/* Text of an RMA error reason (VELO_RMA_R_*). Never NULL. */
+const char* velo_rma_reason_str(unsigned reason);
 
 /* Text of an error code (negative or positive errno). Never NULL. */
 const char* velo_strerror(int err);

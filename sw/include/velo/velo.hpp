@@ -60,6 +60,42 @@ struct Message {
 
 class Endpoint;
 
+// A registration (velo_register): the destructor deregisters it. Move-only.
+class Region {
+  public:
+    Region() = default;
+    Region(velo_ep_t* ep, const void* addr, std::size_t len, unsigned access = VELO_ACCESS_ALL) {
+        detail::check(velo_register(ep, addr, len, access, &r_), "velo_register");
+    }
+    ~Region() { reset(); }
+    Region(const Region&) = delete;
+    Region& operator=(const Region&) = delete;
+    Region(Region&& o) noexcept : r_(std::exchange(o.r_, nullptr)) {}
+    Region& operator=(Region&& o) noexcept {
+        if (this != &o) {
+            reset();
+            r_ = std::exchange(o.r_, nullptr);
+        }
+        return *this;
+    }
+    // the NLA of byte `offset` (what a peer puts to / gets from)
+    uint64_t nla(std::size_t offset = 0) const {
+        uint64_t v = 0;
+        detail::check(velo_region_nla(r_, offset, &v), "velo_region_nla");
+        return v;
+    }
+    velo_region_t* get() const { return r_; }
+    explicit operator bool() const { return r_ != nullptr; }
+    void reset() {
+        if (r_) velo_deregister(std::exchange(r_, nullptr));  // -EBADF after close: nothing to do
+    }
+
+  private:
+    velo_region_t* r_ = nullptr;
+};
+
+using RmaCompletion = velo_rma_cpl_t;
+
 // A destination of an endpoint. Owns the connection: the destructor disconnects (the
 // destination gets its credits back). Move-only; connect once per destination.
 class Connection {
@@ -193,6 +229,44 @@ class Endpoint {
         detail::check(velo_clock(ep_, &now, nullptr), "velo_clock");
         return now;
     }
+    // ---- RMA (hw backend). put/get: true when issued, false when too many commands are
+    // outstanding (take completions, retry); throws on errors.
+    bool put(Addr dst, const Region& local, std::size_t off, uint64_t remote_nla, std::size_t len, unsigned flags = 0,
+             uint64_t cookie = 0) {
+        return issued(velo_put(ep_, dst, local.get(), off, remote_nla, len, flags, cookie), "velo_put");
+    }
+    bool put(Addr dst, const void* buf, uint64_t remote_nla, std::size_t len, unsigned flags = 0, uint64_t cookie = 0) {
+        return issued(velo_put_buf(ep_, dst, buf, remote_nla, len, flags, cookie), "velo_put_buf");
+    }
+    bool get(Addr src, const Region& local, std::size_t off, uint64_t remote_nla, std::size_t len, unsigned flags = 0,
+             uint64_t cookie = 0) {
+        return issued(velo_get(ep_, src, local.get(), off, remote_nla, len, flags, cookie), "velo_get");
+    }
+    bool get(Addr src, void* buf, uint64_t remote_nla, std::size_t len, unsigned flags = 0, uint64_t cookie = 0) {
+        return issued(velo_get_buf(ep_, src, buf, remote_nla, len, flags, cookie), "velo_get_buf");
+    }
+    Region region(const void* addr, std::size_t len, unsigned access = VELO_ACCESS_ALL) {
+        return Region(ep_, addr, len, access);
+    }
+    // true and c filled if a completion was there (ERROR completions are returned, not thrown)
+    bool rma_poll(RmaCompletion& c) {
+        int r = velo_rma_poll(ep_, &c);
+        if (r == -EAGAIN) return false;
+        detail::check(r, "velo_rma_poll");
+        return true;
+    }
+    bool rma_wait(RmaCompletion& c, std::chrono::milliseconds timeout) {
+        int r = velo_rma_wait(ep_, &c, static_cast<int>(timeout.count()));
+        if (r == -ETIMEDOUT) return false;
+        detail::check(r, "velo_rma_wait");
+        return true;
+    }
+    // take ownership of an endpoint opened with velo_open (closed by the destructor)
+    static Endpoint adopt(velo_ep_t* ep) {
+        Endpoint e(nullptr);
+        e.ep_ = ep;
+        return e;
+    }
     velo_ep_t* get() const { return ep_; }
     // close now (the destructor does it otherwise)
     void close() {
@@ -200,6 +274,12 @@ class Endpoint {
     }
 
   private:
+    explicit Endpoint(std::nullptr_t) {}
+    static bool issued(int r, const char* what) {
+        if (r == -EAGAIN) return false;
+        detail::check(r, what);
+        return true;
+    }
     velo_ep_t* ep_ = nullptr;
 };
 

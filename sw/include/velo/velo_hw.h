@@ -11,7 +11,7 @@
 /* Spec version. */
 #define VELO_SPEC_VERSION 0x100
 /* CRC-32 of spec/velo_spec.json. */
-#define VELO_SPEC_HASH 0xDDD21AA0ULL
+#define VELO_SPEC_HASH 0xE980E1F3ULL
 /* Width of a node id: up to 2^NODE_BITS nodes (paper: n - t = 8, 256 nodes). */
 #define VELO_DEFAULT_NODE_BITS 0x8
 /* Smallest NODE_BITS. */
@@ -36,6 +36,24 @@
 #define VELO_MIN_LINK_W 0x10
 /* Largest LINK_W. */
 #define VELO_MAX_LINK_W 0x40
+/* RMA: width of a region index: 2^RMA_REGION_BITS registered regions per NIC (default 256). */
+#define VELO_DEFAULT_RMA_REGION_BITS 0x8
+/* Smallest RMA_REGION_BITS. */
+#define VELO_MIN_RMA_REGION_BITS 0x1
+/* Largest RMA_REGION_BITS. */
+#define VELO_MAX_RMA_REGION_BITS 0xC
+/* RMA: width of a page table index: 2^RMA_PTE_BITS page table entries per NIC (default 4096: 16 MiB of 4 KiB pages, 8 GiB of 2 MiB pages). */
+#define VELO_DEFAULT_RMA_PTE_BITS 0xC
+/* Smallest RMA_PTE_BITS. */
+#define VELO_MIN_RMA_PTE_BITS 0x4
+/* Largest RMA_PTE_BITS. */
+#define VELO_MAX_RMA_PTE_BITS 0x10
+/* RMA: most data bytes per network packet, a multiple of 8. A packet's payload area (RMA_PKT_HDR LEN_M1 + 1) is at most 16 + RMA_MTU bytes; today's link frames at most 64 bytes (6-bit FRAG_LEN_M1), hence the default 48; up to 240 once the link frames the 8-bit LEN_M1 (docs/rma.md, Packets). */
+#define VELO_DEFAULT_RMA_MTU 0x30
+/* Smallest RMA_MTU. */
+#define VELO_MIN_RMA_MTU 0x8
+/* Largest RMA_MTU. */
+#define VELO_MAX_RMA_MTU 0xF0
 /* PCI vendor id (the FPGA vendor's id, as FPGA research NICs customarily keep it). */
 #define VELO_PCI_VENDOR_ID 0x10EE
 /* PCI device id of a VELO NIC. */
@@ -124,6 +142,88 @@
 #define VELO_LINK_CRC5_INIT 0x1F
 /* Link counters per network port, CNT_CRC_ERR at entry offset 0x10 onwards, 4 bytes apart. */
 #define VELO_NET_PORT_COUNTERS 0x8
+/* BAR4 (RMA command window) is 2^20 bytes: one 4 KiB page per vpid (2^VPID_BITS pages, at most 256), format RMA_ADDR. */
+#define VELO_BAR_RMA_BITS 0x14
+/* An RMA command is 32 bytes (four 64-bit words: RMA_CMD0, local NLA, remote NLA, cookie), written as one write-combined burst into a 32-byte aligned slot of the vpid's page. */
+#define VELO_RMA_CMD_BYTES 0x20
+/* Byte offset of the local buffer's NLA (format RMA_NLA) in a command. */
+#define VELO_RMA_CMD_OFF_LOCAL_NLA 0x8
+/* Byte offset of the remote buffer's NLA (format RMA_NLA) in a command. */
+#define VELO_RMA_CMD_OFF_REMOTE_NLA 0x10
+/* Byte offset of the 64-bit cookie in a command: echoed in the initiator's notifications and, for a notified put, delivered in the target notification. */
+#define VELO_RMA_CMD_OFF_COOKIE 0x18
+/* A BAR4 write of 64 bytes (two slots of one line) carries two commands, executed in address order. */
+#define VELO_RMA_CMD_MAX_PER_TLP 0x2
+/* Command slots per vpid page (4096 / RMA_CMD_BYTES). The slot index is reported with every notification of the command (and of a torn write), so software can tell which command it was. */
+#define VELO_RMA_SLOTS 0x80
+/* Longest RMA transfer in bytes (24-bit RMA_CMD0 LEN: 16 MiB - 1). */
+#define VELO_RMA_LEN_MAX 0xFFFFFF
+/* Command OP: put, local buffer -> remote buffer (zero length allowed: a notification or remote completion only). */
+#define VELO_RMA_OP_PUT 0x1
+/* Command OP: get, remote buffer -> local buffer (length at least 1). */
+#define VELO_RMA_OP_GET 0x2
+/* Translation access kind: the initiator reads its own buffer (put source); needs PERM_LR and the owner vpid. */
+#define VELO_RMA_ACC_LOCAL_READ 0x0
+/* Translation access kind: the initiator writes its own buffer (get destination); needs PERM_LW and the owner vpid. */
+#define VELO_RMA_ACC_LOCAL_WRITE 0x1
+/* Translation access kind: a remote node reads the buffer (get source); needs PERM_RR and the key. */
+#define VELO_RMA_ACC_REMOTE_READ 0x2
+/* Translation access kind: a remote node writes the buffer (put target); needs PERM_RW and the key. */
+#define VELO_RMA_ACC_REMOTE_WRITE 0x3
+/* RMA error reason: none. */
+#define VELO_RMA_ERR_NONE 0x0
+/* RMA error reason: a complete command with an unknown OP, reserved bits set, a flag the OP does not allow, a zero-length get or a node beyond NODE_BITS; not executed. */
+#define VELO_RMA_ERR_BAD_CMD 0x1
+/* RMA error reason: a BAR4 write that is not whole commands (torn write-combining burst, bad alignment or byte enables, poisoned, over 64 bytes, crossing the page); nothing executed. SLOT and SLOT_CNT name the slots it touched. */
+#define VELO_RMA_ERR_TORN 0x2
+/* RMA error reason: the NLA names a region index beyond the table, a region not allocated, or carries the wrong key (a stale handle). */
+#define VELO_RMA_ERR_BAD_HANDLE 0x3
+/* RMA error reason: a local access to a region owned by another vpid. */
+#define VELO_RMA_ERR_NOT_OWNER 0x4
+/* RMA error reason: the region does not permit this access kind. */
+#define VELO_RMA_ERR_PERM 0x5
+/* RMA error reason: offset + length runs past the region's end. */
+#define VELO_RMA_ERR_RANGE 0x6
+/* RMA error reason: the region is allocated but its translation is not valid (unpinned or being invalidated): software re-pins (registration ioctl) and retries. */
+#define VELO_RMA_ERR_NOT_VALID 0x7
+/* RMA error reason: no valid route to the remote node; nothing sent. */
+#define VELO_RMA_ERR_NO_ROUTE 0x8
+/* RMA error reason: a notified put's data were written but the target vpid's notification queue is disabled. */
+#define VELO_RMA_ERR_NQ_DISABLED 0x9
+/* RMA error reason: the RMA unit (RMA CONTROL.ENABLE) or the NIC (CONTROL.ENABLE) is disabled at the node that detected it. */
+#define VELO_RMA_ERR_DISABLED 0xA
+/* Notification kind: a put's local buffer has been read completely and may be reused. */
+#define VELO_RMA_NQ_KIND_LOCAL_CPL 0x1
+/* Notification kind: a put's data are visible at the target (every data DMA write was issued on the target's host port before the acknowledgement left). */
+#define VELO_RMA_NQ_KIND_REMOTE_CPL 0x2
+/* Notification kind: a get's data are in the local buffer (written before this entry). */
+#define VELO_RMA_NQ_KIND_GET_DONE 0x3
+/* Notification kind: the command failed (ERR, ERR_REMOTE); always written, whatever the flags. */
+#define VELO_RMA_NQ_KIND_ERROR 0x4
+/* Notification kind (target side): a notified put from PEER_NODE/PEER_VPID wrote LEN bytes at NLA of a region this vpid owns; COOKIE is the initiator's cookie. */
+#define VELO_RMA_NQ_KIND_TARGET 0x5
+/* A notification entry is 32 bytes, written by one DMA write inside one 64-byte line. */
+#define VELO_RMA_NQ_ENTRY_BYTES 0x20
+/* Byte offset of the cookie in a notification entry. */
+#define VELO_RMA_NQ_OFF_COOKIE 0x8
+/* Byte offset of the word holding LEN (format RMA_NQ_W2) in a notification entry. */
+#define VELO_RMA_NQ_OFF_LEN 0x10
+/* Byte offset of the NLA in a notification entry (the command's remote NLA; for TARGET entries the target NLA of the first byte). */
+#define VELO_RMA_NQ_OFF_NLA 0x18
+/* Smallest notification queue: 2^1 entries. */
+#define VELO_RMA_NQ_LOG2_MIN 0x1
+/* Largest notification queue: 2^16 entries (2 MiB). */
+#define VELO_RMA_NQ_LOG2_MAX 0x10
+/* Width of the free-running notification queue pointers (in entries); the bit above the ring index is the phase. */
+#define VELO_RMA_NQ_PTR_BITS 0x11
+/* Packet TYPE (request VC): put data, RMA_PKT_HDR + target NLA word (+ RMA_PKT_LEN word if FIRST) + data. */
+#define VELO_PKT_TYPE_RMA_PUT 0x2
+/* Packet TYPE (request VC): get request, RMA_PKT_HDR + target NLA + RMA_PKT_LEN + initiator NLA. */
+#define VELO_PKT_TYPE_RMA_GET 0x3
+/* Packet TYPE (response VC): get response data, RMA_PKT_HDR + initiator NLA word + data; the LAST one (or an error, without data) ends the get. */
+#define VELO_PKT_TYPE_RMA_GET_RSP 0x4
+/* Packet TYPE (response VC): the answer to a put's LAST packet, RMA_PKT_HDR + the NLA word of the packet it answers (LEN_M1 = 7): ERR = 0 acknowledges that all the put's data (and its target notification) were written, else the reason. */
+#define VELO_PKT_TYPE_RMA_PUT_RSP 0x5
 /* Identity of the design. */
 #define VELO_BLK_ID_BASE 0x0
 /* Block type. */
@@ -171,7 +271,15 @@
 /* Block version. */
 #define VELO_BLK_IRQ_VERSION 0x1
 /* Offset of the next block (0: last). */
-#define VELO_BLK_IRQ_NEXT 0x0
+#define VELO_BLK_IRQ_NEXT 0x600
+/* RMA engine and address translation unit (kernel only): control, quiesce of regions, where the tables are, RMA counters. Linked from IRQ.NEXT and the last block. Optional: a NIC built without RMA (velo_nic parameter RMA = 0, e.g. the iCE40 board) has no RMA block, its IRQ.NEXT reads 0 and IRQ ends the chain (docs/rma.md). */
+#define VELO_BLK_RMA_BASE 0x600
+/* Block type. */
+#define VELO_BLK_RMA_TYPE 0x56524D41
+/* Block version. */
+#define VELO_BLK_RMA_VERSION 0x1
+/* Offset of the next block (0: last). */
+#define VELO_BLK_RMA_NEXT 0x0
 /* Common block header register offset. */
 #define VELO_BLKHDR_TYPE 0x0
 /* Common block header register offset. */
@@ -232,6 +340,26 @@
 #define VELO_REG_IRQ_PENDING_OFFSET 0x518
 /* Words of the pending bitmap: ceil(NUM_VPIDS / 32). */
 #define VELO_REG_IRQ_PENDING_WORDS 0x51C
+/* Build parameters. */
+#define VELO_REG_RMA_CAPS 0x60C
+/* RMA unit control. */
+#define VELO_REG_RMA_CONTROL 0x610
+/* RMA unit status. */
+#define VELO_REG_RMA_STATUS 0x614
+/* Region whose translation use QUIESCE_STATUS reports. */
+#define VELO_REG_RMA_QUIESCE_REGION 0x618
+/* After clearing RG_CFG.VALID (or ALLOC) of QUIESCE_REGION, read until BUSY=0: the NIC then holds no translation of the region and none is being looked up; every DMA write through an old translation has been issued (and, completions not passing posted writes, is visible when this read returns); the pages may be unpinned. */
+#define VELO_REG_RMA_QUIESCE_STATUS 0x61C
+/* BAR0 offset of the region table (RMA_REGION). */
+#define VELO_REG_RMA_REGION_OFFSET 0x620
+/* BAR0 offset of the page table (RMA_PTE). */
+#define VELO_REG_RMA_PTE_OFFSET 0x624
+/* BAR0 offset of the notification queue table (RMA_NQ_TABLE). */
+#define VELO_REG_RMA_NQ_OFFSET 0x628
+/* Number of RMA counters (RMA_CNT_NUM). */
+#define VELO_REG_RMA_CNT_COUNT 0x62C
+/* RMA counter i (rma_counters list) at CNT_BASE + 4*i, 32 bits, wrapping; writing any value clears it. */
+#define VELO_REG_RMA_CNT_BASE 0x640
 /* Mailbox of vpid v at base + v*stride (kernel only). Configure only while MB_CFG.ENABLE=0: write MB_BASE_LO/HI, MB_WP=0, the user page's MB_RP=0, then MB_CFG. Disable, then poll QUIESCE_STATUS before freeing the ring. */
 #define VELO_TBL_VPID_TABLE_BASE 0x8000
 /* Bytes per entry. */
@@ -250,6 +378,8 @@
 #define VELO_TBL_VPID_USER_STRIDE 0x1000
 /* Read pointer in lines (MBOX_PTR_BITS, free-running): every line before it is free for the NIC. Write it after consuming entries (lazily, in batches). */
 #define VELO_TBL_VPID_USER_MB_RP 0x0
+/* RMA notification queue read pointer in entries (RMA_NQ_PTR_BITS, free-running): every entry before it is free for the NIC. */
+#define VELO_TBL_VPID_USER_NQ_RP 0x4
 /* Route to node d at base + d*stride, 2^NODE_BITS entries (kernel only), cleared (invalid) after reset. The requester puts ROUTE into every packet for node d; a send to a node without a valid route leaves with the all-ones route, which no switch accepts: it is dropped and counted (NET.DROP_NO_ROUTE). */
 #define VELO_TBL_ROUTE_TABLE_BASE 0xC000
 /* Bytes per entry. */
@@ -286,6 +416,40 @@
 #define VELO_TBL_IRQ_PENDING_STRIDE 0x4
 /* Read: vpids whose armed entry was written since their bit was last cleared. Write: 1 clears the bit, 0 leaves it (a bit set by an entry in the same cycle stays set). */
 #define VELO_TBL_IRQ_PENDING_PENDING 0x0
+/* RMA notification queue of vpid v at base + v*stride (kernel only). Configure only while NQ_CFG.ENABLE=0: NQ_BASE_LO/HI, NQ_WP=0, the user page's NQ_RP=0, then NQ_CFG. Disable, then poll CTRL.QUIESCE_STATUS (vpid) before freeing the ring. */
+#define VELO_TBL_RMA_NQ_TABLE_BASE 0x10000
+/* Bytes per entry. */
+#define VELO_TBL_RMA_NQ_TABLE_STRIDE 0x10
+/* Ring base address bits 31:6 (bits 5:0 read 0: 64-byte aligned). */
+#define VELO_TBL_RMA_NQ_TABLE_NQ_BASE_LO 0x0
+/* Ring base address bits 63:32. */
+#define VELO_TBL_RMA_NQ_TABLE_NQ_BASE_HI 0x4
+/* Queue configuration. */
+#define VELO_TBL_RMA_NQ_TABLE_NQ_CFG 0x8
+/* Write pointer in entries (RMA_NQ_PTR_BITS, free-running); the NIC advances it. */
+#define VELO_TBL_RMA_NQ_TABLE_NQ_WP 0xC
+/* Region r of the address translation unit at base + r*stride, 2^RMA_REGION_BITS entries, write-only (reads return 0; the driver keeps the master copy), cleared after reset. Change RG_PTE, RG_START, RG_LEN_* and the region's page table entries only while RG_CFG.VALID=0 and the region is quiesced; write RG_CFG last. */
+#define VELO_TBL_RMA_REGION_BASE 0x20000
+/* Bytes per entry. */
+#define VELO_TBL_RMA_REGION_STRIDE 0x20
+/* Region state, owner, permissions, key. */
+#define VELO_TBL_RMA_REGION_RG_CFG 0x0
+/* Where the region's pages are in the page table. */
+#define VELO_TBL_RMA_REGION_RG_PTE 0x4
+/* Where the region starts in its first page. */
+#define VELO_TBL_RMA_REGION_RG_START 0x8
+/* Region length in bytes, bits 31:0. */
+#define VELO_TBL_RMA_REGION_RG_LEN_LO 0xC
+/* Region length in bytes, bits 39:32. */
+#define VELO_TBL_RMA_REGION_RG_LEN_HI 0x10
+/* Page table entry i of the address translation unit at base + i*stride, 2^RMA_PTE_BITS entries (block RAM), write-only: the page frame number (physical address >> 12) of one page of a region. For 2 MiB pages the frame's low 9 bits are ignored. */
+#define VELO_TBL_RMA_PTE_BASE 0x40000
+/* Bytes per entry. */
+#define VELO_TBL_RMA_PTE_STRIDE 0x8
+/* Page frame number bits 31:0. */
+#define VELO_TBL_RMA_PTE_PTE_LO 0x0
+/* Page frame number bits 39:32 (52-bit physical addresses). */
+#define VELO_TBL_RMA_PTE_PTE_HI 0x4
 /* Whole messages sent (one TLP carried the whole message). */
 #define VELO_CNT_TX_MSGS 0x0
 /* Fragments sent (a partial write-combining flush). */
@@ -320,6 +484,44 @@
 #define VELO_CNT_RX_BACKPRESSURE_CYCLES 0xF
 /* Number of counters. */
 #define VELO_CNT_NUM 0x10
+/* Put commands accepted from BAR4. */
+#define VELO_RMA_CNT_CMD_PUT 0x0
+/* Get commands accepted from BAR4. */
+#define VELO_RMA_CNT_CMD_GET 0x1
+/* BAR4 writes dropped as torn or malformed (RMA_ERR_TORN). */
+#define VELO_RMA_CNT_CMD_TORN 0x2
+/* Complete commands dropped as invalid (RMA_ERR_BAD_CMD). */
+#define VELO_RMA_CNT_CMD_BAD 0x3
+/* Reads of BAR4 (answered with UR). */
+#define VELO_RMA_CNT_CMD_READ 0x4
+/* Data bytes sent in PUT and GET_RSP packets. */
+#define VELO_RMA_CNT_TX_BYTES 0x5
+/* Data bytes of PUT and GET_RSP packets written to host memory. */
+#define VELO_RMA_CNT_RX_BYTES 0x6
+/* Translations failed with BAD_HANDLE (initiator or target). */
+#define VELO_RMA_CNT_ERR_BAD_HANDLE 0x7
+/* Translations failed with NOT_OWNER. */
+#define VELO_RMA_CNT_ERR_NOT_OWNER 0x8
+/* Translations failed with PERM. */
+#define VELO_RMA_CNT_ERR_PERM 0x9
+/* Translations failed with RANGE. */
+#define VELO_RMA_CNT_ERR_RANGE 0xA
+/* Translations failed with NOT_VALID. */
+#define VELO_RMA_CNT_ERR_NOT_VALID 0xB
+/* Commands failed with NO_ROUTE. */
+#define VELO_RMA_CNT_ERR_NO_ROUTE 0xC
+/* Notified puts whose target queue was disabled. */
+#define VELO_RMA_CNT_ERR_NQ_DISABLED 0xD
+/* Commands or requests refused because RMA or the NIC is disabled. */
+#define VELO_RMA_CNT_ERR_DISABLED 0xE
+/* Notification entries written. */
+#define VELO_RMA_CNT_NQ_ENTRIES 0xF
+/* Initiator notification entries dropped: the vpid's queue is disabled or misconfigured. */
+#define VELO_RMA_CNT_NQ_DROP 0x10
+/* Cycles the notification writer waited for queue space. */
+#define VELO_RMA_CNT_NQ_BACKPRESSURE_CYCLES 0x11
+/* Number of RMA counters (RMA block). */
+#define VELO_RMA_CNT_NUM 0x12
 
 /* Bit fields: _SHIFT and _WIDTH; parametric ones are macros of (vb, nb) = (VPID_BITS, NODE_BITS). */
 /* Byte offset of the store inside the message (0..63). */
@@ -490,6 +692,141 @@
 /* LINK sub type (LINK_SUB_*) or VC (CREDIT, SYNC). */
 #define VELO_LINK_CTLV_SUB_SHIFT 7
 #define VELO_LINK_CTLV_SUB_WIDTH 2
+/* Byte offset inside the slot: a command write starts at 0. */
+#define VELO_RMA_ADDR_OFF_SHIFT 0
+#define VELO_RMA_ADDR_OFF_WIDTH 5
+/* Command slot (0..127); reported back in every notification of the command. */
+#define VELO_RMA_ADDR_SLOT_SHIFT 5
+#define VELO_RMA_ADDR_SLOT_WIDTH 7
+/* Issuing vpid. */
+#define VELO_RMA_ADDR_SRC_VPID_SHIFT(vb, nb) 12
+#define VELO_RMA_ADDR_SRC_VPID_WIDTH(vb, nb) ((vb))
+/* Byte offset in the region. */
+#define VELO_RMA_NLA_OFFSET_SHIFT 0
+#define VELO_RMA_NLA_OFFSET_WIDTH 40
+/* Region index (below 2^RMA_REGION_BITS). */
+#define VELO_RMA_NLA_REGION_SHIFT 40
+#define VELO_RMA_NLA_REGION_WIDTH 16
+/* Region key (generation), must equal the region table's RG_CFG.KEY. */
+#define VELO_RMA_NLA_KEY_SHIFT 56
+#define VELO_RMA_NLA_KEY_WIDTH 8
+/* RMA_OP_PUT or RMA_OP_GET. */
+#define VELO_RMA_CMD0_OP_SHIFT 0
+#define VELO_RMA_CMD0_OP_WIDTH 4
+/* Want a local completion: LOCAL_CPL for a put, GET_DONE for a get. */
+#define VELO_RMA_CMD0_LCPL_SHIFT 4
+#define VELO_RMA_CMD0_LCPL_WIDTH 1
+/* Put only: want a remote completion (REMOTE_CPL). */
+#define VELO_RMA_CMD0_RCPL_SHIFT 5
+#define VELO_RMA_CMD0_RCPL_WIDTH 1
+/* Put only: write a TARGET notification into the queue of the target region's owner after the data. */
+#define VELO_RMA_CMD0_NOTIFY_SHIFT 6
+#define VELO_RMA_CMD0_NOTIFY_WIDTH 1
+/* Reserved, 0. */
+#define VELO_RMA_CMD0_RSVD0_SHIFT 7
+#define VELO_RMA_CMD0_RSVD0_WIDTH 1
+/* Remote node (below 2^NODE_BITS; may be this node). */
+#define VELO_RMA_CMD0_REM_NODE_SHIFT 8
+#define VELO_RMA_CMD0_REM_NODE_WIDTH 8
+/* Reserved, 0. */
+#define VELO_RMA_CMD0_RSVD1_SHIFT 16
+#define VELO_RMA_CMD0_RSVD1_WIDTH 16
+/* Bytes to transfer (0..RMA_LEN_MAX; a get needs at least 1). */
+#define VELO_RMA_CMD0_LEN_SHIFT 32
+#define VELO_RMA_CMD0_LEN_WIDTH 24
+/* Reserved, 0. */
+#define VELO_RMA_CMD0_RSVD2_SHIFT 56
+#define VELO_RMA_CMD0_RSVD2_WIDTH 8
+/* As in PKT_HDR: requests (PUT, GET) travel in the request class, responses (GET_RSP, PUT_RSP) in the response class. */
+#define VELO_RMA_PKT_HDR_VC_SHIFT 0
+#define VELO_RMA_PKT_HDR_VC_WIDTH 2
+/* As in PKT_HDR. */
+#define VELO_RMA_PKT_HDR_ROUTE_SHIFT 2
+#define VELO_RMA_PKT_HDR_ROUTE_WIDTH 14
+/* PKT_TYPE_RMA_*. */
+#define VELO_RMA_PKT_HDR_TYPE_SHIFT 16
+#define VELO_RMA_PKT_HDR_TYPE_WIDTH 4
+/* PUT: first packet of a put; an RMA_PKT_LEN word with the put's total length follows the NLA word. */
+#define VELO_RMA_PKT_HDR_FIRST_SHIFT 20
+#define VELO_RMA_PKT_HDR_FIRST_WIDTH 1
+/* PUT: last packet of a put (answered by a PUT_RSP). GET_RSP: last response of a get. */
+#define VELO_RMA_PKT_HDR_LAST_SHIFT 21
+#define VELO_RMA_PKT_HDR_LAST_WIDTH 1
+/* PUT with LAST: write a TARGET notification to the region owner's queue after the data. */
+#define VELO_RMA_PKT_HDR_NOTIFY_SHIFT 22
+#define VELO_RMA_PKT_HDR_NOTIFY_WIDTH 1
+/* Reserved, 0. */
+#define VELO_RMA_PKT_HDR_RSVD0_SHIFT 23
+#define VELO_RMA_PKT_HDR_RSVD0_WIDTH 3
+/* Always 0 (PKT_HDR FRAG_OFF % 4 for the link's framing). */
+#define VELO_RMA_PKT_HDR_ZERO_SHIFT 26
+#define VELO_RMA_PKT_HDR_ZERO_WIDTH 2
+/* Responses: RMA_ERR_* (0: success). */
+#define VELO_RMA_PKT_HDR_ERR_SHIFT 28
+#define VELO_RMA_PKT_HDR_ERR_WIDTH 4
+/* Sending node, stamped by hardware (requests: the initiator; responses: the target). */
+#define VELO_RMA_PKT_HDR_SRC_NODE_SHIFT 32
+#define VELO_RMA_PKT_HDR_SRC_NODE_WIDTH 8
+/* Requests: the initiator's vpid (trusted: from the command page). Responses: echoed. */
+#define VELO_RMA_PKT_HDR_SRC_VPID_SHIFT 40
+#define VELO_RMA_PKT_HDR_SRC_VPID_WIDTH 8
+/* The initiator's command tag, echoed in responses. */
+#define VELO_RMA_PKT_HDR_TAG_SHIFT 48
+#define VELO_RMA_PKT_HDR_TAG_WIDTH 8
+/* Payload area bytes minus one (header words after this one, pad and data). Data bytes: area - 8 * (NLA and LEN words) - pad, or 0 when the area holds only the header words. */
+#define VELO_RMA_PKT_HDR_LEN_M1_SHIFT 56
+#define VELO_RMA_PKT_HDR_LEN_M1_WIDTH 8
+/* Total bytes of the put or get. */
+#define VELO_RMA_PKT_LEN_LEN_SHIFT 0
+#define VELO_RMA_PKT_LEN_LEN_WIDTH 24
+/* Reserved, 0. */
+#define VELO_RMA_PKT_LEN_RSVD_SHIFT 24
+#define VELO_RMA_PKT_LEN_RSVD_WIDTH 40
+/* Phase of this pass through the ring. */
+#define VELO_RMA_NQ_HDR_PHASE_SHIFT 0
+#define VELO_RMA_NQ_HDR_PHASE_WIDTH 1
+/* Reserved, 0. */
+#define VELO_RMA_NQ_HDR_RSVD0_SHIFT 1
+#define VELO_RMA_NQ_HDR_RSVD0_WIDTH 3
+/* RMA_NQ_KIND_*. */
+#define VELO_RMA_NQ_HDR_KIND_SHIFT 4
+#define VELO_RMA_NQ_HDR_KIND_WIDTH 4
+/* ERROR: RMA_ERR_* reason. */
+#define VELO_RMA_NQ_HDR_ERR_SHIFT 8
+#define VELO_RMA_NQ_HDR_ERR_WIDTH 4
+/* ERROR: 1 if the target detected it. */
+#define VELO_RMA_NQ_HDR_ERR_REMOTE_SHIFT 12
+#define VELO_RMA_NQ_HDR_ERR_REMOTE_WIDTH 1
+/* Reserved, 0. */
+#define VELO_RMA_NQ_HDR_RSVD1_SHIFT 13
+#define VELO_RMA_NQ_HDR_RSVD1_WIDTH 3
+/* Initiator entries: the command's slot in the vpid page (TORN: the first slot the write touched). */
+#define VELO_RMA_NQ_HDR_SLOT_SHIFT 16
+#define VELO_RMA_NQ_HDR_SLOT_WIDTH 7
+/* Reserved, 0. */
+#define VELO_RMA_NQ_HDR_RSVD2_SHIFT 23
+#define VELO_RMA_NQ_HDR_RSVD2_WIDTH 1
+/* TORN: slots the write touched (1..128); else 1. */
+#define VELO_RMA_NQ_HDR_SLOT_CNT_SHIFT 24
+#define VELO_RMA_NQ_HDR_SLOT_CNT_WIDTH 8
+/* Initiator entries: the command's remote node. TARGET: the initiator's node (hardware-stamped). */
+#define VELO_RMA_NQ_HDR_PEER_NODE_SHIFT 32
+#define VELO_RMA_NQ_HDR_PEER_NODE_WIDTH 8
+/* TARGET: the initiator's vpid (trusted). Initiator entries: 0. */
+#define VELO_RMA_NQ_HDR_PEER_VPID_SHIFT 40
+#define VELO_RMA_NQ_HDR_PEER_VPID_WIDTH 8
+/* Initiator entries: the command's OP (0 for TORN). TARGET: RMA_OP_PUT. */
+#define VELO_RMA_NQ_HDR_OP_SHIFT 48
+#define VELO_RMA_NQ_HDR_OP_WIDTH 4
+/* Reserved, 0. */
+#define VELO_RMA_NQ_HDR_RSVD3_SHIFT 52
+#define VELO_RMA_NQ_HDR_RSVD3_WIDTH 12
+/* The command's length in bytes (TARGET: the put's length). */
+#define VELO_RMA_NQ_W2_LEN_SHIFT 0
+#define VELO_RMA_NQ_W2_LEN_WIDTH 24
+/* Reserved, 0. */
+#define VELO_RMA_NQ_W2_RSVD_SHIFT 24
+#define VELO_RMA_NQ_W2_RSVD_WIDTH 40
 #define VELO_REG_ID_CAPS_NODE_BITS_SHIFT 0
 #define VELO_REG_ID_CAPS_NODE_BITS_WIDTH 4
 #define VELO_REG_ID_CAPS_VPID_BITS_SHIFT 4
@@ -526,6 +863,23 @@
 /* 1: a PENDING bit set by an entry requests the interrupt; 0: PENDING bits are set, no request is made (a request already raised stays until taken). */
 #define VELO_REG_IRQ_CTRL_ENABLE_SHIFT 0
 #define VELO_REG_IRQ_CTRL_ENABLE_WIDTH 1
+/* RMA_REGION_BITS. */
+#define VELO_REG_RMA_CAPS_REGION_BITS_SHIFT 0
+#define VELO_REG_RMA_CAPS_REGION_BITS_WIDTH 5
+/* RMA_PTE_BITS. */
+#define VELO_REG_RMA_CAPS_PTE_BITS_SHIFT 8
+#define VELO_REG_RMA_CAPS_PTE_BITS_WIDTH 5
+/* RMA_MTU (data bytes per packet). */
+#define VELO_REG_RMA_CAPS_MTU_SHIFT 16
+#define VELO_REG_RMA_CAPS_MTU_WIDTH 8
+/* 1: commands are executed and RMA packets served; 0: commands fail with DISABLED, arriving requests are answered with DISABLED. */
+#define VELO_REG_RMA_CONTROL_ENABLE_SHIFT 0
+#define VELO_REG_RMA_CONTROL_ENABLE_WIDTH 1
+/* A command, request or notification is in progress. */
+#define VELO_REG_RMA_STATUS_BUSY_SHIFT 0
+#define VELO_REG_RMA_STATUS_BUSY_WIDTH 1
+#define VELO_REG_RMA_QUIESCE_STATUS_BUSY_SHIFT 0
+#define VELO_REG_RMA_QUIESCE_STATUS_BUSY_WIDTH 1
 /* 1: packets for this vpid are delivered; 0: dropped and counted. */
 #define VELO_TBL_VPID_TABLE_MB_CFG_ENABLE_SHIFT 0
 #define VELO_TBL_VPID_TABLE_MB_CFG_ENABLE_WIDTH 1
@@ -547,6 +901,49 @@
 /* The link is up. */
 #define VELO_TBL_NET_PORT_STATUS_UP_SHIFT 0
 #define VELO_TBL_NET_PORT_STATUS_UP_WIDTH 1
+/* 1: notifications for this vpid are written; 0: initiator entries are dropped and counted, notified puts to its regions fail with NQ_DISABLED. */
+#define VELO_TBL_RMA_NQ_TABLE_NQ_CFG_ENABLE_SHIFT 0
+#define VELO_TBL_RMA_NQ_TABLE_NQ_CFG_ENABLE_WIDTH 1
+/* Ring size: 2^LOG2_ENTRIES entries of 32 bytes (RMA_NQ_LOG2_MIN..RMA_NQ_LOG2_MAX). */
+#define VELO_TBL_RMA_NQ_TABLE_NQ_CFG_LOG2_ENTRIES_SHIFT 8
+#define VELO_TBL_RMA_NQ_TABLE_NQ_CFG_LOG2_ENTRIES_WIDTH 5
+/* 1: the handle exists (registered); 0: BAD_HANDLE. */
+#define VELO_TBL_RMA_REGION_RG_CFG_ALLOC_SHIFT 0
+#define VELO_TBL_RMA_REGION_RG_CFG_ALLOC_WIDTH 1
+/* 1: the translation (page table entries) is valid; 0 with ALLOC=1: NOT_VALID (unpinned, re-pin on next use). */
+#define VELO_TBL_RMA_REGION_RG_CFG_VALID_SHIFT 1
+#define VELO_TBL_RMA_REGION_RG_CFG_VALID_WIDTH 1
+/* Page size: 0 4 KiB, 1 2 MiB (page table entries then hold 2 MiB-aligned frames). */
+#define VELO_TBL_RMA_REGION_RG_CFG_PAGE_2M_SHIFT 2
+#define VELO_TBL_RMA_REGION_RG_CFG_PAGE_2M_WIDTH 1
+/* Local read (put source) permitted. */
+#define VELO_TBL_RMA_REGION_RG_CFG_PERM_LR_SHIFT 4
+#define VELO_TBL_RMA_REGION_RG_CFG_PERM_LR_WIDTH 1
+/* Local write (get destination) permitted. */
+#define VELO_TBL_RMA_REGION_RG_CFG_PERM_LW_SHIFT 5
+#define VELO_TBL_RMA_REGION_RG_CFG_PERM_LW_WIDTH 1
+/* Remote read (get source) permitted. */
+#define VELO_TBL_RMA_REGION_RG_CFG_PERM_RR_SHIFT 6
+#define VELO_TBL_RMA_REGION_RG_CFG_PERM_RR_WIDTH 1
+/* Remote write (put target) permitted. */
+#define VELO_TBL_RMA_REGION_RG_CFG_PERM_RW_SHIFT 7
+#define VELO_TBL_RMA_REGION_RG_CFG_PERM_RW_WIDTH 1
+/* Owning vpid: the only one allowed local accesses; TARGET notifications go to its queue. */
+#define VELO_TBL_RMA_REGION_RG_CFG_OWNER_VPID_SHIFT 8
+#define VELO_TBL_RMA_REGION_RG_CFG_OWNER_VPID_WIDTH 8
+/* Key (generation) the NLA must carry. */
+#define VELO_TBL_RMA_REGION_RG_CFG_KEY_SHIFT 16
+#define VELO_TBL_RMA_REGION_RG_CFG_KEY_WIDTH 8
+/* Index of the region's first page table entry (the region's pages are consecutive entries, mod 2^RMA_PTE_BITS). */
+#define VELO_TBL_RMA_REGION_RG_PTE_FIRST_SHIFT 0
+#define VELO_TBL_RMA_REGION_RG_PTE_FIRST_WIDTH 16
+/* Byte offset of region byte 0 in its first page (below the page size). */
+#define VELO_TBL_RMA_REGION_RG_START_START_SHIFT 0
+#define VELO_TBL_RMA_REGION_RG_START_START_WIDTH 21
+#define VELO_TBL_RMA_REGION_RG_LEN_HI_LEN_HI_SHIFT 0
+#define VELO_TBL_RMA_REGION_RG_LEN_HI_LEN_HI_WIDTH 8
+#define VELO_TBL_RMA_PTE_PTE_HI_PFN_HI_SHIFT 0
+#define VELO_TBL_RMA_PTE_PTE_HI_PFN_HI_WIDTH 8
 
 #ifdef VELO_HW_WANT_NAMES
 /* Counter names, indexed by VELO_CNT_*. */
@@ -567,6 +964,27 @@ static const char *const velo_counter_names[VELO_CNT_NUM] = {
 	"drop_rx_vpid_disabled",
 	"drop_rx_bad_pkt",
 	"rx_backpressure_cycles",
+};
+/* RMA counter names, indexed by VELO_RMA_CNT_*. */
+static const char *const velo_rma_counter_names[VELO_RMA_CNT_NUM] = {
+	"cmd_put",
+	"cmd_get",
+	"cmd_torn",
+	"cmd_bad",
+	"cmd_read",
+	"tx_bytes",
+	"rx_bytes",
+	"err_bad_handle",
+	"err_not_owner",
+	"err_perm",
+	"err_range",
+	"err_not_valid",
+	"err_no_route",
+	"err_nq_disabled",
+	"err_disabled",
+	"nq_entries",
+	"nq_drop",
+	"nq_backpressure_cycles",
 };
 #endif
 

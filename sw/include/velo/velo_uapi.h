@@ -27,8 +27,10 @@
 #include <linux/ioctl.h>
 #include <linux/types.h>
 
-/* 2: argsz/flags in every structure, job keys, WAIT on both rings, admin ioctls. */
-#define VELO_UAPI_VERSION 2
+/* 2: argsz/flags in every structure, job keys, WAIT on both rings, admin ioctls.
+ * 3: RMA: RMA_SETUP (notification queue), REGISTER, DEREGISTER, REPIN, mmaps VELO_MMAP_NQ and
+ *    VELO_MMAP_RMA_CMD. */
+#define VELO_UAPI_VERSION 3
 
 /* Device nodes: /dev/velo0, /dev/velo1, ... (one per NIC). */
 #define VELO_DEV_PREFIX "/dev/velo"
@@ -58,6 +60,10 @@
 #define VELO_MMAP_CTL_USER_PAGE 0x2000001000ull /* control vpid's BAR0 user page, uncached, 4096 */
 #define VELO_MMAP_WINDOW 0x3000000000ull        /* + grant id * 4096: a send-window page, PROT_WRITE
 						 * only, write-combined, 4096 */
+#define VELO_MMAP_NQ 0x4000000000ull            /* RMA notification queue: PROT_READ only, cached,
+						 * nq_bytes (after VELO_IOC_RMA_SETUP) */
+#define VELO_MMAP_RMA_CMD 0x5000000000ull       /* the data vpid's RMA command page (BAR4), PROT_WRITE
+						 * only, write-combined, 4096 (after VELO_IOC_RMA_SETUP) */
 
 /* Access policies (module parameter grant_policy; VELO_IOC_INFO reports the one in force). */
 #define VELO_POLICY_OPEN 0   /* any endpoint may be granted any destination */
@@ -202,6 +208,84 @@ struct velo_uapi_port {
 	__u32 cfg;   /* in: NET_PORT.CFG */
 };
 
+/*
+ * ---- RMA (docs/rma.md). Sequence: VELO_IOC_EP_OPEN -> VELO_IOC_RMA_SETUP (the data vpid's
+ * notification queue) -> mmap VELO_MMAP_NQ and VELO_MMAP_RMA_CMD -> VELO_IOC_REGISTER per
+ * buffer -> 32-byte commands into the command page, notifications from the queue (its read
+ * pointer NQ_RP is at nq_rp_off in the data vpid's user page) -> VELO_IOC_DEREGISTER.
+ * Every call fails with EOPNOTSUPP on a NIC without an RMA unit, EBADFD without an endpoint.
+ */
+
+/* VELO_IOC_RMA_SETUP: create (once per endpoint) the data vpid's notification queue. */
+struct velo_uapi_rma_setup {
+	__u32 argsz;
+	__u32 flags;            /* in: 0 */
+	__u32 log2_entries;     /* in: 2^n entries of 32 bytes, 0: VELO_NQ_LOG2_DEFAULT */
+	__u32 rsvd;
+	/* out */
+	__u64 nq_bytes;         /* bytes to map at VELO_MMAP_NQ */
+	__u32 out_log2_entries;
+	__u32 nq_rp_off;        /* offset of NQ_RP inside the user page mapping */
+	__u32 region_bits;      /* RMA CAPS: 2^n regions on the NIC */
+	__u32 pte_bits;         /* 2^n page table entries (4 KiB pages) on the NIC */
+	__u32 mtu;              /* data bytes per RMA packet */
+	__u32 max_regions;      /* regions one endpoint may hold */
+};
+#define VELO_NQ_LOG2_DEFAULT 10
+#define VELO_NQ_LOG2_MIN 7 /* at least one page (4096 / 32) */
+
+/* Access a region permits (REGISTER flags; at least one). */
+#define VELO_REG_LOCAL_READ 0x1   /* put source */
+#define VELO_REG_LOCAL_WRITE 0x2  /* get destination */
+#define VELO_REG_REMOTE_READ 0x4  /* get source for other nodes' vpids */
+#define VELO_REG_REMOTE_WRITE 0x8 /* put target for other nodes' vpids */
+#define VELO_REG_ACCESS_ALL 0xF
+
+/*
+ * VELO_IOC_REGISTER: declare [addr, addr + len) of the caller's memory as a region and pin it
+ * (pin_user_pages FOLL_LONGTERM, FOLL_WRITE when it may be written: LOCAL_WRITE or
+ * REMOTE_WRITE), accounted against RLIMIT_MEMLOCK (ENOMEM beyond it, without CAP_IPC_LOCK).
+ * Returns the region's NLA (key, region, offset 0): byte i of the buffer is nla + i. An MMU
+ * notifier withdraws the translation when the mapping changes (munmap, fork COW, migration);
+ * the next command using it ends with ERROR NOT_VALID and VELO_IOC_REPIN makes it valid again.
+ * Errors: EINVAL (flags, len 0 or above VELO_REG_LEN_MAX, addr + len wraps), ENOSPC (no free
+ * region, page table full, or the endpoint's region limit), EFAULT (not mapped memory, or not
+ * writable for a write access), ENOMEM (RLIMIT_MEMLOCK).
+ */
+#define VELO_REG_LEN_MAX ((1ull << 40) - 1)
+struct velo_uapi_register {
+	__u32 argsz;
+	__u32 flags;  /* in: VELO_REG_* access */
+	__u64 addr;   /* in: user address of the buffer (any alignment) */
+	__u64 len;    /* in: bytes */
+	__u64 nla;    /* out: RMA_NLA of byte 0 (the handle) */
+	__u32 region; /* out: region index (= RMA_NLA REGION) */
+	__u32 key;    /* out: key (= RMA_NLA KEY) */
+};
+
+/* VELO_IOC_DEREGISTER: withdraw a region of this endpoint. The driver clears ALLOC, waits until
+ * the NIC holds no translation of it (a transfer in flight finishes its current DMA or fails
+ * with BAD_HANDLE; no DMA reaches the pages afterwards), unpins and forgets it. The region index
+ * is reused with another key, so the old NLA fails (BAD_HANDLE). Errors: ENOENT (no region of
+ * this endpoint with that NLA's region and key, or offset != 0), ETIMEDOUT (the NIC never
+ * released the region: it stays pinned and out of use until the device goes). */
+struct velo_uapi_deregister {
+	__u32 argsz;
+	__u32 flags; /* in: 0 */
+	__u64 nla;   /* in: the handle REGISTER returned */
+};
+
+/* VELO_IOC_REPIN: make a region's translation valid again after an invalidation (NOT_VALID);
+ * nothing happens when it is valid. out_repinned: 1 if it was re-pinned now. Errors as
+ * REGISTER's, and ENOENT as DEREGISTER's. */
+struct velo_uapi_repin {
+	__u32 argsz;
+	__u32 flags;        /* in: 0 */
+	__u64 nla;          /* in: the handle */
+	__u32 out_repinned; /* out */
+	__u32 rsvd;
+};
+
 #define VELO_IOC_MAGIC 'V'
 #define VELO_IOC_BASE 0xB0
 #define VELO_IOC_NR_INFO 0
@@ -214,7 +298,11 @@ struct velo_uapi_port {
 #define VELO_IOC_NR_NODE_SET 7
 #define VELO_IOC_NR_ROUTE_SET 8
 #define VELO_IOC_NR_PORT_SET 9
-#define VELO_IOC_NR_COUNT 10
+#define VELO_IOC_NR_RMA_SETUP 10
+#define VELO_IOC_NR_REGISTER 11
+#define VELO_IOC_NR_DEREGISTER 12
+#define VELO_IOC_NR_REPIN 13
+#define VELO_IOC_NR_COUNT 14
 
 #define VELO_IOC_INFO _IO(VELO_IOC_MAGIC, VELO_IOC_BASE + VELO_IOC_NR_INFO)
 #define VELO_IOC_EP_OPEN _IO(VELO_IOC_MAGIC, VELO_IOC_BASE + VELO_IOC_NR_EP_OPEN)
@@ -226,5 +314,9 @@ struct velo_uapi_port {
 #define VELO_IOC_NODE_SET _IO(VELO_IOC_MAGIC, VELO_IOC_BASE + VELO_IOC_NR_NODE_SET)
 #define VELO_IOC_ROUTE_SET _IO(VELO_IOC_MAGIC, VELO_IOC_BASE + VELO_IOC_NR_ROUTE_SET)
 #define VELO_IOC_PORT_SET _IO(VELO_IOC_MAGIC, VELO_IOC_BASE + VELO_IOC_NR_PORT_SET)
+#define VELO_IOC_RMA_SETUP _IO(VELO_IOC_MAGIC, VELO_IOC_BASE + VELO_IOC_NR_RMA_SETUP)
+#define VELO_IOC_REGISTER _IO(VELO_IOC_MAGIC, VELO_IOC_BASE + VELO_IOC_NR_REGISTER)
+#define VELO_IOC_DEREGISTER _IO(VELO_IOC_MAGIC, VELO_IOC_BASE + VELO_IOC_NR_DEREGISTER)
+#define VELO_IOC_REPIN _IO(VELO_IOC_MAGIC, VELO_IOC_BASE + VELO_IOC_NR_REPIN)
 
 #endif /* VELO_UAPI_H */

@@ -5,12 +5,19 @@
 // exactly that (so it never accepts an invalid argument, nor refuses a valid one), that its
 // state equals the model's after every call (endpoints, owners, grants, jobs, the NIC's mailbox
 // table), and that at the end no DMA or core memory is left. SEED=<n> repeats a run.
+// RMA: notification queue setup, REGISTER/DEREGISTER/REPIN with what the OS glue does after
+// them (map random frames, or fail to pin), MMU-notifier invalidations, on a small ATU (32
+// regions, 64 page table entries) so that regions run out, indices and keys are reused and the
+// page table fragments; the model predicts every result (a map succeeds exactly when enough
+// entries are free in all), the NIC's region and page tables are compared after every step, the
+// fake ATU's monitor must see no change under a region in use, and every pin is released once.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cinttypes>
 #include <cstdio>
 #include <cstring>
+#include <deque>
 #include <map>
 #include <random>
 #include <vector>
@@ -21,6 +28,7 @@
 namespace {
 
 constexpr unsigned kHalf = 128, kNodeBits = 8;
+constexpr unsigned kRgBits = 5, kPteBits = 5, kNrg = 1u << kRgBits, kNpte = 1u << kPteBits;
 constexpr int64_t kAnyVpid = 1000;  // model: "some free vpid of the partition"
 const uint64_t kKeys[] = {0x1111, 0x2222, 0x3333, 0xDEADBEEFCAFEull};
 
@@ -50,7 +58,23 @@ struct Model {
         bool priv;
         unsigned log2, ctl_log2, max_grants;
         std::vector<Grant> g;
+        unsigned nq_log2 = 0;  // 0: no notification queue
+        unsigned nregions = 0;
     };
+    struct Region {
+        uint64_t owner;
+        unsigned vpid;
+        uint8_t key;
+        unsigned access;
+        uint64_t addr, len;
+        bool valid = false;
+        std::vector<uint64_t> pfns;
+        fake::Pin* pin = nullptr;
+    };
+    std::map<unsigned, Region> rg;  // by index
+    uint8_t last_key[kNrg] = {};
+    unsigned next_rg = 0, pte_used = 0;
+    static uint64_t pages(uint64_t addr, uint64_t len) { return (((addr & 4095) + len - 1) >> 12) + 1; }
     unsigned policy = VELO_POLICY_JOB, max_log2 = 16, max_grants = 1024;
     std::vector<Job> jobs;
     std::map<unsigned, Ep> eps;  // by data vpid
@@ -82,7 +106,9 @@ enum class Ep { kNone, kDead, kLive };
 class Fuzz {
   public:
     explicit Fuzz(uint64_t s, unsigned policy) : rng(s) {
-        EXPECT_EQ(velo_core_probe(fake::ops(), &nic, &c), 0);
+        nic.rg_bits = kRgBits;
+        nic.pte_bits = kPteBits;
+        EXPECT_EQ(fake::probe(&nic, &c), 0);
         EXPECT_EQ(velo_core_set_policy(c, policy), 0);
         m.policy = policy;
         m.max_log2 = 6 + static_cast<unsigned>(rng() % 6);  // small rings: many endpoints are cheap
@@ -112,6 +138,8 @@ class Fuzz {
     std::mt19937_64 rng;
     uint64_t owners = 1;
     std::map<int, unsigned> accepted;  // per ioctl nr
+    std::deque<fake::Pin> pins;
+    unsigned maps_ok = 0, maps_nospc = 0, invalidations = 0, compactions = 0;
 
     Client fresh(uint32_t uid, bool priv) {
         Client k;
@@ -245,6 +273,36 @@ class Fuzz {
                 a->cfg = pick(8);
                 break;
             }
+            case VELO_IOC_NR_RMA_SETUP:
+                static_cast<velo_uapi_rma_setup*>(arg)->log2_entries = chance(30) ? 0 : 5 + pick(14);
+                break;
+            case VELO_IOC_NR_REGISTER: {
+                auto* a = static_cast<velo_uapi_register*>(arg);
+                a->flags = 1 + pick(15);
+                a->addr = chance(80) ? (rng() & 0x7fffffffffffull) : rng();
+                a->len = chance(85) ? 1 + rng() % (14 * 4096) : chance(50) ? (rng() & ((1ull << 41) - 1)) : rng();
+                break;
+            }
+            case VELO_IOC_NR_DEREGISTER:
+            case VELO_IOC_NR_REPIN: {
+                uint64_t nla = rng();
+                std::vector<uint64_t> mine;
+                for (const auto& [r, g] : m.rg)
+                    if (st == Ep::kLive && g.owner == k.cl.owner) mine.push_back(handle(r, g.key));
+                if (chance(85) && !m.rg.empty()) {
+                    auto it = m.rg.begin();
+                    std::advance(it, pick(static_cast<unsigned>(m.rg.size())));
+                    nla = handle(it->first, it->second.key);
+                    if (!mine.empty() && chance(70)) nla = mine[pick(static_cast<unsigned>(mine.size()))];
+                    if (chance(10)) nla ^= 1ull << (56 + pick(8));  // another key
+                    if (chance(5)) nla += 1 + pick(100);            // an offset
+                }
+                if (nr == VELO_IOC_NR_DEREGISTER)
+                    static_cast<velo_uapi_deregister*>(arg)->nla = nla;
+                else
+                    static_cast<velo_uapi_repin*>(arg)->nla = nla;
+                break;
+            }
             default:
                 break;
         }
@@ -255,6 +313,16 @@ class Fuzz {
         if (chance(3))
             for (uint32_t b = 4; b < size; ++b) static_cast<uint8_t*>(arg)[b] = static_cast<uint8_t>(rng());
         w[0] = chance(95) ? size : u32({0, size - 1, size - 4, size + 8, 4096});
+    }
+
+    static uint64_t handle(unsigned r, unsigned key) { return uint64_t(key) << 56 | uint64_t(r) << 40; }
+    // the model's region of the client by handle, or -1
+    int lookup(const Client& k, uint64_t nla) const {
+        const unsigned r = static_cast<unsigned>((nla >> 40) & 0xFFFF);
+        if ((nla & ((1ull << 40) - 1)) || r >= kNrg) return -1;
+        auto it = m.rg.find(r);
+        if (it == m.rg.end() || it->second.key != (nla >> 56) || it->second.owner != k.cl.owner) return -1;
+        return static_cast<int>(r);
     }
 
     // ------------------------------------------------------------ what the rules say
@@ -380,6 +448,34 @@ class Fuzz {
                 if (a->flags || a->port < 1 || a->port > nic.nports || (a->cfg & ~7u)) return -VELO_CORE_EINVAL;
                 return 0;
             }
+            case VELO_IOC_NR_RMA_SETUP: {
+                auto* a = static_cast<const velo_uapi_rma_setup*>(arg);
+                if (a->flags || a->rsvd) return -VELO_CORE_EINVAL;
+                if (st != Ep::kLive) return ep_err(st);
+                const unsigned l = a->log2_entries ? a->log2_entries : VELO_NQ_LOG2_DEFAULT;
+                if (l < VELO_NQ_LOG2_MIN || l > VELO_RMA_NQ_LOG2_MAX) return -VELO_CORE_EINVAL;
+                return e->nq_log2 ? -VELO_CORE_EEXIST : 0;
+            }
+            case VELO_IOC_NR_REGISTER: {
+                auto* a = static_cast<const velo_uapi_register*>(arg);
+                if (!a->flags || (a->flags & ~15u)) return -VELO_CORE_EINVAL;
+                if (st != Ep::kLive) return ep_err(st);
+                if (!a->len || a->len >= (1ull << 40) || a->addr + (a->len - 1) < a->addr) return -VELO_CORE_EINVAL;
+                if (Model::pages(a->addr, a->len) > kNpte || e->nregions >= kNrg) return -VELO_CORE_ENOSPC;
+                return m.rg.size() == kNrg ? -VELO_CORE_ENOSPC : 0;
+            }
+            case VELO_IOC_NR_DEREGISTER: {
+                auto* a = static_cast<const velo_uapi_deregister*>(arg);
+                if (a->flags) return -VELO_CORE_EINVAL;
+                if (st != Ep::kLive) return ep_err(st);
+                return lookup(k, a->nla) < 0 ? -VELO_CORE_ENOENT : 0;
+            }
+            case VELO_IOC_NR_REPIN: {
+                auto* a = static_cast<const velo_uapi_repin*>(arg);
+                if (a->flags || a->rsvd) return -VELO_CORE_EINVAL;
+                if (st != Ep::kLive) return ep_err(st);
+                return lookup(k, a->nla) < 0 ? -VELO_CORE_ENOENT : 0;
+            }
             default:
                 return -VELO_CORE_ENOTTY;
         }
@@ -389,7 +485,10 @@ class Fuzz {
     void step_ioctl() {
         const unsigned ci = pick(static_cast<unsigned>(clients.size()));
         Client& k = clients[ci];
-        const unsigned nr = chance(97) ? pick(VELO_IOC_NR_COUNT) : VELO_IOC_NR_COUNT + pick(50);
+        // RMA calls more often: regions must pile up for the page table to fill and fragment
+        const unsigned nr = chance(40)   ? VELO_IOC_NR_RMA_SETUP + (chance(60) ? 1 : pick(4))
+                            : chance(97) ? pick(VELO_IOC_NR_COUNT)
+                                         : VELO_IOC_NR_COUNT + pick(50);
         uint32_t minsz = 0, ksz = 0;
         const int sr = velo_core_uapi_size(nr, &minsz, &ksz);
         if (nr >= VELO_IOC_NR_COUNT) {
@@ -400,10 +499,10 @@ class Fuzz {
         }
         ASSERT_EQ(sr, 0);
         ASSERT_EQ(minsz, ksz);
-        alignas(8) uint8_t arg[128];
+        alignas(8) uint8_t arg[160];
         ASSERT_LE(ksz, sizeof arg);
         gen(k, nr, arg, ksz);
-        alignas(8) uint8_t in[128];
+        alignas(8) uint8_t in[160];
         std::memcpy(in, arg, ksz);
         int want = expect(k, nr, in, ksz);
         const int got = velo_core_ioctl(c, &k.cl, nr, arg);
@@ -531,22 +630,137 @@ class Fuzz {
                 EXPECT_EQ(nic.reg(VELO_TBL_NET_PORT_BASE + (a->port - 1) * VELO_TBL_NET_PORT_STRIDE), a->cfg);
                 break;
             }
+            case VELO_IOC_NR_RMA_SETUP: {
+                auto* i = static_cast<const velo_uapi_rma_setup*>(in);
+                auto* a = static_cast<velo_uapi_rma_setup*>(out);
+                const unsigned l = i->log2_entries ? i->log2_entries : VELO_NQ_LOG2_DEFAULT;
+                EXPECT_EQ(a->out_log2_entries, l);
+                EXPECT_EQ(a->nq_bytes, 32ull << l);
+                EXPECT_EQ(a->region_bits, kRgBits);
+                EXPECT_EQ(a->pte_bits, kPteBits);
+                m.eps[static_cast<unsigned>(k.cl.vpid)].nq_log2 = l;
+                break;
+            }
+            case VELO_IOC_NR_REGISTER: {
+                auto* i = static_cast<const velo_uapi_register*>(in);
+                auto* a = static_cast<velo_uapi_register*>(out);
+                unsigned r = m.next_rg;
+                while (m.rg.count(r)) r = (r + 1) % kNrg;
+                ASSERT_EQ(a->region, r) << "round robin";
+                const uint8_t key = static_cast<uint8_t>(m.last_key[r] + 1);
+                ASSERT_EQ(a->key, key);
+                ASSERT_EQ(a->nla, handle(r, key));
+                m.last_key[r] = key;
+                m.next_rg = (r + 1) % kNrg;
+                const unsigned v = static_cast<unsigned>(k.cl.vpid);
+                m.rg[r] = Model::Region{k.cl.owner, v, key, i->flags, i->addr, i->len, false, {}, nullptr};
+                ++m.eps[v].nregions;
+                glue_pin(r);
+                break;
+            }
+            case VELO_IOC_NR_DEREGISTER: {
+                const int r = lookup(k, static_cast<const velo_uapi_deregister*>(in)->nla);
+                ASSERT_GE(r, 0);
+                forget(static_cast<unsigned>(r));
+                break;
+            }
+            case VELO_IOC_NR_REPIN: {
+                auto* a = static_cast<velo_uapi_repin*>(out);
+                const int r = lookup(k, a->nla);
+                ASSERT_GE(r, 0);
+                ASSERT_EQ(a->out_repinned, m.rg[static_cast<unsigned>(r)].valid ? 0u : 1u);
+                if (a->out_repinned) glue_pin(static_cast<unsigned>(r));
+                break;
+            }
             default:
                 FAIL() << "accepted unknown nr " << nr;
         }
     }
 
+    // what the Linux glue does for a DECLARED region after REGISTER or REPIN: pin (sometimes
+    // failing: nothing mapped) and map
+    void glue_pin(unsigned r) {
+        Model::Region& g = m.rg[r];
+        if (chance(10)) return;  // pinning failed (EFAULT/ENOMEM): the region stays declared
+        const uint64_t n = Model::pages(g.addr, g.len);
+        std::vector<uint64_t> f(n);
+        for (auto& x : f) x = rng() & ((1ull << 40) - 1);
+        pins.emplace_back();
+        fake::Pin* pin = &pins.back();
+        pin->region = r;
+        if (chance(3)) {  // a wrong page count or a frame past 40 bits: refused, nothing kept
+            if (chance(50)) {
+                f.push_back(1);
+            } else {
+                f[pick(static_cast<unsigned>(n))] |= 1ull << 40;
+            }
+            ASSERT_EQ(velo_core_rma_map(c, r, g.key, f.data(), f.size(), pin), -VELO_CORE_EINVAL);
+            pin->unpinned = 1;  // the glue unpins itself
+            return;
+        }
+        unsigned longest = 0;
+        velo_core_rma_pte_free(c, &longest);
+        const bool compact = n <= kNpte - m.pte_used && n > longest;
+        const int got = velo_core_rma_map(c, r, g.key, f.data(), n, pin);
+        if (n > kNpte - m.pte_used) {
+            ASSERT_EQ(got, -VELO_CORE_ENOSPC);
+            ++maps_nospc;
+            pin->unpinned = 1;
+            return;
+        }
+        ASSERT_EQ(got, 0);
+        ++maps_ok;
+        compactions += compact;
+        g.valid = true;
+        g.pfns = f;
+        g.pin = pin;
+        m.pte_used += static_cast<unsigned>(n);
+    }
+    void unmap(Model::Region& g) {
+        if (!g.valid) return;
+        ASSERT_EQ(g.pin->unpinned, 1) << "pin of region not released";
+        g.valid = false;
+        m.pte_used -= static_cast<unsigned>(g.pfns.size());
+        g.pfns.clear();
+        g.pin = nullptr;
+    }
+    void forget(unsigned r) {
+        Model::Region& g = m.rg[r];
+        unmap(g);
+        auto it = m.eps.find(g.vpid);
+        if (it != m.eps.end() && it->second.owner == g.owner) --it->second.nregions;
+        m.rg.erase(r);
+    }
+    // the MMU notifier of a region fires (munmap, COW, migration)
+    void step_invalidate() {
+        if (m.rg.empty()) return;
+        auto it = m.rg.begin();
+        std::advance(it, pick(static_cast<unsigned>(m.rg.size())));
+        const bool right = chance(90);
+        const unsigned key = right ? it->second.key : static_cast<uint8_t>(it->second.key + 1 + pick(200));
+        ASSERT_EQ(velo_core_rma_invalidate(c, it->first, key), 0);
+        if (right && it->second.valid) ++invalidations;
+        if (right) unmap(it->second);
+    }
+
     // ------------------------------------------------------------ the other entry points
     void step_mmap() {
         const Client& k = clients[pick(static_cast<unsigned>(clients.size()))];
-        static const uint64_t offs[] = {VELO_MMAP_RING,          VELO_MMAP_CTL_RING, VELO_MMAP_USER_PAGE,
-                                        VELO_MMAP_CTL_USER_PAGE, VELO_MMAP_WINDOW,   VELO_MMAP_USER_PAGE + 0x2000};
-        uint64_t off = offs[pick(6)];
+        static const uint64_t offs[] = {VELO_MMAP_RING,
+                                        VELO_MMAP_CTL_RING,
+                                        VELO_MMAP_USER_PAGE,
+                                        VELO_MMAP_CTL_USER_PAGE,
+                                        VELO_MMAP_WINDOW,
+                                        VELO_MMAP_USER_PAGE + 0x2000,
+                                        VELO_MMAP_NQ,
+                                        VELO_MMAP_RMA_CMD,
+                                        VELO_MMAP_RMA_CMD + 0x1000};
+        uint64_t off = offs[pick(9)];
         if (off == VELO_MMAP_WINDOW) off += 4096ull * pick(8);
         if (chance(5)) off = rng() & ~(chance(50) ? 4095ull : 0ull);
         if (chance(3)) off += 1 + pick(4095);
-        const uint64_t lens[] = {4096, 8192, 64ull << 7, 64ull << 8, 64ull << 9, 0, 100};
-        const uint64_t len = chance(5) ? rng() : lens[pick(7)];
+        const uint64_t lens[] = {4096, 8192, 64ull << 7, 64ull << 8, 64ull << 9, 0, 100, 32ull << 10, 32ull << 12};
+        const uint64_t len = chance(5) ? rng() : lens[pick(9)];
         const unsigned acc = chance(90) ? (pick(4) | VELO_CORE_MAP_SHARED | (chance(5) ? VELO_CORE_MAP_EXEC : 0))
                                         : static_cast<unsigned>(rng());
         const Model::Ep* e = nullptr;
@@ -567,7 +781,14 @@ class Fuzz {
         } else if (off == VELO_MMAP_USER_PAGE || off == VELO_MMAP_CTL_USER_PAGE) {
             want = len != 4096 ? -VELO_CORE_EINVAL : 0;
             bar_off = nic.user(static_cast<unsigned>(k.cl.vpid) | (off == VELO_MMAP_CTL_USER_PAGE ? kHalf : 0));
-        } else if (off >= VELO_MMAP_WINDOW) {
+        } else if (off == VELO_MMAP_NQ) {
+            want = !e->nq_log2 || len != (32ull << e->nq_log2) ? -VELO_CORE_EINVAL
+                   : (acc & VELO_CORE_MAP_WRITE)               ? -VELO_CORE_EACCES
+                                                               : 0;
+        } else if (off == VELO_MMAP_RMA_CMD) {
+            want = !e->nq_log2 || len != 4096 ? -VELO_CORE_EINVAL : (acc & VELO_CORE_MAP_READ) ? -VELO_CORE_EACCES : 0;
+            bar_off = uint64_t(static_cast<unsigned>(k.cl.vpid)) << 12;
+        } else if (off >= VELO_MMAP_WINDOW && off < VELO_MMAP_NQ) {
             const uint64_t g = (off - VELO_MMAP_WINDOW) / 4096;
             if (g >= e->g.size() || len != 4096 || !e->g[g].used) {
                 want = -VELO_CORE_EINVAL;
@@ -647,6 +868,11 @@ class Fuzz {
 
     void drop(unsigned v) {
         if (m.eps[v].job >= 0) --m.jobs[m.eps[v].job].nep;
+        const uint64_t owner = m.eps[v].owner;
+        std::vector<unsigned> gone;
+        for (auto& [r, g] : m.rg)
+            if (g.owner == owner) gone.push_back(r);
+        for (unsigned r : gone) forget(r);
         m.eps.erase(v);
     }
 
@@ -698,8 +924,60 @@ class Fuzz {
             ASSERT_EQ(static_cast<int>(j->nep), m.jobs[mj].nep);
         }
         ASSERT_EQ(njobs, m.jobs.size());
-        ASSERT_EQ(nic.live.size(), 2 * m.eps.size()) << "DMA rings";
-        ASSERT_EQ(nic.zallocs - nic.zfrees, static_cast<long>(1 + 2 * m.eps.size())) << "core memory";
+        size_t nqs = 0;
+        for (const auto& [v, e] : m.eps) nqs += e.nq_log2 != 0;
+        ASSERT_EQ(nic.live.size(), 2 * m.eps.size() + nqs) << "DMA rings";
+        ASSERT_EQ(nic.zallocs - nic.zfrees, static_cast<long>(2 + 2 * m.eps.size())) << "core memory";
+        check_rma();
+    }
+
+    void check_rma() {
+        for (auto& v : nic.violations) FAIL() << "monitor: " << v;
+        std::vector<unsigned> used(kNpte, 0);
+        for (unsigned r = 0; r < kNrg; ++r) {
+            const velo_core_region* g = velo_core_rma_region(c, r);
+            ASSERT_NE(g, nullptr);
+            auto it = m.rg.find(r);
+            const uint32_t cfg = nic.rg_cfg(r);
+            if (it == m.rg.end()) {
+                ASSERT_EQ(g->state, VELO_CORE_RG_FREE) << r;
+                ASSERT_EQ(cfg, 0u) << "free region " << r << " allocated in the NIC";
+                continue;
+            }
+            const Model::Region& mr = it->second;
+            ASSERT_EQ(g->state, mr.valid ? VELO_CORE_RG_VALID : VELO_CORE_RG_DECLARED) << r;
+            ASSERT_EQ(g->key, mr.key);
+            ASSERT_EQ(g->owner, mr.owner);
+            const uint32_t want =
+                static_cast<uint32_t>(VELO_FIELD_PREP(VELO_TBL_RMA_REGION_RG_CFG_ALLOC, 1) |
+                                      VELO_FIELD_PREP(VELO_TBL_RMA_REGION_RG_CFG_VALID, mr.valid) |
+                                      VELO_FIELD_PREP(VELO_TBL_RMA_REGION_RG_CFG_PERM_LR, (mr.access & 1) != 0) |
+                                      VELO_FIELD_PREP(VELO_TBL_RMA_REGION_RG_CFG_PERM_LW, (mr.access & 2) != 0) |
+                                      VELO_FIELD_PREP(VELO_TBL_RMA_REGION_RG_CFG_PERM_RR, (mr.access & 4) != 0) |
+                                      VELO_FIELD_PREP(VELO_TBL_RMA_REGION_RG_CFG_PERM_RW, (mr.access & 8) != 0) |
+                                      VELO_FIELD_PREP(VELO_TBL_RMA_REGION_RG_CFG_OWNER_VPID, mr.vpid) |
+                                      VELO_FIELD_PREP(VELO_TBL_RMA_REGION_RG_CFG_KEY, mr.key));
+            ASSERT_EQ(cfg, want) << "RG_CFG of region " << r;
+            ASSERT_EQ(nic.rg_len(r), mr.len);
+            ASSERT_EQ(nic.rg(r, VELO_TBL_RMA_REGION_RG_START), mr.addr & 4095);
+            if (!mr.valid) continue;
+            ASSERT_EQ(mr.pin->unpinned, 0) << "valid region " << r << " unpinned";
+            ASSERT_EQ(nic.rg(r, VELO_TBL_RMA_REGION_RG_PTE), g->pte_first);
+            for (size_t k = 0; k < mr.pfns.size(); ++k) {
+                const unsigned i = static_cast<unsigned>((g->pte_first + k) % kNpte);
+                ASSERT_EQ(nic.pte(i), mr.pfns[k]) << "region " << r << " page " << k;
+                ASSERT_EQ(used[i]++, 0u) << "page table entry " << i << " used twice";
+            }
+        }
+        ASSERT_EQ(velo_core_rma_pte_free(c, nullptr), kNpte - m.pte_used);
+        size_t live_pins = 0;
+        for (const auto& p : pins) {
+            ASSERT_LE(p.unpinned, 1);
+            live_pins += p.unpinned == 0;
+        }
+        size_t valid = 0;
+        for (const auto& [r, g] : m.rg) valid += g.valid;
+        ASSERT_EQ(live_pins, valid) << "pins leaked";
     }
 
     void run(unsigned steps) {
@@ -713,8 +991,10 @@ class Fuzz {
                 step_reclaim();
             else if (r < 94)
                 chance(95) ? step_close() : step_close_all();
-            else if (r < 99)
+            else if (r < 97)
                 step_ring();
+            else if (r < 99)
+                step_invalidate();
             else
                 step_policy();
             if (::testing::Test::HasFatalFailure()) {
@@ -732,7 +1012,14 @@ void run_policy(unsigned policy) {
     // every kind of call got through sometimes, or the run proves little
     for (unsigned nr = 0; nr < VELO_IOC_NR_COUNT; ++nr) EXPECT_GT(f.accepted[static_cast<int>(nr)], 0u) << nr;
     for (auto& [nr, n] : f.accepted) std::printf("policy %u nr %d: %u accepted\n", policy, nr, n);
+    std::printf("policy %u: %u maps, %u refused for space, %u compacting, %u invalidations\n", policy, f.maps_ok,
+                f.maps_nospc, f.compactions, f.invalidations);
+    EXPECT_GT(f.maps_ok, 0u);
+    EXPECT_GT(f.compactions, 0u);
+    EXPECT_GT(f.invalidations, 0u);
     f.finish();
+    for (const auto& p : f.pins) EXPECT_EQ(p.unpinned, 1) << "pin leaked";
+    EXPECT_TRUE(f.nic.violations.empty());
     EXPECT_TRUE(f.nic.live.empty()) << "DMA memory leaked";
     EXPECT_EQ(f.nic.zallocs, f.nic.zfrees) << "core memory leaked";
 }

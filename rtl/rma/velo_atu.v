@@ -1,0 +1,292 @@
+// RMA address translation unit: network logical address (region, key, offset) -> physical address.
+//
+// Tables (written by the driver through the register file, cfg_* port, one 32-bit register per
+// cycle): the region table (RMA_REGION: RG_CFG, RG_PTE, RG_START, RG_LEN_LO, RG_LEN_HI; one block
+// RAM per register) and the page table (RMA_PTE: PTE_LO, PTE_HI, page frame numbers). After reset
+// the unit clears every RG_CFG and in-use counter (2^REGION_BITS cycles, cfg_ready and lk_ready low).
+//
+// Lookup (valid/ready, one per cycle): NLA, length, vpid and access kind. Checked in this order, the
+// first failure is the reason (RMA_ERR_*): BAD_HANDLE (region index beyond the table, not ALLOC,
+// wrong KEY), NOT_OWNER (local kinds only: vpid != OWNER_VPID), PERM, RANGE (offset + length past
+// the region's length), NOT_VALID (VALID = 0). On success the response carries the physical address
+// of the first byte, the bytes left to the end of its page (4 KiB or 2 MiB), the region (to release
+// it) and the owner vpid; on failure only the reason, the region and the tag.
+//
+// Pipeline: stage A holds the request and the region entry (RAM read in the accept cycle) and makes
+// the checks; a successful lookup increments the region's in-use counter as it leaves stage A and
+// reads its page table entry; stage B holds the result and presents it with the page table data.
+//
+// In-use counters (quiesce for the driver's invalidation, docs/rma.md §2.3): the user gives every
+// successful translation back with rel_valid/rel_region when it no longer uses it. A counter serves
+// the regions with the same low IU_BITS index bits (one per region if IU_BITS >= REGION_BITS), so
+// the status is conservative: it may report a region busy because of another one, never quiet
+// while one of its translations is held. q_busy is 1 while q_region's counter is not 0 or a lookup of q_region sits in stage A (it may have read the region
+// entry before the driver's write and is not counted yet). Counters live in LUT RAM with one write
+// per cycle: a release has priority, an increment for another region waits one cycle; a lookup also
+// waits while its region's counter is saturated. A release of a region whose counter is 0 changes
+// nothing and is reported (ev_rel_underflow: a bug of the user).
+`default_nettype none
+`include "velo_spec.vh"
+module velo_atu #(
+    parameter integer REGION_BITS = 8,   // region index width (spec param RMA_REGION_BITS)
+    parameter integer PTE_BITS    = 12,  // page table index width (spec param RMA_PTE_BITS)
+    parameter integer VPID_BITS   = 8,   // vpid width (spec param VPID_BITS)
+    parameter integer TAG_W       = 8,   // width of the opaque tag passed from lookup to response
+    parameter integer INUSE_W     = 6,   // in-use counter width: up to 2^INUSE_W-1 translations per counter
+    parameter integer IU_BITS     = 5    // 2^IU_BITS in-use counters, shared by the regions with the same
+                                         // low IU_BITS index bits (IU_BITS >= REGION_BITS: one per region)
+) (
+    input  wire                   clk,
+    input  wire                   rst,        // synchronous, active high
+    // table writes (register file): RMA_REGION (cfg_pte = 0) or RMA_PTE (cfg_pte = 1) entry cfg_idx,
+    // register cfg_reg (byte offset in the entry / 4); writes to indexes beyond the tables are ignored
+    input  wire                   cfg_valid,
+    output wire                   cfg_ready,  // low while the tables are being cleared after reset
+    input  wire                   cfg_pte,
+    input  wire [15:0]            cfg_idx,
+    input  wire [2:0]             cfg_reg,
+    input  wire [31:0]            cfg_data,
+    // lookup
+    input  wire                   lk_valid,
+    output wire                   lk_ready,
+    input  wire [63:0]            lk_nla,     // format RMA_NLA
+    input  wire [23:0]            lk_len,     // bytes from the NLA that must lie inside the region
+    input  wire [VPID_BITS-1:0]   lk_vpid,    // the vpid on whose behalf (local kinds)
+    input  wire [1:0]             lk_kind,    // RMA_ACC_*
+    input  wire [TAG_W-1:0]       lk_tag,     // returned with the response
+    // response
+    output wire                   rs_valid,
+    input  wire                   rs_ready,
+    output wire [3:0]             rs_err,     // RMA_ERR_* (0: translated)
+    output wire [63:0]            rs_addr,    // physical address of the first byte (0 on error)
+    output wire [21:0]            rs_room,    // bytes from rs_addr to the end of its page (0 on error)
+    output wire [REGION_BITS-1:0] rs_region,  // region to release (a translation is held iff rs_err = 0)
+    output wire [VPID_BITS-1:0]   rs_owner,   // the region's owner vpid (0 on error)
+    output wire [TAG_W-1:0]       rs_tag,
+    // release of a translation (always accepted)
+    input  wire                   rel_valid,
+    input  wire [REGION_BITS-1:0] rel_region,
+    // quiesce status (RMA.QUIESCE_REGION / QUIESCE_STATUS)
+    input  wire [REGION_BITS-1:0] q_region,
+    output wire                   q_busy,
+    // events (one-cycle pulses)
+    output reg                    ev_rel_underflow,
+    output reg                    ev_cfg_bad   // a table write beyond the tables or registers
+);
+    localparam integer SB    = (IU_BITS < REGION_BITS) ? IU_BITS : REGION_BITS;  // counter index bits
+    localparam integer NSLOT = 1 << SB;
+    localparam [INUSE_W-1:0] IU_MAX = {INUSE_W{1'b1}};
+
+    // ---------------------------------------------------------------- reset sweep
+    reg                   init;
+    reg [REGION_BITS-1:0] init_idx;
+    always @(posedge clk) begin
+        if (rst) begin
+            init     <= 1'b1;
+            init_idx <= {REGION_BITS{1'b0}};
+        end else if (init) begin
+            init_idx <= init_idx + 1'b1;
+            if (init_idx == {REGION_BITS{1'b1}}) init <= 1'b0;
+        end
+    end
+    assign cfg_ready = !init;
+
+    // ---------------------------------------------------------------- table writes
+    wire cfg_fire = cfg_valid && !init;
+    wire rg_idx_ok  = (cfg_idx >> REGION_BITS) == 16'd0;
+    wire pte_idx_ok = (cfg_idx >> PTE_BITS) == 16'd0;
+    wire w_rg   = cfg_fire && !cfg_pte && rg_idx_ok;
+    wire w_pte  = cfg_fire && cfg_pte && pte_idx_ok;
+    wire we_cfg   = init || (w_rg && cfg_reg == 3'd0);
+    wire we_first = w_rg && cfg_reg == 3'd1;
+    wire we_start = w_rg && cfg_reg == 3'd2;
+    wire we_lenlo = w_rg && cfg_reg == 3'd3;
+    wire we_lenhi = w_rg && cfg_reg == 3'd4;
+    wire we_pflo  = w_pte && cfg_reg == 3'd0;
+    wire we_pfhi  = w_pte && cfg_reg == 3'd1;
+    wire [REGION_BITS-1:0] rg_wa = init ? init_idx : cfg_idx[REGION_BITS-1:0];
+    // RG_CFG as stored: {KEY, OWNER_VPID, PERM_RW, PERM_RR, PERM_LW, PERM_LR, PAGE_2M, VALID, ALLOC}
+    wire [22:0] cfg_w = init ? 23'd0 :
+        {cfg_data[`VELO_TBL_RMA_REGION_RG_CFG_KEY], cfg_data[`VELO_TBL_RMA_REGION_RG_CFG_OWNER_VPID],
+         cfg_data[`VELO_TBL_RMA_REGION_RG_CFG_PERM_RW], cfg_data[`VELO_TBL_RMA_REGION_RG_CFG_PERM_RR],
+         cfg_data[`VELO_TBL_RMA_REGION_RG_CFG_PERM_LW], cfg_data[`VELO_TBL_RMA_REGION_RG_CFG_PERM_LR],
+         cfg_data[`VELO_TBL_RMA_REGION_RG_CFG_PAGE_2M], cfg_data[`VELO_TBL_RMA_REGION_RG_CFG_VALID],
+         cfg_data[`VELO_TBL_RMA_REGION_RG_CFG_ALLOC]};
+
+    always @(posedge clk) begin
+        if (rst) ev_cfg_bad <= 1'b0;
+        else     ev_cfg_bad <= cfg_fire && (cfg_pte ? (!pte_idx_ok || cfg_reg > 3'd1)
+                                                    : (!rg_idx_ok || cfg_reg > 3'd4));
+    end
+
+    // ---------------------------------------------------------------- accept, region read
+    reg                   a_valid;
+    wire                  a_go;
+    assign lk_ready = !init && (!a_valid || a_go);
+    wire acc = lk_valid && lk_ready;
+    wire [15:0] lk_region16 = lk_nla[`VELO_RMA_NLA_REGION];
+    wire [REGION_BITS-1:0] rd_region = lk_region16[REGION_BITS-1:0];
+
+    wire [22:0]          r_cfg;
+    wire [PTE_BITS-1:0]  r_first;
+    wire [20:0]          r_start;
+    wire [31:0]          r_lenlo;
+    wire [7:0]           r_lenhi;
+    velo_sdp_ram #(.W(23), .ADDR_W(REGION_BITS)) u_cfg (
+        .clk(clk), .we(we_cfg), .waddr(rg_wa), .wdata(cfg_w), .re(acc), .raddr(rd_region), .rdata(r_cfg));
+    velo_sdp_ram #(.W(PTE_BITS), .ADDR_W(REGION_BITS)) u_first (
+        .clk(clk), .we(we_first), .waddr(rg_wa), .wdata(cfg_data[PTE_BITS-1:0]), .re(acc), .raddr(rd_region),
+        .rdata(r_first));
+    velo_sdp_ram #(.W(21), .ADDR_W(REGION_BITS)) u_start (
+        .clk(clk), .we(we_start), .waddr(rg_wa), .wdata(cfg_data[`VELO_TBL_RMA_REGION_RG_START_START]),
+        .re(acc), .raddr(rd_region), .rdata(r_start));
+    velo_sdp_ram #(.W(32), .ADDR_W(REGION_BITS)) u_lenlo (
+        .clk(clk), .we(we_lenlo), .waddr(rg_wa), .wdata(cfg_data), .re(acc), .raddr(rd_region), .rdata(r_lenlo));
+    velo_sdp_ram #(.W(8), .ADDR_W(REGION_BITS)) u_lenhi (
+        .clk(clk), .we(we_lenhi), .waddr(rg_wa), .wdata(cfg_data[`VELO_TBL_RMA_REGION_RG_LEN_HI_LEN_HI]),
+        .re(acc), .raddr(rd_region), .rdata(r_lenhi));
+
+    // ---------------------------------------------------------------- stage A: checks
+    reg [REGION_BITS-1:0] a_region;
+    reg                   a_oor;      // region index beyond the table
+    reg [7:0]             a_key;
+    reg [39:0]            a_off;
+    reg [23:0]            a_len;
+    reg [VPID_BITS-1:0]   a_vpid;
+    reg [1:0]             a_kind;
+    reg [TAG_W-1:0]       a_tag;
+
+    wire       c_alloc = r_cfg[0];
+    wire       c_valid = r_cfg[1];
+    wire       c_2m    = r_cfg[2];
+    wire [3:0] c_perm  = r_cfg[6:3];   // indexed by RMA_ACC_*: {RW, RR, LW, LR}
+    wire [7:0] c_owner = r_cfg[14:7];
+    wire [7:0] c_key   = r_cfg[22:15];
+    wire [7:0] a_vpid8 = {{(8-VPID_BITS){1'b0}}, a_vpid};
+
+    wire       e_handle = a_oor || !c_alloc || (c_key != a_key);
+    wire       e_owner  = !a_kind[1] && (c_owner != a_vpid8);
+    wire       e_perm   = !c_perm[a_kind];
+    wire [40:0] a_end   = {1'b0, a_off} + {17'd0, a_len};
+    wire       e_range  = a_end > {1'b0, r_lenhi, r_lenlo};
+    wire       e_valid  = !c_valid;
+    reg  [3:0] a_err;
+    always @(*) begin
+        if (e_handle)      a_err = `VELO_RMA_ERR_BAD_HANDLE;
+        else if (e_owner)  a_err = `VELO_RMA_ERR_NOT_OWNER;
+        else if (e_perm)   a_err = `VELO_RMA_ERR_PERM;
+        else if (e_range)  a_err = `VELO_RMA_ERR_RANGE;
+        else if (e_valid)  a_err = `VELO_RMA_ERR_NOT_VALID;
+        else               a_err = `VELO_RMA_ERR_NONE;
+    end
+    wire a_ok = (a_err == `VELO_RMA_ERR_NONE);
+
+    // address in the region's page run, page index, page table index
+    wire [40:0] a_pa  = {20'd0, r_start} + {1'b0, a_off};
+    wire [28:0] a_pg  = c_2m ? {9'd0, a_pa[40:21]} : a_pa[40:12];
+    wire [PTE_BITS-1:0] a_pte = r_first + a_pg[PTE_BITS-1:0];
+
+    // in-use counters
+    reg  [INUSE_W-1:0] inuse [0:NSLOT-1];
+    wire [SB-1:0]      s_a    = a_region[SB-1:0];
+    wire [SB-1:0]      s_rel  = rel_region[SB-1:0];
+    wire [SB-1:0]      s_q    = q_region[SB-1:0];
+    wire [INUSE_W-1:0] iu_a   = inuse[s_a];
+    wire [INUSE_W-1:0] iu_rel = inuse[s_rel];
+    wire [INUSE_W-1:0] iu_q   = inuse[s_q];
+    wire same   = rel_valid && (s_rel == s_a);
+    wire stall  = a_ok && ((iu_a == IU_MAX && !same) || (rel_valid && !same));
+
+    reg  b_valid;
+    wire b_free = !b_valid || rs_ready;
+    assign a_go = a_valid && b_free && !stall;
+    wire inc = a_go && a_ok;
+
+    // a release and an increment of the same region cancel; a release of a counter at 0 is ignored
+    wire rel_eff = rel_valid && (iu_rel != {INUSE_W{1'b0}});
+    always @(posedge clk) begin
+        if (init)
+            inuse[init_idx[SB-1:0]] <= {INUSE_W{1'b0}};
+        else if (inc && same) begin
+            if (!rel_eff) inuse[s_a] <= iu_a + 1'b1;
+        end else if (rel_eff)
+            inuse[s_rel] <= iu_rel - 1'b1;
+        else if (inc)
+            inuse[s_a] <= iu_a + 1'b1;
+    end
+
+    always @(posedge clk) begin
+        if (rst) ev_rel_underflow <= 1'b0;
+        else     ev_rel_underflow <= rel_valid && !init && (iu_rel == {INUSE_W{1'b0}});
+    end
+
+    always @(posedge clk) begin
+        if (rst) a_valid <= 1'b0;
+        else if (acc) a_valid <= 1'b1;
+        else if (a_go) a_valid <= 1'b0;
+    end
+    always @(posedge clk) begin
+        if (acc) begin
+            a_region <= rd_region;
+            a_oor    <= (lk_region16 >> REGION_BITS) != 16'd0;
+            a_key    <= lk_nla[`VELO_RMA_NLA_KEY];
+            a_off    <= lk_nla[`VELO_RMA_NLA_OFFSET];
+            a_len    <= lk_len;
+            a_vpid   <= lk_vpid;
+            a_kind   <= lk_kind;
+            a_tag    <= lk_tag;
+        end
+    end
+
+    // ---------------------------------------------------------------- stage B: page table
+    wire [31:0] p_lo;
+    wire [7:0]  p_hi;
+    velo_sdp_ram #(.W(32), .ADDR_W(PTE_BITS)) u_pflo (
+        .clk(clk), .we(we_pflo), .waddr(cfg_idx[PTE_BITS-1:0]), .wdata(cfg_data), .re(inc), .raddr(a_pte),
+        .rdata(p_lo));
+    velo_sdp_ram #(.W(8), .ADDR_W(PTE_BITS)) u_pfhi (
+        .clk(clk), .we(we_pfhi), .waddr(cfg_idx[PTE_BITS-1:0]), .wdata(cfg_data[`VELO_TBL_RMA_PTE_PTE_HI_PFN_HI]),
+        .re(inc), .raddr(a_pte), .rdata(p_hi));
+
+    reg [3:0]             b_err;
+    reg                   b_2m;
+    reg [20:0]            b_low;
+    reg [REGION_BITS-1:0] b_region;
+    reg [VPID_BITS-1:0]   b_owner;
+    reg [TAG_W-1:0]       b_tag;
+    always @(posedge clk) begin
+        if (rst) b_valid <= 1'b0;
+        else if (a_go) b_valid <= 1'b1;
+        else if (rs_ready) b_valid <= 1'b0;
+    end
+    always @(posedge clk) begin
+        if (a_go) begin
+            b_err    <= a_err;
+            b_2m     <= c_2m;
+            b_low    <= a_pa[20:0];
+            b_region <= a_region;
+            b_owner  <= a_ok ? c_owner[VPID_BITS-1:0] : {VPID_BITS{1'b0}};
+            b_tag    <= a_tag;
+        end
+    end
+
+    wire        b_ok  = (b_err == `VELO_RMA_ERR_NONE);
+    wire [39:0] pfn   = {p_hi, p_lo};
+    wire [51:0] pa4k  = {pfn, b_low[11:0]};
+    wire [51:0] pa2m  = {pfn[39:9], b_low};
+    wire [21:0] room4k = 22'd4096 - {10'd0, b_low[11:0]};
+    wire [21:0] room2m = 22'h200000 - {1'b0, b_low};
+    assign rs_valid  = b_valid;
+    assign rs_err    = b_err;
+    assign rs_addr   = b_ok ? {12'd0, b_2m ? pa2m : pa4k} : 64'd0;
+    assign rs_room   = b_ok ? (b_2m ? room2m : room4k) : 22'd0;
+    assign rs_region = b_region;
+    assign rs_owner  = b_owner;
+    assign rs_tag    = b_tag;
+
+    // ---------------------------------------------------------------- quiesce
+    assign q_busy = (iu_q != {INUSE_W{1'b0}}) || (a_valid && a_region == q_region);
+
+    wire unused_ok = &{1'b0, c_owner, lk_region16, cfg_data, a_pg, rel_region, q_region};
+endmodule
+`default_nettype wire

@@ -1,0 +1,947 @@
+// RMA target engine (docs/rma.md §3): serves RMA_PUT and RMA_GET packets arriving on the request
+// class, writes put data into host memory by DMA and answers on the response class (PUT_RSP,
+// GET_RSP).
+//
+// Ingress: a packet is stored whole in one of 2^SLOTS_LOG2 slots (two 64-bit RAM banks, even and
+// odd words) before anything is decided, so a packet marked bad (in_bad with its last word: it was
+// stomped after cut-through forwarding began) or malformed is dropped without effect: it writes
+// nothing and does not touch the per-source put state (the link replays it intact).
+//
+// Translate stage (T, in packet order). PUT: the per-source-node outcome (fail flag + reason,
+// 2^NODE_BITS x 5 bits of LUT RAM) is read; a FIRST packet clears it and is looked up with the
+// put's whole length [NLA, NLA + LEN) (REMOTE_WRITE); a later packet of a failed put is skipped,
+// otherwise it is looked up with its own data length; a packet whose data cross a page end takes a
+// second lookup for the rest (all-or-nothing per packet: if the second fails, the first
+// translation is released and nothing of the packet is written). A failure sets the outcome.
+// GET: handed to the get engine (one get at a time). The route back to the source is read here.
+//
+// Write stage (W, in packet order): the packet's data go out as posted MWr TLPs, cut at the ends
+// of the translated pieces and at MPS boundaries, with byte enables; the payload bytes are read
+// from the slot two words at a time (one word from each bank) through a byte rotator (packet
+// offset - host address alignment), so any RG_START works and the common case is a pass-through.
+// A translation is released when the last beat of its last TLP is accepted. For the LAST packet
+// W waits until its last beat was accepted, then (NOTIFY, no failure) hands the TARGET entry to
+// the notification writer and waits until it reports the entry written (n_done) or dropped
+// (n_drop: NQ_DISABLED), and only then loads the PUT_RSP (docs/rma.md §3.3).
+//
+// Get engine: checks [NLA, NLA + LEN) with REMOTE_READ, then walks the region page by page (one
+// lookup per page, the first one being the check), issuing DMA reads (velo_dma_rd, <= 4 KiB, not
+// across a page end) whose context carries the region to release with the last read of each
+// translation. The data (host lanes) go through a 16-byte gather register into GET_RSP packets
+// (packet lanes), segmented per docs/rma.md and built whole in one of two packet buffers before
+// they are sent, so a read error never leaves a packet half sent: it discards the packet being
+// built, waits for the reads already issued, and ends the get with one LAST packet carrying ERR.
+//
+// No head-of-line deadlock: responses never wait for requests. The response output takes whole
+// packets from two independent sources, the PUT_RSP register and the GET_RSP buffers, round
+// robin; both are filled by logic that waits only for the response output, the host (TLP
+// port, DMA reads) and the notification writer, never for the request input. A request may wait
+// for the response class (W holding a PUT_RSP until the register is free, T holding a GET until
+// the get engine is free), which is the allowed direction (request -> response), as in any
+// request/response protocol on separate virtual channels.
+`default_nettype none
+`include "velo_spec.vh"
+module velo_rma_tgt #(
+    parameter integer TLP_W       = 64,   // TLP stream data width: 64 (the only width implemented)
+    parameter integer NODE_BITS   = 8,    // node id width (spec param NODE_BITS)
+    parameter integer VPID_BITS   = 8,    // vpid width (spec param VPID_BITS)
+    parameter integer REGION_BITS = 8,    // region index width (spec param RMA_REGION_BITS)
+    parameter integer MTU         = 48,   // data bytes per packet (spec param RMA_MTU), multiple of 8, 8..240
+    parameter integer MPS         = 256,  // max payload size of a DMA write: power of 2, 64..4096
+    parameter integer SLOTS_LOG2  = 2,    // 2^SLOTS_LOG2 request packet slots (>= 1)
+    parameter integer CTX_W       = 16    // DMA read context width (velo_dma_rd CTX_W), >= REGION_BITS + 1
+) (
+    input  wire                   clk,
+    input  wire                   rst,        // synchronous, active high
+    input  wire                   enable,     // RMA CONTROL.ENABLE: else requests fail with DISABLED
+    input  wire [7:0]             node_id,    // CTRL.NODE_ID, stamped into responses
+    input  wire [15:0]            req_id,     // our PCIe requester id
+    // request packets in (request class): 64-bit words, header first
+    input  wire                   in_valid,
+    output wire                   in_ready,
+    input  wire [63:0]            in_data,
+    input  wire                   in_last,
+    input  wire                   in_bad,     // with in_last: the packet failed a check upstream
+    // response packets out (response class)
+    output wire                   out_valid,
+    input  wire                   out_ready,
+    output wire [63:0]            out_data,
+    output wire                   out_last,
+    output wire [2:0]             out_lnb,    // last word: valid bytes minus one
+    // route table read port: data the cycle after rt_re
+    output wire                   rt_re,
+    output wire [NODE_BITS-1:0]   rt_node,
+    input  wire [14:0]            rt_data,    // {VALID, ROUTE}
+    // ATU lookup (velo_atu lk_*/rs_*/rel_*); lk_tag 0: put path, 1: get engine
+    output wire                   lk_valid,
+    input  wire                   lk_ready,
+    output wire [63:0]            lk_nla,
+    output wire [23:0]            lk_len,
+    output wire [VPID_BITS-1:0]   lk_vpid,
+    output wire [1:0]             lk_kind,
+    output wire                   lk_tag,
+    input  wire                   rs_valid,
+    output wire                   rs_ready,
+    input  wire [3:0]             rs_err,
+    input  wire [63:0]            rs_addr,
+    input  wire [21:0]            rs_room,
+    input  wire [REGION_BITS-1:0] rs_region,
+    input  wire [VPID_BITS-1:0]   rs_owner,
+    input  wire                   rs_tag,
+    output wire                   rel_valid,
+    output wire [REGION_BITS-1:0] rel_region,
+    // DMA read engine (velo_dma_rd rq_*/rd_*)
+    output wire                   rq_valid,
+    input  wire                   rq_ready,
+    output wire [63:0]            rq_addr,
+    output wire [11:0]            rq_len_m1,
+    output wire [CTX_W-1:0]       rq_ctx,
+    input  wire                   rd_valid,
+    output wire                   rd_ready,
+    input  wire [TLP_W-1:0]       rd_data,
+    input  wire [TLP_W/8-1:0]     rd_be,
+    input  wire                   rd_first,
+    input  wire                   rd_last,
+    input  wire                   rd_err,
+    input  wire [CTX_W-1:0]       rd_ctx,
+    // TLP stream out: DMA writes of put data
+    output wire                   tx_valid,
+    input  wire                   tx_ready,
+    output wire                   tx_sop,
+    output wire                   tx_eop,
+    output reg  [127:0]           tx_hdr,
+    output wire [TLP_W-1:0]       tx_data,
+    // TARGET notification entries (velo_rma_notify n_*), and its report on the entry handed over
+    output wire                   n_valid,
+    input  wire                   n_ready,
+    output wire [VPID_BITS-1:0]   n_vpid,
+    output wire [255:0]           n_entry,
+    input  wire                   n_done,     // the entry was written (its last beat accepted)
+    input  wire                   n_drop,     // the entry was dropped (queue disabled)
+    // status and events (one-cycle pulses / per-cycle counts)
+    output wire                   busy,
+    output reg                    ev_put_pkt, // a PUT packet was taken (written, skipped or failed)
+    output reg                    ev_get,     // a GET request was taken
+    output reg                    ev_bad,     // a packet was dropped: marked bad or malformed
+    output reg  [9:0]             ev_wr_bytes,// bytes of a DMA write issued this cycle
+    output reg  [7:0]             ev_rd_bytes,// data bytes of a GET_RSP packet built this cycle
+    output reg                    ev_err,     // an error response (PUT_RSP or GET_RSP) was generated
+    output reg  [3:0]             ev_err_code,
+    output reg                    ev_no_route,// a response was dropped: no valid route
+    output reg                    ev_put_rsp  // a PUT_RSP was generated
+);
+    // ================================================================ sizes
+    localparam integer NS   = 1 << SLOTS_LOG2;
+    localparam integer SB   = (SLOTS_LOG2 > 0) ? SLOTS_LOG2 : 1;
+    localparam integer PW   = 3 + MTU / 8;           // most words of a request packet
+    localparam integer SWB  = $clog2(PW + 2);        // word index bits within a slot
+    localparam integer BAW  = SB + SWB - 1;          // bank address bits
+    localparam integer GWB  = $clog2(MTU / 8 + 2);   // word index bits of a GET_RSP buffer
+    localparam [8:0]   MTU9 = MTU[8:0];
+    localparam [12:0]  MPS13 = MPS[12:0];
+    localparam [GWB+1:0] TWO = 2;
+
+    // slot states: free, being filled, complete (for T), handed to W (being written)
+    localparam [1:0] SL_FREE = 2'd0, SL_FILL = 2'd1, SL_FULL = 2'd2, SL_W = 2'd3;
+    localparam [3:0] E_NONE = `VELO_RMA_ERR_NONE;
+
+    // ================================================================ ingress
+    reg [1:0]   sl_st  [0:NS-1];
+    reg [NS-1:0] sl_bad;
+    reg [63:0]  sl_h   [0:NS-1];   // header word
+    reg [63:0]  sl_w1  [0:NS-1];   // NLA word
+    reg [63:0]  sl_w2  [0:NS-1];   // LEN word (FIRST/NOTIFY/GET)
+    reg [63:0]  sl_w3  [0:NS-1];   // cookie (NOTIFY) or initiator NLA (GET)
+    reg [SB-1:0] in_slot;
+    reg [5:0]   in_cnt;            // words of the current packet so far (saturates at 63)
+
+    wire [SB-1:0] t_slot_w;
+    wire        t_free;            // T frees its slot this cycle
+    wire        w_free;            // W frees its slot this cycle
+    wire        t_to_w;            // T hands its slot to W this cycle (W writes from it)
+    wire [SB-1:0] w_slot_w;
+
+    assign in_ready = (sl_st[in_slot] == SL_FREE) || (sl_st[in_slot] == SL_FILL);
+    wire in_fire = in_valid && in_ready;
+    wire [63:0] in_h = (in_cnt == 6'd0) ? in_data : sl_h[in_slot];
+    wire [7:0]  in_lm1 = in_h[`VELO_RMA_PKT_HDR_LEN_M1];
+    wire [8:0]  in_ar  = {1'b0, in_lm1} + 9'd8;
+    wire [6:0]  in_exp = 7'd1 + {1'b0, in_ar[8:3]};
+    wire        in_bad_now = in_bad || (in_cnt == 6'd63) || ({1'b0, in_cnt} + 7'd1 != in_exp);
+
+    always @(posedge clk) begin : ingress
+        integer i;
+        if (rst) begin
+            for (i = 0; i < NS; i = i + 1) sl_st[i] <= SL_FREE;
+            sl_bad  <= {NS{1'b0}};
+            in_slot <= {SB{1'b0}};
+            in_cnt  <= 6'd0;
+        end else begin
+            if (in_fire) begin
+                sl_st[in_slot] <= SL_FILL;
+                if (in_last) begin
+                    sl_st[in_slot]  <= SL_FULL;
+                    sl_bad[in_slot] <= in_bad_now;
+                    in_slot <= (NS == 1) ? {SB{1'b0}} : in_slot + 1'b1;
+                    in_cnt  <= 6'd0;
+                end else if (in_cnt != 6'd63) begin
+                    in_cnt <= in_cnt + 6'd1;
+                end
+            end
+            if (t_free) sl_st[t_slot_w] <= SL_FREE;
+            if (t_to_w) sl_st[t_slot_w] <= SL_W;
+            if (w_free) sl_st[w_slot_w] <= SL_FREE;
+        end
+    end
+    always @(posedge clk) begin
+        if (in_fire && in_cnt == 6'd0) sl_h[in_slot]  <= in_data;
+        if (in_fire && in_cnt == 6'd1) sl_w1[in_slot] <= in_data;
+        if (in_fire && in_cnt == 6'd2) sl_w2[in_slot] <= in_data;
+        if (in_fire && in_cnt == 6'd3) sl_w3[in_slot] <= in_data;
+    end
+
+    // slot RAM: word w of slot s in bank w[0] at {s, w >> 1}
+    wire in_wr = in_fire && ({1'b0, in_cnt} < (7'd1 << SWB));
+    wire [SWB-1:0] in_w = in_cnt[SWB-1:0];
+    wire [BAW-1:0] in_ba = {in_slot, in_w[SWB-1:1]};
+    wire           b_re;
+    wire [BAW-1:0] b_ra_e, b_ra_o;
+    wire [63:0]    b_rd_e, b_rd_o;
+    velo_sdp_ram #(.W(64), .ADDR_W(BAW)) u_bank_e (
+        .clk(clk), .we(in_wr && !in_w[0]), .waddr(in_ba), .wdata(in_data), .re(b_re), .raddr(b_ra_e), .rdata(b_rd_e));
+    velo_sdp_ram #(.W(64), .ADDR_W(BAW)) u_bank_o (
+        .clk(clk), .we(in_wr && in_w[0]), .waddr(in_ba), .wdata(in_data), .re(b_re), .raddr(b_ra_o), .rdata(b_rd_o));
+
+    // ================================================================ per-source put outcome
+    reg [4:0] src_st [0:(1<<NODE_BITS)-1];   // {fail, reason}
+    reg       src_init;
+    reg [NODE_BITS-1:0] src_idx;
+
+    // ================================================================ release arbitration
+    reg                   w_rel_q;     // W: a translation's last write was accepted (priority)
+    reg [REGION_BITS-1:0] w_rel_r;
+    wire                  t_rel_req;
+    wire [REGION_BITS-1:0] t_rel_r;
+    wire                  g_rel_req;
+    wire [REGION_BITS-1:0] g_rel_r;
+    wire t_rel_gnt = t_rel_req && !w_rel_q;
+    wire                  rd_rel;      // the get data side: a translation's last read ended
+    wire [REGION_BITS-1:0] rd_rel_r;
+    wire g_rel_gnt = g_rel_req && !w_rel_q && !t_rel_req && !rd_rel;
+    assign rel_valid  = w_rel_q || t_rel_req || rd_rel || g_rel_req;
+    assign rel_region = w_rel_q ? w_rel_r : (t_rel_req ? t_rel_r : (rd_rel ? rd_rel_r : g_rel_r));
+
+    // ================================================================ lookup arbitration
+    wire        t_lk_req, g_lk_req;
+    wire [63:0] t_lk_nla, g_lk_nla;
+    wire [23:0] t_lk_len, g_lk_len;
+    reg         lk_last_g;         // the get engine had the last grant
+    wire        lk_sel_g = g_lk_req && (!t_lk_req || !lk_last_g);
+    assign lk_valid = t_lk_req || g_lk_req;
+    assign lk_nla   = lk_sel_g ? g_lk_nla : t_lk_nla;
+    assign lk_len   = lk_sel_g ? g_lk_len : t_lk_len;
+    assign lk_vpid  = {VPID_BITS{1'b0}};   // remote kinds are authorised by the key
+    assign lk_kind  = lk_sel_g ? `VELO_RMA_ACC_REMOTE_READ : `VELO_RMA_ACC_REMOTE_WRITE;
+    assign lk_tag   = lk_sel_g;
+    wire t_lk_gnt = lk_ready && t_lk_req && !lk_sel_g;
+    wire g_lk_gnt = lk_ready && lk_sel_g;
+    always @(posedge clk) begin
+        if (rst) lk_last_g <= 1'b0;
+        else if (lk_valid && lk_ready) lk_last_g <= lk_sel_g;
+    end
+    wire t_rs_wait, g_rs_wait;
+    assign rs_ready = rs_tag ? g_rs_wait : t_rs_wait;
+    wire t_rs = rs_valid && !rs_tag && t_rs_wait;
+    wire g_rs = rs_valid && rs_tag && g_rs_wait;
+
+    // ================================================================ T: translate stage
+    localparam [2:0] T_IDLE = 3'd0, T_LK1 = 3'd1, T_RS1 = 3'd2, T_LK2 = 3'd3, T_RS2 = 3'd4, T_REL = 3'd5,
+                     T_HAND = 3'd6, T_GET = 3'd7;
+    reg [2:0]    t_st;
+    reg [SB-1:0] t_slot;
+    assign t_slot_w = t_slot;
+    wire [63:0] th = sl_h[t_slot];
+    wire [63:0] tn = sl_w1[t_slot];
+    wire [63:0] t2 = sl_w2[t_slot];
+    wire [63:0] t3 = sl_w3[t_slot];
+    wire [3:0]  t_type   = th[`VELO_RMA_PKT_HDR_TYPE];
+    wire        t_first  = th[`VELO_RMA_PKT_HDR_FIRST_LSB];
+    wire        t_lastp  = th[`VELO_RMA_PKT_HDR_LAST_LSB];
+    wire        t_notify = th[`VELO_RMA_PKT_HDR_NOTIFY_LSB];
+    wire [7:0]  t_src8   = th[`VELO_RMA_PKT_HDR_SRC_NODE];
+    wire [NODE_BITS-1:0] t_node = t_src8[NODE_BITS-1:0];
+    wire [8:0]  t_area   = {1'b0, th[`VELO_RMA_PKT_HDR_LEN_M1]} + 9'd1;
+    wire [8:0]  t_hwb    = 9'd8 + ((t_first || t_notify) ? 9'd8 : 9'd0) + (t_notify ? 9'd8 : 9'd0);
+    wire [1:0]  t_pad    = tn[1:0];
+    wire        t_nodata = (t_area == t_hwb);
+    wire [8:0]  t_dlen   = t_nodata ? 9'd0 : t_area - t_hwb - {7'd0, t_pad};
+    wire [23:0] t_plen24 = t2[`VELO_RMA_PKT_LEN_LEN];
+    wire        t_is_put = (t_type == `VELO_PKT_TYPE_RMA_PUT);
+    wire        t_is_get = (t_type == `VELO_PKT_TYPE_RMA_GET);
+    wire        t_node_oor = (NODE_BITS < 8) ? ((t_src8 >> NODE_BITS) != 8'd0) : 1'b0;
+    wire        t_put_bad = (t_area < t_hwb) || (!t_nodata && (t_area < t_hwb + {7'd0, t_pad} + 9'd1)) ||
+                            (t_notify && (!t_lastp || !t_nodata)) ||
+                            (t_first && ({15'd0, t_dlen} > t_plen24)) || (t_dlen > MTU9);
+    wire        t_get_bad = (t_area != 9'd24);
+    wire        t_mal = t_node_oor || th[`VELO_RMA_PKT_HDR_ZERO] != 2'd0 ||
+                        !(t_is_put || t_is_get) || (t_is_put && t_put_bad) || (t_is_get && t_get_bad);
+    wire        t_full = (sl_st[t_slot] == SL_FULL);
+    wire        t_dec  = (t_st == T_IDLE) && t_full && !src_init;
+    wire        t_drop = t_dec && (sl_bad[t_slot] || t_mal);
+
+    reg         t_rt_pend;
+    reg [14:0]  t_route;
+    wire [14:0] t_route_now = t_rt_pend ? rt_data : t_route;
+    assign rt_re   = t_dec && !t_drop;
+    assign rt_node = t_node;
+
+    wire [4:0]  t_src_cur = src_st[t_node];
+    reg         t_skip;       // earlier failure of this put: nothing looked up
+    reg [3:0]   t_err;        // this packet's failure
+    reg [3:0]   t_oerr;       // outcome reason before this packet (valid when t_skip)
+    reg [63:0]  t_a1, t_a2;
+    reg [8:0]   t_l1, t_l2;
+    reg [REGION_BITS-1:0] t_r1, t_r2;
+    reg [1:0]   t_np;         // pieces
+    reg [VPID_BITS-1:0] t_owner;
+    reg [8:0]   t_dl;         // data bytes of the packet
+    wire        w_take;       // W takes the packet from T this cycle
+    wire        g_start;      // the get engine takes the GET this cycle
+    wire        g_idle;
+
+    assign t_lk_req = (t_st == T_LK1) || (t_st == T_LK2);
+    assign t_lk_nla = (t_st == T_LK1) ? tn : {tn[63:40], tn[39:0] + {31'd0, t_l1}};
+    assign t_lk_len = (t_st == T_LK1) ? (t_first ? t_plen24 : {15'd0, t_dlen}) : {15'd0, t_dl - t_l1};
+    assign t_rs_wait = (t_st == T_RS1) || (t_st == T_RS2);
+    assign t_rel_req = (t_st == T_REL);
+    assign t_rel_r   = t_r1;
+    assign t_free    = t_drop || g_start || (w_take && t_np == 2'd0);
+    assign t_to_w    = w_take && t_np != 2'd0;
+
+    // outcome after this packet
+    wire        t_fail_new = (t_err != E_NONE) || t_skip;
+    wire [3:0]  t_reason   = (t_err != E_NONE) ? t_err : t_oerr;
+    wire        rs_fits    = ({13'd0, t_dl} <= rs_room);
+
+    always @(posedge clk) begin
+        if (rst) begin
+            t_st      <= T_IDLE;
+            t_slot    <= {SB{1'b0}};
+            t_rt_pend <= 1'b0;
+            src_init  <= 1'b1;
+            src_idx   <= {NODE_BITS{1'b0}};
+        end else begin
+            t_rt_pend <= rt_re;
+            if (src_init) begin
+                src_idx <= src_idx + 1'b1;
+                if (src_idx == {NODE_BITS{1'b1}}) src_init <= 1'b0;
+            end
+            case (t_st)
+                T_IDLE: if (t_dec) begin
+                    if (t_drop) t_slot <= (NS == 1) ? {SB{1'b0}} : t_slot + 1'b1;
+                    else if (t_is_get) t_st <= T_GET;
+                    else if (!enable || (!t_first && t_src_cur[4])) t_st <= T_HAND;
+                    else t_st <= T_LK1;
+                end
+                T_LK1: if (t_lk_gnt) t_st <= T_RS1;
+                T_RS1: if (t_rs) begin
+                    if (rs_err != E_NONE) t_st <= T_HAND;
+                    else if (t_dl == 9'd0) t_st <= T_REL;
+                    else if (rs_fits) t_st <= T_HAND;
+                    else t_st <= T_LK2;
+                end
+                T_LK2: if (t_lk_gnt) t_st <= T_RS2;
+                T_RS2: if (t_rs) t_st <= (rs_err != E_NONE) ? T_REL : T_HAND;
+                T_REL: if (t_rel_gnt) t_st <= T_HAND;
+                T_HAND: if (w_take) begin
+                    t_st   <= T_IDLE;
+                    t_slot <= (NS == 1) ? {SB{1'b0}} : t_slot + 1'b1;
+                end
+                default: if (g_start) begin   // T_GET
+                    t_st   <= T_IDLE;
+                    t_slot <= (NS == 1) ? {SB{1'b0}} : t_slot + 1'b1;
+                end
+            endcase
+        end
+    end
+
+    always @(posedge clk) begin
+        if (t_rt_pend) t_route <= rt_data;
+        if (t_dec) begin
+            t_skip  <= enable && !t_first && t_src_cur[4];
+            t_oerr  <= t_src_cur[3:0];
+            t_err   <= enable ? E_NONE : `VELO_RMA_ERR_DISABLED;
+            t_np    <= 2'd0;
+            t_dl    <= t_dlen;
+            t_owner <= {VPID_BITS{1'b0}};
+        end
+        if (t_st == T_RS1 && t_rs) begin
+            t_err   <= rs_err;
+            t_a1    <= rs_addr;
+            t_r1    <= rs_region;
+            t_owner <= rs_owner;
+            t_l1    <= rs_fits ? t_dl : rs_room[8:0];
+            if (rs_err == E_NONE && t_dl != 9'd0) t_np <= rs_fits ? 2'd1 : 2'd2;
+        end
+        if (t_st == T_RS2 && t_rs) begin
+            t_err <= rs_err;
+            t_a2  <= rs_addr;
+            t_r2  <= rs_region;
+            t_l2  <= t_dl - t_l1;
+            if (rs_err != E_NONE) t_np <= 2'd0;
+        end
+        // outcome of the put so far (written once per packet, when W takes it); cleared after reset
+        if (src_init) src_st[src_idx] <= 5'd0;
+        else if (w_take) src_st[t_node] <= {t_fail_new, t_fail_new ? t_reason : E_NONE};
+    end
+
+    // ================================================================ W: write stage
+    localparam [2:0] W_IDLE = 3'd0, W_TLP = 3'd1, W_FIN = 3'd2, W_NTF = 3'd3, W_NWT = 3'd4, W_RSP = 3'd5;
+    reg [2:0]    w_st;
+    reg [SB-1:0] w_slot;
+    assign w_slot_w = w_slot;
+    reg [1:0]    w_np;
+    reg [63:0]   w_a2;
+    reg [8:0]    w_l1, w_l2;
+    reg [REGION_BITS-1:0] w_r2;
+    reg          w_last, w_ntf, w_fail;
+    reg [3:0]    w_reason;
+    reg [VPID_BITS-1:0] w_owner;
+    reg [63:0]   w_hdr, w_nla, w_len, w_cookie;
+    reg [14:0]   w_route;
+    reg [8:0]    w_p0;         // packet byte offset of data byte 0
+    // current piece
+    reg [63:0]   c_a;
+    reg [8:0]    c_rem;
+    reg [8:0]    c_p;
+    reg [REGION_BITS-1:0] c_reg;
+    reg          c_second;
+    reg [5:0]    e_beat;
+
+    wire         put_rsp_free;
+    assign w_take = (t_st == T_HAND) && (w_st == W_IDLE);
+
+    // TLP geometry of the current piece position
+    wire [12:0] c_mroom = MPS13 - {1'b0, c_a[11:0] & (MPS13[11:0] - 12'd1)};
+    wire [8:0]  c_len   = ({4'd0, c_rem} <= c_mroom) ? c_rem : c_mroom[8:0];
+    wire [9:0]  c_span  = {8'd0, c_a[1:0]} + {1'b0, c_len};          // bytes from the DW start
+    wire [9:0]  c_ndw10 = (c_span + 10'd3) >> 2;
+    wire [7:0]  c_ndw   = c_ndw10[7:0];
+    wire [7:0]  c_nb8   = (c_ndw + 8'd1) >> 1;
+    wire [5:0]  c_nb    = c_nb8[5:0];
+    wire [8:0]  c_s     = c_p - {7'd0, c_a[1:0]};                    // packet byte of payload byte 0
+    wire [8:0]  c_wi9   = {3'd0, c_s[8:3]} + {3'd0, e_beat};
+    wire [SWB-1:0] c_wi = c_wi9[SWB-1:0];
+    wire [SWB-1:0] c_wi1 = c_wi + 1'b1;
+    wire        e_lastb = (e_beat == c_nb - 6'd1);
+    wire        e_lastt = (c_len == c_rem);                          // last TLP of the piece
+    wire        e_lastp = e_lastt && (!c_second ? (w_np == 2'd1) : 1'b1);
+
+    // output stage (the bank RAMs' output registers hold its data)
+    reg         o_valid, o_sop, o_eop, o_rel, o_swap;
+    reg [2:0]   o_sh;
+    reg [REGION_BITS-1:0] o_rel_r;
+    wire        advance = !o_valid || tx_ready;
+    wire        issue   = (w_st == W_TLP) && advance;
+    assign b_re   = issue;
+    assign b_ra_e = {w_slot, c_wi[0] ? c_wi1[SWB-1:1] : c_wi[SWB-1:1]};
+    assign b_ra_o = {w_slot, c_wi[SWB-1:1]};
+    assign w_free = issue && e_lastb && e_lastp;   // (a packet without writes is freed by T)
+
+    // header of the TLP being started
+    wire [3:0]  c_fbe0 = 4'hF << c_a[1:0];
+    wire [1:0]  c_eb   = c_span[1:0];                            // (a + len) mod 4
+    wire [3:0]  c_lbe0 = (c_eb == 2'd0) ? 4'hF : (4'hF >> (3'd4 - {1'b0, c_eb}));
+    wire        c_one  = (c_ndw == 8'd1);
+    wire [3:0]  c_fbe  = c_one ? (c_fbe0 & c_lbe0) : c_fbe0;
+    wire [3:0]  c_lbe  = c_one ? 4'h0 : c_lbe0;
+    wire        c_w64  = (c_a[63:32] != 32'd0);
+
+    always @(posedge clk) begin
+        if (rst) begin
+            w_st     <= W_IDLE;
+            w_slot   <= {SB{1'b0}};
+            o_valid  <= 1'b0;
+            o_sop    <= 1'b0;
+            o_eop    <= 1'b0;
+            o_rel    <= 1'b0;
+            w_rel_q  <= 1'b0;
+            e_beat   <= 6'd0;
+        end else begin
+            w_rel_q <= o_valid && tx_ready && o_eop && o_rel;
+            if (advance) begin
+                o_valid <= issue;
+                o_sop   <= (e_beat == 6'd0);
+                o_eop   <= e_lastb;
+                o_rel   <= e_lastb && e_lastt;
+            end
+            case (w_st)
+                W_IDLE: if (w_take) begin
+                    w_slot <= t_slot;
+                    w_st   <= (t_np != 2'd0) ? W_TLP : (t_lastp ? W_FIN : W_IDLE);
+                end
+                W_TLP: if (issue) begin
+                    if (!e_lastb) e_beat <= e_beat + 6'd1;
+                    else begin
+                        e_beat <= 6'd0;
+                        if (e_lastp) w_st <= w_last ? W_FIN : W_IDLE;
+                    end
+                end
+                W_FIN: if (!o_valid) w_st <= (w_ntf && !w_fail) ? W_NTF : W_RSP;
+                W_NTF: if (n_ready) w_st <= W_NWT;
+                W_NWT: if (n_done || n_drop) w_st <= W_RSP;
+                default: if (put_rsp_free) w_st <= W_IDLE;   // W_RSP
+            endcase
+        end
+    end
+
+    always @(posedge clk) begin
+        if (w_take) begin
+            w_np     <= t_np;
+            w_a2     <= t_a2;
+            w_l1     <= t_l1;
+            w_l2     <= t_l2;
+            w_r2     <= t_r2;
+            w_last   <= t_lastp;
+            w_ntf    <= t_notify;
+            w_fail   <= t_fail_new;
+            w_reason <= t_fail_new ? t_reason : E_NONE;
+            w_owner  <= t_owner;
+            w_hdr    <= th;
+            w_nla    <= tn;
+            w_len    <= t2;
+            w_cookie <= t3;
+            w_route  <= t_route_now;
+            w_p0     <= 9'd8 + t_hwb + {7'd0, t_pad};
+            c_a      <= t_a1;
+            c_rem    <= t_l1;
+            c_p      <= 9'd8 + t_hwb + {7'd0, t_pad};
+            c_reg    <= t_r1;
+            c_second <= 1'b0;
+        end else if (issue && e_lastb) begin
+            if (e_lastt && !c_second) begin
+                c_a      <= w_a2;
+                c_rem    <= w_l2;
+                c_p      <= w_p0 + w_l1;
+                c_reg    <= w_r2;
+                c_second <= 1'b1;
+            end else begin
+                c_a   <= c_a + {55'd0, c_len};
+                c_rem <= c_rem - c_len;
+                c_p   <= c_p + c_len;
+            end
+        end
+        if (w_st == W_NWT && n_drop) begin
+            w_fail   <= 1'b1;
+            w_reason <= `VELO_RMA_ERR_NQ_DISABLED;
+        end
+        if (advance && issue) begin
+            o_sh    <= c_s[2:0];
+            o_swap  <= c_wi[0];
+            o_rel_r <= c_reg;
+            if (e_beat == 6'd0) begin
+                tx_hdr <= 128'd0;
+                tx_hdr[`VELO_TLP_HDR_FMT_TYPE] <= c_w64 ? `VELO_TLP_FMT_TYPE_MWR64 : `VELO_TLP_FMT_TYPE_MWR32;
+                tx_hdr[`VELO_TLP_HDR_LENGTH]   <= {2'd0, c_ndw};
+                tx_hdr[`VELO_TLP_HDR_FIRST_BE] <= c_fbe;
+                tx_hdr[`VELO_TLP_HDR_LAST_BE]  <= c_lbe;
+                tx_hdr[`VELO_TLP_HDR_REQ_ID]   <= req_id;
+                if (c_w64) begin
+                    tx_hdr[`VELO_TLP_HDR_ADDR64_HI] <= c_a[63:32];
+                    tx_hdr[`VELO_TLP_HDR_ADDR64_LO] <= c_a[31:2];
+                end else begin
+                    tx_hdr[`VELO_TLP_HDR_ADDR32] <= c_a[31:2];
+                end
+            end
+        end
+        if (o_valid && tx_ready && o_eop && o_rel) w_rel_r <= o_rel_r;
+    end
+
+    wire [127:0] o_pair = o_swap ? {b_rd_e, b_rd_o} : {b_rd_o, b_rd_e};
+    wire [127:0] o_rot  = o_pair >> {o_sh, 3'b000};
+    assign tx_data  = o_rot[63:0];
+    assign tx_valid = o_valid;
+    assign tx_sop   = o_sop;
+    assign tx_eop   = o_eop;
+
+    // notification entry
+    reg [63:0] nq_hdr;
+    always @(*) begin
+        nq_hdr = 64'd0;
+        nq_hdr[`VELO_RMA_NQ_HDR_KIND]      = `VELO_RMA_NQ_KIND_TARGET;
+        nq_hdr[`VELO_RMA_NQ_HDR_SLOT_CNT]  = 8'd1;
+        nq_hdr[`VELO_RMA_NQ_HDR_PEER_NODE] = w_hdr[`VELO_RMA_PKT_HDR_SRC_NODE];
+        nq_hdr[`VELO_RMA_NQ_HDR_PEER_VPID] = w_hdr[`VELO_RMA_PKT_HDR_SRC_VPID];
+        nq_hdr[`VELO_RMA_NQ_HDR_OP]        = `VELO_RMA_OP_PUT;
+    end
+    assign n_valid = (w_st == W_NTF);
+    assign n_vpid  = w_owner;
+    assign n_entry = {w_nla, {40'd0, w_len[`VELO_RMA_PKT_LEN_LEN]}, w_cookie, nq_hdr};
+
+    // PUT_RSP register
+    reg        pr_valid;
+    reg [63:0] pr_hdr, pr_nla;
+    wire       pr_take;   // the output takes it
+    wire       w_rsp_go = (w_st == W_RSP) && put_rsp_free;
+    assign put_rsp_free = !pr_valid;
+    reg [63:0] rsp_hdr;
+    always @(*) begin
+        rsp_hdr = 64'd0;
+        rsp_hdr[`VELO_RMA_PKT_HDR_VC]       = 2'b10;
+        rsp_hdr[`VELO_RMA_PKT_HDR_ROUTE]    = w_route[13:0];
+        rsp_hdr[`VELO_RMA_PKT_HDR_TYPE]     = `VELO_PKT_TYPE_RMA_PUT_RSP;
+        rsp_hdr[`VELO_RMA_PKT_HDR_ERR]      = w_reason;
+        rsp_hdr[`VELO_RMA_PKT_HDR_SRC_NODE] = node_id;
+        rsp_hdr[`VELO_RMA_PKT_HDR_SRC_VPID] = w_hdr[`VELO_RMA_PKT_HDR_SRC_VPID];
+        rsp_hdr[`VELO_RMA_PKT_HDR_TAG]      = w_hdr[`VELO_RMA_PKT_HDR_TAG];
+        rsp_hdr[`VELO_RMA_PKT_HDR_LEN_M1]   = 8'd7;
+    end
+    always @(posedge clk) begin
+        if (rst) pr_valid <= 1'b0;
+        else if (w_rsp_go && w_route[14]) pr_valid <= 1'b1;
+        else if (pr_take) pr_valid <= 1'b0;
+        if (w_rsp_go) begin
+            pr_hdr <= rsp_hdr;
+            pr_nla <= w_nla;
+        end
+    end
+
+    // ================================================================ get engine: issue side
+    localparam [2:0] G_IDLE = 3'd0, G_LK = 3'd1, G_RS = 3'd2, G_RQ = 3'd3, G_REL = 3'd4, G_END = 3'd5;
+    reg [2:0]   g_st;
+    reg [63:0]  g_tnla, g_inla;
+    reg [23:0]  g_len, g_off;
+    reg [63:0]  g_hdr;       // the request's header word
+    reg [14:0]  g_route;
+    reg [63:0]  g_a;
+    reg [21:0]  g_r;
+    reg [REGION_BITS-1:0] g_reg;
+    reg         g_fail;
+    reg [3:0]   g_err;
+    reg [6:0]   g_outst;     // requests issued and not yet ended
+    reg         g_dfail;     // a read failed: discard data
+    wire        d_done;      // the data side sent the last packet
+    wire        g_final_go;  // the final (error or empty) packet is queued
+    wire        rd_fire_last;
+
+    assign g_idle  = (g_st == G_IDLE);
+    assign g_start = (t_st == T_GET) && g_idle;
+    wire [23:0] g_rem   = g_len - g_off;
+    wire [21:0] g_r4k   = (g_r > 22'd4096) ? 22'd4096 : g_r;
+    wire [23:0] g_qlen  = ({2'd0, g_r4k} < g_rem) ? {2'd0, g_r4k} : g_rem;
+    wire        g_qtr   = ({2'd0, g_r} == g_qlen);      // uses up the translation
+    assign g_lk_req = (g_st == G_LK);
+    assign g_lk_nla = {g_tnla[63:40], g_tnla[39:0] + {16'd0, g_off}};
+    assign g_lk_len = g_rem;
+    assign g_rs_wait = (g_st == G_RS);
+    assign rq_valid  = (g_st == G_RQ) && !g_dfail;
+    assign rq_addr   = g_a;
+    wire [23:0] g_qlm1 = g_qlen - 24'd1;
+    assign rq_len_m1 = g_qlm1[11:0];
+    assign rq_ctx    = {{(CTX_W-REGION_BITS-1){1'b0}}, g_qtr, g_reg};
+    assign g_rel_req = (g_st == G_REL);
+    assign g_rel_r   = g_reg;
+    wire   rq_fire   = rq_valid && rq_ready;
+
+    always @(posedge clk) begin
+        if (rst) begin
+            g_st    <= G_IDLE;
+            g_outst <= 7'd0;
+        end else begin
+            g_outst <= g_outst + {6'd0, rq_fire} - {6'd0, rd_fire_last};
+            case (g_st)
+                G_IDLE: if (g_start) begin
+                    if (!t_route_now[14]) g_st <= G_IDLE;
+                    else if (!enable || t2[`VELO_RMA_PKT_LEN_LEN] == 24'd0) g_st <= G_END;
+                    else g_st <= G_LK;
+                end
+                G_LK: if (g_lk_gnt) g_st <= G_RS;
+                G_RS: if (g_rs) g_st <= (rs_err != E_NONE || g_dfail) ? ((rs_err == E_NONE) ? G_REL : G_END) : G_RQ;
+                G_RQ: if (g_dfail) g_st <= G_REL;
+                      else if (rq_fire) begin
+                          if (g_qlen == g_rem) g_st <= G_END;
+                          else if (g_qtr) g_st <= G_LK;
+                      end
+                G_REL: if (g_rel_gnt) g_st <= G_END;
+                default: if (d_done || g_final_go) g_st <= G_IDLE;   // G_END
+            endcase
+        end
+    end
+
+    always @(posedge clk) begin
+        if (g_start) begin
+            g_tnla  <= tn;
+            g_len   <= t2[`VELO_RMA_PKT_LEN_LEN];
+            g_inla  <= t3;
+            g_hdr   <= th;
+            g_route <= t_route_now;
+            g_off   <= 24'd0;
+            g_fail  <= !enable;
+            g_err   <= enable ? E_NONE : `VELO_RMA_ERR_DISABLED;
+        end
+        if (g_rs) begin
+            g_a   <= rs_addr;
+            g_r   <= rs_room;
+            g_reg <= rs_region;
+            if (rs_err != E_NONE) begin
+                g_fail <= 1'b1;
+                g_err  <= rs_err;
+            end
+        end
+        if (rq_fire) begin
+            g_a   <= g_a + {40'd0, g_qlen};
+            g_r   <= g_r - g_qlen[21:0];
+            g_off <= g_off + g_qlen;
+        end
+        if (rd_valid && rd_ready && rd_err && !g_fail) begin
+            g_fail <= 1'b1;
+            g_err  <= `VELO_RMA_ERR_NOT_VALID;
+        end
+    end
+
+    // ================================================================ get engine: data side
+    // a GET_RSP packet being gathered into buffer gb_w: p_need data bytes still to take
+    reg [1:0]   gs_st;          // per buffer: ready to send
+    reg [63:0]  gs_hdr [0:1];
+    reg [63:0]  gs_nla [0:1];
+    reg [GWB:0] gs_nw  [0:1];   // data words
+    reg [2:0]   gs_lnb [0:1];
+    reg         gb_w;           // buffer being filled
+    reg         p_act;
+    reg         p_first;        // the next packet is the get's first
+    reg [7:0]   p_need;
+    reg [7:0]   p_n;
+    reg [1:0]   p_pad;
+    reg [63:0]  p_nla;
+    reg [GWB:0] p_wi;
+    reg [127:0] acc;
+    reg [4:0]   acc_n;
+    reg [23:0]  d_left;
+    reg [2:0]   cons;           // lanes of the current read beat already taken
+
+    wire g_active = (g_st != G_IDLE);
+    wire g_disc   = g_fail;     // discard data: the get ends with an error
+    // lanes of the beat
+    reg [2:0] be_lo, be_hi;
+    always @(*) begin : lanes
+        integer k;
+        be_lo = 3'd0;
+        be_hi = 3'd0;
+        for (k = 7; k >= 0; k = k - 1) if (rd_be[k]) be_lo = k[2:0];
+        for (k = 0; k < 8; k = k + 1) if (rd_be[k]) be_hi = k[2:0];
+    end
+    wire [2:0]  b_lo    = (cons > be_lo) ? cons : be_lo;
+    wire [3:0]  b_avail = {1'b0, be_hi} - {1'b0, b_lo} + 4'd1;
+    wire [3:0]  b_take  = ({4'd0, b_avail} <= p_need) ? b_avail : p_need[3:0];
+    wire        b_all   = ({4'd0, b_avail} <= p_need);
+    wire        emit    = p_act && ((acc_n >= 5'd8) || (p_need == 8'd0 && acc_n != 5'd0));
+    wire [4:0]  acc_n1  = emit ? ((acc_n >= 5'd8) ? acc_n - 5'd8 : 5'd0) : acc_n;
+    wire [127:0] acc1   = emit ? {64'd0, acc[127:64]} : acc;
+    // a beat is used when no other release is under way (its last beat may release a translation)
+    wire        rd_use   = g_active && !w_rel_q && !t_rel_req;
+    wire        rd_disc  = g_disc || rd_err || (rd_be == 8'd0);       // beats thrown away whole
+    wire        take_ok  = p_act && (p_need != 8'd0) && !rd_disc;
+    assign rd_ready = rd_use && (rd_disc || (take_ok && b_all));      // the beat is done with
+    wire rd_fire = rd_valid && rd_ready;
+    wire rd_take = rd_valid && rd_use && take_ok;                     // bytes of the beat taken
+    assign rd_fire_last = rd_fire && rd_last;
+    // the release of a translation with its last read (whether it ended well or not)
+    assign rd_rel   = rd_fire_last && rd_ctx[REGION_BITS];
+    assign rd_rel_r = rd_ctx[REGION_BITS-1:0];
+
+    wire [63:0]  b_shift = rd_data >> {b_lo, 3'b000};
+    wire [63:0]  b_mask  = ~(64'hFFFF_FFFF_FFFF_FFFF << {b_take, 3'b000});
+    wire [127:0] b_place = {64'd0, b_shift & b_mask} << {acc_n1[3:0], 3'b000};
+    wire         p_done  = p_act && p_need == 8'd0 && acc_n == 5'd0 && !g_fail;
+    wire [7:0]   p_room  = p_first ? (MTU9[7:0] - {5'd0, g_inla[2:0]}) : MTU9[7:0];
+    wire [7:0]   p_len   = ({16'd0, p_room} < d_left) ? p_room : d_left[7:0];
+    wire         p_start = g_active && !p_act && !g_disc && (d_left != 24'd0) && !gs_st[gb_w] && (g_st != G_IDLE);
+
+    // the final packet without data: an error, or a get of length 0
+    assign g_final_go = (g_st == G_END) && !gs_st[gb_w] &&
+                        ((g_fail && g_outst == 7'd0) || (!g_fail && g_len == 24'd0));
+    reg [63:0] gr_hdr;
+    wire [8:0] p_area = 9'd8 + {7'd0, p_pad} + {1'b0, p_n};
+    wire [8:0] p_am1  = p_area - 9'd1;
+    wire       p_lastpk = (d_left == 24'd0);
+    always @(*) begin
+        gr_hdr = 64'd0;
+        gr_hdr[`VELO_RMA_PKT_HDR_VC]       = 2'b10;
+        gr_hdr[`VELO_RMA_PKT_HDR_ROUTE]    = g_route[13:0];
+        gr_hdr[`VELO_RMA_PKT_HDR_TYPE]     = `VELO_PKT_TYPE_RMA_GET_RSP;
+        gr_hdr[`VELO_RMA_PKT_HDR_LAST]     = g_final_go ? 1'b1 : p_lastpk;
+        gr_hdr[`VELO_RMA_PKT_HDR_ERR]      = g_final_go ? g_err : E_NONE;
+        gr_hdr[`VELO_RMA_PKT_HDR_SRC_NODE] = node_id;
+        gr_hdr[`VELO_RMA_PKT_HDR_SRC_VPID] = g_hdr[`VELO_RMA_PKT_HDR_SRC_VPID];
+        gr_hdr[`VELO_RMA_PKT_HDR_TAG]      = g_hdr[`VELO_RMA_PKT_HDR_TAG];
+        gr_hdr[`VELO_RMA_PKT_HDR_LEN_M1]   = g_final_go ? 8'd7 : p_am1[7:0];
+    end
+    assign d_done = (g_st == G_END) && !g_fail && (g_len != 24'd0) && (d_left == 24'd0) && !p_act;
+
+    wire gs_take;               // the output takes buffer go_b
+    reg  go_b;                  // buffer the output sends next
+    wire gb_commit = p_done || g_final_go;
+    always @(posedge clk) begin
+        if (rst) begin
+            gs_st   <= 2'b00;
+            gb_w    <= 1'b0;
+            p_act   <= 1'b0;
+            acc_n   <= 5'd0;
+            cons    <= 3'd0;
+            d_left  <= 24'd0;
+            g_dfail <= 1'b0;
+        end else begin
+            if (gs_take) gs_st[go_b] <= 1'b0;
+            if (gb_commit) begin
+                gs_st[gb_w] <= 1'b1;
+                gb_w <= ~gb_w;
+            end
+            if (g_start) begin
+                d_left  <= (enable && t_route_now[14]) ? t2[`VELO_RMA_PKT_LEN_LEN] : 24'd0;
+                g_dfail <= 1'b0;
+            end
+            if (rd_fire && rd_err) g_dfail <= 1'b1;
+            if (g_st == G_END && g_fail) begin
+                p_act <= 1'b0;
+                acc_n <= 5'd0;
+            end else if (p_start) begin
+                p_act <= 1'b1;
+                acc_n <= {3'd0, g_inla[1:0] & {2{p_first}}};
+            end else if (p_done) begin
+                p_act <= 1'b0;
+            end else if (p_act) begin
+                acc_n <= acc_n1 + (rd_take ? {1'b0, b_take} : 5'd0);
+            end
+            if (g_start) cons <= 3'd0;
+            else if (rd_fire) cons <= 3'd0;
+            else if (rd_take) cons <= b_lo + b_take[2:0];
+            if (rd_take) d_left <= d_left - {20'd0, b_take};
+        end
+    end
+    always @(posedge clk) begin
+        if (g_start) begin
+            p_first <= 1'b1;
+            p_nla   <= t3;
+        end
+        if (p_start) begin
+            p_need  <= p_len;
+            p_n     <= p_len;
+            p_pad   <= p_first ? g_inla[1:0] : 2'd0;
+            p_wi    <= {(GWB+1){1'b0}};
+            acc     <= 128'd0;
+            p_first <= 1'b0;
+        end else if (p_act) begin
+            acc <= acc1 | (rd_take ? b_place : 128'd0);
+            if (rd_take) p_need <= p_need - {4'd0, b_take};
+            if (emit) p_wi <= p_wi + 1'b1;
+        end
+        if (gb_commit) begin
+            gs_hdr[gb_w] <= gr_hdr;
+            gs_nla[gb_w] <= p_nla;
+            gs_nw[gb_w]  <= g_final_go ? {(GWB+1){1'b0}} : p_wi;
+            gs_lnb[gb_w] <= g_final_go ? 3'd7 : p_am1[2:0];
+        end
+        if (p_done) p_nla <= {p_nla[63:40], p_nla[39:0] + {32'd0, p_n}};
+    end
+
+    // GET_RSP buffers: word i of buffer b at {b, i}
+    wire            ob_re;
+    wire [GWB:0]    ob_ra;
+    wire [63:0]     ob_rd;
+    velo_sdp_ram #(.W(64), .ADDR_W(GWB + 1)) u_gbuf (
+        .clk(clk), .we(emit), .waddr({gb_w, p_wi[GWB-1:0]}), .wdata(acc[63:0]), .re(ob_re), .raddr({go_b, ob_ra[GWB-1:0]}),
+        .rdata(ob_rd));
+
+    // ================================================================ response output
+    reg        q_busy;          // a packet is being sent
+    reg        q_get;           // ... from a GET_RSP buffer (else the PUT_RSP register)
+    reg [GWB+1:0] q_i;          // next word index (0 header, 1 NLA, 2.. data)
+    reg [GWB+1:0] q_n;          // words of the packet
+    reg        q_last_put;      // round robin: the last packet sent was a PUT_RSP
+    reg        ov, ol, oram;
+    reg [2:0]  olnb;
+    reg [63:0] oword;
+    wire       oadv   = !ov || out_ready;
+    wire       pick_g = gs_st[go_b] && (!pr_valid || q_last_put);
+    wire       pick   = !q_busy && (pr_valid || gs_st[go_b]);
+    wire       q_go   = oadv && (q_busy || pick);
+    wire       cur_g  = q_busy ? q_get : pick_g;
+    wire [GWB+1:0] cur_i = q_busy ? q_i : {(GWB+2){1'b0}};
+    wire [GWB+1:0] cur_n = q_busy ? q_n : (pick_g ? {1'b0, gs_nw[go_b]} + TWO : TWO);
+    wire       cur_last = (cur_i == cur_n - 1'b1);
+    assign pr_take = q_go && !cur_g && cur_last;
+    assign gs_take = q_go && cur_g && cur_last;
+    assign ob_re   = q_go && cur_g && (cur_i >= 2);
+    wire [GWB+1:0] cur_im2 = cur_i - TWO;
+    assign ob_ra   = cur_im2[GWB:0];
+    always @(posedge clk) begin
+        if (rst) begin
+            q_busy     <= 1'b0;
+            q_last_put <= 1'b0;
+            ov         <= 1'b0;
+            go_b       <= 1'b0;
+        end else begin
+            if (q_go) begin
+                q_busy <= !cur_last;
+                q_i    <= cur_i + 1'b1;
+                if (!q_busy) begin
+                    q_get      <= pick_g;
+                    q_n        <= cur_n;
+                    q_last_put <= !pick_g;
+                end
+                if (gs_take) go_b <= ~go_b;
+            end
+            if (oadv) begin
+                ov   <= q_go;
+                ol   <= cur_last;
+                oram <= cur_g && (cur_i >= 2);
+                olnb <= (cur_last && cur_g) ? gs_lnb[go_b] : 3'd7;
+                if (cur_i == 0) oword <= cur_g ? gs_hdr[go_b] : pr_hdr;
+                else oword <= cur_g ? gs_nla[go_b] : pr_nla;
+            end
+        end
+    end
+    assign out_valid = ov;
+    assign out_last  = ol;
+    assign out_lnb   = olnb;
+    assign out_data  = oram ? ob_rd : oword;
+
+    // ================================================================ status, events
+    reg slots_busy;
+    always @(*) begin : sbusy
+        integer i;
+        slots_busy = 1'b0;
+        for (i = 0; i < NS; i = i + 1) if (sl_st[i] != SL_FREE) slots_busy = 1'b1;
+    end
+    assign busy = slots_busy || (t_st != T_IDLE) || (w_st != W_IDLE) || o_valid || pr_valid || !g_idle ||
+                  (gs_st != 2'b00) || q_busy || ov;
+
+    always @(posedge clk) begin
+        if (rst) begin
+            ev_put_pkt  <= 1'b0;
+            ev_get      <= 1'b0;
+            ev_bad      <= 1'b0;
+            ev_wr_bytes <= 10'd0;
+            ev_rd_bytes <= 8'd0;
+            ev_err      <= 1'b0;
+            ev_err_code <= 4'd0;
+            ev_no_route <= 1'b0;
+            ev_put_rsp  <= 1'b0;
+        end else begin
+            ev_put_pkt  <= w_take;
+            ev_get      <= g_start;
+            ev_bad      <= t_drop;
+            ev_wr_bytes <= (issue && e_beat == 6'd0) ? {1'b0, c_len} : 10'd0;
+            ev_rd_bytes <= p_done ? p_n : 8'd0;
+            ev_err      <= (w_rsp_go && w_fail) || (g_final_go && g_fail);
+            ev_err_code <= (w_rsp_go && w_fail) ? w_reason : g_err;
+            ev_no_route <= (w_rsp_go && !w_route[14]) || (g_start && !t_route_now[14]);
+            ev_put_rsp  <= w_rsp_go && w_route[14];
+        end
+    end
+
+    wire unused_ok = &{1'b0, rd_first, rd_ctx, th, t2, t3, in_h, w_hdr, w_len, c_wi9, c_span, c_mroom, rs_room,
+                       c_nb8, c_ndw10, g_qlm1, in_ar[2:0], c_wi1[0], o_rot[127:64], g_inla, g_hdr, g_route[14],
+                       p_am1[8], ob_ra[GWB], cur_im2[GWB+1], t_plen24, src_st[0], c_rem};
+endmodule
+`default_nettype wire

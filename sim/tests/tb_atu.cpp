@@ -1,0 +1,724 @@
+// velo_atu: the RMA address translation unit against a C++ reference model.
+//
+// Vatu: default build (256 regions, 4096 page table entries, 6-bit in-use counters).
+// Vatu_small: 8 regions, 64 entries, 2-bit in-use counters, 4-bit vpids (saturation, wrap).
+#include <algorithm>
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <random>
+#include <vector>
+
+#include "Vatu.h"
+#include "Vatu_small.h"
+#include "harness.hpp"
+#include "velo/velo_hw.h"
+
+using velo::sim::Harness;
+using velo::sim::pct;
+using velo::sim::rnd;
+using velo::sim::test_rng;
+
+namespace {
+
+constexpr uint64_t kOffMask = (1ull << 40) - 1;
+
+uint64_t nla(unsigned region, unsigned key, uint64_t off) {
+    return VELO_FIELD_PREP(VELO_RMA_NLA_OFFSET, off) | VELO_FIELD_PREP(VELO_RMA_NLA_REGION, region) |
+           VELO_FIELD_PREP(VELO_RMA_NLA_KEY, key);
+}
+
+// perm bits indexed by RMA_ACC_*
+constexpr unsigned kLR = 1u << VELO_RMA_ACC_LOCAL_READ, kLW = 1u << VELO_RMA_ACC_LOCAL_WRITE,
+                   kRR = 1u << VELO_RMA_ACC_REMOTE_READ, kRW = 1u << VELO_RMA_ACC_REMOTE_WRITE;
+
+struct Region {
+    bool alloc = false, valid = false, p2m = false;
+    unsigned perm = 0, owner = 0, key = 0;
+    unsigned first = 0;
+    uint32_t start = 0;
+    uint64_t len = 0;
+    uint32_t cfg_word() const {
+        return static_cast<uint32_t>(VELO_FIELD_PREP(VELO_TBL_RMA_REGION_RG_CFG_ALLOC, alloc) |
+                                     VELO_FIELD_PREP(VELO_TBL_RMA_REGION_RG_CFG_VALID, valid) |
+                                     VELO_FIELD_PREP(VELO_TBL_RMA_REGION_RG_CFG_PAGE_2M, p2m) |
+                                     VELO_FIELD_PREP(VELO_TBL_RMA_REGION_RG_CFG_PERM_LR, (perm & kLR) != 0) |
+                                     VELO_FIELD_PREP(VELO_TBL_RMA_REGION_RG_CFG_PERM_LW, (perm & kLW) != 0) |
+                                     VELO_FIELD_PREP(VELO_TBL_RMA_REGION_RG_CFG_PERM_RR, (perm & kRR) != 0) |
+                                     VELO_FIELD_PREP(VELO_TBL_RMA_REGION_RG_CFG_PERM_RW, (perm & kRW) != 0) |
+                                     VELO_FIELD_PREP(VELO_TBL_RMA_REGION_RG_CFG_OWNER_VPID, owner) |
+                                     VELO_FIELD_PREP(VELO_TBL_RMA_REGION_RG_CFG_KEY, key));
+    }
+};
+
+struct Lookup {
+    uint64_t nla = 0;
+    uint32_t len = 0;
+    unsigned vpid = 0, kind = 0, tag = 0;
+};
+
+struct Result {
+    unsigned err = 0;
+    uint64_t addr = 0;
+    uint32_t room = 0;
+    unsigned region = 0, owner = 0, tag = 0;
+};
+
+// The reference model: tables and the translation rule of docs/rma.md §2.2.
+struct Model {
+    unsigned region_bits, pte_bits;
+    std::vector<Region> rg;
+    std::vector<uint64_t> pte;
+    Model(unsigned rb, unsigned pb) : region_bits(rb), pte_bits(pb), rg(1u << rb), pte(1u << pb, 0) {}
+
+    Result translate(const Lookup& l) const {
+        Result r;
+        r.tag = l.tag;
+        const unsigned idx = static_cast<unsigned>(VELO_FIELD_GET(VELO_RMA_NLA_REGION, l.nla));
+        const unsigned key = static_cast<unsigned>(VELO_FIELD_GET(VELO_RMA_NLA_KEY, l.nla));
+        const uint64_t off = VELO_FIELD_GET(VELO_RMA_NLA_OFFSET, l.nla);
+        r.region = idx & ((1u << region_bits) - 1);
+        if (idx >= rg.size() || !rg[idx].alloc || rg[idx].key != key) {
+            r.err = VELO_RMA_ERR_BAD_HANDLE;
+            return r;
+        }
+        const Region& g = rg[idx];
+        if (l.kind < 2 && l.vpid != g.owner) {
+            r.err = VELO_RMA_ERR_NOT_OWNER;
+        } else if (!((g.perm >> l.kind) & 1)) {
+            r.err = VELO_RMA_ERR_PERM;
+        } else if (off + l.len > g.len) {
+            r.err = VELO_RMA_ERR_RANGE;
+        } else if (!g.valid) {
+            r.err = VELO_RMA_ERR_NOT_VALID;
+        }
+        if (r.err) return r;
+        const unsigned shift = g.p2m ? 21 : 12;
+        const uint64_t a = g.start + off;
+        const uint64_t psz = 1ull << shift;
+        const uint64_t pfn = pte[(g.first + (a >> shift)) & ((1u << pte_bits) - 1)];
+        r.addr = g.p2m ? (((pfn >> 9) << 21) | (a & (psz - 1))) : ((pfn << 12) | (a & (psz - 1)));
+        r.room = static_cast<uint32_t>(psz - (a & (psz - 1)));
+        r.owner = g.owner;
+        return r;
+    }
+};
+
+template <class M>
+class Tb {
+  public:
+    Model m;
+    Harness<M> h;
+    unsigned vpid_bits;
+    uint64_t responses = 0;
+
+    Tb(unsigned rb, unsigned pb, unsigned vb) : m(rb, pb), vpid_bits(vb) {
+        idle();
+        h.reset();
+        // the reset sweep: cfg_ready and lk_ready stay low for 2^REGION_BITS cycles
+        unsigned n = 0;
+        while (true) {
+            h.eval();
+            if (h->cfg_ready) break;
+            EXPECT_FALSE(h->lk_ready);
+            h.tick();
+            ++n;
+            if (n > (1u << rb) + 4) break;
+        }
+        EXPECT_GE(n, (1u << rb) - 1) << "tables cleared after reset";
+        EXPECT_LE(n, (1u << rb) + 1);
+    }
+
+    void idle() {
+        h->cfg_valid = 0;
+        h->lk_valid = 0;
+        h->rs_ready = 0;
+        h->rel_valid = 0;
+        h->q_region = 0;
+    }
+
+    // One register write (the register file's forwarding), taking effect at this clock edge.
+    void cfg(bool pte, unsigned idx, unsigned reg, uint32_t data) {
+        h->cfg_valid = 1;
+        h->cfg_pte = pte;
+        h->cfg_idx = idx;
+        h->cfg_reg = reg;
+        h->cfg_data = data;
+        h.eval();
+        EXPECT_TRUE(h->cfg_ready);
+        h.tick();
+        h->cfg_valid = 0;
+    }
+    void write_region(unsigned i, const Region& g) {
+        cfg(false, i, 1, g.first);
+        cfg(false, i, 2, g.start);
+        cfg(false, i, 3, static_cast<uint32_t>(g.len));
+        cfg(false, i, 4, static_cast<uint32_t>(g.len >> 32));
+        cfg(false, i, 0, g.cfg_word());
+        m.rg[i] = g;
+    }
+    void write_pte(unsigned i, uint64_t pfn) {
+        cfg(true, i, 0, static_cast<uint32_t>(pfn));
+        cfg(true, i, 1, static_cast<uint32_t>(pfn >> 32));
+        m.pte[i] = pfn;
+    }
+
+    Result response() {
+        Result r;
+        r.err = h->rs_err;
+        r.addr = h->rs_addr;
+        r.room = h->rs_room;
+        r.region = h->rs_region;
+        r.owner = h->rs_owner;
+        r.tag = h->rs_tag;
+        return r;
+    }
+
+    void drive(const Lookup& l) {
+        h->lk_valid = 1;
+        h->lk_nla = l.nla;
+        h->lk_len = l.len;
+        h->lk_vpid = l.vpid;
+        h->lk_kind = l.kind;
+        h->lk_tag = l.tag;
+    }
+
+    // One lookup with nothing else in flight: its response.
+    Result lookup_one(const Lookup& l) {
+        drive(l);
+        h->rs_ready = 1;
+        for (int i = 0; i < 20; ++i) {
+            h.eval();
+            const bool fire = h->lk_ready;
+            const bool got = h->rs_valid;
+            Result r = response();
+            h.tick();
+            if (fire) h->lk_valid = 0;
+            if (got) {
+                h->rs_ready = 0;
+                return r;
+            }
+        }
+        ADD_FAILURE() << "no response";
+        return Result{};
+    }
+
+    void release(unsigned region) {
+        h->rel_valid = 1;
+        h->rel_region = region;
+        h.tick();
+        h->rel_valid = 0;
+    }
+};
+
+void expect_same(const Result& got, const Result& exp, const char* what) {
+    EXPECT_EQ(got.err, exp.err) << what;
+    EXPECT_EQ(got.tag, exp.tag) << what;
+    EXPECT_EQ(got.region, exp.region) << what;
+    if (exp.err == 0) {
+        EXPECT_EQ(got.addr, exp.addr) << what;
+        EXPECT_EQ(got.room, exp.room) << what;
+        EXPECT_EQ(got.owner, exp.owner) << what;
+    } else {
+        EXPECT_EQ(got.addr, 0u) << what;
+        EXPECT_EQ(got.room, 0u) << what;
+    }
+}
+
+// A random region of n pages at page table index first.
+Region random_region(std::mt19937_64& r, unsigned vb) {
+    Region g;
+    g.alloc = true;
+    g.valid = true;
+    g.p2m = pct(r, 30);
+    g.perm = static_cast<unsigned>(r() & 15);
+    g.owner = rnd(r, 1 << vb);
+    g.key = rnd(r, 256);
+    const uint64_t psz = g.p2m ? (1ull << 21) : (1ull << 12);
+    const unsigned npages = 1 + rnd(r, g.p2m ? 3 : 8);
+    g.start = static_cast<uint32_t>(r() % psz);
+    const uint64_t span = npages * psz - g.start;
+    g.len = pct(r, 5) ? 0 : 1 + r() % span;
+    return g;
+}
+
+uint64_t random_pfn(std::mt19937_64& r) {
+    return r() & ((1ull << 40) - 1);
+}
+
+template <class M>
+void fill_random(Tb<M>& t, std::mt19937_64& r, unsigned nregions) {
+    for (unsigned i = 0; i < (1u << t.m.pte_bits); ++i) t.write_pte(i, random_pfn(r));
+    for (unsigned i = 0; i < nregions; ++i) {
+        Region g = random_region(r, t.vpid_bits);
+        g.first = rnd(r, 1 << t.m.pte_bits);        // may wrap around the table's end
+        if (pct(r, 10) || i == 1) g.valid = false;  // every table has some of each
+        if (i == 1) {  // reachable NOT_VALID: no earlier reason (permission, empty range) hides it
+            g.perm = 15;
+            if (g.len == 0) g.len = 1;
+        }
+        if ((pct(r, 5) && i != 1) || i == 2) g.alloc = false;
+        t.write_region(i, g);
+    }
+}
+
+// A random lookup, biased towards the interesting cases.
+Lookup random_lookup(std::mt19937_64& r, const Model& m, unsigned vb, unsigned tag) {
+    Lookup l;
+    l.tag = tag;
+    const unsigned nreg = static_cast<unsigned>(m.rg.size());
+    unsigned idx = pct(r, 3) ? nreg + rnd(r, 65536 - nreg) : rnd(r, nreg);
+    const Region g = idx < nreg ? m.rg[idx] : Region{};
+    unsigned key = pct(r, 90) ? g.key : rnd(r, 256);
+    l.vpid = pct(r, 80) ? g.owner : rnd(r, 1 << vb);
+    l.kind = rnd(r, 4);
+    uint64_t off;
+    if (pct(r, 85) && g.len > 0) {
+        off = r() % g.len;
+        const uint64_t rest = g.len - off;
+        l.len =
+            static_cast<uint32_t>(pct(r, 90) ? r() % (std::min<uint64_t>(rest, 0xFFFFFF) + 1) : rest + 1 + rnd(r, 64));
+        if (l.len > 0xFFFFFF) l.len = 0xFFFFFF;
+    } else {
+        off = pct(r, 50) ? g.len : (r() & kOffMask);
+        l.len = rnd(r, 4096);
+    }
+    l.nla = nla(idx, key, off);
+    return l;
+}
+
+// Random traffic: lookups, random back pressure, holding and releasing translations. Checks every
+// response against the model, in order, and that every error reason occurs.
+template <class M>
+void random_traffic(unsigned rb, unsigned pb, unsigned vb, unsigned iu_w, int n_lookups) {
+    auto r = test_rng();
+    Tb<M> t(rb, pb, vb);
+    fill_random(t, r, 1u << rb);
+    std::deque<Result> expq;
+    std::vector<std::pair<unsigned, uint64_t>> held;  // region, release cycle
+    std::map<unsigned, unsigned> held_n;              // region -> translations held by us
+    std::map<unsigned, int> reasons;
+    int sent = 0, got = 0;
+    unsigned tag = 0;
+    Lookup cur = random_lookup(r, t.m, vb, tag);
+    bool cur_valid = false;
+    uint64_t guard = 0;
+    while (got < n_lookups) {
+        ASSERT_LT(++guard, 200000u) << "stuck";
+        if (!cur_valid && sent < n_lookups && pct(r, 70)) {
+            cur = random_lookup(r, t.m, vb, tag++ & 0xFF);
+            cur_valid = true;
+        }
+        t.h->lk_valid = cur_valid;
+        if (cur_valid) t.drive(cur);
+        t.h->rs_ready = pct(r, 70);
+        // at most one release per cycle, of a translation whose time has come
+        t.h->rel_valid = 0;
+        for (size_t i = 0; i < held.size(); ++i) {
+            if (held[i].second <= t.h.cycle()) {
+                t.h->rel_valid = 1;
+                t.h->rel_region = held[i].first;
+                if (--held_n[held[i].first] == 0) held_n.erase(held[i].first);
+                held.erase(held.begin() + static_cast<long>(i));
+                break;
+            }
+        }
+        const unsigned qr = rnd(r, 1 << rb);
+        t.h->q_region = qr;
+        t.h.eval();
+        // quiesce status: busy whenever we hold a translation of that region
+        if (held_n.count(qr)) {
+            EXPECT_TRUE(t.h->q_busy) << "q_busy with held translations";
+        }
+        EXPECT_FALSE(t.h->ev_rel_underflow);
+        const bool fire = cur_valid && t.h->lk_ready;
+        if (t.h->rs_valid && t.h->rs_ready) {
+            ASSERT_FALSE(expq.empty()) << "response without lookup";
+            Result g = t.response();
+            expect_same(g, expq.front(), "random lookup");
+            reasons[g.err]++;
+            if (g.err == 0) {
+                held.push_back({g.region, t.h.cycle() + 1 + rnd(r, 40)});
+                held_n[g.region]++;
+            }
+            expq.pop_front();
+            ++got;
+        }
+        if (fire) {
+            expq.push_back(t.m.translate(cur));
+            cur_valid = false;
+            ++sent;
+        }
+        t.h.tick();
+    }
+    // everything released: no region busy
+    t.h->lk_valid = 0;
+    while (!held.empty()) {
+        t.release(held.back().first);
+        held.pop_back();
+    }
+    for (unsigned q = 0; q < (1u << rb); ++q) {
+        t.h->q_region = q;
+        t.h.eval();
+        EXPECT_FALSE(t.h->q_busy) << "region " << q << " still busy after all releases";
+    }
+    for (unsigned e : {VELO_RMA_ERR_NONE, VELO_RMA_ERR_BAD_HANDLE, VELO_RMA_ERR_NOT_OWNER, VELO_RMA_ERR_PERM,
+                       VELO_RMA_ERR_RANGE, VELO_RMA_ERR_NOT_VALID})
+        EXPECT_GT(reasons[e], 5) << "reason " << e << " barely exercised";
+    (void)iu_w;
+}
+
+}  // namespace
+
+TEST(Atu, RandomLookupsAgainstModel) {
+    random_traffic<Vatu>(8, 12, 8, 6, 6000);
+}
+
+TEST(Atu, RandomLookupsSmallTables) {
+    // 2-bit in-use counters: lookups wait for releases when three translations of a region are held
+    random_traffic<Vatu_small>(3, 6, 4, 2, 4000);
+}
+
+TEST(Atu, ErrorReasonsInPriorityOrder) {
+    Tb<Vatu> t(8, 12, 8);
+    for (unsigned i = 0; i < 8; ++i) t.write_pte(i, 0x100 + i);
+    Region g;
+    g.alloc = g.valid = true;
+    g.perm = kLR | kRW;
+    g.owner = 7;
+    g.key = 0x5A;
+    g.first = 0;
+    g.start = 0x10;
+    g.len = 3 * 4096;
+    t.write_region(3, g);
+    auto look = [&](uint64_t n, uint32_t len, unsigned vpid, unsigned kind) {
+        Lookup l{n, len, vpid, kind, 9};
+        Result got = t.lookup_one(l);
+        expect_same(got, t.m.translate(l), "directed");
+        return got.err;
+    };
+    const unsigned LR = VELO_RMA_ACC_LOCAL_READ, LW = VELO_RMA_ACC_LOCAL_WRITE, RR = VELO_RMA_ACC_REMOTE_READ,
+                   RW = VELO_RMA_ACC_REMOTE_WRITE;
+    EXPECT_EQ(look(nla(3, 0x5A, 0), 16, 7, LR), VELO_RMA_ERR_NONE);
+    EXPECT_EQ(look(nla(3, 0x5A, 100), 16, 1, RW), VELO_RMA_ERR_NONE) << "remote kinds ignore the owner";
+    t.release(3);
+    t.release(3);
+    // bad handle: wrong key, region index beyond the table, unallocated region
+    EXPECT_EQ(look(nla(3, 0x5B, 0), 16, 7, LR), VELO_RMA_ERR_BAD_HANDLE);
+    EXPECT_EQ(look(nla(256, 0x5A, 0), 16, 7, LR), VELO_RMA_ERR_BAD_HANDLE);
+    EXPECT_EQ(look(nla(0x1003, 0x5A, 0), 16, 7, LR), VELO_RMA_ERR_BAD_HANDLE) << "index bits above the table";
+    EXPECT_EQ(look(nla(4, 0, 0), 16, 0, LR), VELO_RMA_ERR_BAD_HANDLE);
+    // owner before permission before range before valid
+    EXPECT_EQ(look(nla(3, 0x5A, 3 * 4096), 16, 6, LW), VELO_RMA_ERR_NOT_OWNER);
+    EXPECT_EQ(look(nla(3, 0x5A, 3 * 4096), 16, 7, LW), VELO_RMA_ERR_PERM);
+    EXPECT_EQ(look(nla(3, 0x5A, 0), 16, 7, RR), VELO_RMA_ERR_PERM);
+    EXPECT_EQ(look(nla(3, 0x5A, 3 * 4096 - 16), 17, 7, LR), VELO_RMA_ERR_RANGE);
+    EXPECT_EQ(look(nla(3, 0x5A, 3 * 4096 - 16), 16, 7, LR), VELO_RMA_ERR_NONE) << "exactly to the end";
+    EXPECT_EQ(look(nla(3, 0x5A, 3 * 4096), 0, 7, LR), VELO_RMA_ERR_NONE) << "zero length at the end";
+    t.release(3);
+    t.release(3);
+    EXPECT_EQ(look(nla(3, 0x5A, (1ull << 40) - 1), 0xFFFFFF, 9, RW), VELO_RMA_ERR_RANGE) << "no 40-bit wrap";
+    g.valid = false;
+    t.write_region(3, g);
+    EXPECT_EQ(look(nla(3, 0x5A, 0), 16, 6, LR), VELO_RMA_ERR_NOT_OWNER) << "static errors before NOT_VALID";
+    EXPECT_EQ(look(nla(3, 0x5A, 3 * 4096), 16, 7, LR), VELO_RMA_ERR_RANGE);
+    EXPECT_EQ(look(nla(3, 0x5A, 0), 16, 7, LR), VELO_RMA_ERR_NOT_VALID);
+    g.alloc = false;
+    t.write_region(3, g);
+    EXPECT_EQ(look(nla(3, 0x5A, 0), 16, 7, LR), VELO_RMA_ERR_BAD_HANDLE) << "deregistered";
+    t.h->q_region = 3;
+    t.h.eval();
+    EXPECT_FALSE(t.h->q_busy) << "failed lookups hold nothing";
+}
+
+TEST(Atu, PageBoundariesFourKilobyteAndTwoMegabyte) {
+    Tb<Vatu> t(8, 12, 8);
+    // a 4 KiB region starting 0xFF0 into its first page, its page table run wrapping the table end
+    const uint64_t pf[3] = {0xAB12345678ull, 0x0000000001ull, 0xFFFFFFFFFFull};
+    t.write_pte(4094, pf[0]);
+    t.write_pte(4095, pf[1]);
+    t.write_pte(0, pf[2]);
+    Region g;
+    g.alloc = g.valid = true;
+    g.perm = 15;
+    g.owner = 1;
+    g.key = 1;
+    g.first = 4094;
+    g.start = 0xFF0;
+    g.len = 2 * 4096 + 0x10;
+    t.write_region(10, g);
+    struct Case {
+        uint64_t off;
+        uint64_t addr;
+        uint32_t room;
+    } cases[] = {{0, (pf[0] << 12) | 0xFF0, 0x10}, {0xF, (pf[0] << 12) | 0xFFF, 1},
+                 {0x10, pf[1] << 12, 4096},        {0x10 + 4095, (pf[1] << 12) | 0xFFF, 1},
+                 {0x10 + 4096, pf[2] << 12, 4096}, {0x10 + 8191, (pf[2] << 12) | 0xFFF, 1}};
+    for (const auto& c : cases) {
+        Result got = t.lookup_one(Lookup{nla(10, 1, c.off), 1, 1, VELO_RMA_ACC_LOCAL_READ, 0});
+        EXPECT_EQ(got.err, 0u) << c.off;
+        EXPECT_EQ(got.addr, c.addr) << std::hex << c.off;
+        EXPECT_EQ(got.room, c.room) << c.off;
+        t.release(10);
+    }
+    // a 2 MiB region: frames are 2 MiB aligned, the frame number's low 9 bits are ignored
+    t.write_pte(7, 0x12345600ull | 0x1FF);
+    t.write_pte(8, 0x00000200ull);
+    Region h = g;
+    h.p2m = true;
+    h.first = 7;
+    h.start = 0x1FFFF8;
+    h.len = 8 + (2u << 20) - 8;
+    t.write_region(11, h);
+    const uint64_t b0 = (0x12345600ull >> 9) << 21, b1 = (0x200ull >> 9) << 21;
+    struct Case2 {
+        uint64_t off, addr;
+        uint32_t room;
+    } c2[] = {{0, b0 | 0x1FFFF8, 8},
+              {7, b0 | 0x1FFFFF, 1},
+              {8, b1, 2u << 20},
+              {8 + 0x12345, b1 | 0x12345, 0x200000 - 0x12345}};
+    for (const auto& c : c2) {
+        Result got = t.lookup_one(Lookup{nla(11, 1, c.off), 1, 1, VELO_RMA_ACC_REMOTE_WRITE, 0});
+        EXPECT_EQ(got.err, 0u) << c.off;
+        EXPECT_EQ(got.addr, c.addr) << std::hex << c.off;
+        EXPECT_EQ(got.room, c.room) << c.off;
+        t.release(11);
+    }
+}
+
+TEST(Atu, InvalidationWhileLookupsInFlight) {
+    // Lookups of region R (and others) stream with back pressure while translations are held; the
+    // driver clears R's VALID, then polls q_busy. Lookups accepted up to the write's cycle may
+    // still translate; later ones fail with NOT_VALID; once q_busy reads 0 nothing of R is held
+    // and no translation of R comes out any more.
+    auto r = test_rng();
+    for (int round = 0; round < 40; ++round) {
+        Tb<Vatu> t(8, 12, 8);
+        for (unsigned i = 0; i < 16; ++i) t.write_pte(i, 0x1000 + i);
+        const unsigned R = 5;
+        for (unsigned i = 0; i < 4; ++i) {
+            Region g;
+            g.alloc = g.valid = true;
+            g.perm = 15;
+            g.owner = 2;
+            g.key = 3;
+            g.first = 4 * i;
+            g.len = 4 * 4096;
+            t.write_region(R + i, g);
+        }
+        std::deque<Result> expq;
+        std::vector<std::pair<unsigned, uint64_t>> held;
+        unsigned held_r = 0;
+        const uint64_t inval_at = t.h.cycle() + 5 + rnd(r, 60);
+        bool invalidated = false, quiet = false;
+        uint64_t quiet_at = 0;
+        int ok_after_quiet = 0;
+        Lookup cur;
+        bool cur_valid = false;
+        for (int cyc = 0; cyc < 400; ++cyc) {
+            if (!cur_valid && pct(r, 80)) {
+                cur = Lookup{nla(pct(r, 60) ? R : R + 1 + rnd(r, 3), 3, r() % 4096), 64, 2,
+                             static_cast<unsigned>(rnd(r, 4)), 0};
+                cur_valid = true;
+            }
+            t.h->lk_valid = cur_valid;
+            if (cur_valid) t.drive(cur);
+            t.h->rs_ready = pct(r, 60);
+            t.h->rel_valid = 0;
+            for (size_t i = 0; i < held.size(); ++i)
+                if (held[i].second <= t.h.cycle()) {
+                    t.h->rel_valid = 1;
+                    t.h->rel_region = held[i].first;
+                    if (held[i].first == R) --held_r;
+                    held.erase(held.begin() + static_cast<long>(i));
+                    break;
+                }
+            const bool do_inval = !invalidated && t.h.cycle() == inval_at;
+            if (do_inval) {
+                Region g = t.m.rg[R];
+                g.valid = false;
+                t.h->cfg_valid = 1;
+                t.h->cfg_pte = 0;
+                t.h->cfg_idx = R;
+                t.h->cfg_reg = 0;
+                t.h->cfg_data = g.cfg_word();
+            }
+            t.h->q_region = R;
+            t.h.eval();
+            if (held_r) {
+                EXPECT_TRUE(t.h->q_busy);
+            }
+            if (invalidated && !quiet && !t.h->q_busy) {
+                quiet = true;
+                quiet_at = t.h.cycle();
+                EXPECT_EQ(held_r, 0u) << "quiet while a translation is held";
+            }
+            if (t.h->rs_valid && t.h->rs_ready) {
+                Result g = t.response();
+                ASSERT_FALSE(expq.empty());
+                expect_same(g, expq.front(), "inval");
+                expq.pop_front();
+                if (g.err == 0) {
+                    held.push_back({g.region, t.h.cycle() + 1 + rnd(r, 30)});
+                    if (g.region == R) {
+                        ++held_r;
+                        if (quiet) ++ok_after_quiet;
+                    }
+                }
+            }
+            if (cur_valid && t.h->lk_ready) {
+                // the model still has VALID=1 in the write's own cycle (the RAM reads old data)
+                expq.push_back(t.m.translate(cur));
+                cur_valid = false;
+            }
+            t.h.tick();
+            if (do_inval) {
+                t.h->cfg_valid = 0;
+                t.m.rg[R].valid = false;
+                invalidated = true;
+            }
+        }
+        EXPECT_TRUE(quiet) << "round " << round << ": never quiesced";
+        EXPECT_EQ(ok_after_quiet, 0) << "translation of R after the quiesce read 0 (at " << quiet_at << ")";
+    }
+}
+
+TEST(Atu, StageAWaitsAreCountedAsBusy) {
+    // A failed lookup waits in stage B (back pressure; it holds nothing), a good one of region 1
+    // waits behind it in stage A, not yet counted; the invalidation comes now: busy all the same.
+    Tb<Vatu> t(8, 12, 8);
+    t.write_pte(0, 0x42);
+    Region g;
+    g.alloc = g.valid = true;
+    g.perm = 15;
+    g.owner = 0;
+    g.key = 0;
+    g.len = 4096;
+    t.write_region(1, g);
+    t.h->rs_ready = 0;
+    t.drive(Lookup{nla(1, 1, 0), 8, 0, 0, 1});  // wrong key
+    t.h.tick();                                 // accepted into A
+    t.drive(Lookup{nla(1, 0, 0), 8, 0, 0, 2});
+    t.h.tick();  // the first to B, the second into A
+    t.h->lk_valid = 0;
+    t.h.tick();
+    t.h.eval();
+    EXPECT_TRUE(t.h->rs_valid);
+    g.valid = false;
+    t.cfg(false, 1, 0, g.cfg_word());
+    t.h->q_region = 1;
+    for (int i = 0; i < 5; ++i) {
+        t.h.eval();
+        EXPECT_TRUE(t.h->q_busy) << "a lookup of region 1 waits in stage A";
+        t.h.tick();
+    }
+    // the second read VALID=1 before the write: it translates
+    t.h->rs_ready = 1;
+    std::vector<unsigned> errs;
+    for (int i = 0; i < 4; ++i) {
+        t.h.eval();
+        if (t.h->rs_valid) {
+            errs.push_back(t.h->rs_err);
+            if (t.h->rs_err == 0) {
+                EXPECT_EQ(t.h->rs_addr, 0x42000ull);
+            }
+        }
+        t.h.tick();
+    }
+    ASSERT_EQ(errs.size(), 2u);
+    EXPECT_EQ(errs[0], static_cast<unsigned>(VELO_RMA_ERR_BAD_HANDLE));
+    EXPECT_EQ(errs[1], 0u);
+    t.h->rs_ready = 0;
+    t.h.eval();
+    EXPECT_TRUE(t.h->q_busy) << "one translation held";
+    t.release(1);
+    t.h.eval();
+    EXPECT_FALSE(t.h->q_busy);
+    EXPECT_EQ(t.lookup_one(Lookup{nla(1, 0, 0), 8, 0, 0, 1}).err, static_cast<unsigned>(VELO_RMA_ERR_NOT_VALID));
+}
+
+TEST(Atu, InUseSaturationAndUnderflow) {
+    // 2-bit counters: three translations of a region may be held, the fourth lookup waits
+    Tb<Vatu_small> t(3, 6, 4);
+    t.write_pte(0, 0x7);
+    Region g;
+    g.alloc = g.valid = true;
+    g.perm = 15;
+    g.owner = 3;
+    g.key = 9;
+    g.len = 100;
+    t.write_region(2, g);
+    for (int i = 0; i < 3; ++i) EXPECT_EQ(t.lookup_one(Lookup{nla(2, 9, 0), 1, 3, 0, 0}).err, 0u);
+    t.drive(Lookup{nla(2, 9, 0), 1, 3, 0, 5});
+    t.h->rs_ready = 1;
+    for (int i = 0; i < 20; ++i) {
+        t.h.eval();
+        EXPECT_FALSE(t.h->rs_valid) << "fourth translation while three held";
+        const bool fire = t.h->lk_valid && t.h->lk_ready;
+        t.h.tick();
+        if (fire) t.h->lk_valid = 0;
+    }
+    t.h->rel_valid = 1;
+    t.h->rel_region = 2;
+    bool got = false;
+    for (int i = 0; i < 6 && !got; ++i) {
+        t.h.eval();
+        if (t.h->rs_valid) {
+            got = true;
+            EXPECT_EQ(t.h->rs_err, 0u);
+            EXPECT_EQ(t.h->rs_tag, 5u);
+        }
+        t.h.tick();
+        t.h->rel_valid = 0;
+    }
+    EXPECT_TRUE(got) << "the waiting lookup goes on after a release";
+    // release all three (3 held again), then one more: underflow is reported, nothing changes
+    for (int i = 0; i < 3; ++i) t.release(2);
+    t.h->q_region = 2;
+    t.h.eval();
+    EXPECT_FALSE(t.h->q_busy);
+    t.h->rel_valid = 1;
+    t.h->rel_region = 2;
+    t.h.tick();
+    t.h->rel_valid = 0;
+    t.h.eval();
+    EXPECT_TRUE(t.h->ev_rel_underflow);
+    t.h.tick();
+    t.h.eval();
+    EXPECT_FALSE(t.h->ev_rel_underflow);
+    EXPECT_FALSE(t.h->q_busy);
+    EXPECT_EQ(t.lookup_one(Lookup{nla(2, 9, 0), 1, 3, 0, 0}).err, 0u);
+    t.h.eval();
+    EXPECT_TRUE(t.h->q_busy) << "the counter still counts after an underflow";
+}
+
+TEST(Atu, BadTableWritesAreIgnoredAndReported) {
+    Tb<Vatu_small> t(3, 6, 4);
+    t.write_pte(1, 0x55);
+    Region g;
+    g.alloc = g.valid = true;
+    g.perm = 15;
+    g.owner = 1;
+    g.key = 1;
+    g.first = 1;
+    g.len = 4096;
+    t.write_region(0, g);
+    // region 8 and page table entry 64 are beyond the tables (they must not alias 0 and 0),
+    // register 5 beyond a region entry, register 2 beyond a page table entry
+    struct W {
+        bool pte;
+        unsigned idx, reg;
+    } bad[] = {{false, 8, 0}, {true, 65, 0}, {false, 0, 5}, {true, 1, 2}, {false, 0x8000, 0}};
+    for (const auto& w : bad) {
+        t.cfg(w.pte, w.idx, w.reg, 0);
+        t.h.eval();
+        EXPECT_TRUE(t.h->ev_cfg_bad) << w.idx << "/" << w.reg;
+    }
+    t.h.tick();
+    t.h.eval();
+    EXPECT_FALSE(t.h->ev_cfg_bad);
+    Result got = t.lookup_one(Lookup{nla(0, 1, 0x10), 1, 1, 0, 0});
+    EXPECT_EQ(got.err, 0u);
+    EXPECT_EQ(got.addr, (0x55ull << 12) | 0x10);
+}

@@ -1,0 +1,433 @@
+// RMA end to end (docs/rma.md): NICs with the RMA unit over real links (the simulated cluster),
+// host side as the driver and library do it (sim/system/rma_host.hpp): regions registered
+// through BAR0, notification queues, commands as 32-byte BAR4 writes, queues read with the
+// no-torn-read rule, the NIC's DMA reads answered from host memory (HostReader: latency, split
+// and reordered completions). Every transfer is checked byte-exact against a shadow copy of every
+// region, so bytes written where they must not be are found too. SEED= and WAVES=1 as every bench.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <random>
+
+#include "cluster.hpp"
+#include "harness.hpp"
+#include "rma_host.hpp"
+#include "velo/velo_hw.h"
+
+using namespace velo::sim;
+
+namespace {
+
+constexpr unsigned kPut = VELO_RMA_OP_PUT, kGet = VELO_RMA_OP_GET;
+
+// One registered region with the test's shadow of its bytes.
+struct Buf {
+    unsigned node = 0, idx = 0, owner = 0;
+    uint8_t key = 0;
+    uint64_t len = 0;
+    std::vector<uint8_t> shadow;
+};
+
+struct Rig {
+    Cluster c;
+    RmaHost h;
+    std::mt19937_64& r;
+    std::map<std::pair<unsigned, unsigned>, std::vector<NqEntry>> got;  // entries by (node, vpid)
+    unsigned next_pte[8] = {};
+    unsigned slot = 0;
+
+    static Cluster::Config cfg(const std::string& topo, std::mt19937_64& r, double ber = 0.0) {
+        Cluster::Config c;
+        c.sys.topology = topo;
+        c.sys.seed = r();
+        c.sys.ber = ber;
+        return c;
+    }
+    Rig(const std::string& topo, std::mt19937_64& rr, double ber = 0.0) : c(cfg(topo, rr, ber)), h(c), r(rr) {
+        EXPECT_TRUE(c.init());
+        for (unsigned n = 0; n < c.nodes(); ++n) h.enable(n);
+        c.on_host_cycle = [this] {
+            for (auto& [k, v] : queues) {
+                NqEntry e;
+                while (h.poll(k.first, k.second, e)) got[k].push_back(e);
+            }
+        };
+    }
+    std::map<std::pair<unsigned, unsigned>, bool> queues;
+    void open_nq(unsigned node, unsigned vpid, unsigned log2 = 6) {
+        h.open_nq(node, vpid, log2, 0x7000000000ull + node * 0x100000ull + vpid * 0x1000ull);
+        queues[{node, vpid}] = true;
+    }
+    // A region with random contents; pages scattered (every third frame), any start offset.
+    Buf region(unsigned node, unsigned idx, unsigned owner, unsigned perm, uint64_t len, uint8_t key = 0) {
+        Buf b;
+        b.node = node;
+        b.idx = idx;
+        b.owner = owner;
+        b.key = key ? key : static_cast<uint8_t>(1 + r() % 255);
+        b.len = len;
+        const unsigned start = static_cast<unsigned>(r() % 4096);
+        const uint64_t frame0 = 0x100000ull + node * 0x40000ull + idx * 0x3000ull + (r() % 16);
+        const unsigned pages = static_cast<unsigned>((start + len + 4095) / 4096);
+        h.add_region(node, idx, b.key, owner, perm, len, start, frame0, 3, next_pte[node]);
+        next_pte[node] += pages;
+        b.shadow.resize(len);
+        for (auto& x : b.shadow) x = static_cast<uint8_t>(r());
+        h.write(node, idx, 0, b.shadow);
+        return b;
+    }
+    uint64_t nla(const Buf& b, uint64_t off) const { return RmaHost::nla(b.key, b.idx, off); }
+
+    // Wait until `n` entries more than `before` are in (node, vpid)'s queue.
+    bool wait(unsigned node, unsigned vpid, size_t want, uint64_t max_cycles) {
+        for (uint64_t i = 0; i < max_cycles; i += 16) {
+            if (got[{node, vpid}].size() >= want) return true;
+            c.step(16);
+        }
+        return got[{node, vpid}].size() >= want;
+    }
+    // Diagnostics when something hangs: the RMA counters and state of every node.
+    std::string dump() {
+        std::string o;
+        for (unsigned n = 0; n < c.nodes(); ++n) {
+            o += "node " + std::to_string(n) + ": busy " + std::to_string(c.reg_read(n, VELO_REG_RMA_STATUS)) + " cnt";
+            for (unsigned i = 0; i < VELO_RMA_CNT_NUM; ++i) o += " " + std::to_string(h.counter(n, i));
+            o += "; host reads pending " + std::to_string(c.reader(n).pending()) + "\n";
+        }
+        return o;
+    }
+    // The region's bytes in host memory (all DMA writes visible) equal the shadow.
+    void check(Buf& b, const char* what) {
+        c.mem(b.node).drain();
+        auto m = h.read(b.node, b.idx, 0, b.len);
+        size_t bad = 0, first = 0;
+        for (size_t i = 0; i < b.len; ++i)
+            if (m[i] != b.shadow[i] && bad++ == 0) first = i;
+        EXPECT_EQ(bad, 0u) << what << ": node " << b.node << " region " << b.idx << ": " << bad
+                           << " bytes differ, first at offset " << first;
+    }
+    void clean() {
+        auto e = c.errors();
+        for (size_t i = 0; i < e.size() && i < 10; ++i) ADD_FAILURE() << e[i];
+        for (auto& x : h.errors) ADD_FAILURE() << x;
+    }
+};
+
+uint64_t rand_size(std::mt19937_64& r) {
+    switch (r() % 8) {
+        case 0:
+        case 1:
+        case 2:
+            return 1 + r() % 64;
+        case 3:
+        case 4:
+            return 65 + r() % 1024;
+        case 5:
+        case 6:
+            return 1025 + r() % 16384;
+        default:
+            return 16385 + r() % 65536;
+    }
+}
+
+// One put (a -> b) or get (a <- b) of n bytes at the given offsets, waited for and checked.
+void transfer(Rig& g, unsigned op, Buf& a, uint64_t aoff, Buf& b, uint64_t boff, uint64_t n, unsigned vpid) {
+    const uint64_t cookie = g.r();
+    const unsigned slot = g.slot++ % VELO_RMA_SLOTS;
+    if (std::getenv("VERBOSE"))
+        std::printf("# %s %llu B node %u+%llu %s node %u+%llu at cycle %llu\n", op == kPut ? "put" : "get",
+                    static_cast<unsigned long long>(n), a.node, static_cast<unsigned long long>(aoff),
+                    op == kPut ? "->" : "<-", b.node, static_cast<unsigned long long>(boff),
+                    static_cast<unsigned long long>(g.c.cycle()));
+    auto& q = g.got[{a.node, vpid}];
+    const size_t before = q.size();
+    if (op == kPut) {
+        // fresh source bytes
+        std::vector<uint8_t> src(n);
+        for (auto& x : src) x = static_cast<uint8_t>(g.r());
+        g.h.write(a.node, a.idx, aoff, src);
+        std::copy(src.begin(), src.end(), a.shadow.begin() + static_cast<long>(aoff));
+        g.h.command(a.node, vpid, slot, RmaHost::cmd0(kPut, true, true, false, b.node, static_cast<uint32_t>(n)),
+                    g.nla(a, aoff), g.nla(b, boff), cookie);
+        ASSERT_TRUE(g.wait(a.node, vpid, before + 2, 40 * n + 200000)) << "put of " << n << " bytes never completed\n"
+                                                                       << g.dump();
+        const NqEntry& l = q[before];
+        const NqEntry& rc = q[before + 1];
+        EXPECT_EQ(l.kind(), static_cast<unsigned>(VELO_RMA_NQ_KIND_LOCAL_CPL));
+        EXPECT_EQ(rc.kind(), static_cast<unsigned>(VELO_RMA_NQ_KIND_REMOTE_CPL)) << "err " << rc.err();
+        EXPECT_EQ(l.cookie, cookie);
+        EXPECT_EQ(rc.cookie, cookie);
+        EXPECT_EQ(rc.slot(), slot);
+        EXPECT_EQ(rc.len(), n);
+        EXPECT_EQ(rc.peer_node(), b.node);
+        std::copy(src.begin(), src.end(), b.shadow.begin() + static_cast<long>(boff));
+    } else {
+        std::vector<uint8_t> src(n);
+        for (auto& x : src) x = static_cast<uint8_t>(g.r());
+        g.h.write(b.node, b.idx, boff, src);
+        std::copy(src.begin(), src.end(), b.shadow.begin() + static_cast<long>(boff));
+        g.h.command(a.node, vpid, slot, RmaHost::cmd0(kGet, true, false, false, b.node, static_cast<uint32_t>(n)),
+                    g.nla(a, aoff), g.nla(b, boff), cookie);
+        ASSERT_TRUE(g.wait(a.node, vpid, before + 1, 40 * n + 200000)) << "get of " << n << " bytes never completed\n"
+                                                                       << g.dump();
+        const NqEntry& d = q[before];
+        EXPECT_EQ(d.kind(), static_cast<unsigned>(VELO_RMA_NQ_KIND_GET_DONE)) << "err " << d.err();
+        EXPECT_EQ(d.cookie, cookie);
+        EXPECT_EQ(d.slot(), slot);
+        std::copy(src.begin(), src.end(), a.shadow.begin() + static_cast<long>(aoff));
+    }
+}
+
+// ------------------------------------------------------------------------------------------------
+TEST(RmaSystem, RandomPutsAndGetsByteExact) {
+    auto r = test_rng();
+    Rig g("pair", r);
+    g.open_nq(0, 2);
+    g.open_nq(1, 3);
+    Buf a = g.region(0, 1, 2, RmaHost::ALL, (1u << 20) + 5000);
+    Buf b = g.region(1, 4, 3, RmaHost::ALL, (1u << 20) + 7000);
+    uint64_t bytes = 0;
+    for (int i = 0; i < 40; ++i) {
+        const uint64_t n = rand_size(r);
+        const unsigned op = (r() % 2) ? kPut : kGet;
+        const uint64_t aoff = r() % (a.len - n + 1), boff = r() % (b.len - n + 1);
+        if (r() % 2)
+            transfer(g, op, a, aoff, b, boff, n, 2);
+        else
+            transfer(g, op, b, boff, a, aoff, n, 3);
+        bytes += n;
+        if (HasFatalFailure()) return;
+    }
+    // the extremes: 1 MiB each way, odd alignments
+    transfer(g, kPut, a, 3, b, 6997, 1u << 20, 2);
+    transfer(g, kGet, b, 1, a, 4093, 1u << 20, 3);
+    g.check(a, "initiator/target A");
+    g.check(b, "initiator/target B");
+    EXPECT_EQ(g.h.counter(0, VELO_RMA_CNT_CMD_PUT) + g.h.counter(1, VELO_RMA_CNT_CMD_PUT) +
+                  g.h.counter(0, VELO_RMA_CNT_CMD_GET) + g.h.counter(1, VELO_RMA_CNT_CMD_GET),
+              42u);
+    g.clean();
+    std::printf("transferred %llu bytes in %llu cycles\n", static_cast<unsigned long long>(bytes + (2u << 20)),
+                static_cast<unsigned long long>(g.c.cycle()));
+}
+
+TEST(RmaSystem, ConcurrentPutsFromTwoNodesToOne) {
+    auto r = test_rng();
+    Rig g("ring:3", r);
+    Buf t = g.region(0, 1, 5, RmaHost::ALL, 300000);
+    Buf s1 = g.region(1, 2, 1, RmaHost::ALL, 150000);
+    Buf s2 = g.region(2, 3, 1, RmaHost::ALL, 150000);
+    g.open_nq(1, 1);
+    g.open_nq(2, 1);
+    // both send at once: node 1 into the lower half, node 2 into the upper half, in pieces
+    std::vector<std::pair<uint64_t, uint64_t>> pieces;  // (offset, length) in the source
+    for (uint64_t o = 0; o < 150000;) {
+        uint64_t n = std::min<uint64_t>(150000 - o, 1 + r() % 40000);
+        pieces.push_back({o, n});
+        o += n;
+    }
+    unsigned sent = 0;
+    for (auto [o, n] : pieces) {
+        g.h.command(1, 1, sent, RmaHost::cmd0(kPut, false, true, false, 0, static_cast<uint32_t>(n)), g.nla(s1, o),
+                    g.nla(t, o), 100 + sent);
+        g.h.command(2, 1, sent, RmaHost::cmd0(kPut, false, true, false, 0, static_cast<uint32_t>(n)), g.nla(s2, o),
+                    g.nla(t, 150000 + o), 200 + sent);
+        ++sent;
+    }
+    ASSERT_TRUE(g.wait(1, 1, sent, 2000000));
+    ASSERT_TRUE(g.wait(2, 1, sent, 2000000));
+    for (unsigned n = 1; n <= 2; ++n)
+        for (unsigned i = 0; i < sent; ++i) {
+            const NqEntry& e = g.got[{n, 1}][i];
+            EXPECT_EQ(e.kind(), static_cast<unsigned>(VELO_RMA_NQ_KIND_REMOTE_CPL))
+                << "err " << e.err() << " remote " << e.err_remote() << " node " << n << " cmd " << i;
+            EXPECT_EQ(e.cookie, 100u * n + i) << "completions in command order";
+        }
+    std::copy(s1.shadow.begin(), s1.shadow.end(), t.shadow.begin());
+    std::copy(s2.shadow.begin(), s2.shadow.end(), t.shadow.begin() + 150000);
+    g.check(t, "target of two initiators");
+    g.check(s1, "source 1");
+    g.check(s2, "source 2");
+    g.clean();
+}
+
+TEST(RmaSystem, NotifiedPutDeliversATargetEntry) {
+    auto r = test_rng();
+    Rig g("pair", r);
+    g.open_nq(0, 2);
+    g.open_nq(1, 6);
+    Buf a = g.region(0, 1, 2, RmaHost::ALL, 20000);
+    Buf b = g.region(1, 9, 6, RmaHost::ALL, 20000);
+    for (int i = 0; i < 6; ++i) {
+        const uint64_t n = (i == 0) ? 0 : rand_size(r) % 20000;  // first: a notification-only put
+        const uint64_t aoff = r() % (a.len - n + 1), boff = r() % (b.len - n + 1);
+        std::vector<uint8_t> src(n);
+        for (auto& x : src) x = static_cast<uint8_t>(r());
+        g.h.write(0, 1, aoff, src);
+        std::copy(src.begin(), src.end(), a.shadow.begin() + static_cast<long>(aoff));
+        const size_t tb = g.got[{1, 6}].size(), ib = g.got[{0, 2}].size();
+        g.h.command(0, 2, i, RmaHost::cmd0(kPut, false, true, true, 1, static_cast<uint32_t>(n)), g.nla(a, aoff),
+                    g.nla(b, boff), 0xC0FFEE00u + i);
+        ASSERT_TRUE(g.wait(1, 6, tb + 1, 100000 + 40 * n));
+        ASSERT_TRUE(g.wait(0, 2, ib + 1, 100000));
+        const NqEntry& t = g.got[{1, 6}][tb];
+        EXPECT_EQ(t.kind(), static_cast<unsigned>(VELO_RMA_NQ_KIND_TARGET));
+        EXPECT_EQ(t.cookie, 0xC0FFEE00u + i);
+        EXPECT_EQ(t.len(), n);
+        EXPECT_EQ(t.nla, g.nla(b, boff));
+        EXPECT_EQ(t.peer_node(), 0u);
+        EXPECT_EQ(t.peer_vpid(), 2u);
+        EXPECT_EQ((g.got[{0, 2}][ib].kind()), static_cast<unsigned>(VELO_RMA_NQ_KIND_REMOTE_CPL));
+        // the data are visible when the TARGET entry is (no drain: host memory order only)
+        EXPECT_EQ(g.h.read(1, 9, boff, n), src) << "TARGET entry before its data";
+        std::copy(src.begin(), src.end(), b.shadow.begin() + static_cast<long>(boff));
+    }
+    g.check(b, "notified target");
+    g.clean();
+}
+
+TEST(RmaSystem, ErrorsAreNotifiedAndTouchNothing) {
+    auto r = test_rng();
+    Rig g("pair", r);
+    g.open_nq(0, 2);
+    Buf a = g.region(0, 1, 2, RmaHost::ALL, 40000);
+    Buf other = g.region(0, 2, 7, RmaHost::ALL, 4000);                           // owned by vpid 7
+    Buf b = g.region(1, 3, 4, RmaHost::ALL, 30000);                              // writable
+    Buf ro = g.region(1, 5, 4, RmaHost::LR | RmaHost::LW | RmaHost::RR, 30000);  // remote read-only
+    Buf wo = g.region(1, 6, 4, RmaHost::RW, 30000);                              // no remote read
+    struct Case {
+        const char* what;
+        unsigned op;
+        uint64_t lnla, rnla;
+        uint64_t n;
+        unsigned err;
+        bool remote;
+    };
+    const std::vector<Case> cases = {
+        {"put, stale key", kPut, g.nla(a, 0), RmaHost::nla(static_cast<uint8_t>(b.key + 1), b.idx, 0), 5000,
+         VELO_RMA_ERR_BAD_HANDLE, true},
+        {"put, unknown region", kPut, g.nla(a, 0), RmaHost::nla(b.key, 200, 0), 100, VELO_RMA_ERR_BAD_HANDLE, true},
+        {"put, out of range", kPut, g.nla(a, 0), g.nla(b, 30000 - 99), 100, VELO_RMA_ERR_RANGE, true},
+        {"put, read-only region", kPut, g.nla(a, 100), g.nla(ro, 10), 20000, VELO_RMA_ERR_PERM, true},
+        {"get, no remote read", kGet, g.nla(a, 0), g.nla(wo, 0), 3000, VELO_RMA_ERR_PERM, true},
+        {"get, out of range", kGet, g.nla(a, 0), g.nla(b, 29000), 1001, VELO_RMA_ERR_RANGE, true},
+        {"put, source not ours", kPut, g.nla(other, 0), g.nla(b, 0), 100, VELO_RMA_ERR_NOT_OWNER, false},
+        {"get, local out of range", kGet, g.nla(a, 39990), g.nla(b, 0), 11, VELO_RMA_ERR_RANGE, false},
+    };
+    unsigned slot = 0;
+    for (const Case& k : cases) {
+        const size_t before = g.got[{0, 2}].size();
+        g.h.command(0, 2, slot, RmaHost::cmd0(k.op, false, k.op == kPut, false, 1, static_cast<uint32_t>(k.n)), k.lnla,
+                    k.rnla, 0xE000 + slot);
+        ASSERT_TRUE(g.wait(0, 2, before + 1, 200000)) << k.what;
+        const NqEntry& e = g.got[{0, 2}][before];
+        EXPECT_EQ(e.kind(), static_cast<unsigned>(VELO_RMA_NQ_KIND_ERROR)) << k.what;
+        EXPECT_EQ(e.err(), k.err) << k.what;
+        EXPECT_EQ(e.err_remote(), k.remote) << k.what;
+        EXPECT_EQ(e.cookie, 0xE000u + slot) << k.what;
+        ++slot;
+    }
+    g.c.step(2000);
+    EXPECT_EQ((g.got[{0, 2}].size()), cases.size()) << "one entry per failed command, nothing else";
+    g.check(a, "initiator buffer");
+    g.check(other, "foreign buffer");
+    g.check(b, "target");
+    g.check(ro, "read-only target");
+    g.check(wo, "write-only target");
+    EXPECT_EQ(g.h.counter(1, VELO_RMA_CNT_ERR_PERM), 2u);
+    EXPECT_EQ(g.h.counter(1, VELO_RMA_CNT_ERR_RANGE), 2u);
+    EXPECT_EQ(g.h.counter(1, VELO_RMA_CNT_ERR_BAD_HANDLE), 2u);
+    g.clean();
+}
+
+TEST(RmaSystem, InvalidationDuringAPutStopsItsWrites) {
+    auto r = test_rng();
+    Rig g("pair", r);
+    g.open_nq(0, 2);
+    Buf a = g.region(0, 1, 2, RmaHost::ALL, 300000);
+    Buf b = g.region(1, 2, 3, RmaHost::ALL, 300000);
+    const uint64_t n = 250000;
+    g.h.command(0, 2, 0, RmaHost::cmd0(kPut, false, true, false, 1, n), g.nla(a, 0), g.nla(b, 17), 77);
+    // let part of it arrive, then withdraw the target's translation (the MMU notifier's sequence)
+    while (g.h.counter(1, VELO_RMA_CNT_RX_BYTES) < 30000) g.c.step(500);
+    g.h.invalidate(1, 2);
+    g.c.mem(1).drain();
+    const auto snap = g.h.read(1, 2, 0, b.len);
+    ASSERT_TRUE(g.wait(0, 2, 1, 2000000));
+    const NqEntry& e = g.got[{0, 2}][0];
+    EXPECT_EQ(e.kind(), static_cast<unsigned>(VELO_RMA_NQ_KIND_ERROR));
+    EXPECT_EQ(e.err(), static_cast<unsigned>(VELO_RMA_ERR_NOT_VALID));
+    EXPECT_TRUE(e.err_remote());
+    g.c.mem(1).drain();
+    const auto after = g.h.read(1, 2, 0, b.len);
+    EXPECT_TRUE(after == snap) << "target memory written after the quiesce";
+    // what was written before is the put's data, nothing else changed
+    size_t written = 0;
+    for (size_t i = 0; i < b.len; ++i) {
+        if (after[i] == b.shadow[i]) continue;
+        ASSERT_TRUE(i >= 17 && i < 17 + n) << "byte " << i << " outside the put changed";
+        ASSERT_EQ(after[i], a.shadow[i - 17]) << "byte " << i;
+        ++written;
+    }
+    EXPECT_GT(written, 0u);
+    EXPECT_LT(written, n);
+    g.clean();
+}
+
+TEST(RmaSystem, LinkBitErrorsDuringLargeTransfers) {
+    auto r = test_rng();
+    Rig g("pair", r, 2e-5);
+    g.open_nq(0, 2);
+    g.open_nq(1, 3);
+    Buf a = g.region(0, 1, 2, RmaHost::ALL, 400000);
+    Buf b = g.region(1, 4, 3, RmaHost::ALL, 400000);
+    transfer(g, kPut, a, 5, b, 11, 300000, 2);
+    transfer(g, kGet, b, 300, a, 1, 200000, 3);
+    g.check(a, "A");
+    g.check(b, "B");
+    uint32_t crc =
+        g.c.link_counter(0, 1, VELO_TBL_NET_PORT_CNT_CRC_ERR) + g.c.link_counter(1, 1, VELO_TBL_NET_PORT_CNT_CRC_ERR);
+    EXPECT_GT(crc, 0u) << "no bit error hit a packet: the test did not test anything";
+    g.clean();
+}
+
+TEST(RmaSystem, MessageAfterRemoteCompletionArrivesAfterTheData) {
+    auto r = test_rng();
+    Rig g("pair", r);
+    g.open_nq(0, 2);
+    g.c.open_mailbox(1, 3, 4, 0x50000000ull);
+    Buf a = g.region(0, 1, 2, RmaHost::ALL, 70000);
+    Buf b = g.region(1, 4, 3, RmaHost::ALL, 70000);
+    // on delivery of message i at node 1, the data of put i must already be visible there
+    std::map<unsigned, std::pair<uint64_t, std::vector<uint8_t>>> expect;
+    unsigned seen = 0;
+    g.c.on_msg = [&](unsigned node, const Msg& m, uint64_t) {
+        if (node != 1 || m.bytes.size() < 1) return;
+        const unsigned i = m.bytes[0];
+        auto& [off, data] = expect.at(i);
+        EXPECT_EQ(g.h.read(1, 4, off, data.size()), data) << "message " << i << " overtook its put's data";
+        ++seen;
+    };
+    for (unsigned i = 0; i < 12; ++i) {
+        const uint64_t n = 1 + r() % 8000, aoff = r() % (a.len - n), boff = r() % (b.len - n);
+        std::vector<uint8_t> src(n);
+        for (auto& x : src) x = static_cast<uint8_t>(r());
+        g.h.write(0, 1, aoff, src);
+        expect[i] = {boff, src};
+        const size_t before = g.got[{0, 2}].size();
+        g.h.command(0, 2, i, RmaHost::cmd0(kPut, false, true, false, 1, static_cast<uint32_t>(n)), g.nla(a, aoff),
+                    g.nla(b, boff), i);
+        // poll for REMOTE_CPL, then send the message at once
+        while (g.got[{0, 2}].size() == before) g.c.step(1);
+        ASSERT_EQ((g.got[{0, 2}][before].kind()), static_cast<unsigned>(VELO_RMA_NQ_KIND_REMOTE_CPL));
+        std::vector<uint8_t> msg(8, static_cast<uint8_t>(i));
+        g.c.send(0, 2, 1, 3, msg, WcMode::Burst);
+    }
+    ASSERT_TRUE(g.c.run_until_idle(200000));
+    EXPECT_EQ(seen, 12u);
+    g.clean();
+}
+
+}  // namespace

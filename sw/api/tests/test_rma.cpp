@@ -1,0 +1,760 @@
+// libvelo RMA unit tests (built with ASan and UBSan): an endpoint on mocked memory (hw fast
+// paths), a mocked command page and notification queue written here as the NIC writes them, and
+// a fake driver answering REGISTER / DEREGISTER / REPIN. Commands are checked byte for byte
+// against the spec's macros (velo_hw.h), completions against the entries posted.
+#include <gtest/gtest.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "mock.h"
+#include "velo/velo.h"
+#include "velo/velo.hpp"
+#include "velo/velo_hw.h"
+#include "velo/velo_uapi.h"
+
+namespace {
+
+// The driver's side of registration: round-robin region indices, a new key each time.
+struct FakeDriver {
+    struct Reg {
+        uint64_t addr, len;
+        unsigned access;
+    };
+    std::map<uint64_t, Reg> regs;  // by NLA (offset 0)
+    unsigned next_region = 0, key = 0;
+    unsigned max_regs = 1000;  // ENOSPC beyond
+    int repin_err = 0;         // REPIN answers this (0: ok)
+    std::vector<uint64_t> registered, deregistered, repinned;
+
+    static int ioctl(void* ctx, unsigned long req, void* arg) {
+        auto* d = static_cast<FakeDriver*>(ctx);
+        if (req == VELO_IOC_REGISTER) {
+            auto* g = static_cast<velo_uapi_register*>(arg);
+            EXPECT_EQ(g->argsz, sizeof *g);
+            if (d->regs.size() >= d->max_regs) return -ENOSPC;
+            d->key = (d->key + 1) & 0xFF;
+            const unsigned region = d->next_region++ % 256;
+            g->nla = VELO_FIELD_PREP(VELO_RMA_NLA_KEY, d->key) | VELO_FIELD_PREP(VELO_RMA_NLA_REGION, region);
+            g->region = region;
+            g->key = d->key;
+            d->regs[g->nla] = {g->addr, g->len, g->flags};
+            d->registered.push_back(g->nla);
+            return 0;
+        }
+        if (req == VELO_IOC_DEREGISTER) {
+            auto* g = static_cast<velo_uapi_deregister*>(arg);
+            if (!d->regs.erase(g->nla)) return -ENOENT;
+            d->deregistered.push_back(g->nla);
+            return 0;
+        }
+        if (req == VELO_IOC_REPIN) {
+            auto* g = static_cast<velo_uapi_repin*>(arg);
+            if (!d->regs.count(g->nla)) return -ENOENT;
+            d->repinned.push_back(g->nla);
+            return d->repin_err;
+        }
+        return -ENOTTY;
+    }
+};
+
+constexpr unsigned kNqLog2 = 7;  // 128 entries: 64 commands outstanding at most
+constexpr unsigned kNode = 3, kVpid = 4;
+const velo_addr_t kDst{9, 5};
+
+struct Rma : ::testing::Test {
+    velo_ep_t* ep = nullptr;
+    velo_ep_t* mock = nullptr;  // the mocked endpoint (stays set when a test takes ep over)
+    FakeDriver drv;
+    uint8_t* nq = nullptr;
+    uint8_t* cmd = nullptr;
+    uint32_t wp = 0;  // the NIC's write pointer
+
+    void SetUp() override {
+        ASSERT_EQ(velo__mock_open(&ep, kNode, kVpid, 8), 0);
+        nq = static_cast<uint8_t*>(std::aligned_alloc(4096, 32u << kNqLog2));
+        cmd = static_cast<uint8_t*>(std::aligned_alloc(4096, 4096));
+        std::memset(nq, 0, 32u << kNqLog2);
+        std::memset(cmd, 0xCC, 4096);
+        ASSERT_EQ(velo__mock_rma(ep, nq, kNqLog2, cmd, FakeDriver::ioctl, &drv), 0);
+        mock = ep;
+    }
+    void TearDown() override {
+        if (ep) {
+            EXPECT_EQ(velo_close(ep), 0);
+        }
+        std::free(nq);
+        std::free(cmd);
+    }
+
+    // ---- command page
+    bool slot_written(unsigned k) const {
+        for (unsigned i = 0; i < 32; ++i)
+            if (cmd[k * 32 + i] != 0xCC) return true;
+        return false;
+    }
+    std::vector<unsigned> written() const {
+        std::vector<unsigned> v;
+        for (unsigned k = 0; k < VELO_RMA_SLOTS; ++k)
+            if (slot_written(k)) v.push_back(k);
+        return v;
+    }
+    // the 32 bytes of slot k, then the slot is cleared (so a re-issue shows)
+    std::vector<uint8_t> take(unsigned k) {
+        std::vector<uint8_t> b(cmd + k * 32, cmd + k * 32 + 32);
+        std::memset(cmd + k * 32, 0xCC, 32);
+        return b;
+    }
+    static std::vector<uint8_t> bytes(uint64_t w0, uint64_t w1, uint64_t w2, uint64_t w3) {
+        std::vector<uint8_t> b(32);
+        const uint64_t w[4] = {w0, w1, w2, w3};
+        for (unsigned i = 0; i < 32; ++i) b[i] = static_cast<uint8_t>(w[i / 8] >> (8 * (i % 8)));
+        return b;
+    }
+    static uint64_t cmd0(unsigned op, bool lcpl, bool rcpl, bool notify, unsigned node, uint64_t len) {
+        return VELO_FIELD_PREP(VELO_RMA_CMD0_OP, op) | VELO_FIELD_PREP(VELO_RMA_CMD0_LCPL, lcpl) |
+               VELO_FIELD_PREP(VELO_RMA_CMD0_RCPL, rcpl) | VELO_FIELD_PREP(VELO_RMA_CMD0_NOTIFY, notify) |
+               VELO_FIELD_PREP(VELO_RMA_CMD0_REM_NODE, node) | VELO_FIELD_PREP(VELO_RMA_CMD0_LEN, len);
+    }
+
+    // ---- notification queue (the NIC's writes: body first, the header word last)
+    uint8_t* entry(uint32_t pos) { return nq + 32 * (pos & ((1u << kNqLog2) - 1)); }
+    static uint64_t phase(uint32_t pos) { return ((pos >> kNqLog2) & 1u) ^ 1u; }
+    void post_raw(uint64_t h, uint64_t cookie, uint64_t w2, uint64_t nla, bool write_header = true) {
+        ASSERT_LT(wp - velo__mock_nq_rp(mock), 1u << kNqLog2) << "the NIC would wait for room";
+        uint8_t* e = entry(wp);
+        std::memcpy(e + VELO_RMA_NQ_OFF_COOKIE, &cookie, 8);
+        std::memcpy(e + VELO_RMA_NQ_OFF_LEN, &w2, 8);
+        std::memcpy(e + VELO_RMA_NQ_OFF_NLA, &nla, 8);
+        if (write_header) {
+            h |= VELO_FIELD_PREP(VELO_RMA_NQ_HDR_PHASE, phase(wp));
+            __atomic_store_n(reinterpret_cast<uint64_t*>(e), h, __ATOMIC_RELEASE);
+            ++wp;
+        }
+    }
+    static uint64_t hdr(unsigned kind, unsigned slot, unsigned op, unsigned err = 0, unsigned remote = 0,
+                        unsigned cnt = 0, unsigned pnode = kDst.node, unsigned pvpid = kDst.vpid) {
+        return VELO_FIELD_PREP(VELO_RMA_NQ_HDR_KIND, kind) | VELO_FIELD_PREP(VELO_RMA_NQ_HDR_ERR, err) |
+               VELO_FIELD_PREP(VELO_RMA_NQ_HDR_ERR_REMOTE, remote) | VELO_FIELD_PREP(VELO_RMA_NQ_HDR_SLOT, slot) |
+               VELO_FIELD_PREP(VELO_RMA_NQ_HDR_SLOT_CNT, cnt) | VELO_FIELD_PREP(VELO_RMA_NQ_HDR_PEER_NODE, pnode) |
+               VELO_FIELD_PREP(VELO_RMA_NQ_HDR_PEER_VPID, pvpid) | VELO_FIELD_PREP(VELO_RMA_NQ_HDR_OP, op);
+    }
+    void post(unsigned kind, unsigned slot, unsigned op, uint64_t cookie = 0, uint64_t len = 0, uint64_t nla = 0,
+              unsigned err = 0, unsigned remote = 0, unsigned cnt = 0) {
+        post_raw(hdr(kind, slot, op, err, remote, cnt), cookie, VELO_FIELD_PREP(VELO_RMA_NQ_W2_LEN, len), nla);
+    }
+    // every completion available now
+    std::vector<velo_rma_cpl_t> drain() {
+        std::vector<velo_rma_cpl_t> v;
+        velo_rma_cpl_t c;
+        int r;
+        while ((r = velo_rma_poll(ep, &c)) == 0) v.push_back(c);
+        EXPECT_EQ(r, -EAGAIN);
+        return v;
+    }
+    velo_region_t* reg(uintptr_t addr, size_t len, unsigned access = VELO_ACCESS_ALL) {
+        velo_region_t* r = nullptr;
+        EXPECT_EQ(velo_register(ep, reinterpret_cast<const void*>(addr), len, access, &r), 0);
+        return r;
+    }
+    uint64_t nla_of(const velo_region_t* r, size_t off = 0) {
+        uint64_t v = 0;
+        EXPECT_EQ(velo_region_nla(r, off, &v), 0);
+        return v;
+    }
+    velo_stats_t stats() {
+        velo_stats_t s;
+        EXPECT_EQ(velo_stats(ep, &s), 0);
+        return s;
+    }
+};
+
+const uint64_t kRemote = VELO_FIELD_PREP(VELO_RMA_NLA_KEY, 0x5A) | VELO_FIELD_PREP(VELO_RMA_NLA_REGION, 17) | 0x1234;
+
+}  // namespace
+
+// ============================================================================ encoding
+TEST_F(Rma, PutEncodingEveryFlagCombination) {
+    velo_region_t* r = reg(0x100000, 1 << 20);
+    const uint64_t base = nla_of(r);
+    unsigned n = 0;
+    for (unsigned flags = 0; flags < 8; ++flags) {
+        for (uint64_t len : {0ull, 1ull, 4096ull, 123457ull}) {
+            const uint64_t cookie = 0xC0FFEE00ull + n, off = 8 * n + 3;
+            ASSERT_EQ(velo_put(ep, kDst, r, off, kRemote, len, flags, cookie), 0);
+            auto w = written();
+            ASSERT_EQ(w.size(), 1u);
+            const unsigned k = w[0];
+            EXPECT_EQ(take(k), bytes(cmd0(VELO_RMA_OP_PUT, flags & 1, true, (flags & 4) != 0, kDst.node, len),
+                                     base + off, kRemote, cookie))
+                << "flags " << flags << " len " << len;
+            // completions: exactly the ones asked for, once
+            if (flags & VELO_RMA_F_LOCAL) post(VELO_RMA_NQ_KIND_LOCAL_CPL, k, VELO_RMA_OP_PUT, cookie, len);
+            post(VELO_RMA_NQ_KIND_REMOTE_CPL, k, VELO_RMA_OP_PUT, cookie, len);
+            auto c = drain();
+            std::vector<unsigned> kinds;
+            for (auto& x : c) {
+                kinds.push_back(x.kind);
+                EXPECT_EQ(x.cookie, cookie);
+                EXPECT_EQ(x.len, len);
+                EXPECT_EQ(x.nla, kRemote);
+                EXPECT_EQ(x.peer.node, kDst.node);
+                EXPECT_EQ(x.op, VELO_RMA_OP_PUT);
+            }
+            std::vector<unsigned> want;
+            if (flags & VELO_RMA_F_LOCAL) want.push_back(VELO_RMA_KIND_LOCAL);
+            if (flags & VELO_RMA_F_REMOTE) want.push_back(VELO_RMA_KIND_REMOTE);
+            EXPECT_EQ(kinds, want) << "flags " << flags;
+            ++n;
+        }
+    }
+    EXPECT_EQ(velo_deregister(r), 0);
+}
+
+TEST_F(Rma, GetEncodingAlwaysAsksGetDone) {
+    velo_region_t* r = reg(0x200000, 1 << 16, VELO_ACCESS_LOCAL_WRITE);
+    for (unsigned flags : {0u, VELO_RMA_F_LOCAL}) {
+        ASSERT_EQ(velo_get(ep, kDst, r, 100, kRemote, 777, flags, 99 + flags), 0);
+        auto w = written();
+        ASSERT_EQ(w.size(), 1u);
+        EXPECT_EQ(take(w[0]), bytes(cmd0(VELO_RMA_OP_GET, true, false, false, kDst.node, 777), nla_of(r, 100), kRemote,
+                                    99 + flags));
+        post(VELO_RMA_NQ_KIND_GET_DONE, w[0], VELO_RMA_OP_GET, 99 + flags, 777);
+        auto c = drain();
+        if (flags) {
+            ASSERT_EQ(c.size(), 1u);
+            EXPECT_EQ(c[0].kind, unsigned(VELO_RMA_KIND_GET_DONE));
+            EXPECT_EQ(c[0].cookie, 99u + flags);
+            EXPECT_EQ(c[0].op, VELO_RMA_OP_GET);
+        } else {
+            EXPECT_TRUE(c.empty());
+        }
+    }
+    EXPECT_EQ(velo_deregister(r), 0);
+}
+
+TEST_F(Rma, LongTransfersAreSplitAndCompleteOnce) {
+    const uint64_t piece = VELO_RMA_LEN_MAX & ~0xFFFull;
+    const uint64_t len = 2 * piece + 100;
+    velo_region_t* r = reg(0x40000000, len + 64);
+    const uint64_t base = nla_of(r, 8);
+    ASSERT_EQ(velo_put(ep, kDst, r, 8, kRemote, len, VELO_RMA_F_REMOTE | VELO_RMA_F_LOCAL, 5), 0);
+    auto w = written();
+    ASSERT_EQ(w.size(), 3u);
+    for (unsigned i = 0; i < 3; ++i) {
+        const uint64_t n = i < 2 ? piece : 100;
+        EXPECT_EQ(take(w[i]), bytes(cmd0(VELO_RMA_OP_PUT, true, true, false, kDst.node, n), base + i * piece,
+                                    kRemote + i * piece, 5))
+            << i;
+        EXPECT_LE(n, uint64_t(VELO_RMA_LEN_MAX));
+    }
+    for (unsigned i = 0; i < 3; ++i) post(VELO_RMA_NQ_KIND_LOCAL_CPL, w[i], VELO_RMA_OP_PUT, 5);
+    auto c = drain();
+    ASSERT_EQ(c.size(), 1u);
+    EXPECT_EQ(c[0].kind, unsigned(VELO_RMA_KIND_LOCAL));
+    EXPECT_EQ(c[0].len, len);
+    post(VELO_RMA_NQ_KIND_REMOTE_CPL, w[0], VELO_RMA_OP_PUT, 5);
+    post(VELO_RMA_NQ_KIND_REMOTE_CPL, w[1], VELO_RMA_OP_PUT, 5);
+    EXPECT_TRUE(drain().empty());
+    post(VELO_RMA_NQ_KIND_REMOTE_CPL, w[2], VELO_RMA_OP_PUT, 5);
+    c = drain();
+    ASSERT_EQ(c.size(), 1u);
+    EXPECT_EQ(c[0].kind, unsigned(VELO_RMA_KIND_REMOTE));
+    EXPECT_EQ(c[0].len, len);
+    EXPECT_EQ(velo_deregister(r), 0);
+}
+
+TEST_F(Rma, SplitNotifiedPutSendsItsNotifiedPieceLast) {
+    const uint64_t piece = VELO_RMA_LEN_MAX & ~0xFFFull;
+    const uint64_t len = 2 * piece + 1;
+    velo_region_t* r = reg(0x40000000, len);
+    ASSERT_EQ(velo_put(ep, kDst, r, 0, kRemote, len, VELO_RMA_F_NOTIFY, 6), 0);
+    auto w = written();
+    ASSERT_EQ(w.size(), 2u);  // the notified third piece waits for the other two
+    for (unsigned i = 0; i < 2; ++i)
+        EXPECT_EQ(take(w[i]), bytes(cmd0(VELO_RMA_OP_PUT, false, true, false, kDst.node, piece), nla_of(r, i * piece),
+                                    kRemote + i * piece, 6));
+    // new calls wait behind it
+    EXPECT_EQ(velo_put(ep, kDst, r, 0, kRemote, 1, 0, 7), -EAGAIN);
+    post(VELO_RMA_NQ_KIND_REMOTE_CPL, w[0], VELO_RMA_OP_PUT);
+    EXPECT_TRUE(drain().empty());
+    EXPECT_TRUE(written().empty());
+    post(VELO_RMA_NQ_KIND_REMOTE_CPL, w[1], VELO_RMA_OP_PUT);
+    EXPECT_TRUE(drain().empty());
+    auto w3 = written();
+    ASSERT_EQ(w3.size(), 1u);
+    EXPECT_EQ(take(w3[0]), bytes(cmd0(VELO_RMA_OP_PUT, false, true, true, kDst.node, 1), nla_of(r, 2 * piece),
+                                 kRemote + 2 * piece, 6));
+    post(VELO_RMA_NQ_KIND_REMOTE_CPL, w3[0], VELO_RMA_OP_PUT);
+    EXPECT_TRUE(drain().empty());  // no completion asked for
+    EXPECT_EQ(velo_put(ep, kDst, r, 0, kRemote, 1, 0, 7), 0);
+    EXPECT_EQ(velo_deregister(r), 0);
+}
+
+TEST_F(Rma, OutstandingLimitAndBacklog) {
+    velo_region_t* r = reg(0x100000, 1 << 20);
+    // 128 queue entries: at most 64 commands outstanding
+    for (unsigned i = 0; i < 64; ++i) ASSERT_EQ(velo_put(ep, kDst, r, 0, kRemote, 8, 0, i), 0) << i;
+    std::vector<uint8_t> before(cmd, cmd + 4096);
+    EXPECT_EQ(velo_put(ep, kDst, r, 0, kRemote, 8, 0, 64), -EAGAIN);
+    EXPECT_EQ(velo_get(ep, kDst, r, 0, kRemote, 8, 0, 64), -EAGAIN);
+    EXPECT_EQ(std::memcmp(before.data(), cmd, 4096), 0) << "a refused call stores nothing";
+    auto w = written();
+    ASSERT_EQ(w.size(), 64u);
+    for (unsigned k : w) {
+        take(k);
+        post(VELO_RMA_NQ_KIND_REMOTE_CPL, k, VELO_RMA_OP_PUT);
+    }
+    EXPECT_TRUE(drain().empty());
+    // a call of 100 commands: 64 now, the rest as completions come in
+    ASSERT_EQ(velo__rma_set_limits(ep, 64, 4096), 0);
+    ASSERT_EQ(velo_put(ep, kDst, r, 0, kRemote, 100 * 4096, VELO_RMA_F_REMOTE, 1), 0);
+    EXPECT_EQ(written().size(), 64u);
+    EXPECT_EQ(velo_put(ep, kDst, r, 0, kRemote, 8, 0, 2), -EAGAIN) << "new calls wait behind the rest";
+    std::vector<uint64_t> remote_seen;
+    unsigned rounds = 0;
+    for (;;) {
+        auto ws = written();
+        if (ws.empty()) break;
+        EXPECT_LE(ws.size(), 64u);
+        for (unsigned k : ws) {
+            auto b = take(k);
+            uint64_t w2;
+            std::memcpy(&w2, b.data() + 16, 8);
+            remote_seen.push_back(w2);
+            post(VELO_RMA_NQ_KIND_REMOTE_CPL, k, VELO_RMA_OP_PUT, 1);
+        }
+        auto c = drain();
+        ++rounds;
+        if (remote_seen.size() < 100) {
+            EXPECT_TRUE(c.empty());
+        } else {
+            ASSERT_EQ(c.size(), 1u);
+            EXPECT_EQ(c[0].kind, unsigned(VELO_RMA_KIND_REMOTE));
+            EXPECT_EQ(c[0].len, 100u * 4096);
+        }
+    }
+    ASSERT_EQ(remote_seen.size(), 100u);
+    for (unsigned i = 0; i < 100; ++i) EXPECT_EQ(remote_seen[i], kRemote + i * 4096ull) << i;
+    EXPECT_GE(rounds, 2u);
+    EXPECT_EQ(velo_deregister(r), 0);
+}
+
+// ============================================================================ region cache
+TEST_F(Rma, CacheHitsContainmentOverlapAccess) {
+    velo_region_t* a = reg(0x10000, 1000, VELO_ACCESS_LOCAL_READ | VELO_ACCESS_REMOTE_WRITE);
+    EXPECT_EQ(drv.registered.size(), 1u);
+    velo_region_t* b = reg(0x10000 + 100, 200, VELO_ACCESS_LOCAL_READ);  // contained, fewer rights
+    EXPECT_EQ(drv.registered.size(), 1u);
+    EXPECT_EQ(drv.repinned.size(), 1u) << "a handle handed out is made valid";
+    EXPECT_EQ(nla_of(b), drv.registered[0] + 100);
+    EXPECT_EQ(nla_of(b, 200), drv.registered[0] + 300);
+    uint64_t v;
+    EXPECT_EQ(velo_region_nla(b, 201, &v), -ERANGE);
+    velo_region_t* c = reg(0x10000 + 500, 1000, VELO_ACCESS_LOCAL_READ);  // overlaps, not contained
+    EXPECT_EQ(drv.registered.size(), 2u);
+    velo_region_t* d = reg(0x10000, 10, VELO_ACCESS_LOCAL_WRITE);  // contained, access missing
+    EXPECT_EQ(drv.registered.size(), 3u);
+    // the buffer form finds registrations without any ioctl
+    const size_t repins = drv.repinned.size();
+    ASSERT_EQ(velo_put_buf(ep, kDst, reinterpret_cast<const void*>(0x10000 + 900), kRemote, 500, 0, 1), 0);
+    EXPECT_EQ(drv.registered.size(), 3u);
+    EXPECT_EQ(drv.repinned.size(), repins);
+    auto w = written();
+    ASSERT_EQ(w.size(), 1u);
+    EXPECT_EQ(take(w[0]),
+              bytes(cmd0(VELO_RMA_OP_PUT, false, true, false, kDst.node, 500), drv.registered[1] + 400, kRemote, 1));
+    post(VELO_RMA_NQ_KIND_REMOTE_CPL, w[0], VELO_RMA_OP_PUT);
+    drain();
+    auto s = stats();
+    EXPECT_EQ(s.rma_cache_miss, 3u);
+    EXPECT_EQ(s.rma_cache_hits, 2u);
+    for (auto* h : {a, b, c, d}) EXPECT_EQ(velo_deregister(h), 0);
+    EXPECT_EQ(drv.regs.size(), 0u);
+}
+
+TEST_F(Rma, LruEvictionDeregistersIdleOnly) {
+    ASSERT_EQ(velo__rma_set_limits(ep, 2, 0), 0);
+    std::vector<uint64_t> nla;
+    std::vector<unsigned> slots;
+    for (unsigned i = 0; i < 3; ++i) {
+        ASSERT_EQ(velo_put_buf(ep, kDst, reinterpret_cast<const void*>(0x100000 * (i + 1)), kRemote, 64, 0, i), 0);
+        nla.push_back(drv.registered.back());
+        auto w = written();
+        ASSERT_EQ(w.size(), 1u);
+        take(w[0]);
+        slots.push_back(w[0]);
+    }
+    EXPECT_TRUE(drv.deregistered.empty()) << "registrations in use are never evicted";
+    // buffer 1 is used again (most recent), then everything completes: the LRU idle one goes
+    ASSERT_EQ(velo_put_buf(ep, kDst, reinterpret_cast<const void*>(0x100000 + 8), kRemote, 8, 0, 9), 0);
+    slots.push_back(written()[0]);
+    take(slots.back());
+    for (unsigned k : slots) post(VELO_RMA_NQ_KIND_REMOTE_CPL, k, VELO_RMA_OP_PUT);
+    drain();
+    ASSERT_EQ(drv.deregistered.size(), 1u);
+    EXPECT_EQ(drv.deregistered[0], nla[1]) << "least recently used";
+    EXPECT_EQ(stats().rma_evictions, 1u);
+    // buffers 1 and 3 still hit
+    ASSERT_EQ(velo_put_buf(ep, kDst, reinterpret_cast<const void*>(0x300000), kRemote, 64, 0, 1), 0);
+    ASSERT_EQ(velo_put_buf(ep, kDst, reinterpret_cast<const void*>(0x100000), kRemote, 64, 0, 1), 0);
+    EXPECT_EQ(drv.registered.size(), 3u);
+    // buffer 2 registers anew
+    ASSERT_EQ(velo_put_buf(ep, kDst, reinterpret_cast<const void*>(0x200000), kRemote, 64, 0, 1), 0);
+    EXPECT_EQ(drv.registered.size(), 4u);
+}
+
+TEST_F(Rma, NoRoomInTheNicEvictsIdleAndRetries) {
+    drv.max_regs = 2;
+    for (unsigned i = 0; i < 2; ++i) {
+        ASSERT_EQ(velo_put_buf(ep, kDst, reinterpret_cast<const void*>(0x100000 * (i + 1)), kRemote, 64, 0, i), 0);
+        const unsigned k = written()[0];
+        take(k);
+        post(VELO_RMA_NQ_KIND_REMOTE_CPL, k, VELO_RMA_OP_PUT);
+        drain();
+    }
+    EXPECT_TRUE(drv.deregistered.empty());
+    velo_region_t* r = reg(0x900000, 64);
+    ASSERT_NE(r, nullptr);
+    EXPECT_EQ(drv.deregistered.size(), 2u);
+    // nothing idle to give back: the driver's ENOSPC is the answer
+    velo_region_t* r2 = nullptr;
+    EXPECT_EQ(velo_register(ep, reinterpret_cast<const void*>(0xA00000), 64, VELO_ACCESS_ALL, &r2), 0);
+    velo_region_t* r3 = nullptr;
+    EXPECT_EQ(velo_register(ep, reinterpret_cast<const void*>(0xB00000), 64, VELO_ACCESS_ALL, &r3), -ENOSPC);
+    EXPECT_EQ(r3, nullptr);
+    EXPECT_EQ(velo_deregister(r), 0);
+    EXPECT_EQ(velo_deregister(r2), 0);
+}
+
+TEST_F(Rma, DeregisterInvalidatesAndWaitsForCommands) {
+    velo_region_t* r = reg(0x500000, 4096);
+    const uint64_t n = drv.registered.back();
+    ASSERT_EQ(velo_put(ep, kDst, r, 0, kRemote, 64, VELO_RMA_F_REMOTE, 1), 0);
+    const unsigned k = written()[0];
+    take(k);
+    EXPECT_EQ(velo_deregister(r), 0);
+    EXPECT_TRUE(drv.deregistered.empty()) << "a command in flight still uses it";
+    // but lookups do not find it any more
+    ASSERT_EQ(velo_put_buf(ep, kDst, reinterpret_cast<const void*>(0x500000), kRemote, 64, 0, 2), 0);
+    EXPECT_EQ(drv.registered.size(), 2u);
+    const unsigned k2 = written()[0];
+    take(k2);
+    post(VELO_RMA_NQ_KIND_REMOTE_CPL, k, VELO_RMA_OP_PUT, 1);
+    auto c = drain();
+    ASSERT_EQ(c.size(), 1u);
+    ASSERT_EQ(drv.deregistered.size(), 1u);
+    EXPECT_EQ(drv.deregistered[0], n);
+    post(VELO_RMA_NQ_KIND_REMOTE_CPL, k2, VELO_RMA_OP_PUT, 2);
+    drain();
+    EXPECT_EQ(drv.deregistered.size(), 1u) << "the cache keeps the implicit registration";
+    // a registration the driver lost is replaced at the next velo_register
+    drv.regs.clear();
+    velo_region_t* again = reg(0x500000, 64, VELO_ACCESS_LOCAL_READ);
+    EXPECT_EQ(drv.registered.size(), 3u);
+    EXPECT_EQ(velo_deregister(again), 0);
+}
+
+// ============================================================================ notifications
+TEST_F(Rma, TargetEntriesAcrossPhaseWraps) {
+    for (uint32_t i = 0; i < 3 * (1u << kNqLog2) + 17; ++i) {
+        post_raw(hdr(VELO_RMA_NQ_KIND_TARGET, 0, VELO_RMA_OP_PUT, 0, 0, 0, i % 256, (i * 7) % 128), 1000 + i,
+                 VELO_FIELD_PREP(VELO_RMA_NQ_W2_LEN, i * 3), kRemote + i);
+        velo_rma_cpl_t c;
+        ASSERT_EQ(velo_rma_poll(ep, &c), 0) << i;
+        EXPECT_EQ(c.kind, unsigned(VELO_RMA_KIND_TARGET));
+        EXPECT_EQ(c.op, VELO_RMA_OP_PUT);
+        EXPECT_EQ(c.cookie, 1000u + i);
+        EXPECT_EQ(c.len, i * 3u);
+        EXPECT_EQ(c.nla, kRemote + i);
+        EXPECT_EQ(c.peer.node, i % 256);
+        EXPECT_EQ(c.peer.vpid, (i * 7) % 128);
+        ASSERT_EQ(velo_rma_poll(ep, &c), -EAGAIN) << "an entry of the previous pass is not read again";
+        EXPECT_EQ(velo__mock_nq_rp(ep), i + 1) << "idle: the read pointer is returned";
+    }
+}
+
+TEST_F(Rma, ReadPointerReturnedInBatches) {
+    for (unsigned i = 0; i < 40; ++i) post(VELO_RMA_NQ_KIND_TARGET, 0, VELO_RMA_OP_PUT, i);
+    velo_rma_cpl_t c;
+    for (unsigned i = 0; i < 31; ++i) ASSERT_EQ(velo_rma_poll(ep, &c), 0);
+    EXPECT_EQ(velo__mock_nq_rp(ep), 0u);
+    ASSERT_EQ(velo_rma_poll(ep, &c), 0);
+    EXPECT_EQ(velo__mock_nq_rp(ep), 32u) << "every quarter of the queue";
+    for (unsigned i = 32; i < 40; ++i) ASSERT_EQ(velo_rma_poll(ep, &c), 0);
+    EXPECT_EQ(velo_rma_poll(ep, &c), -EAGAIN);
+    EXPECT_EQ(velo__mock_nq_rp(ep), 40u);
+}
+
+TEST_F(Rma, TornAndMalformedEntriesRejected) {
+    // body written, header still of the previous pass (the DMA write not there yet): not taken
+    post_raw(hdr(VELO_RMA_NQ_KIND_TARGET, 0, VELO_RMA_OP_PUT), 77, VELO_FIELD_PREP(VELO_RMA_NQ_W2_LEN, 5), kRemote,
+             false);
+    velo_rma_cpl_t c;
+    EXPECT_EQ(velo_rma_poll(ep, &c), -EAGAIN);
+    EXPECT_EQ(velo__mock_nq_rp(ep), 0u);
+    // the header lands: taken whole
+    post(VELO_RMA_NQ_KIND_TARGET, 0, VELO_RMA_OP_PUT, 77, 5, kRemote);
+    ASSERT_EQ(velo_rma_poll(ep, &c), 0);
+    EXPECT_EQ(c.cookie, 77u);
+    EXPECT_EQ(c.len, 5u);
+    // unknown kinds, reserved bits, stray slots: skipped and counted, the next entry delivered
+    post_raw(hdr(0, 0, 0), 1, 0, 0);
+    post_raw(hdr(6, 0, 0), 1, 0, 0);
+    post_raw(hdr(VELO_RMA_NQ_KIND_TARGET, 0, 1) | VELO_FIELD_PREP(VELO_RMA_NQ_HDR_RSVD3, 1), 1, 0, 0);
+    post_raw(hdr(VELO_RMA_NQ_KIND_TARGET, 0, 1), 1, VELO_FIELD_PREP(VELO_RMA_NQ_W2_RSVD, 1), 0);
+    post(VELO_RMA_NQ_KIND_REMOTE_CPL, 5, VELO_RMA_OP_PUT);  // no command in slot 5
+    post(VELO_RMA_NQ_KIND_TARGET, 0, VELO_RMA_OP_PUT, 78);
+    ASSERT_EQ(velo_rma_poll(ep, &c), 0);
+    EXPECT_EQ(c.cookie, 78u);
+    EXPECT_EQ(stats().rma_nq_bad, 5u);
+    EXPECT_EQ(velo_rma_poll(ep, &c), -EAGAIN);
+}
+
+// ============================================================================ errors, re-pin
+TEST_F(Rma, NotValidLocalRepinsAndReissues) {
+    velo_region_t* r = reg(0x700000, 8192);
+    const uint64_t n = drv.registered.back();
+    ASSERT_EQ(velo_put(ep, kDst, r, 4000, kRemote, 100, VELO_RMA_F_REMOTE, 3), 0);
+    const unsigned k = written()[0];
+    const auto first = take(k);
+    const size_t repins = drv.repinned.size();
+    post(VELO_RMA_NQ_KIND_ERROR, k, VELO_RMA_OP_PUT, 3, 0, kRemote, VELO_RMA_ERR_NOT_VALID, 0);
+    EXPECT_TRUE(drain().empty()) << "the caller does not see the retry";
+    ASSERT_EQ(drv.repinned.size(), repins + 1);
+    EXPECT_EQ(drv.repinned.back(), n) << "REPIN names the region (offset 0)";
+    ASSERT_TRUE(slot_written(k));
+    EXPECT_EQ(take(k), first) << "the same command, same slot";
+    post(VELO_RMA_NQ_KIND_REMOTE_CPL, k, VELO_RMA_OP_PUT, 3);
+    auto c = drain();
+    ASSERT_EQ(c.size(), 1u);
+    EXPECT_EQ(c[0].kind, unsigned(VELO_RMA_KIND_REMOTE));
+    EXPECT_EQ(stats().rma_repins, 1u);
+    EXPECT_EQ(stats().rma_reissues, 1u);
+    // a get's destination as well
+    ASSERT_EQ(velo_get(ep, kDst, r, 0, kRemote, 10, VELO_RMA_F_LOCAL, 4), 0);
+    const unsigned g = written()[0];
+    take(g);
+    post(VELO_RMA_NQ_KIND_ERROR, g, VELO_RMA_OP_GET, 4, 0, 0, VELO_RMA_ERR_NOT_VALID, 0);
+    EXPECT_TRUE(drain().empty());
+    EXPECT_TRUE(slot_written(g));
+    take(g);
+    post(VELO_RMA_NQ_KIND_GET_DONE, g, VELO_RMA_OP_GET, 4);
+    c = drain();
+    ASSERT_EQ(c.size(), 1u);
+    EXPECT_EQ(c[0].kind, unsigned(VELO_RMA_KIND_GET_DONE));
+    EXPECT_EQ(velo_deregister(r), 0);
+}
+
+TEST_F(Rma, NotValidGivesUpAfterRetriesOrFailedRepin) {
+    velo_region_t* r = reg(0x700000, 8192);
+    ASSERT_EQ(velo_put(ep, kDst, r, 0, kRemote, 100, 0, 3), 0);
+    unsigned k = written()[0];
+    unsigned issues = 0;
+    for (;;) {
+        ASSERT_TRUE(slot_written(k));
+        take(k);
+        ++issues;
+        post(VELO_RMA_NQ_KIND_ERROR, k, VELO_RMA_OP_PUT, 3, 0, 0, VELO_RMA_ERR_NOT_VALID, 0);
+        auto c = drain();
+        if (!c.empty()) {
+            ASSERT_EQ(c.size(), 1u);
+            EXPECT_EQ(c[0].kind, unsigned(VELO_RMA_KIND_ERROR));
+            EXPECT_EQ(c[0].reason, unsigned(VELO_RMA_R_NOT_VALID));
+            EXPECT_EQ(c[0].status, -EFAULT);
+            break;
+        }
+        ASSERT_LT(issues, 10u);
+    }
+    EXPECT_EQ(issues, 5u) << "issued once, then four times again";
+    // REPIN fails: reported at once
+    drv.repin_err = -ENOMEM;
+    ASSERT_EQ(velo_put(ep, kDst, r, 0, kRemote, 100, 0, 4), 0);
+    k = written()[0];
+    take(k);
+    post(VELO_RMA_NQ_KIND_ERROR, k, VELO_RMA_OP_PUT, 4, 0, 0, VELO_RMA_ERR_NOT_VALID, 0);
+    auto c = drain();
+    ASSERT_EQ(c.size(), 1u);
+    EXPECT_EQ(c[0].reason, unsigned(VELO_RMA_R_NOT_VALID));
+    EXPECT_FALSE(slot_written(k));
+    drv.repin_err = 0;
+    // remote NOT_VALID: the owner's problem, reported without a re-pin
+    const size_t repins = drv.repinned.size();
+    ASSERT_EQ(velo_put(ep, kDst, r, 0, kRemote, 100, VELO_RMA_F_LOCAL, 5), 0);
+    k = written()[0];
+    take(k);
+    post(VELO_RMA_NQ_KIND_LOCAL_CPL, k, VELO_RMA_OP_PUT, 5);
+    post(VELO_RMA_NQ_KIND_ERROR, k, VELO_RMA_OP_PUT, 5, 0, 0, VELO_RMA_ERR_NOT_VALID, 1);
+    c = drain();
+    ASSERT_EQ(c.size(), 2u);
+    EXPECT_EQ(c[0].kind, unsigned(VELO_RMA_KIND_LOCAL));
+    EXPECT_EQ(c[1].kind, unsigned(VELO_RMA_KIND_ERROR));
+    EXPECT_EQ(c[1].remote, 1u);
+    EXPECT_EQ(c[1].cookie, 5u);
+    EXPECT_EQ(drv.repinned.size(), repins);
+    EXPECT_FALSE(slot_written(k));
+    EXPECT_EQ(velo_deregister(r), 0);
+}
+
+TEST_F(Rma, ErrorReasonsMapToErrno) {
+    velo_region_t* r = reg(0x700000, 8192);
+    const std::map<unsigned, int> want = {
+        {VELO_RMA_ERR_BAD_HANDLE, -ENOENT}, {VELO_RMA_ERR_NOT_OWNER, -EPERM},       {VELO_RMA_ERR_PERM, -EACCES},
+        {VELO_RMA_ERR_RANGE, -ERANGE},      {VELO_RMA_ERR_NO_ROUTE, -EHOSTUNREACH}, {VELO_RMA_ERR_DISABLED, -ENETDOWN},
+        {VELO_RMA_ERR_BAD_CMD, -EPROTO},    {VELO_RMA_ERR_NQ_DISABLED, -ENOTCONN}};
+    for (auto [reason, err] : want) {
+        ASSERT_EQ(velo_put(ep, kDst, r, 0, kRemote, 1, 0, reason), 0);
+        const unsigned k = written()[0];
+        take(k);
+        post(VELO_RMA_NQ_KIND_ERROR, k, VELO_RMA_OP_PUT, reason, 0, 0, reason, 1);
+        auto c = drain();
+        ASSERT_EQ(c.size(), 1u);
+        EXPECT_EQ(c[0].reason, reason);
+        EXPECT_EQ(c[0].status, err);
+        EXPECT_EQ(c[0].cookie, reason);
+        EXPECT_STRNE(velo_rma_reason_str(reason), velo_rma_reason_str(99));
+        EXPECT_STRNE(velo_strerror(err), "unknown error") << reason;
+    }
+    EXPECT_EQ(velo_deregister(r), 0);
+}
+
+TEST_F(Rma, TornCommandWritesAreReissued) {
+    velo_region_t* r = reg(0x700000, 8192);
+    ASSERT_EQ(velo_put(ep, kDst, r, 0, kRemote, 10, VELO_RMA_F_REMOTE, 1), 0);
+    ASSERT_EQ(velo_put(ep, kDst, r, 0, kRemote, 20, VELO_RMA_F_REMOTE, 2), 0);
+    auto w = written();
+    ASSERT_EQ(w.size(), 2u);
+    ASSERT_EQ(w[1], w[0] + 1);
+    const auto a = take(w[0]), b = take(w[1]);
+    post(VELO_RMA_NQ_KIND_ERROR, w[0], 0, 0, 0, 0, VELO_RMA_ERR_TORN, 0, 2);
+    EXPECT_TRUE(drain().empty());
+    EXPECT_EQ(take(w[0]), a);
+    EXPECT_EQ(take(w[1]), b);
+    post(VELO_RMA_NQ_KIND_REMOTE_CPL, w[1], VELO_RMA_OP_PUT);
+    post(VELO_RMA_NQ_KIND_REMOTE_CPL, w[0], VELO_RMA_OP_PUT);
+    auto c = drain();
+    ASSERT_EQ(c.size(), 2u);
+    EXPECT_EQ(c[0].cookie, 2u);
+    EXPECT_EQ(c[1].cookie, 1u);
+    EXPECT_EQ(velo_deregister(r), 0);
+}
+
+// ============================================================================ argument checks
+TEST_F(Rma, EveryInvalidArgumentHasItsErrno) {
+    velo_region_t* r = reg(0x100000, 4096, VELO_ACCESS_LOCAL_READ);
+    velo_region_t* wr = reg(0x200000, 4096, VELO_ACCESS_LOCAL_WRITE | VELO_ACCESS_REMOTE_WRITE);
+    const std::vector<uint8_t> page(cmd, cmd + 4096);
+    auto put = [&](velo_ep_t* e, velo_addr_t d, const velo_region_t* l, size_t off, uint64_t nla, size_t len,
+                   unsigned f) { return velo_put(e, d, l, off, nla, len, f, 0); };
+    EXPECT_EQ(put(nullptr, kDst, r, 0, kRemote, 1, 0), -EINVAL);
+    EXPECT_EQ(put(ep, kDst, r, 0, kRemote, 1, 8), -EINVAL);           // unknown flag
+    EXPECT_EQ(put(ep, kDst, nullptr, 0, kRemote, 1, 0), -EINVAL);     // data without a region
+    EXPECT_EQ(put(ep, {256, 5}, r, 0, kRemote, 1, 0), -EINVAL);       // node beyond NODE_BITS
+    EXPECT_EQ(put(ep, {1, 256}, r, 0, kRemote, 1, 0), -EINVAL);       // vpid beyond VPID_BITS
+    EXPECT_EQ(put(ep, {1, 0x80 | 5}, r, 0, kRemote, 1, 0), -EINVAL);  // a control vpid
+    EXPECT_EQ(put(ep, kDst, r, 0, VELO_FIELD_PREP(VELO_RMA_NLA_REGION, 256), 1, 0), -EINVAL);
+    EXPECT_EQ(put(ep, kDst, r, 0, VELO_FIELD_MASK(VELO_RMA_NLA_OFFSET), 2, 0), -ERANGE);  // past 2^40
+    EXPECT_EQ(put(ep, kDst, r, 4000, kRemote, 97, 0), -ERANGE);                           // past the region
+    EXPECT_EQ(put(ep, kDst, r, 4097, kRemote, 0, 0), -ERANGE);
+    EXPECT_EQ(put(ep, kDst, r, 0, kRemote, SIZE_MAX, 0), -ERANGE);
+    EXPECT_EQ(put(ep, kDst, wr, 0, kRemote, 1, 0), -EACCES);          // no LOCAL_READ
+    EXPECT_EQ(velo_get(ep, kDst, r, 0, kRemote, 1, 0, 0), -EACCES);   // no LOCAL_WRITE
+    EXPECT_EQ(velo_get(ep, kDst, wr, 0, kRemote, 0, 0, 0), -EINVAL);  // zero-length get
+    EXPECT_EQ(velo_get(ep, kDst, wr, 0, kRemote, 1, VELO_RMA_F_REMOTE, 0), -EINVAL);
+    EXPECT_EQ(velo_get(ep, kDst, wr, 0, kRemote, 1, VELO_RMA_F_NOTIFY, 0), -EINVAL);
+    EXPECT_EQ(velo_put_buf(ep, kDst, nullptr, kRemote, 1, 0, 0), -EINVAL);
+    EXPECT_EQ(velo_get_buf(ep, kDst, nullptr, kRemote, 1, 0, 0), -EINVAL);
+    EXPECT_EQ(velo_put_buf(ep, kDst, reinterpret_cast<void*>(~uintptr_t(0) - 10), kRemote, 100, 0, 0), -EINVAL);
+    // a region of another endpoint
+    velo_ep_t* other = nullptr;
+    ASSERT_EQ(velo__mock_open(&other, 1, 2, 8), 0);
+    EXPECT_EQ(put(other, kDst, r, 0, kRemote, 1, 0), -EINVAL);
+    EXPECT_EQ(velo_close(other), 0);
+    EXPECT_EQ(put(other, kDst, r, 0, kRemote, 1, 0), -EBADF);
+    // registration
+    velo_region_t* h = reinterpret_cast<velo_region_t*>(1);
+    EXPECT_EQ(velo_register(nullptr, page.data(), 1, VELO_ACCESS_ALL, &h), -EINVAL);
+    EXPECT_EQ(velo_register(ep, page.data(), 1, VELO_ACCESS_ALL, nullptr), -EINVAL);
+    EXPECT_EQ(velo_register(ep, nullptr, 1, VELO_ACCESS_ALL, &h), -EINVAL);
+    EXPECT_EQ(h, nullptr);
+    EXPECT_EQ(velo_register(ep, page.data(), 0, VELO_ACCESS_ALL, &h), -EINVAL);
+    EXPECT_EQ(velo_register(ep, page.data(), size_t(1) << 40, VELO_ACCESS_ALL, &h), -EINVAL);
+    EXPECT_EQ(velo_register(ep, reinterpret_cast<void*>(~uintptr_t(0) - 10), 100, VELO_ACCESS_ALL, &h), -EINVAL);
+    EXPECT_EQ(velo_register(ep, page.data(), 1, 0, &h), -EINVAL);
+    EXPECT_EQ(velo_register(ep, page.data(), 1, 0x10, &h), -EINVAL);
+    EXPECT_EQ(velo_deregister(nullptr), -EINVAL);
+    uint64_t v;
+    EXPECT_EQ(velo_region_nla(nullptr, 0, &v), -EINVAL);
+    EXPECT_EQ(velo_region_nla(r, 0, nullptr), -EINVAL);
+    velo_rma_cpl_t c;
+    EXPECT_EQ(velo_rma_poll(nullptr, &c), -EINVAL);
+    EXPECT_EQ(velo_rma_poll(ep, nullptr), -EINVAL);
+    EXPECT_EQ(velo_rma_wait(ep, &c, 0), -ETIMEDOUT);
+    EXPECT_EQ(std::memcmp(page.data(), cmd, 4096), 0) << "no refused call stored anything";
+    EXPECT_EQ(drv.registered.size(), 2u);
+    // valid edge cases
+    EXPECT_EQ(put(ep, kDst, r, 4095, kRemote, 1, 0), 0);
+    EXPECT_EQ(put(ep, kDst, nullptr, 0, kRemote, 0, VELO_RMA_F_NOTIFY), 0);  // notification only
+    EXPECT_EQ(put(ep, kDst, r, 0, VELO_FIELD_MASK(VELO_RMA_NLA_OFFSET), 1, 0), 0);
+    // messages
+    EXPECT_NE(std::string(velo_strerror(-ERANGE)).find("region"), std::string::npos);
+    EXPECT_NE(std::string(velo_strerror(-EACCES)).find("access"), std::string::npos);
+    EXPECT_NE(std::string(velo_strerror(-EAGAIN)).find("velo_rma_poll"), std::string::npos);
+    EXPECT_NE(std::string(velo_strerror(-ENOTSUP)).find("the simulated fabric does not serve RMA yet"),
+              std::string::npos);
+    EXPECT_EQ(velo_deregister(r), 0);
+    EXPECT_EQ(velo_deregister(wr), 0);
+}
+
+TEST_F(Rma, ClosedEndpoint) {
+    velo_region_t* r = reg(0x100000, 4096);
+    ASSERT_EQ(velo_close(ep), 0);
+    velo_rma_cpl_t c;
+    EXPECT_EQ(velo_put(ep, kDst, r, 0, kRemote, 1, 0, 0), -EBADF);
+    EXPECT_EQ(velo_rma_poll(ep, &c), -EBADF);
+    velo_region_t* h = nullptr;
+    EXPECT_EQ(velo_register(ep, cmd, 1, VELO_ACCESS_ALL, &h), -EBADF);
+    EXPECT_EQ(velo_deregister(r), -EBADF);  // the handle is released
+    ep = nullptr;
+}
+
+TEST(RmaNoUnit, BackendWithoutRmaIsNotSupported) {
+    velo_ep_t* ep = nullptr;
+    ASSERT_EQ(velo__mock_open(&ep, 0, 1, 8), 0);  // no RMA mapping: like a NIC without an RMA unit
+    velo_region_t* h = nullptr;
+    uint8_t buf[64];
+    EXPECT_EQ(velo_register(ep, buf, sizeof buf, VELO_ACCESS_ALL, &h), -ENOTSUP);
+    EXPECT_EQ(velo_put_buf(ep, {1, 1}, buf, 0, sizeof buf, 0, 0), -ENOTSUP);
+    velo_rma_cpl_t c;
+    EXPECT_EQ(velo_rma_poll(ep, &c), -ENOTSUP);
+    EXPECT_EQ(velo_close(ep), 0);
+}
+
+// ============================================================================ C++ layer
+TEST_F(Rma, CxxRegionAndTransfers) {
+    velo::Endpoint e = velo::Endpoint::adopt(ep);
+    ep = nullptr;  // the Endpoint closes it
+    {
+        velo::Region r = e.region(reinterpret_cast<const void*>(0x100000), 4096, VELO_ACCESS_LOCAL_READ);
+        EXPECT_EQ(r.nla(10), drv.registered.back() + 10);
+        EXPECT_THROW(r.nla(5000), velo::Error);
+        EXPECT_TRUE(e.put(kDst, r, 0, kRemote, 64, VELO_RMA_F_REMOTE, 11));
+        const unsigned k = written()[0];
+        take(k);
+        EXPECT_THROW(e.get(kDst, r, 0, kRemote, 64), velo::Error);  // no LOCAL_WRITE
+        velo::RmaCompletion c{};
+        EXPECT_FALSE(e.rma_poll(c));
+        post(VELO_RMA_NQ_KIND_REMOTE_CPL, k, VELO_RMA_OP_PUT, 11);
+        ASSERT_TRUE(e.rma_wait(c, std::chrono::milliseconds(100)));
+        EXPECT_EQ(c.kind, unsigned(VELO_RMA_KIND_REMOTE));
+        EXPECT_EQ(c.cookie, 11u);
+        velo::Region moved = std::move(r);
+        EXPECT_FALSE(r);
+        EXPECT_TRUE(moved);
+    }
+    EXPECT_EQ(drv.deregistered.size(), 1u) << "the destructor deregisters";
+}

@@ -1,0 +1,841 @@
+// SPDX-License-Identifier: MIT
+// libvelo RMA (docs/rma.md, docs/api.md "RMA"): registrations through the driver with a bounded
+// LRU region cache, put/get as 32-byte commands in the vpid's BAR4 page, completions from the
+// notification queue, re-pin and re-issue of commands that failed with NOT_VALID (decoupled
+// pinning) and of torn command writes.
+//
+// Command accounting. Every command ends with exactly one final entry the library can see: a
+// put always asks for REMOTE_CPL (RCPL), a get always for GET_DONE (LCPL); ERROR ends either.
+// A slot is busy from the command's store to its final entry, so a slot names one command
+// (docs/rma.md §1). At most min(RMA_SLOTS, queue entries / 2) commands are outstanding (§4: a
+// command writes at most two initiator entries, so the library's own entries never fill the
+// queue); beyond that velo_put/velo_get return -EAGAIN. A call longer than one command is split
+// into pieces of piece_max bytes: the pieces that fit are issued at once, the rest from
+// velo_rma_poll as slots free up (meanwhile new calls get -EAGAIN, so commands keep call
+// order). The completions the caller asked for are reported once per call, after all pieces.
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "velo/velo_uapi.h"
+#include "velo_internal.h"
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#define VELO_RMA_SSE 1
+#endif
+
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+#error "libvelo RMA encodes commands as little-endian words"
+#endif
+
+_Static_assert(VELO_ACCESS_LOCAL_READ == VELO_REG_LOCAL_READ && VELO_ACCESS_LOCAL_WRITE == VELO_REG_LOCAL_WRITE &&
+                   VELO_ACCESS_REMOTE_READ == VELO_REG_REMOTE_READ &&
+                   VELO_ACCESS_REMOTE_WRITE == VELO_REG_REMOTE_WRITE && VELO_ACCESS_ALL == VELO_REG_ACCESS_ALL,
+               "access flags follow the driver's");
+_Static_assert(VELO_RMA_KIND_LOCAL == VELO_RMA_NQ_KIND_LOCAL_CPL &&
+                   VELO_RMA_KIND_REMOTE == VELO_RMA_NQ_KIND_REMOTE_CPL &&
+                   VELO_RMA_KIND_GET_DONE == VELO_RMA_NQ_KIND_GET_DONE &&
+                   VELO_RMA_KIND_ERROR == VELO_RMA_NQ_KIND_ERROR && VELO_RMA_KIND_TARGET == VELO_RMA_NQ_KIND_TARGET,
+               "completion kinds are the spec's");
+_Static_assert(VELO_RMA_R_BAD_CMD == VELO_RMA_ERR_BAD_CMD && VELO_RMA_R_TORN == VELO_RMA_ERR_TORN &&
+                   VELO_RMA_R_BAD_HANDLE == VELO_RMA_ERR_BAD_HANDLE && VELO_RMA_R_NOT_OWNER == VELO_RMA_ERR_NOT_OWNER &&
+                   VELO_RMA_R_PERM == VELO_RMA_ERR_PERM && VELO_RMA_R_RANGE == VELO_RMA_ERR_RANGE &&
+                   VELO_RMA_R_NOT_VALID == VELO_RMA_ERR_NOT_VALID && VELO_RMA_R_NO_ROUTE == VELO_RMA_ERR_NO_ROUTE &&
+                   VELO_RMA_R_NQ_DISABLED == VELO_RMA_ERR_NQ_DISABLED && VELO_RMA_R_DISABLED == VELO_RMA_ERR_DISABLED,
+               "error reasons are the spec's");
+_Static_assert(VELO_RMA_SLOTS* VELO_RMA_CMD_BYTES == 4096, "one 4 KiB command page per vpid");
+
+#define RMA_RETRY_MAX 4u                    // re-issues of one command (NOT_VALID, torn) before it fails
+#define RMA_CACHE_DEFAULT 64u               // idle registrations the cache keeps
+#define RMA_EVQ (2u * VELO_RMA_SLOTS + 2u)  // completions one entry can produce, and then some
+#define NLA_OFFSET_MASK VELO_FIELD_MASK(VELO_RMA_NLA_OFFSET)
+#define NLA_LIMIT (1ull << VELO_RMA_NLA_OFFSET_WIDTH)
+
+// A registration (one driver region), in the lookup list while `cached`.
+struct rc_ent {
+    uintptr_t addr;
+    size_t len;
+    uint64_t nla;  // NLA of addr (offset 0)
+    unsigned access;
+    unsigned refs;                       // handles and calls in flight
+    int cached;                          // found by lookups (else: deregistered by its owner, waits for refs = 0)
+    struct rc_ent *prev, *next;          // LRU list (MRU first) while cached
+    struct rc_ent *all_prev, *all_next;  // every entry of the endpoint
+};
+
+struct velo_region {
+    struct velo_ep* ep;
+    struct rc_ent* e;
+    uintptr_t addr;  // the caller's range
+    size_t len;
+    unsigned access;
+};
+
+struct rma_op {
+    uint64_t cookie, len, issued;  // issued: bytes handed to commands
+    uint64_t local_nla, remote_nla;
+    uint32_t node, vpid;
+    unsigned op, flags;
+    unsigned total, nissued, lcpl_seen, final_seen;
+    unsigned reason, remote, local_reported;
+    struct rc_ent* e;  // the local registration (a reference), or NULL
+    int next_free;
+};
+
+struct rma_slot {
+    uint64_t w[4];  // the command as stored
+    int op;
+    unsigned retries;
+    int busy, lcpl;
+};
+
+struct velo_rma {
+    struct velo_rma_map m;
+    uint32_t mask, rp, rp_nic, rp_batch;
+    unsigned limit, outstanding, next_slot;
+    uint32_t piece_max;
+    struct rma_slot slot[VELO_RMA_SLOTS];
+    struct rma_op* ops;
+    int op_free;
+    int backlog;  // op with pieces not yet issued, or -1
+    velo_rma_cpl_t evq[RMA_EVQ];
+    unsigned evq_head, evq_len;
+    struct rc_ent *lru_head, *lru_tail, *all;
+    unsigned ncached, cache_max;
+};
+
+// ============================================================================ setup
+static int rma_get(struct velo_ep* ep, struct velo_rma** out) {
+    if (ep->rma) {
+        *out = ep->rma;
+        return 0;
+    }
+    if (ep->dead) return -EPIPE;
+    if (!ep->be->rma_map || !ep->be->rma_ioctl) return -ENOTSUP;
+    struct velo_rma_map m;
+    int r = ep->be->rma_map(ep, &m);
+    if (r < 0) return r;
+    if (m.nq_log2 < VELO_RMA_NQ_LOG2_MIN || m.nq_log2 > VELO_RMA_NQ_LOG2_MAX || !m.cmd_page || !m.nq) return -EPROTO;
+    struct velo_rma* s = calloc(1, sizeof *s);
+    if (!s) return -ENOMEM;
+    s->m = m;
+    s->mask = (1u << m.nq_log2) - 1;
+    s->rp_batch = (1u << m.nq_log2) / 4 ? (1u << m.nq_log2) / 4 : 1;
+    const unsigned half = (1u << m.nq_log2) / 2;
+    s->limit = half < VELO_RMA_SLOTS ? half : VELO_RMA_SLOTS;
+    if (s->limit == 0) s->limit = 1;
+    s->piece_max = VELO_RMA_LEN_MAX & ~0xFFFu;
+    s->ops = calloc(s->limit, sizeof *s->ops);
+    if (!s->ops) {
+        free(s);
+        return -ENOMEM;
+    }
+    for (unsigned i = 0; i < s->limit; ++i) s->ops[i].next_free = i + 1 < s->limit ? (int)i + 1 : -1;
+    s->op_free = 0;
+    s->backlog = -1;
+    s->cache_max = m.max_regions && m.max_regions < RMA_CACHE_DEFAULT ? m.max_regions : RMA_CACHE_DEFAULT;
+    ep->rma = s;
+    *out = s;
+    return 0;
+}
+
+int velo__rma_set_limits(struct velo_ep* ep, unsigned cache_max, uint32_t piece_max) {
+    struct velo_rma* s;
+    pthread_mutex_lock(&ep->rma_lock);
+    int r = rma_get(ep, &s);
+    if (r == 0) {
+        s->cache_max = cache_max;
+        if (piece_max) s->piece_max = piece_max;
+    }
+    pthread_mutex_unlock(&ep->rma_lock);
+    return r;
+}
+
+// ============================================================================ region cache
+static int drv_deregister(struct velo_ep* ep, uint64_t nla) {
+    struct velo_uapi_deregister d;
+    memset(&d, 0, sizeof d);
+    d.argsz = sizeof d;
+    d.nla = nla;
+    return ep->be->rma_ioctl(ep, VELO_IOC_DEREGISTER, &d);
+}
+
+static int drv_repin(struct velo_ep* ep, uint64_t nla) {
+    struct velo_uapi_repin p;
+    memset(&p, 0, sizeof p);
+    p.argsz = sizeof p;
+    p.nla = nla & ~NLA_OFFSET_MASK;
+    return ep->be->rma_ioctl(ep, VELO_IOC_REPIN, &p);
+}
+
+static void lru_unlink(struct velo_rma* s, struct rc_ent* e) {
+    if (e->prev)
+        e->prev->next = e->next;
+    else
+        s->lru_head = e->next;
+    if (e->next)
+        e->next->prev = e->prev;
+    else
+        s->lru_tail = e->prev;
+    e->prev = e->next = NULL;
+}
+
+static void lru_front(struct velo_rma* s, struct rc_ent* e) {
+    e->prev = NULL;
+    e->next = s->lru_head;
+    if (s->lru_head) s->lru_head->prev = e;
+    s->lru_head = e;
+    if (!s->lru_tail) s->lru_tail = e;
+}
+
+// Out of the lookup list (the registration itself stays until its last reference).
+static void rc_uncache(struct velo_rma* s, struct rc_ent* e) {
+    if (!e->cached) return;
+    lru_unlink(s, e);
+    e->cached = 0;
+    --s->ncached;
+}
+
+static int rc_free(struct velo_ep* ep, struct velo_rma* s, struct rc_ent* e) {
+    int r = drv_deregister(ep, e->nla);
+    if (e->all_prev)
+        e->all_prev->all_next = e->all_next;
+    else
+        s->all = e->all_next;
+    if (e->all_next) e->all_next->all_prev = e->all_prev;
+    free(e);
+    return r;
+}
+
+// Evict least recently used idle registrations while the cache holds more than `keep`.
+static void rc_trim(struct velo_ep* ep, struct velo_rma* s, unsigned keep) {
+    struct rc_ent* e = s->lru_tail;
+    while (e && s->ncached > keep) {
+        struct rc_ent* p = e->prev;
+        if (e->refs == 0) {
+            rc_uncache(s, e);
+            rc_free(ep, s, e);
+            ++ep->st.rma_evictions;
+        }
+        e = p;
+    }
+}
+
+static int rc_put(struct velo_ep* ep, struct velo_rma* s, struct rc_ent* e) {
+    if (--e->refs) return 0;
+    if (!e->cached) return rc_free(ep, s, e);
+    if (s->ncached > s->cache_max) rc_trim(ep, s, s->cache_max);
+    return 0;
+}
+
+static struct rc_ent* rc_lookup(struct velo_rma* s, uintptr_t addr, size_t len, unsigned access) {
+    for (struct rc_ent* e = s->lru_head; e; e = e->next) {
+        if (e->addr <= addr && addr - e->addr <= e->len && len <= e->len - (addr - e->addr) &&
+            (e->access & access) == access) {
+            if (e != s->lru_head) {
+                lru_unlink(s, e);
+                lru_front(s, e);
+            }
+            return e;
+        }
+    }
+    return NULL;
+}
+
+// A registration containing [addr, addr + len) with `access`, referenced (refs + 1).
+static int rc_acquire(struct velo_ep* ep, struct velo_rma* s, uintptr_t addr, size_t len, unsigned access,
+                      struct rc_ent** out) {
+    struct rc_ent* e = rc_lookup(s, addr, len, access);
+    if (e) {
+        ++ep->st.rma_cache_hits;
+        ++e->refs;
+        *out = e;
+        return 0;
+    }
+    struct velo_uapi_register g;
+    int r = 0;
+    for (int attempt = 0; attempt < 2; ++attempt) {
+        memset(&g, 0, sizeof g);
+        g.argsz = sizeof g;
+        g.flags = access;
+        g.addr = (uint64_t)addr;
+        g.len = (uint64_t)len;
+        r = ep->be->rma_ioctl(ep, VELO_IOC_REGISTER, &g);
+        if (r != -ENOSPC || attempt) break;
+        rc_trim(ep, s, 0);  // no room in the NIC: give the idle registrations back, try again
+    }
+    if (r < 0) return r;
+    e = calloc(1, sizeof *e);
+    if (!e) {
+        drv_deregister(ep, g.nla);
+        return -ENOMEM;
+    }
+    ++ep->st.rma_cache_miss;
+    e->addr = addr;
+    e->len = len;
+    e->nla = g.nla;
+    e->access = access;
+    e->refs = 1;
+    e->cached = 1;
+    lru_front(s, e);
+    ++s->ncached;
+    e->all_next = s->all;
+    if (s->all) s->all->all_prev = e;
+    s->all = e;
+    if (s->ncached > s->cache_max) rc_trim(ep, s, s->cache_max);
+    *out = e;
+    return 0;
+}
+
+static int check_range(const void* addr, size_t len) {
+    if (!addr || len == 0) return -EINVAL;
+    if ((uint64_t)len > VELO_REG_LEN_MAX || (uintptr_t)addr + len < (uintptr_t)addr) return -EINVAL;
+    return 0;
+}
+
+int velo_register(velo_ep_t* ep, const void* addr, size_t len, unsigned access, velo_region_t** region) {
+    if (!ep || !region) return -EINVAL;
+    *region = NULL;
+    if (ep->closed) return -EBADF;
+    int r = check_range(addr, len);
+    if (r) return r;
+    if (access == 0 || (access & ~VELO_ACCESS_ALL)) return -EINVAL;
+    struct velo_region* h = calloc(1, sizeof *h);
+    if (!h) return -ENOMEM;
+    pthread_mutex_lock(&ep->rma_lock);
+    struct velo_rma* s;
+    r = rma_get(ep, &s);
+    struct rc_ent* e = NULL;
+    if (r == 0) {
+        e = rc_lookup(s, (uintptr_t)addr, len, access);
+        if (e) {
+            // handed out: make it valid now (the owner's side of decoupled pinning, docs/rma.md §2.4)
+            r = drv_repin(ep, e->nla);
+            if (r == 0) {
+                ++e->refs;
+                ++ep->st.rma_cache_hits;
+            } else {
+                rc_uncache(s, e);  // the driver lost it: forget it, register anew
+                if (e->refs == 0) rc_free(ep, s, e);
+                e = NULL;
+            }
+        }
+        if (!e) r = rc_acquire(ep, s, (uintptr_t)addr, len, access, &e);
+    }
+    pthread_mutex_unlock(&ep->rma_lock);
+    if (r < 0) {
+        free(h);
+        return r;
+    }
+    h->ep = ep;
+    h->e = e;
+    h->addr = (uintptr_t)addr;
+    h->len = len;
+    h->access = access;
+    *region = h;
+    return 0;
+}
+
+int velo_deregister(velo_region_t* h) {
+    if (!h) return -EINVAL;
+    struct velo_ep* ep = h->ep;
+    if (ep->closed) {
+        free(h);
+        return -EBADF;
+    }
+    pthread_mutex_lock(&ep->rma_lock);
+    struct velo_rma* s = ep->rma;  // set: the handle came from velo_register
+    rc_uncache(s, h->e);
+    int r = rc_put(ep, s, h->e);
+    pthread_mutex_unlock(&ep->rma_lock);
+    free(h);
+    return r;
+}
+
+int velo_region_nla(const velo_region_t* h, size_t offset, uint64_t* nla) {
+    if (!h || !nla) return -EINVAL;
+    if (offset > h->len) return -ERANGE;
+    *nla = h->e->nla + (h->addr - h->e->addr) + offset;
+    return 0;
+}
+
+// ============================================================================ commands
+// One command into its slot: two 16-byte stores to the same 32-byte aligned half line, then a
+// store fence, so the write-combining buffer drains it as one burst (docs/rma.md §1).
+static void store_cmd(uint8_t* dst, const uint64_t w[4]) {
+#if VELO_RMA_SSE
+    const __m128i a = _mm_set_epi64x((long long)w[1], (long long)w[0]);
+    const __m128i b = _mm_set_epi64x((long long)w[3], (long long)w[2]);
+    _mm_store_si128((__m128i*)dst, a);
+    _mm_store_si128((__m128i*)(dst + 16), b);
+    _mm_sfence();
+#else
+    volatile uint64_t* q = (volatile uint64_t*)dst;
+    q[0] = w[0];
+    q[1] = w[1];
+    q[2] = w[2];
+    q[3] = w[3];
+    __atomic_thread_fence(__ATOMIC_SEQ_CST);
+#endif
+}
+
+static void issue_slot(struct velo_rma* s, unsigned k) {
+    store_cmd(s->m.cmd_page + (size_t)k * VELO_RMA_CMD_BYTES, s->slot[k].w);
+}
+
+// Issue the pieces of op `i` that fit. A notified put split into several commands sends its
+// last (notified) piece only after every other piece ended, so the TARGET entry follows all
+// the data even when a piece was issued again. After an error nothing more is issued.
+static void issue_more(struct velo_rma* s, int i) {
+    struct rma_op* o = &s->ops[i];
+    if (o->reason) o->total = o->nissued;
+    while (o->nissued < o->total && s->outstanding < s->limit) {
+        const int last = o->nissued + 1 == o->total;
+        const int notify = last && (o->flags & VELO_RMA_F_NOTIFY);
+        if (notify && o->total > 1 && o->final_seen + 1 < o->total) break;
+        const uint64_t left = o->len - o->issued;
+        const uint64_t n = left < s->piece_max ? left : s->piece_max;
+        unsigned k = s->next_slot;
+        while (s->slot[k].busy) k = (k + 1) % VELO_RMA_SLOTS;
+        s->next_slot = (k + 1) % VELO_RMA_SLOTS;
+        struct rma_slot* sl = &s->slot[k];
+        const int put = o->op == VELO_RMA_OP_PUT;
+        sl->w[0] = VELO_FIELD_PREP(VELO_RMA_CMD0_OP, o->op) |
+                   VELO_FIELD_PREP(VELO_RMA_CMD0_LCPL, put ? (o->flags & VELO_RMA_F_LOCAL) != 0 : 1) |
+                   VELO_FIELD_PREP(VELO_RMA_CMD0_RCPL, put) | VELO_FIELD_PREP(VELO_RMA_CMD0_NOTIFY, notify) |
+                   VELO_FIELD_PREP(VELO_RMA_CMD0_REM_NODE, o->node) | VELO_FIELD_PREP(VELO_RMA_CMD0_LEN, n);
+        sl->w[1] = o->local_nla + (o->e ? o->issued : 0);
+        sl->w[2] = o->remote_nla + o->issued;
+        sl->w[3] = o->cookie;
+        sl->op = i;
+        sl->retries = 0;
+        sl->busy = 1;
+        sl->lcpl = 0;
+        ++s->outstanding;
+        ++o->nissued;
+        o->issued += n;
+        issue_slot(s, k);
+    }
+    if (o->nissued < o->total)
+        s->backlog = i;
+    else if (s->backlog == i)
+        s->backlog = -1;
+}
+
+static int submit(struct velo_ep* ep, struct velo_rma* s, unsigned op, velo_addr_t peer, struct rc_ent* e,
+                  uint64_t local_nla, uint64_t remote_nla, uint64_t len, unsigned flags, uint64_t cookie) {
+    const int i = s->op_free;
+    struct rma_op* o = &s->ops[i];
+    s->op_free = o->next_free;
+    memset(o, 0, sizeof *o);
+    o->cookie = cookie;
+    o->len = len;
+    o->local_nla = local_nla;
+    o->remote_nla = remote_nla;
+    o->node = peer.node;
+    o->vpid = peer.vpid;
+    o->op = op;
+    o->flags = flags;
+    o->total = len ? (unsigned)((len + s->piece_max - 1) / s->piece_max) : 1;
+    o->e = e;
+    o->next_free = -1;
+    (void)ep;
+    issue_more(s, i);
+    return 0;
+}
+
+// Argument checks shared by put and get; 0 or the errno of the first bad argument.
+static int check_remote(const struct velo_ep* ep, const struct velo_rma* s, velo_addr_t peer, uint64_t nla,
+                        size_t len) {
+    if (peer.node >= (1u << ep->node_bits) || peer.vpid >= (1u << ep->vpid_bits) ||
+        VELO_IS_CTL_VPID(peer.vpid, ep->vpid_bits))
+        return -EINVAL;
+    if (VELO_FIELD_GET(VELO_RMA_NLA_REGION, nla) >= (1ull << s->m.region_bits)) return -EINVAL;
+    const uint64_t off = VELO_FIELD_GET(VELO_RMA_NLA_OFFSET, nla);
+    if ((uint64_t)len > NLA_LIMIT - off) return -ERANGE;
+    return 0;
+}
+
+static int room(const struct velo_rma* s) {
+    return s->backlog >= 0 || s->outstanding >= s->limit || s->op_free < 0 ? -EAGAIN : 0;
+}
+
+static int xfer(velo_ep_t* ep, unsigned op, velo_addr_t peer, const velo_region_t* local, size_t local_off,
+                uint64_t remote_nla, size_t len, unsigned flags, uint64_t cookie) {
+    if (!ep) return -EINVAL;
+    if (ep->closed) return -EBADF;
+    const unsigned allowed =
+        op == VELO_RMA_OP_PUT ? VELO_RMA_F_LOCAL | VELO_RMA_F_REMOTE | VELO_RMA_F_NOTIFY : VELO_RMA_F_LOCAL;
+    if (flags & ~allowed) return -EINVAL;
+    if (op == VELO_RMA_OP_GET && len == 0) return -EINVAL;
+    if (len && !local) return -EINVAL;
+    if (local && local->ep != ep) return -EINVAL;
+    pthread_mutex_lock(&ep->rma_lock);
+    struct velo_rma* s;
+    int r = rma_get(ep, &s);
+    if (r == 0) r = check_remote(ep, s, peer, remote_nla, len);
+    if (r == 0 && local) {
+        const unsigned need = op == VELO_RMA_OP_PUT ? VELO_ACCESS_LOCAL_READ : VELO_ACCESS_LOCAL_WRITE;
+        if (local_off > local->len || len > local->len - local_off)
+            r = -ERANGE;
+        else if (!(local->access & need))
+            r = -EACCES;
+    }
+    if (r == 0) r = room(s);
+    if (r == 0) {
+        struct rc_ent* e = local ? local->e : NULL;
+        if (e) ++e->refs;
+        const uint64_t lnla = e ? e->nla + (local->addr - e->addr) + local_off : 0;
+        r = submit(ep, s, op, peer, e, lnla, remote_nla, len, flags, cookie);
+    }
+    pthread_mutex_unlock(&ep->rma_lock);
+    return r;
+}
+
+static int xfer_buf(velo_ep_t* ep, unsigned op, velo_addr_t peer, const void* buf, uint64_t remote_nla, size_t len,
+                    unsigned flags, uint64_t cookie) {
+    if (!ep) return -EINVAL;
+    if (ep->closed) return -EBADF;
+    const unsigned allowed =
+        op == VELO_RMA_OP_PUT ? VELO_RMA_F_LOCAL | VELO_RMA_F_REMOTE | VELO_RMA_F_NOTIFY : VELO_RMA_F_LOCAL;
+    if (flags & ~allowed) return -EINVAL;
+    if (op == VELO_RMA_OP_GET && len == 0) return -EINVAL;
+    if (len && check_range(buf, len)) return -EINVAL;
+    pthread_mutex_lock(&ep->rma_lock);
+    struct velo_rma* s;
+    int r = rma_get(ep, &s);
+    if (r == 0) r = check_remote(ep, s, peer, remote_nla, len);
+    if (r == 0) r = room(s);
+    struct rc_ent* e = NULL;
+    if (r == 0 && len) {
+        const unsigned need = op == VELO_RMA_OP_PUT ? VELO_ACCESS_LOCAL_READ : VELO_ACCESS_LOCAL_WRITE;
+        r = rc_acquire(ep, s, (uintptr_t)buf, len, need, &e);
+    }
+    if (r == 0) {
+        const uint64_t lnla = e ? e->nla + ((uintptr_t)buf - e->addr) : 0;
+        r = submit(ep, s, op, peer, e, lnla, remote_nla, len, flags, cookie);
+    }
+    pthread_mutex_unlock(&ep->rma_lock);
+    return r;
+}
+
+int velo_put(velo_ep_t* ep, velo_addr_t dst, const velo_region_t* local, size_t local_off, uint64_t remote_nla,
+             size_t len, unsigned flags, uint64_t cookie) {
+    return xfer(ep, VELO_RMA_OP_PUT, dst, local, local_off, remote_nla, len, flags, cookie);
+}
+
+int velo_get(velo_ep_t* ep, velo_addr_t src, const velo_region_t* local, size_t local_off, uint64_t remote_nla,
+             size_t len, unsigned flags, uint64_t cookie) {
+    return xfer(ep, VELO_RMA_OP_GET, src, local, local_off, remote_nla, len, flags, cookie);
+}
+
+int velo_put_buf(velo_ep_t* ep, velo_addr_t dst, const void* buf, uint64_t remote_nla, size_t len, unsigned flags,
+                 uint64_t cookie) {
+    return xfer_buf(ep, VELO_RMA_OP_PUT, dst, buf, remote_nla, len, flags, cookie);
+}
+
+int velo_get_buf(velo_ep_t* ep, velo_addr_t src, void* buf, uint64_t remote_nla, size_t len, unsigned flags,
+                 uint64_t cookie) {
+    return xfer_buf(ep, VELO_RMA_OP_GET, src, buf, remote_nla, len, flags, cookie);
+}
+
+// ============================================================================ completions
+static int reason_errno(unsigned reason) {
+    switch (reason) {
+        case VELO_RMA_ERR_BAD_CMD:
+            return -EPROTO;
+        case VELO_RMA_ERR_TORN:
+            return -EIO;
+        case VELO_RMA_ERR_BAD_HANDLE:
+            return -ENOENT;
+        case VELO_RMA_ERR_NOT_OWNER:
+            return -EPERM;
+        case VELO_RMA_ERR_PERM:
+            return -EACCES;
+        case VELO_RMA_ERR_RANGE:
+            return -ERANGE;
+        case VELO_RMA_ERR_NOT_VALID:
+            return -EFAULT;
+        case VELO_RMA_ERR_NO_ROUTE:
+            return -EHOSTUNREACH;
+        case VELO_RMA_ERR_NQ_DISABLED:
+            return -ENOTCONN;
+        case VELO_RMA_ERR_DISABLED:
+            return -ENETDOWN;
+        default:
+            return -EIO;
+    }
+}
+
+const char* velo_rma_reason_str(unsigned reason) {
+    switch (reason) {
+        case 0:
+            return "no error";
+        case VELO_RMA_ERR_BAD_CMD:
+            return "BAD_CMD: the NIC refused the command as malformed";
+        case VELO_RMA_ERR_TORN:
+            return "TORN: the command's write reached the NIC in pieces (issued again, in vain)";
+        case VELO_RMA_ERR_BAD_HANDLE:
+            return "BAD_HANDLE: unknown region or wrong key (stale, deregistered handle)";
+        case VELO_RMA_ERR_NOT_OWNER:
+            return "NOT_OWNER: the local region belongs to another endpoint";
+        case VELO_RMA_ERR_PERM:
+            return "PERM: the region was not registered for this access";
+        case VELO_RMA_ERR_RANGE:
+            return "RANGE: offset + length beyond the region";
+        case VELO_RMA_ERR_NOT_VALID:
+            return "NOT_VALID: the region's memory was unmapped or changed (remote: after its handle was "
+                   "handed out; local: re-pinning failed)";
+        case VELO_RMA_ERR_NO_ROUTE:
+            return "NO_ROUTE: no route to the node";
+        case VELO_RMA_ERR_NQ_DISABLED:
+            return "NQ_DISABLED: data written, but the target's notification queue is disabled";
+        case VELO_RMA_ERR_DISABLED:
+            return "DISABLED: the RMA unit or the NIC is disabled";
+        default:
+            return "unknown RMA error reason";
+    }
+}
+
+static velo_rma_cpl_t* ev_push(struct velo_rma* s) {
+    velo_rma_cpl_t* c = &s->evq[(s->evq_head + s->evq_len++) % RMA_EVQ];
+    memset(c, 0, sizeof *c);
+    return c;
+}
+
+static void ev_op(struct velo_rma* s, const struct rma_op* o, unsigned kind) {
+    velo_rma_cpl_t* c = ev_push(s);
+    c->kind = kind;
+    c->op = o->op;
+    c->cookie = o->cookie;
+    c->len = o->len;
+    c->nla = o->remote_nla;
+    c->peer.node = o->node;
+    c->peer.vpid = o->vpid;
+    if (kind == VELO_RMA_KIND_ERROR) {
+        c->reason = o->reason;
+        c->remote = o->remote;
+        c->status = reason_errno(o->reason);
+    }
+}
+
+static void maybe_local(struct velo_rma* s, struct rma_op* o) {
+    if ((o->flags & VELO_RMA_F_LOCAL) && o->op == VELO_RMA_OP_PUT && !o->local_reported && !o->reason &&
+        o->nissued == o->total && o->lcpl_seen == o->total) {
+        o->local_reported = 1;
+        ev_op(s, o, VELO_RMA_KIND_LOCAL);
+    }
+}
+
+// The final entry of the command in slot k.
+static void slot_final(struct velo_ep* ep, struct velo_rma* s, unsigned k, unsigned reason, unsigned remote) {
+    struct rma_slot* sl = &s->slot[k];
+    const int i = sl->op;
+    struct rma_op* o = &s->ops[i];
+    sl->busy = 0;
+    --s->outstanding;
+    ++o->final_seen;
+    if (reason && !o->reason) {
+        o->reason = reason;
+        o->remote = remote;
+    }
+    if (o->reason) o->total = o->nissued;  // abandon the pieces not issued yet
+    if (o->final_seen == o->total && o->nissued == o->total) {
+        if (o->reason) {
+            ev_op(s, o, VELO_RMA_KIND_ERROR);
+        } else if (o->op == VELO_RMA_OP_PUT) {
+            if ((o->flags & VELO_RMA_F_LOCAL) && !o->local_reported) {
+                o->local_reported = 1;  // (no LOCAL_CPL for a data-less put: the source is free)
+                ev_op(s, o, VELO_RMA_KIND_LOCAL);
+            }
+            if (o->flags & VELO_RMA_F_REMOTE) ev_op(s, o, VELO_RMA_KIND_REMOTE);
+        } else if (o->flags & VELO_RMA_F_LOCAL) {
+            ev_op(s, o, VELO_RMA_KIND_GET_DONE);
+        }
+        if (o->e) rc_put(ep, s, o->e);
+        o->e = NULL;
+        if (s->backlog == i) s->backlog = -1;
+        o->next_free = s->op_free;
+        s->op_free = i;
+    }
+}
+
+static void slot_retry(struct velo_ep* ep, struct velo_rma* s, unsigned k, unsigned reason) {
+    struct rma_slot* sl = &s->slot[k];
+    if (sl->retries >= RMA_RETRY_MAX) {
+        slot_final(ep, s, k, reason, 0);
+        return;
+    }
+    ++sl->retries;
+    sl->lcpl = 0;
+    ++ep->st.rma_reissues;
+    issue_slot(s, k);
+}
+
+#define NQ_RSVD_MASK                                                                   \
+    (VELO_FIELD_MASK(VELO_RMA_NQ_HDR_RSVD0) | VELO_FIELD_MASK(VELO_RMA_NQ_HDR_RSVD1) | \
+     VELO_FIELD_MASK(VELO_RMA_NQ_HDR_RSVD2) | VELO_FIELD_MASK(VELO_RMA_NQ_HDR_RSVD3))
+
+static void on_entry(struct velo_ep* ep, struct velo_rma* s, const uint64_t w[4]) {
+    const uint64_t h = w[0];
+    const unsigned kind = (unsigned)VELO_FIELD_GET(VELO_RMA_NQ_HDR_KIND, h);
+    if ((h & NQ_RSVD_MASK) || (w[2] & VELO_FIELD_MASK(VELO_RMA_NQ_W2_RSVD)) || kind < VELO_RMA_NQ_KIND_LOCAL_CPL ||
+        kind > VELO_RMA_NQ_KIND_TARGET) {
+        ++ep->st.rma_nq_bad;
+        return;
+    }
+    if (kind == VELO_RMA_NQ_KIND_TARGET) {
+        velo_rma_cpl_t* c = ev_push(s);
+        c->kind = kind;
+        c->op = (uint32_t)VELO_FIELD_GET(VELO_RMA_NQ_HDR_OP, h);
+        c->cookie = w[1];
+        c->len = VELO_FIELD_GET(VELO_RMA_NQ_W2_LEN, w[2]);
+        c->nla = w[3];
+        c->peer.node = (uint32_t)VELO_FIELD_GET(VELO_RMA_NQ_HDR_PEER_NODE, h);
+        c->peer.vpid = (uint32_t)VELO_FIELD_GET(VELO_RMA_NQ_HDR_PEER_VPID, h);
+        return;
+    }
+    const unsigned k = (unsigned)VELO_FIELD_GET(VELO_RMA_NQ_HDR_SLOT, h);
+    const unsigned err = (unsigned)VELO_FIELD_GET(VELO_RMA_NQ_HDR_ERR, h);
+    const unsigned remote = (unsigned)VELO_FIELD_GET(VELO_RMA_NQ_HDR_ERR_REMOTE, h);
+    if (kind == VELO_RMA_NQ_KIND_ERROR && err == VELO_RMA_ERR_TORN) {
+        // nothing of the write was executed: issue the commands of the slots it touched again
+        unsigned cnt = (unsigned)VELO_FIELD_GET(VELO_RMA_NQ_HDR_SLOT_CNT, h);
+        if (cnt == 0) cnt = 1;
+        if (cnt > VELO_RMA_SLOTS) cnt = VELO_RMA_SLOTS;
+        for (unsigned j = 0; j < cnt; ++j) {
+            const unsigned t = (k + j) % VELO_RMA_SLOTS;
+            if (s->slot[t].busy) slot_retry(ep, s, t, VELO_RMA_ERR_TORN);
+        }
+        return;
+    }
+    struct rma_slot* sl = &s->slot[k];
+    const unsigned op = (unsigned)VELO_FIELD_GET(VELO_RMA_NQ_HDR_OP, h);
+    if (!sl->busy || op != s->ops[sl->op].op) {
+        ++ep->st.rma_nq_bad;  // no command of ours in that slot
+        return;
+    }
+    struct rma_op* o = &s->ops[sl->op];
+    switch (kind) {
+        case VELO_RMA_NQ_KIND_LOCAL_CPL:
+            if (op != VELO_RMA_OP_PUT || sl->lcpl) {
+                ++ep->st.rma_nq_bad;
+                return;
+            }
+            sl->lcpl = 1;
+            ++o->lcpl_seen;
+            maybe_local(s, o);
+            return;
+        case VELO_RMA_NQ_KIND_REMOTE_CPL:
+        case VELO_RMA_NQ_KIND_GET_DONE:
+            if ((kind == VELO_RMA_NQ_KIND_REMOTE_CPL) != (op == VELO_RMA_OP_PUT)) {
+                ++ep->st.rma_nq_bad;
+                return;
+            }
+            slot_final(ep, s, k, 0, 0);
+            return;
+        default:  // ERROR
+            if (err == VELO_RMA_ERR_NOT_VALID && !remote && sl->retries < RMA_RETRY_MAX) {
+                // our own region lost its translation (munmap, COW, migration, compaction): re-pin it
+                // and issue the command again (decoupled pinning, docs/rma.md §2.4)
+                if (drv_repin(ep, sl->w[1]) == 0) {
+                    ++ep->st.rma_repins;
+                    slot_retry(ep, s, k, err);
+                    return;
+                }
+            }
+            slot_final(ep, s, k, err ? err : VELO_RMA_ERR_BAD_CMD, remote);
+            return;
+    }
+}
+
+static void write_rp(struct velo_rma* s) {
+    *s->m.nq_rp = s->rp & ((1u << VELO_RMA_NQ_PTR_BITS) - 1);
+    s->rp_nic = s->rp;
+}
+
+// The entry at the read pointer, if the NIC wrote it: the header word first (acquire), its PHASE
+// must be the current pass's ((rp >> k) & 1) ^ 1; then the rest. An entry is one DMA write inside
+// one line, so a header with the right phase means the whole entry is there (no torn read).
+static int nq_next(struct velo_rma* s, uint64_t w[4]) {
+    const volatile uint64_t* e =
+        (const volatile uint64_t*)(s->m.nq + (size_t)(s->rp & s->mask) * VELO_RMA_NQ_ENTRY_BYTES);
+    const uint64_t h = __atomic_load_n(e, __ATOMIC_ACQUIRE);
+    const unsigned want = ((s->rp >> s->m.nq_log2) & 1u) ^ 1u;
+    if (VELO_FIELD_GET(VELO_RMA_NQ_HDR_PHASE, h) != want) return 0;
+    w[0] = h;
+    w[1] = e[VELO_RMA_NQ_OFF_COOKIE / 8];
+    w[2] = e[VELO_RMA_NQ_OFF_LEN / 8];
+    w[3] = e[VELO_RMA_NQ_OFF_NLA / 8];
+    ++s->rp;
+    if (s->rp - s->rp_nic >= s->rp_batch) write_rp(s);
+    return 1;
+}
+
+int velo_rma_poll(velo_ep_t* ep, velo_rma_cpl_t* cpl) {
+    if (!ep || !cpl) return -EINVAL;
+    if (ep->closed) return -EBADF;
+    pthread_mutex_lock(&ep->rma_lock);
+    struct velo_rma* s;
+    int r = rma_get(ep, &s);
+    if (r == 0) {
+        uint64_t w[4];
+        while (s->evq_len == 0 && nq_next(s, w)) {
+            on_entry(ep, s, w);
+            if (s->backlog >= 0) issue_more(s, s->backlog);  // slots freed: the rest of a long call
+        }
+        if (s->evq_len) {
+            *cpl = s->evq[s->evq_head];
+            s->evq_head = (s->evq_head + 1) % RMA_EVQ;
+            --s->evq_len;
+        } else {
+            if (s->rp != s->rp_nic) write_rp(s);  // idle: give the NIC all the room
+            r = ep->dead ? -EPIPE : -EAGAIN;
+        }
+    }
+    pthread_mutex_unlock(&ep->rma_lock);
+    return r;
+}
+
+int velo_rma_wait(velo_ep_t* ep, velo_rma_cpl_t* cpl, int timeout_ms) {
+    // the notification queue has no interrupt yet: poll, backing off to short sleeps
+    struct timespec t0;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    for (unsigned n = 0;; ++n) {
+        int r = velo_rma_poll(ep, cpl);
+        if (r != -EAGAIN) return r;
+        if (timeout_ms == 0) return -ETIMEDOUT;
+        if (timeout_ms > 0) {
+            struct timespec t;
+            clock_gettime(CLOCK_MONOTONIC, &t);
+            const int64_t ms = (int64_t)(t.tv_sec - t0.tv_sec) * 1000 + (t.tv_nsec - t0.tv_nsec) / 1000000;
+            if (ms >= timeout_ms) return -ETIMEDOUT;
+        }
+        if (n >= 2000) {
+            struct timespec ts = {0, 20000};
+            nanosleep(&ts, NULL);
+        }
+    }
+}
+
+// ============================================================================ close
+void velo__rma_close(struct velo_ep* ep) {
+    pthread_mutex_lock(&ep->rma_lock);
+    struct velo_rma* s = ep->rma;
+    if (s) {
+        // the driver deregisters every region of the endpoint at close: only the memory goes
+        struct rc_ent* e = s->all;
+        while (e) {
+            struct rc_ent* n = e->all_next;
+            free(e);
+            e = n;
+        }
+        free(s->ops);
+        free(s);
+        ep->rma = NULL;
+    }
+    pthread_mutex_unlock(&ep->rma_lock);
+}

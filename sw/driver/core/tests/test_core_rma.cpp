@@ -1,0 +1,507 @@
+// Directed tests of the driver core's RMA part (docs/rma.md §2, §4): the RMA block at probe,
+// notification queue setup and teardown, region declaration, translation (page table runs,
+// RG_CFG written last), invalidation with the quiesce barrier, key rotation, deregistration
+// while the NIC still uses a region, a NIC that never quiesces, page table compaction, the
+// ioctl argument checks and the mmaps. The fake NIC's monitor (fake_nic.hpp) flags every
+// register change or unpin while a region may still be in use; every test ends with no DMA
+// memory, no core memory and no pin left.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <memory>
+#include <vector>
+
+#include "fake_nic.hpp"
+#include "velo/velo_uapi.h"
+
+namespace {
+
+constexpr unsigned kAll = VELO_REG_ACCESS_ALL;
+
+class Rma : public ::testing::Test {
+  protected:
+    fake::Nic nic;
+    velo_core* c = nullptr;
+    uint64_t next_owner = 1;
+    std::vector<std::unique_ptr<fake::Pin>> pins;
+
+    void probe() {
+        ASSERT_EQ(fake::probe(&nic, &c), 0);
+        ASSERT_EQ(velo_core_enable(c, 3), 0);
+    }
+    void SetUp() override {}
+    void TearDown() override {
+        if (c) velo_core_remove(c);
+        EXPECT_TRUE(nic.live.empty()) << "DMA memory leaked";
+        EXPECT_EQ(nic.zallocs, nic.zfrees) << "core memory leaked";
+        for (auto& p : pins) EXPECT_LE(p->unpinned, 1);
+        for (auto& v : nic.violations) ADD_FAILURE() << "monitor: " << v;
+    }
+    velo_core_client client() {
+        velo_core_client cl;
+        velo_core_client_init(&cl, next_owner++, 4242, 1000, 0);
+        return cl;
+    }
+    void open(velo_core_client& cl) {
+        velo_uapi_ep_open o{};
+        o.argsz = sizeof o;
+        o.vpid = -1;
+        o.log2_lines = 6;
+        o.ctl_log2_lines = 6;
+        ASSERT_EQ(velo_core_ioctl(c, &cl, VELO_IOC_NR_EP_OPEN, &o), 0);
+    }
+    int setup(velo_core_client& cl, unsigned log2 = 0, velo_uapi_rma_setup* out = nullptr) {
+        velo_uapi_rma_setup a{};
+        a.argsz = sizeof a;
+        a.log2_entries = log2;
+        const int r = velo_core_ioctl(c, &cl, VELO_IOC_NR_RMA_SETUP, &a);
+        if (out) *out = a;
+        return r;
+    }
+    int reg(velo_core_client& cl, uint64_t addr, uint64_t len, unsigned flags, velo_uapi_register* out = nullptr) {
+        velo_uapi_register a{};
+        a.argsz = sizeof a;
+        a.flags = flags;
+        a.addr = addr;
+        a.len = len;
+        const int r = velo_core_ioctl(c, &cl, VELO_IOC_NR_REGISTER, &a);
+        if (out) *out = a;
+        return r;
+    }
+    int dereg(velo_core_client& cl, uint64_t nla) {
+        velo_uapi_deregister a{};
+        a.argsz = sizeof a;
+        a.nla = nla;
+        return velo_core_ioctl(c, &cl, VELO_IOC_NR_DEREGISTER, &a);
+    }
+    int repin(velo_core_client& cl, uint64_t nla, uint32_t* again = nullptr) {
+        velo_uapi_repin a{};
+        a.argsz = sizeof a;
+        a.nla = nla;
+        const int r = velo_core_ioctl(c, &cl, VELO_IOC_NR_REPIN, &a);
+        if (again) *again = a.out_repinned;
+        return r;
+    }
+    // what the OS glue does after REGISTER / REPIN: pin (here: made-up frames) and map
+    static std::vector<uint64_t> frames(uint64_t n, uint64_t salt) {
+        std::vector<uint64_t> f(n);
+        for (uint64_t i = 0; i < n; ++i) f[i] = 0x100000 + salt * 0x1000 + i * 3;
+        return f;
+    }
+    int map(const velo_uapi_register& a, uint64_t salt, fake::Pin** pin_out = nullptr) {
+        const velo_core_region* g = velo_core_rma_region(c, a.region);
+        if (!g) return -1;
+        auto f = frames(velo_core_rma_pages(g->addr, g->len), salt);
+        pins.push_back(std::make_unique<fake::Pin>());
+        pins.back()->region = a.region;
+        if (pin_out) *pin_out = pins.back().get();
+        return velo_core_rma_map(c, a.region, a.key, f.data(), f.size(), pins.back().get());
+    }
+    // the NIC's view of region r's translation equals frames(.., salt)
+    void expect_translation(unsigned r, uint64_t salt) {
+        const velo_core_region* g = velo_core_rma_region(c, r);
+        ASSERT_NE(g, nullptr);
+        ASSERT_EQ(g->state, VELO_CORE_RG_VALID);
+        const auto f = frames(g->npte, salt);
+        const unsigned n = 1u << nic.pte_bits;
+        EXPECT_EQ(nic.rg(r, VELO_TBL_RMA_REGION_RG_PTE), g->pte_first);
+        for (unsigned k = 0; k < g->npte; ++k) EXPECT_EQ(nic.pte((g->pte_first + k) % n), f[k]) << "region " << r;
+        EXPECT_TRUE(nic.rg_valid(r));
+    }
+};
+
+TEST_F(Rma, ProbeReadsTheBlock) {
+    nic.rg_bits = 6;
+    nic.pte_bits = 9;
+    probe();
+    const struct velo_core_caps* k = velo_core_caps(c);
+    EXPECT_EQ(k->rma_base, static_cast<uint32_t>(VELO_BLK_RMA_BASE));
+    EXPECT_EQ(k->rma_region_bits, 6u);
+    EXPECT_EQ(k->rma_pte_bits, 9u);
+    EXPECT_EQ(k->rma_mtu, 48u);
+    EXPECT_EQ(k->rma_region_off, static_cast<uint32_t>(VELO_TBL_RMA_REGION_BASE));
+    unsigned longest = 0;
+    EXPECT_EQ(velo_core_rma_pte_free(c, &longest), 512u);
+    EXPECT_EQ(longest, 512u);
+}
+
+TEST_F(Rma, ImplausibleBlockRefused) {
+    for (int bad = 0; bad < 4; ++bad) {
+        fake::Nic n;
+        if (bad == 0) n.rg_bits = 13;
+        if (bad == 1) n.pte_bits = 3;
+        if (bad == 2) n.rma_mtu = 44;
+        if (bad == 3) n.regs[VELO_REG_RMA_PTE_OFFSET] = 0x1FC000;  // table past BAR0
+        velo_core* x = nullptr;
+        EXPECT_EQ(velo_core_probe(fake::ops(), &n, &x), -VELO_CORE_ENODEV) << bad;
+        EXPECT_EQ(n.zallocs, 0);
+    }
+}
+
+TEST_F(Rma, NoBlockMeansNotSupported) {
+    nic.drop_rma();
+    probe();
+    EXPECT_EQ(velo_core_caps(c)->rma_base, 0u);
+    auto cl = client();
+    open(cl);
+    EXPECT_EQ(setup(cl), -VELO_CORE_EOPNOTSUPP);
+    EXPECT_EQ(reg(cl, 0x1000, 4096, kAll), -VELO_CORE_EOPNOTSUPP);
+    EXPECT_EQ(dereg(cl, 0), -VELO_CORE_EOPNOTSUPP);
+    EXPECT_EQ(repin(cl, 0), -VELO_CORE_EOPNOTSUPP);
+    uint64_t nla;
+    EXPECT_EQ(velo_core_rma_declare(c, 0, 0x1000, 1, kAll, &nla), -VELO_CORE_EOPNOTSUPP);
+    EXPECT_EQ(velo_core_rma_invalidate(c, 0, 0), -VELO_CORE_EOPNOTSUPP);
+    velo_core_map m;
+    EXPECT_EQ(velo_core_mmap_check(c, &cl, VELO_MMAP_RMA_CMD, 4096, VELO_CORE_MAP_WRITE | VELO_CORE_MAP_SHARED, &m),
+              -VELO_CORE_EINVAL);
+    EXPECT_EQ(velo_core_client_close(c, &cl), 0);
+}
+
+TEST_F(Rma, NotificationQueueSetupMapAndTeardown) {
+    probe();
+    auto cl = client();
+    EXPECT_EQ(setup(cl), -VELO_CORE_EBADFD);
+    open(cl);
+    const unsigned v = static_cast<unsigned>(cl.vpid);
+    EXPECT_EQ(setup(cl, VELO_NQ_LOG2_MIN - 1), -VELO_CORE_EINVAL);
+    EXPECT_EQ(setup(cl, VELO_RMA_NQ_LOG2_MAX + 1), -VELO_CORE_EINVAL);
+    velo_uapi_rma_setup bad{};
+    bad.argsz = sizeof bad;
+    bad.rsvd = 1;
+    EXPECT_EQ(velo_core_ioctl(c, &cl, VELO_IOC_NR_RMA_SETUP, &bad), -VELO_CORE_EINVAL);
+    velo_core_map m;
+    EXPECT_EQ(velo_core_mmap_check(c, &cl, VELO_MMAP_NQ, 4096, VELO_CORE_MAP_READ | VELO_CORE_MAP_SHARED, &m),
+              -VELO_CORE_EINVAL)
+        << "no queue yet";
+    const size_t live0 = nic.live.size();
+    velo_uapi_rma_setup s{};
+    ASSERT_EQ(setup(cl, 0, &s), 0);
+    EXPECT_EQ(s.out_log2_entries, static_cast<uint32_t>(VELO_NQ_LOG2_DEFAULT));
+    EXPECT_EQ(s.nq_bytes, 32ull << VELO_NQ_LOG2_DEFAULT);
+    EXPECT_EQ(s.nq_rp_off, static_cast<uint32_t>(VELO_TBL_VPID_USER_NQ_RP));
+    EXPECT_EQ(s.region_bits, 8u);
+    EXPECT_EQ(s.pte_bits, 12u);
+    EXPECT_EQ(s.mtu, 48u);
+    EXPECT_EQ(nic.live.size(), live0 + 1);
+    const velo_core_ep* e = velo_core_ep_find(c, v);
+    ASSERT_NE(e, nullptr);
+    EXPECT_EQ(nic.nq(v, VELO_TBL_RMA_NQ_TABLE_NQ_BASE_LO), static_cast<uint32_t>(e->nq_dma));
+    EXPECT_EQ(nic.nq(v, VELO_TBL_RMA_NQ_TABLE_NQ_BASE_HI), static_cast<uint32_t>(e->nq_dma >> 32));
+    EXPECT_EQ(nic.nq(v, VELO_TBL_RMA_NQ_TABLE_NQ_CFG),
+              static_cast<uint32_t>(VELO_FIELD_PREP(VELO_TBL_RMA_NQ_TABLE_NQ_CFG_ENABLE, 1) |
+                                    VELO_FIELD_PREP(VELO_TBL_RMA_NQ_TABLE_NQ_CFG_LOG2_ENTRIES, VELO_NQ_LOG2_DEFAULT)));
+    EXPECT_EQ(setup(cl), -VELO_CORE_EEXIST);
+    // mmaps: the queue read-only at its size, the command page write-only at the vpid's page
+    const unsigned r = VELO_CORE_MAP_READ | VELO_CORE_MAP_SHARED, w = VELO_CORE_MAP_WRITE | VELO_CORE_MAP_SHARED;
+    EXPECT_EQ(velo_core_mmap_check(c, &cl, VELO_MMAP_NQ, s.nq_bytes, r, &m), 0);
+    EXPECT_EQ(m.kind, static_cast<unsigned>(VELO_CORE_MAP_NQ));
+    EXPECT_EQ(m.cpu, e->nq);
+    EXPECT_EQ(velo_core_mmap_check(c, &cl, VELO_MMAP_NQ, s.nq_bytes, r | w, &m), -VELO_CORE_EACCES);
+    EXPECT_EQ(velo_core_mmap_check(c, &cl, VELO_MMAP_NQ, 4096, r, &m), -VELO_CORE_EINVAL);
+    EXPECT_EQ(velo_core_mmap_check(c, &cl, VELO_MMAP_RMA_CMD, 4096, w, &m), 0);
+    EXPECT_EQ(m.kind, static_cast<unsigned>(VELO_CORE_MAP_RMA_CMD));
+    EXPECT_EQ(m.bar, static_cast<unsigned>(VELO_BAR_RMA));
+    EXPECT_EQ(m.bar_off, uint64_t(v) << 12);
+    EXPECT_EQ(velo_core_mmap_check(c, &cl, VELO_MMAP_RMA_CMD, 4096, w | r, &m), -VELO_CORE_EACCES);
+    EXPECT_EQ(velo_core_mmap_check(c, &cl, VELO_MMAP_RMA_CMD, 8192, w, &m), -VELO_CORE_EINVAL);
+    // close: the queue is disabled before the vpid's quiesce, the ring freed after it
+    nic.wlog_on = true;
+    EXPECT_EQ(velo_core_client_close(c, &cl), 0);
+    size_t nq_off = 0, q_off = 0;
+    for (size_t i = 0; i < nic.wlog.size(); ++i) {
+        if (nic.wlog[i].first == VELO_TBL_RMA_NQ_TABLE_BASE + v * 16 + VELO_TBL_RMA_NQ_TABLE_NQ_CFG && !nq_off)
+            nq_off = i + 1;
+        if (nic.wlog[i].first == VELO_REG_CTRL_QUIESCE_VPID && nic.wlog[i].second == v && !q_off) q_off = i + 1;
+    }
+    ASSERT_TRUE(nq_off && q_off);
+    EXPECT_LT(nq_off, q_off);
+    EXPECT_EQ(nic.nq(v, VELO_TBL_RMA_NQ_TABLE_NQ_CFG), 0u);
+    EXPECT_EQ(nic.live.size(), 0u);
+}
+
+TEST_F(Rma, RegisterMapInvalidateRepin) {
+    probe();
+    auto cl = client();
+    open(cl);
+    const unsigned v = static_cast<unsigned>(cl.vpid);
+    velo_uapi_register a{};
+    const uint64_t addr = 0x7f0000001234ull, len = 3 * 4096 + 100;
+    ASSERT_EQ(reg(cl, addr, len, VELO_REG_LOCAL_READ | VELO_REG_REMOTE_WRITE, &a), 0);
+    EXPECT_EQ(a.nla, VELO_FIELD_PREP(VELO_RMA_NLA_KEY, a.key) | VELO_FIELD_PREP(VELO_RMA_NLA_REGION, a.region));
+    const unsigned r = a.region;
+    // declared: ALLOC without VALID, owner, key, permissions, start and length
+    const uint32_t cfg = nic.rg_cfg(r);
+    EXPECT_EQ(VELO_FIELD_GET(VELO_TBL_RMA_REGION_RG_CFG_ALLOC, cfg), 1u);
+    EXPECT_EQ(VELO_FIELD_GET(VELO_TBL_RMA_REGION_RG_CFG_VALID, cfg), 0u);
+    EXPECT_EQ(VELO_FIELD_GET(VELO_TBL_RMA_REGION_RG_CFG_OWNER_VPID, cfg), v);
+    EXPECT_EQ(VELO_FIELD_GET(VELO_TBL_RMA_REGION_RG_CFG_KEY, cfg), a.key);
+    EXPECT_EQ(VELO_FIELD_GET(VELO_TBL_RMA_REGION_RG_CFG_PERM_LR, cfg), 1u);
+    EXPECT_EQ(VELO_FIELD_GET(VELO_TBL_RMA_REGION_RG_CFG_PERM_LW, cfg), 0u);
+    EXPECT_EQ(VELO_FIELD_GET(VELO_TBL_RMA_REGION_RG_CFG_PERM_RR, cfg), 0u);
+    EXPECT_EQ(VELO_FIELD_GET(VELO_TBL_RMA_REGION_RG_CFG_PERM_RW, cfg), 1u);
+    EXPECT_EQ(nic.rg(r, VELO_TBL_RMA_REGION_RG_START), 0x234u);
+    EXPECT_EQ(nic.rg_len(r), len);
+    EXPECT_EQ(velo_core_rma_pages(addr, len), 4u);
+    uint32_t again = 9;
+    EXPECT_EQ(repin(cl, a.nla, &again), 0);
+    EXPECT_EQ(again, 1u) << "declared, not pinned";
+    // map: wrong page count and frames beyond 40 bits refused, nothing kept
+    std::vector<uint64_t> f3(3, 1), big(4, 1ull << 40);
+    fake::Pin dummy;
+    EXPECT_EQ(velo_core_rma_map(c, r, a.key, f3.data(), 3, &dummy), -VELO_CORE_EINVAL);
+    EXPECT_EQ(velo_core_rma_map(c, r, a.key, big.data(), 4, &dummy), -VELO_CORE_EINVAL);
+    EXPECT_EQ(velo_core_rma_map(c, r, a.key ^ 1, f3.data(), 4, &dummy), -VELO_CORE_ENOENT);
+    nic.wlog_on = true;
+    fake::Pin* pin = nullptr;
+    ASSERT_EQ(map(a, 7, &pin), 0);
+    expect_translation(r, 7);
+    // RG_CFG is the last write of the sequence
+    ASSERT_FALSE(nic.wlog.empty());
+    EXPECT_EQ(nic.wlog.back().first, VELO_TBL_RMA_REGION_BASE + r * VELO_TBL_RMA_REGION_STRIDE);
+    EXPECT_EQ(repin(cl, a.nla, &again), 0);
+    EXPECT_EQ(again, 0u) << "valid: nothing to do";
+    EXPECT_EQ(velo_core_rma_map(c, r, a.key, f3.data(), 4, &dummy), -VELO_CORE_ENOENT) << "mapped twice";
+    // the MMU notifier: withdraw, quiesce (busy for a while), unpin; the handle stays
+    nic.rma_busy_reads = 20;
+    nic.rma_quiesce_polls = 0;
+    EXPECT_EQ(velo_core_rma_invalidate(c, r, a.key ^ 1), 0) << "another key: nothing";
+    EXPECT_EQ(pin->unpinned, 0);
+    EXPECT_EQ(velo_core_rma_invalidate(c, r, a.key), 0);
+    EXPECT_EQ(nic.rma_quiesce_polls, 21);
+    EXPECT_EQ(pin->unpinned, 1);
+    EXPECT_FALSE(nic.rg_valid(r));
+    EXPECT_EQ(VELO_FIELD_GET(VELO_TBL_RMA_REGION_RG_CFG_ALLOC, nic.rg_cfg(r)), 1u) << "still declared";
+    EXPECT_EQ(velo_core_rma_region(c, r)->state, VELO_CORE_RG_DECLARED);
+    EXPECT_EQ(velo_core_rma_pte_free(c, nullptr), 4096u);
+    EXPECT_EQ(velo_core_rma_invalidate(c, r, a.key), 0) << "twice";
+    EXPECT_EQ(pin->unpinned, 1);
+    // next use: re-pin (other frames now) and map again
+    EXPECT_EQ(repin(cl, a.nla, &again), 0);
+    EXPECT_EQ(again, 1u);
+    ASSERT_EQ(map(a, 8), 0);
+    expect_translation(r, 8);
+    EXPECT_EQ(velo_core_client_close(c, &cl), 0);
+    EXPECT_EQ(nic.rg_cfg(r), 0u);
+    EXPECT_EQ(nic.unpins, 2);
+}
+
+TEST_F(Rma, KeyRotatesOnReuse) {
+    nic.rg_bits = 2;  // four regions: indices come back soon
+    probe();
+    auto cl = client();
+    open(cl);
+    std::vector<velo_uapi_register> seen;
+    for (int i = 0; i < 12; ++i) {
+        velo_uapi_register a{};
+        ASSERT_EQ(reg(cl, 0x10000, 4096, kAll, &a), 0);
+        ASSERT_EQ(map(a, i), 0);
+        for (const auto& old : seen) {
+            if (old.region != a.region) continue;
+            EXPECT_NE(old.key, a.key) << "index " << a.region << " reused with its old key";
+            EXPECT_EQ(dereg(cl, old.nla), -VELO_CORE_ENOENT) << "stale handle accepted";
+            EXPECT_EQ(repin(cl, old.nla), -VELO_CORE_ENOENT);
+        }
+        seen.push_back(a);
+        ASSERT_EQ(dereg(cl, a.nla), 0);
+        EXPECT_EQ(nic.rg_cfg(a.region), 0u);
+        EXPECT_EQ(dereg(cl, a.nla), -VELO_CORE_ENOENT) << "twice";
+    }
+    // round robin: index i % 4
+    for (size_t i = 0; i < seen.size(); ++i) EXPECT_EQ(seen[i].region, i % 4);
+    EXPECT_EQ(nic.unpins, 12);
+    // all four taken: ENOSPC, then one freed is available again
+    std::vector<velo_uapi_register> all(4);
+    for (auto& a : all) ASSERT_EQ(reg(cl, 0x10000, 1, kAll, &a), 0);
+    EXPECT_EQ(reg(cl, 0x10000, 1, kAll), -VELO_CORE_ENOSPC);
+    ASSERT_EQ(dereg(cl, all[2].nla), 0);
+    velo_uapi_register b{};
+    ASSERT_EQ(reg(cl, 0x10000, 1, kAll, &b), 0);
+    EXPECT_EQ(b.region, all[2].region);
+    EXPECT_NE(b.key, all[2].key);
+    EXPECT_EQ(velo_core_client_close(c, &cl), 0);
+}
+
+TEST_F(Rma, DeregisterWaitsForTheNic) {
+    probe();
+    auto cl = client();
+    open(cl);
+    velo_uapi_register a{};
+    ASSERT_EQ(reg(cl, 0x20000, 8 * 4096, kAll, &a), 0);
+    fake::Pin* pin = nullptr;
+    ASSERT_EQ(map(a, 1, &pin), 0);
+    // a transfer in flight: the in-use counter stays busy for 500 reads
+    nic.rma_busy_reads = 500;
+    nic.rma_quiesce_polls = 0;
+    nic.wlog_on = true;
+    EXPECT_EQ(dereg(cl, a.nla), 0);
+    EXPECT_EQ(nic.rma_quiesce_polls, 501);
+    EXPECT_EQ(pin->unpinned, 1);
+    // RG_CFG = 0 first, then QUIESCE_REGION
+    ASSERT_GE(nic.wlog.size(), 2u);
+    EXPECT_EQ(nic.wlog[0], std::make_pair(uint32_t(VELO_TBL_RMA_REGION_BASE + a.region * 32), 0u));
+    EXPECT_EQ(nic.wlog[1], std::make_pair(uint32_t(VELO_REG_RMA_QUIESCE_REGION), a.region));
+    EXPECT_EQ(velo_core_client_close(c, &cl), 0);
+}
+
+TEST_F(Rma, NicThatNeverQuiescesKeepsThePins) {
+    probe();
+    auto cl = client();
+    open(cl);
+    velo_uapi_register a{}, b{};
+    ASSERT_EQ(reg(cl, 0x20000, 4 * 4096, kAll, &a), 0);
+    fake::Pin* pin = nullptr;
+    ASSERT_EQ(map(a, 1, &pin), 0);
+    const unsigned first = velo_core_rma_region(c, a.region)->pte_first;
+    nic.rma_stuck.insert(a.region);
+    EXPECT_EQ(velo_core_rma_invalidate(c, a.region, a.key), -VELO_CORE_ETIMEDOUT);
+    EXPECT_EQ(pin->unpinned, 0) << "pages unpinned under a busy NIC";
+    EXPECT_EQ(velo_core_rma_region(c, a.region)->state, VELO_CORE_RG_STUCK);
+    EXPECT_FALSE(nic.logs.empty());
+    EXPECT_EQ(repin(cl, a.nla), -VELO_CORE_EIO);
+    // its page table entries are not given to anyone else
+    ASSERT_EQ(reg(cl, 0x90000, 4092 * 4096, kAll, &b), 0);
+    ASSERT_EQ(map(b, 2), 0);
+    const velo_core_region* gb = velo_core_rma_region(c, b.region);
+    for (unsigned k = 0; k < gb->npte; ++k) {
+        const unsigned i = (gb->pte_first + k) % 4096;
+        EXPECT_FALSE(i >= first && i < first + 4) << i;
+    }
+    // deregistration retries the quiesce: still stuck, then the NIC lets go
+    EXPECT_EQ(dereg(cl, a.nla), -VELO_CORE_ETIMEDOUT);
+    EXPECT_EQ(pin->unpinned, 0);
+    EXPECT_EQ(dereg(cl, a.nla), -VELO_CORE_ENOENT) << "out of use for good";
+    nic.rma_stuck.clear();
+    EXPECT_EQ(velo_core_client_close(c, &cl), 0);
+    EXPECT_EQ(pin->unpinned, 0) << "a stuck, deregistered region stays pinned until the device goes";
+    velo_core_remove(c);
+    c = nullptr;
+    EXPECT_EQ(pin->unpinned, 0);
+}
+
+TEST_F(Rma, FragmentedPageTableIsCompacted) {
+    nic.pte_bits = 4;  // 16 entries
+    probe();
+    auto cl = client();
+    open(cl);
+    velo_uapi_register r[4];
+    for (int i = 0; i < 4; ++i) {
+        ASSERT_EQ(reg(cl, 0x100000 * (i + 1), 4 * 4096, kAll, &r[i]), 0);
+        ASSERT_EQ(map(r[i], 10 + i), 0);
+    }
+    unsigned longest = 0;
+    EXPECT_EQ(velo_core_rma_pte_free(c, &longest), 0u);
+    velo_uapi_register big{};
+    ASSERT_EQ(reg(cl, 0x900000, 8 * 4096, kAll, &big), 0);
+    EXPECT_EQ(map(big, 20), -VELO_CORE_ENOSPC) << "full";
+    ASSERT_EQ(dereg(cl, r[0].nla), 0);
+    ASSERT_EQ(dereg(cl, r[2].nla), 0);
+    EXPECT_EQ(velo_core_rma_pte_free(c, &longest), 8u);
+    EXPECT_EQ(longest, 4u) << "two runs of four";
+    ASSERT_EQ(map(big, 20), 0) << "compaction makes a run of 8";
+    expect_translation(r[1].region, 11);
+    expect_translation(r[3].region, 13);
+    expect_translation(big.region, 20);
+    EXPECT_EQ(velo_core_rma_pte_free(c, &longest), 0u);
+    // a larger region than the table can never be registered
+    EXPECT_EQ(reg(cl, 0, 17 * 4096, kAll), -VELO_CORE_ENOSPC);
+    EXPECT_EQ(velo_core_client_close(c, &cl), 0);
+    EXPECT_EQ(nic.unpins, 5);
+}
+
+TEST_F(Rma, BestFitAndWrap) {
+    nic.pte_bits = 4;
+    probe();
+    auto cl = client();
+    open(cl);
+    velo_uapi_register a{}, b{}, d{}, e{};
+    ASSERT_EQ(reg(cl, 0, 6 * 4096, kAll, &a), 0);  // 0..5
+    ASSERT_EQ(map(a, 1), 0);
+    ASSERT_EQ(reg(cl, 0, 2 * 4096, kAll, &b), 0);  // 6..7
+    ASSERT_EQ(map(b, 2), 0);
+    ASSERT_EQ(reg(cl, 0, 6 * 4096, kAll, &d), 0);  // 8..13, 14..15 free
+    ASSERT_EQ(map(d, 3), 0);
+    ASSERT_EQ(dereg(cl, a.nla), 0);  // free: 0..5 and 14..15 join across the end: a run of 8
+    unsigned longest = 0;
+    EXPECT_EQ(velo_core_rma_pte_free(c, &longest), 8u);
+    EXPECT_EQ(longest, 8u);
+    ASSERT_EQ(reg(cl, 0, 7 * 4096, kAll, &e), 0);
+    ASSERT_EQ(map(e, 4), 0);
+    EXPECT_EQ(velo_core_rma_region(c, e.region)->pte_first, 14u) << "the run wraps";
+    expect_translation(e.region, 4);
+    expect_translation(b.region, 2);
+    expect_translation(d.region, 3);
+    EXPECT_EQ(velo_core_client_close(c, &cl), 0);
+}
+
+TEST_F(Rma, ArgumentsAreChecked) {
+    nic.rg_bits = 8;
+    probe();
+    auto cl = client(), other = client(), none = client();
+    open(cl);
+    open(other);
+    EXPECT_EQ(reg(none, 0x1000, 1, kAll), -VELO_CORE_EBADFD);
+    EXPECT_EQ(reg(cl, 0x1000, 1, 0), -VELO_CORE_EINVAL) << "no access";
+    EXPECT_EQ(reg(cl, 0x1000, 1, 0x10), -VELO_CORE_EINVAL) << "unknown flag";
+    EXPECT_EQ(reg(cl, 0x1000, 0, kAll), -VELO_CORE_EINVAL) << "empty";
+    EXPECT_EQ(reg(cl, 0x1000, 1ull << 40, kAll), -VELO_CORE_EINVAL) << "longer than RG_LEN";
+    EXPECT_EQ(reg(cl, ~0ull - 10, 100, kAll), -VELO_CORE_EINVAL) << "wraps";
+    EXPECT_EQ(reg(cl, 0x1000, 4097ull * 4096, kAll), -VELO_CORE_ENOSPC) << "more pages than the table";
+    velo_uapi_register a{};
+    ASSERT_EQ(reg(cl, 0x1000, 10, kAll, &a), 0);
+    velo_uapi_register small{};
+    small.argsz = sizeof small - 4;
+    small.flags = kAll;
+    small.len = 1;
+    EXPECT_EQ(velo_core_ioctl(c, &cl, VELO_IOC_NR_REGISTER, &small), -VELO_CORE_EINVAL) << "argsz";
+    // handles: another endpoint's, an offset, a wrong key, a region out of range
+    EXPECT_EQ(dereg(other, a.nla), -VELO_CORE_ENOENT);
+    EXPECT_EQ(repin(other, a.nla), -VELO_CORE_ENOENT);
+    EXPECT_EQ(dereg(cl, a.nla + 1), -VELO_CORE_ENOENT);
+    EXPECT_EQ(dereg(cl, a.nla ^ VELO_FIELD_PREP(VELO_RMA_NLA_KEY, 0x80)), -VELO_CORE_ENOENT);
+    EXPECT_EQ(dereg(cl, VELO_FIELD_PREP(VELO_RMA_NLA_REGION, 300)), -VELO_CORE_ENOENT);
+    velo_uapi_deregister d{};
+    d.argsz = sizeof d;
+    d.flags = 1;
+    d.nla = a.nla;
+    EXPECT_EQ(velo_core_ioctl(c, &cl, VELO_IOC_NR_DEREGISTER, &d), -VELO_CORE_EINVAL);
+    velo_uapi_repin p{};
+    p.argsz = sizeof p;
+    p.nla = a.nla;
+    p.rsvd = 1;
+    EXPECT_EQ(velo_core_ioctl(c, &cl, VELO_IOC_NR_REPIN, &p), -VELO_CORE_EINVAL);
+    EXPECT_EQ(velo_core_rma_map(c, a.region, a.key, nullptr, 1, nullptr), -VELO_CORE_EINVAL);
+    EXPECT_EQ(velo_core_rma_map(c, 999, a.key, nullptr, 1, nullptr), -VELO_CORE_ENOENT);
+    // nothing of the refused calls stuck
+    unsigned n = 0;
+    for (unsigned r = 0; r < 256; ++r) n += velo_core_rma_region(c, r)->state != VELO_CORE_RG_FREE;
+    EXPECT_EQ(n, 1u);
+    EXPECT_EQ(velo_core_client_close(c, &cl), 0);
+    EXPECT_EQ(velo_core_client_close(c, &other), 0);
+}
+
+TEST_F(Rma, CloseAndReclaimTearDownEverything) {
+    probe();
+    auto cl = client(), cl2 = client();
+    open(cl);
+    open(cl2);
+    ASSERT_EQ(setup(cl), 0);
+    ASSERT_EQ(setup(cl2), 0);
+    std::vector<velo_uapi_register> rs(6);
+    for (size_t i = 0; i < rs.size(); ++i) {
+        ASSERT_EQ(reg(i % 2 ? cl2 : cl, 0x1000 * i, 5000, kAll, &rs[i]), 0);
+        if (i % 3) {  // some only declared
+            ASSERT_EQ(map(rs[i], i), 0);
+        }
+    }
+    nic.rma_busy_reads = 3;
+    uint64_t owner = 0;
+    ASSERT_EQ(velo_core_reclaim(c, static_cast<unsigned>(cl2.vpid), &owner), 0);
+    EXPECT_EQ(owner, cl2.owner);
+    for (size_t i = 1; i < rs.size(); i += 2) EXPECT_EQ(nic.rg_cfg(rs[i].region), 0u);
+    EXPECT_EQ(velo_core_client_close(c, &cl), 0);
+    for (auto& a : rs) EXPECT_EQ(velo_core_rma_region(c, a.region)->state, VELO_CORE_RG_FREE);
+    for (auto& p : pins) EXPECT_EQ(p->unpinned, 1);
+    EXPECT_EQ(velo_core_rma_pte_free(c, nullptr), 4096u);
+}
+
+}  // namespace
