@@ -5,7 +5,8 @@
   synth.py --bench          BENCH lines for the units the paper's Table 1 lists (xc4v)
   synth.py --table          a resource table for all units and families
 
-Logs go to build/synth/. Counting: flip-flops are FD* cells (Xilinx) or SB_DFF* (iCE40); LUTs
+Logs go to $VELO_SYNTH_LOG, else build/synth/ (ctest sets it to its build directory, so that
+builds of several trees do not share logs). Counting: flip-flops are FD* cells (Xilinx) or SB_DFF* (iCE40); LUTs
 are LUT1..LUT6 plus INV (an inverter takes a LUT) for Xilinx, SB_LUT4 for iCE40; block RAMs
 are listed apart (the paper's table counts flip-flops and LUTs only).
 """
@@ -15,7 +16,7 @@ import subprocess
 import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-LOG = os.path.join(ROOT, "build", "synth")
+LOG = os.environ.get("VELO_SYNTH_LOG") or os.path.join(ROOT, "build", "synth")
 
 COMMON = ["rtl/common/velo_sdp_ram.v", "rtl/common/velo_skid.v", "rtl/common/velo_mwr_hdr.v"]
 UNITS = {
