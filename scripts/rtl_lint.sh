@@ -23,7 +23,8 @@ for f in "${SRC[@]}"; do lint "$(basename "$f" .v)"; done
 for p in "-GNP=1" "-GNP=4" "-GTLP_W=128" "-GLINK_W=32" "-GLINK_W=64" "-GNP=1 -GTLP_W=128 -GLINK_W=32" \
          "-GTLP_W=128 -GLINK_W=64" "-GNODE_BITS=3 -GVPID_BITS=4" \
          "-GNP=1 -GSWITCH_LITE=1 -GRMA=0 -GNVC=1 -GCOUNTERS=0 -GLINK_COUNTERS=0 -GNODE_BITS=4 -GVPID_BITS=4" \
-         "-GNP=1 -GSWITCH_LITE=1 -GRMA=0 -GNVC=2" "-GCOUNTERS=0 -GLINK_COUNTERS=0"; do
+         "-GNP=1 -GSWITCH_LITE=1 -GRMA=0 -GNVC=2" "-GCOUNTERS=0 -GLINK_COUNTERS=0" \
+         "-GMAX_AREA=64" "-GMAX_AREA=128 -GLINK_W=64"; do
   # shellcheck disable=SC2086
   lint velo_nic $p
 done

@@ -26,8 +26,11 @@ UNITS = {
     "counters": ("velo_counters", ["rtl/regs/velo_counters.v"]),
     "host": ("velo_tlp_rx_demux", ["rtl/host/velo_tlp_rx_demux.v"]),
     "flit": ("velo_flit_tx", ["rtl/net/velo_flit_tx.v"]),
-    "link": ("velo_link", None),      # one network port's link layer (LINK_W 16)
-    "switch": ("velo_switch", None),  # the switch, NP = 2 (a ring node), LINK_W 16
+    "link": ("velo_link", None),      # one network port's link layer (LINK_W 16, MAX_AREA 64: no RMA)
+    "switch": ("velo_switch", None),  # the switch, NP = 2 (a ring node), LINK_W 16, MAX_AREA 64
+    # the same as velo_nic builds them with RMA (packets of up to 256 bytes of payload area)
+    "link256": ("velo_link", None, {"MAX_AREA": 256, "VC_DEPTH": 192, "REPLAY_DEPTH": 512}),
+    "switch256": ("velo_switch", None, {"MAX_AREA": 256, "VC_DEPTH": 192}),
     "switch_lite": ("velo_switch_lite", ["rtl/net/velo_switch_lite.v"]),  # velo_nic SWITCH_LITE (NP = 1)
     "nic": ("velo_nic", None),        # everything, NP = 2
     "pcie7_rx": ("velo_pcie7_rx", ["rtl/board/xc7/velo_pcie7_rx.v"]),     # 7-series PCIe board adapters
@@ -57,11 +60,14 @@ def all_rtl():
 
 
 def synth(unit, family):
-    top, files = UNITS[unit]
+    top, files = UNITS[unit][:2]
+    params = UNITS[unit][2] if len(UNITS[unit]) > 2 else {}
     files = all_rtl() if files is None else files + COMMON
     os.makedirs(LOG, exist_ok=True)
     log = os.path.join(LOG, "%s_%s.log" % (unit, family))
-    script = "read_verilog -Irtl/include %s; %s; stat" % (" ".join(files), FAMILIES[family].format(top=top))
+    chparam = "".join("chparam -set %s %d %s; " % (k, v, top) for k, v in sorted(params.items()))
+    script = "read_verilog -Irtl/include %s; %s%s; stat" % (" ".join(files), chparam,
+                                                           FAMILIES[family].format(top=top))
     r = subprocess.run(["yosys", "-l", log, "-q", "-p", script], cwd=ROOT, stdout=subprocess.PIPE,
                        stderr=subprocess.STDOUT, text=True)
     if r.returncode != 0:
@@ -103,7 +109,8 @@ def main(argv):
                     ok = False
         return 0 if ok else 1
     if "--bench" in argv:
-        for unit in ("requester", "completer", "regfile", "counters", "link", "switch", "rma", "nic"):
+        for unit in ("requester", "completer", "regfile", "counters", "link", "switch", "link256", "switch256", "rma",
+                     "nic"):
             r = synth(unit, "xc4v")
             if unit in PAPER:
                 print("# %s on xc4v: paper Table 1: %d flip-flops, %d LUTs" % (unit, *PAPER[unit]))

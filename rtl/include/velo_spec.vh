@@ -6,7 +6,7 @@
 // Spec version.
 `define VELO_SPEC_VERSION 32'h100
 // CRC-32 of spec/velo_spec.json.
-`define VELO_SPEC_HASH 32'hE980E1F3
+`define VELO_SPEC_HASH 32'hF2D73105
 // Width of a node id: up to 2^NODE_BITS nodes (paper: n - t = 8, 256 nodes).
 `define VELO_DEFAULT_NODE_BITS 32'h8
 // Smallest NODE_BITS.
@@ -43,8 +43,8 @@
 `define VELO_MIN_RMA_PTE_BITS 32'h4
 // Largest RMA_PTE_BITS.
 `define VELO_MAX_RMA_PTE_BITS 32'h10
-// RMA: most data bytes per network packet, a multiple of 8. A packet's payload area (RMA_PKT_HDR LEN_M1 + 1) is at most 16 + RMA_MTU bytes; today's link frames at most 64 bytes (6-bit FRAG_LEN_M1), hence the default 48; up to 240 once the link frames the 8-bit LEN_M1 (docs/rma.md, Packets).
-`define VELO_DEFAULT_RMA_MTU 32'h30
+// RMA: most data bytes per network packet, a multiple of 8. A packet's payload area (RMA_PKT_HDR LEN_M1 + 1) is at most 16 + RMA_MTU bytes; the network frames RMA packets by the 8-bit LEN_M1 up to its MAX_AREA bytes (256 in a NIC with RMA), hence the default 240 (48 where MAX_AREA is 64; docs/rma.md, Packets).
+`define VELO_DEFAULT_RMA_MTU 32'hF0
 // Smallest RMA_MTU.
 `define VELO_MIN_RMA_MTU 32'h8
 // Largest RMA_MTU.
@@ -573,7 +573,7 @@
 `define VELO_PKT_HDR_DST_VPID_LSB 48
 `define VELO_PKT_HDR_DST_VPID_W 8
 `define VELO_PKT_HDR_DST_VPID 55:48
-// Bytes of the fragment this packet carries, minus one. The link frames every packet as the header word plus its payload area of FRAG_OFF % 4 + FRAG_LEN_M1 + 1 bytes, at most 64 (a consistent header has FRAG_OFF % 4 + FRAG_LEN_M1 <= 63). A header announcing more is a framing error: a link receiver forwards the packet bad with this field cleared and requests a replay; a link transmitter clears this field and sends the packet stomped (docs/net-link.md).
+// Bytes of the fragment this packet carries, minus one. The link frames every packet as the header word plus its payload area of FRAG_OFF % 4 + FRAG_LEN_M1 + 1 bytes, at most 64 (a consistent header has FRAG_OFF % 4 + FRAG_LEN_M1 <= 63), when TYPE < 2; packets with TYPE >= 2 are framed by RMA_PKT_HDR LEN_M1 instead. A header announcing more is a framing error: a link receiver forwards the packet bad with this field cleared and requests a replay; a link transmitter clears this field and sends the packet stomped (docs/net-link.md).
 `define VELO_PKT_HDR_FRAG_LEN_M1_LSB 56
 `define VELO_PKT_HDR_FRAG_LEN_M1_W 6
 `define VELO_PKT_HDR_FRAG_LEN_M1 61:56
@@ -737,7 +737,7 @@
 `define VELO_LINK_CTLV_TS_EPOCH_LSB 6
 `define VELO_LINK_CTLV_TS_EPOCH_W 1
 `define VELO_LINK_CTLV_TS_EPOCH 6:6
-// Cumulative flit count mod 128 (CREDIT, SYNC).
+// Cumulative count of credit units mod 128 (CREDIT, SYNC).
 `define VELO_LINK_CTLV_COUNT_LSB 0
 `define VELO_LINK_CTLV_COUNT_W 7
 `define VELO_LINK_CTLV_COUNT 6:0
@@ -833,7 +833,7 @@
 `define VELO_RMA_PKT_HDR_RSVD0_LSB 23
 `define VELO_RMA_PKT_HDR_RSVD0_W 3
 `define VELO_RMA_PKT_HDR_RSVD0 25:23
-// Always 0 (PKT_HDR FRAG_OFF % 4 for the link's framing).
+// Always 0 (where PKT_HDR has FRAG_OFF % 4; not used for framing).
 `define VELO_RMA_PKT_HDR_ZERO_LSB 26
 `define VELO_RMA_PKT_HDR_ZERO_W 2
 `define VELO_RMA_PKT_HDR_ZERO 27:26

@@ -23,7 +23,8 @@
 module velo_link #(
     parameter integer LINK_W         = 16,   // flit width: 16, 32 or 64 bits
     parameter integer NVC            = 4,    // virtual channels (PKT_HDR VC field; at most 4)
-    parameter integer VC_DEPTH       = 64,   // switch input buffer per VC in flits = credits; MAX_PKT_FLITS..127-MAX_PKT_FLITS
+    parameter integer MAX_AREA       = 64,   // largest payload area in bytes: 64 (VELO messages, RMA_MTU <= 48) .. 256, multiple of 8
+    parameter integer VC_DEPTH       = 64,   // switch input buffer per VC in flits = credits; MAX_PKT_FLITS..1016-MAX_PKT_FLITS
     parameter integer REPLAY_DEPTH   = 256,  // replay buffer in flits (power of two, >= 2 * MAX_PKT_FLITS)
     parameter integer DOWN_TIMEOUT   = 128,  // cycles without a valid symbol before the link is down
     parameter integer NACK_TIMEOUT   = 256,  // cycles between repeated NACKs while waiting for the REPLAY
@@ -65,7 +66,11 @@ module velo_link #(
     output wire                 ev_rx_pkt     // good packet received (accepted with its sequence number, not stomped)
 );
     localparam integer HF   = 64 / LINK_W;
-    localparam integer MAXF = HF + 512 / LINK_W;
+    localparam integer MAXF = HF + MAX_AREA * 8 / LINK_W;  // data flits of the largest packet
+    // credit unit 2^CUB flits: the CREDIT and SYNC counts are 7 bits and must stay unambiguous over
+    // a full buffer plus a largest packet (rounded up to a unit): the smallest unit that allows it
+    localparam integer CUB  = (VC_DEPTH + MAXF <= 127) ? 0 : (VC_DEPTH + MAXF + 1 <= 254) ? 1 :
+                              (VC_DEPTH + MAXF + 3 <= 508) ? 2 : 3;
     localparam integer TCW  = $clog2(TS_COUNT + 1);
     localparam integer DW   = $clog2(DOWN_TIMEOUT + 1);
     localparam [TCW-1:0] TSN  = TS_COUNT[TCW-1:0];
@@ -76,7 +81,10 @@ module velo_link #(
         if (LINK_W != 16 && LINK_W != 32 && LINK_W != 64) begin : g_bad_link_w
             velo_link_error_LINK_W_must_be_16_32_or_64 u_err ();
         end
-        if (VC_DEPTH < MAXF || VC_DEPTH + MAXF > 127) begin : g_bad_vc_depth
+        if (MAX_AREA < 64 || MAX_AREA > 256 || MAX_AREA % 8 != 0) begin : g_bad_max_area
+            velo_link_error_MAX_AREA_out_of_range u_err ();
+        end
+        if (VC_DEPTH < MAXF || VC_DEPTH + MAXF + (1 << CUB) - 1 > 127 * (1 << CUB)) begin : g_bad_vc_depth
             velo_link_error_VC_DEPTH_out_of_range u_err ();
         end
         if (REPLAY_DEPTH < 2 * MAXF || (REPLAY_DEPTH & (REPLAY_DEPTH - 1)) != 0) begin : g_bad_replay_depth
@@ -92,7 +100,7 @@ module velo_link #(
     wire [8:0]       ctl_val;
     wire [6:0]       exp_seq;
     wire             unsync;
-    wire [NVC*7-1:0] rcnt, scnt, fcnt;
+    wire [NVC*(7+CUB)-1:0] rcnt, scnt, fcnt;
     wire             req_nack, req_sync, ts2_sent, retry_fail;
     wire             disc_ld;
     wire [6:0]       disc_num;
@@ -121,7 +129,8 @@ module velo_link #(
     wire going_up = !up && !silent && go_up;
     wire go_down  = up && (silent || got_ts1 || retry_fail || (got_ts2 && ts_ep && !ep));
 
-    velo_link_rx #(.LINK_W(LINK_W), .NVC(NVC), .VC_DEPTH(VC_DEPTH), .NACK_TIMEOUT(NACK_TIMEOUT)) u_rx (
+    velo_link_rx #(.LINK_W(LINK_W), .NVC(NVC), .VC_DEPTH(VC_DEPTH), .MAX_AREA(MAX_AREA), .CUB(CUB),
+                   .NACK_TIMEOUT(NACK_TIMEOUT)) u_rx (
         .clk(clk), .rst(rst), .phy_rx(phy_rx),
         .rx_valid(rx_valid), .rx_data(rx_data), .rx_last(rx_last), .rx_bad(rx_bad), .rx_vc(rx_vc),
         .rx_free(rx_free), .link_up(up), .rep_en(up || going_up), .epoch(going_up && ep),
@@ -130,7 +139,8 @@ module velo_link #(
         .req_nack(req_nack), .req_sync(req_sync),
         .ev_crc_err(ev_crc_err), .ev_stomp(ev_stomp), .ev_rx_pkt(ev_rx_pkt), .ev_ctl_drop(ev_ctl_drop));
 
-    velo_link_tx #(.LINK_W(LINK_W), .NVC(NVC), .VC_DEPTH(VC_DEPTH), .REPLAY_DEPTH(REPLAY_DEPTH),
+    velo_link_tx #(.LINK_W(LINK_W), .NVC(NVC), .VC_DEPTH(VC_DEPTH), .MAX_AREA(MAX_AREA), .CUB(CUB),
+                   .REPLAY_DEPTH(REPLAY_DEPTH),
                    .REPLAY_TIMEOUT(REPLAY_TIMEOUT), .SYNC_TIMEOUT(SYNC_TIMEOUT), .SYNC_RETRIES(SYNC_RETRIES),
                    .ACK_URGENT(ACK_URGENT), .CREDIT_MARGIN(CREDIT_MARGIN), .CTL_AGE(CTL_AGE)) u_tx (
         .clk(clk), .rst(rst), .phy_tx(phy_tx),

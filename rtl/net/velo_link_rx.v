@@ -5,12 +5,23 @@
 // are exact), drops duplicates of a replay, keeps the per-VC stored/freed flit counts that the
 // transmitter returns as CREDIT and SYNC symbols, and requests NACKs. See docs/net-link.md.
 //
+// Framing (PKT_HDR, RMA_PKT_HDR): a packet is its header word and its payload area. For TYPE < 2
+// (VELO) the area is FRAG_OFF % 4 + FRAG_LEN_M1 + 1 bytes (at most 64); for TYPE >= 2 (RMA) it is
+// the 8-bit LEN_M1 (header bits 63:56) + 1 bytes, at most MAX_AREA. TYPE (header bits 19:16)
+// arrives in the length field's flit or earlier at every width.
+//
 // A packet that fails after its first flits went on is ended with bad=1 on its last flit; one that
 // is cut short (invalid sync, REPLAY or link down inside it) is padded with zero flits to the length
 // its forwarded header announces (zero length field if the header itself was cut), so every packet
 // handed to the switch is consistent with its header and can be forwarded as it is (stomped). A
-// header announcing more than 64 bytes of payload area (a framing error: only a corrupted or
-// misframed header does) is forwarded with FRAG_LEN_M1 cleared and ended bad at that length.
+// header announcing more than its type allows (a framing error: only a corrupted or misframed
+// header does) is forwarded with its length field cleared and ended bad at that length.
+//
+// Credit unit: the CREDIT and SYNC symbols carry 7-bit counts in units of CU = 2^CUB flits (CUB > 0
+// when VC_DEPTH plus a largest packet exceeds 127 flits). To keep the counts exact, every packet is
+// charged a whole number of units: when a packet ends, the flits that round its count up to a
+// multiple of CU are added to the stored and the freed count at once (they occupy nothing), so both
+// counts are multiples of CU at every packet boundary and the SYNC value is exact.
 //
 // Epoch: after a reset (and after every link-up with the epoch bit) the receiver has no sequence
 // state for the peer: it adopts the sequence number of the first REPLAY it accepts (unsync), and
@@ -21,6 +32,8 @@ module velo_link_rx #(
     parameter integer LINK_W       = 16,  // flit width: 16, 32 or 64
     parameter integer NVC          = 4,   // virtual channels (VC field of PKT_HDR; at most 4)
     parameter integer VC_DEPTH     = 64,  // switch input buffer per VC in flits = credits per VC
+    parameter integer MAX_AREA     = 64,  // largest payload area in bytes (RMA packets; 64..256, multiple of 8)
+    parameter integer CUB          = 0,   // log2 of the credit unit in flits (CREDIT/SYNC counts; velo_link)
     parameter integer NACK_TIMEOUT = 256  // cycles between NACKs while waiting for a REPLAY
 ) (
     input  wire                 clk,
@@ -45,9 +58,9 @@ module velo_link_rx #(
     // state for the transmitter and the training logic
     output wire [6:0]           exp_seq,   // next sequence number expected (ACK, NACK, TS value)
     output wire                 unsync,    // no sequence state for the peer (adopts the next REPLAY)
-    output wire [NVC*7-1:0]     rcnt,      // per VC: flits stored into the switch, mod 128
-    output wire [NVC*7-1:0]     scnt,      // per VC: the same when the last REPLAY was taken (SYNC value)
-    output wire [NVC*7-1:0]     fcnt,      // per VC: flits freed by the switch, mod 128 (CREDIT value)
+    output wire [NVC*(7+CUB)-1:0] rcnt,      // per VC: flits stored into the switch, mod 128 units
+    output wire [NVC*(7+CUB)-1:0] scnt,      // per VC: the same when the last REPLAY was taken (SYNC value)
+    output wire [NVC*(7+CUB)-1:0] fcnt,      // per VC: flits freed by the switch, mod 128 units (CREDIT value)
     output reg                  req_nack,  // pulse: send NACK(exp_seq)
     output reg                  req_sync,  // pulse: send SYNC(v, scnt[v]) for every VC
     // event pulses
@@ -57,17 +70,28 @@ module velo_link_rx #(
     output reg                  ev_ctl_drop  // a control symbol failed its check, or an invalid sync outside a packet
 );
     localparam integer HF      = 64 / LINK_W;            // header flits
-    localparam integer LEN_IDX = 56 / LINK_W;            // flit holding FRAG_LEN_M1 (header bits 61:56)
+    localparam integer MAXF    = HF + MAX_AREA * 8 / LINK_W;  // data flits of the largest packet
+    localparam integer XW      = $clog2(MAXF + 1);       // flit index within a packet
+    localparam integer KW      = 7 + CUB;                // stored / freed counts (mod 128 units)
+    localparam integer UW      = (CUB > 0) ? CUB : 1;    // flits of the packet mod CU
+    localparam integer LEN_IDX = 56 / LINK_W;            // flit holding the length (header bits 63:56)
     localparam integer LEN_OFF = 56 % LINK_W;            // its position in that flit
     localparam integer LFB     = $clog2(LINK_W / 8);     // log2(bytes per flit)
     localparam integer OFF_IDX = 26 / LINK_W;            // flit holding FRAG_OFF[1:0] (header bits 27:26)
     localparam integer OFF_POS = 26 % LINK_W;            // its position in that flit
-    localparam integer ROOM_I  = VC_DEPTH - (HF + 512 / LINK_W);
-    localparam [6:0]   ROOM    = ROOM_I[6:0];            // a packet may start while occupancy <= this
-    localparam [5:0]   HF6     = HF[5:0];
-    localparam [5:0]   LENI6   = LEN_IDX[5:0];
-    localparam [5:0]   OFFI6   = OFF_IDX[5:0];
-    localparam [LINK_W-1:0] LENMASK = {{(LINK_W - 6){1'b0}}, 6'h3F} << LEN_OFF;  // FRAG_LEN_M1 in its flit
+    localparam integer TYP_IDX = 16 / LINK_W;            // flit holding TYPE (header bits 19:16)
+    localparam integer TYP_POS = 16 % LINK_W;            // its position in that flit
+    localparam integer ROOM_I  = VC_DEPTH - MAXF;
+    localparam [KW-1:0] ROOM   = ROOM_I[KW-1:0];         // a packet may start while occupancy <= this
+    localparam [XW-1:0] HFX    = HF[XW-1:0];
+    localparam [XW-1:0] LENIX  = LEN_IDX[XW-1:0];
+    localparam [XW-1:0] OFFIX  = OFF_IDX[XW-1:0];
+    localparam [XW-1:0] TYPIX  = TYP_IDX[XW-1:0];
+    localparam integer AMAX_I = MAX_AREA - 1;
+    localparam [8:0]    AMAX   = AMAX_I[8:0];           // largest RMA LEN_M1
+    // the length field in its flit: FRAG_LEN_M1 (bits 61:56) of a VELO header, LEN_M1 (63:56) of RMA
+    localparam [LINK_W-1:0] LENMASK6 = {{(LINK_W - 6){1'b0}}, 6'h3F} << LEN_OFF;
+    localparam [LINK_W-1:0] LENMASK8 = {{(LINK_W - 8){1'b0}}, 8'hFF} << LEN_OFF;
     localparam [15:0]  CINIT   = `VELO_LINK_CRC16_INIT;
     localparam [15:0]  STOMP   = `VELO_LINK_CRC16_STOMP;
     localparam integer NTW     = $clog2(NACK_TIMEOUT + 1);
@@ -98,12 +122,13 @@ module velo_link_rx #(
     // ------------------------------------------------------------------ state
     reg              wait_rep;   // discarding data until a REPLAY (after an error, link down, reset)
     reg              in_pkt;     // a packet is in progress (also while padding it)
-    reg  [5:0]       pos;        // data flits of this packet received (next flit index)
-    reg  [5:0]       last_idx;   // index of its last data flit (valid with len_known)
+    reg  [XW-1:0]    pos;        // data flits of this packet received (next flit index)
+    reg  [XW-1:0]    last_idx;   // index of its last data flit (valid with len_known)
     reg              len_known;
     reg              fwd;        // a new packet, forwarded (else a duplicate, dropped)
     reg  [1:0]       pvc;        // its VC
     reg  [1:0]       off2_q;     // its FRAG_OFF[1:0] (valid once pos > OFF_IDX)
+    reg              rma_q;      // its TYPE >= 2: framed by LEN_M1 (valid once pos > TYP_IDX)
     reg  [15:0]      crc;        // CRC over its data flits so far
     reg              hold_v;     // the last data flit is held, waiting for the CRC flit
     reg  [LINK_W-1:0] hold;
@@ -115,8 +140,9 @@ module velo_link_rx #(
     reg              rep_pend;   // a REPLAY arrived while padding
     reg  [6:0]       rep_seq;
     reg              lu_q;       // link_up, last cycle
-    reg  [NVC*7-1:0] rc, fc;     // stored / freed flit counts per VC
-    reg  [NVC*7-1:0] snap;       // rc when the last REPLAY was taken
+    reg  [NVC*KW-1:0] rc, fc;    // stored / freed flit counts per VC
+    reg  [NVC*KW-1:0] snap;      // rc when the last REPLAY was taken
+    reg  [UW-1:0]    cu_n;       // flits of the current packet counted in rc, mod CU
     reg  [NTW-1:0]   ntmr;       // NACK re-send timer
 
     assign exp_seq = exp_q;
@@ -143,21 +169,26 @@ module velo_link_rx #(
     wire crc_good  = upper0 && (d[15:0] == crc);
     wire crc_stomp = upper0 && (d[15:0] == (crc ^ STOMP));
 
-    // length of the packet: its payload area is FRAG_OFF % 4 pad bytes plus FRAG_LEN_M1 + 1
-    // bytes (PKT_HDR), at most 64; FRAG_OFF[1:0] comes in the same flit as FRAG_LEN_M1 or earlier
-    wire [5:0] cidx     = in_pkt ? pos : 6'd0;                 // index of this flit in the packet
-    wire [1:0] off2     = (cidx == OFFI6) ? d[OFF_POS +: 2] : off2_q;
-    wire [6:0] area_m1  = {1'b0, d[LEN_OFF +: 6]} + {5'd0, off2};
-    wire       ovl      = area_m1[6];                           // more than 64 bytes: framing error
-    wire [6:0] lidx_7   = {1'b0, HF6} + (area_m1 >> LFB);
-    wire [5:0] lidx_new = lidx_7[5:0];
-    wire       unused_l7 = lidx_7[6];  // at most 4 + 66 / 2 = 37
-    wire [5:0] lz_len   = HF6 + {4'd0, off2 >> LFB};          // last flit with FRAG_LEN_M1 = 0
-    // a packet cut before its length field: the zero fillers make FRAG_LEN_M1 (and FRAG_OFF[1:0],
-    // if its flit is missing too) zero
-    wire [1:0] off2_cut = (pos > OFFI6) ? off2_q : 2'd0;
-    wire [5:0] lz_cut   = HF6 + {4'd0, off2_cut >> LFB};
-    wire [LINK_W-1:0] d_len0 = d & ~LENMASK;                   // the length flit with FRAG_LEN_M1 = 0
+    // length of the packet: its payload area is FRAG_OFF % 4 pad bytes plus FRAG_LEN_M1 + 1 bytes
+    // (TYPE < 2, at most 64) or LEN_M1 + 1 bytes (TYPE >= 2, at most MAX_AREA); FRAG_OFF[1:0] and
+    // TYPE come in the same flit as the length field or earlier
+    wire [XW-1:0] cidx     = in_pkt ? pos : {XW{1'b0}};        // index of this flit in the packet
+    wire [1:0] off2     = (cidx == OFFIX) ? d[OFF_POS +: 2] : off2_q;
+    wire       rma      = (cidx == TYPIX) ? (d[TYP_POS + 1 +: 3] != 3'd0) : rma_q;
+    wire [7:0] len8     = d[LEN_OFF +: 8];
+    wire [8:0] area_m1  = rma ? {1'b0, len8} : ({3'd0, len8[5:0]} + {7'd0, off2});
+    // more than the type allows: a framing error
+    wire       ovl      = rma ? (area_m1 > AMAX) : (area_m1 > 9'd63);
+    wire [8:0] lidx_9   = {{(9 - XW){1'b0}}, HFX} + (area_m1 >> LFB);
+    wire [XW-1:0] lidx_new = lidx_9[XW-1:0];                   // valid unless ovl
+    wire [XW-1:0] lz_len   = HFX + (rma ? {XW{1'b0}} : {{(XW-2){1'b0}}, off2 >> LFB});  // length field cleared
+    // a packet cut before its length field: the zero fillers make the length field (and FRAG_OFF[1:0]
+    // and TYPE, if their flit is missing too) zero
+    wire [1:0] off2_cut = (pos > OFFIX) ? off2_q : 2'd0;
+    wire       rma_cut  = (pos > TYPIX) && rma_q;
+    wire [XW-1:0] lz_cut   = HFX + (rma_cut ? {XW{1'b0}} : {{(XW-2){1'b0}}, off2_cut >> LFB});
+    wire [LINK_W-1:0] d_len0 = d & ~(rma ? LENMASK8 : LENMASK6);  // the length flit with its length cleared
+    wire unused_l9 = &{1'b0, lidx_9};
 
     // room in the switch buffer of VC v for a largest packet
     // (d_room: that of the packet's VC; none for a VC >= NVC, only possible with a corrupted header)
@@ -168,15 +199,16 @@ module velo_link_rx #(
     always @(*) begin
         d_room = 1'b0;
         for (k = 0; k < NVC; k = k + 1) begin
-            room_ok[k] = ((rc[k*7 +: 7] - fc[k*7 +: 7]) <= ROOM);
+            room_ok[k] = ((rc[k*KW +: KW] - fc[k*KW +: KW]) <= ROOM);
             if (d_vc == k[1:0]) d_room = room_ok[k];
         end
     end
 
     // ------------------------------------------------------------------ next state
     reg              n_wait, n_in, n_lk, n_fwd, n_holdv, n_pad, n_pnk, n_rp, n_ad;
-    reg  [5:0]       n_pos, n_lidx;
+    reg  [XW-1:0]    n_pos, n_lidx;
     reg  [1:0]       n_pvc, n_o2;
+    reg              n_rma;
     reg  [15:0]      n_crc;
     reg  [LINK_W-1:0] n_hold;
     reg  [6:0]       n_exp, n_chk, n_rs;
@@ -191,7 +223,7 @@ module velo_link_rx #(
         n_wait = wait_rep;  n_in = in_pkt;   n_pos = pos;      n_lidx = last_idx; n_lk = len_known;
         n_fwd = fwd;        n_pvc = pvc;     n_crc = crc;      n_holdv = hold_v;  n_hold = hold;
         n_pad = pad;        n_pnk = pnack;   n_exp = exp_q;    n_chk = chk_seq;   n_rp = rep_pend;
-        n_rs = rep_seq;     n_o2 = off2_q;   n_ad = epoch ? 1'b1 : adopt;
+        n_rs = rep_seq;     n_o2 = off2_q;   n_rma = rma_q;    n_ad = epoch ? 1'b1 : adopt;
         o_v = 1'b0; o_l = 1'b0; o_b = 1'b0; o_d = {LINK_W{1'b0}}; o_c = pvc;
         cnt_dup = 1'b0; dup_vc = pvc;
         e_crc = 1'b0; e_stomp = 1'b0; e_pkt = 1'b0; e_nack = 1'b0; e_sync = 1'b0;
@@ -282,12 +314,13 @@ module velo_link_rx #(
                         n_in  = 1'b1;
                         n_fwd = 1'b1;
                         n_pvc = d_vc;
-                        n_pos = 6'd1;
+                        n_pos = {{(XW-1){1'b0}}, 1'b1};
                         n_pad = 1'b1;
                         n_pnk = 1'b1;
                         n_lk  = 1'b1;
                         n_lidx = lz_len;
                         n_o2  = off2;
+                        n_rma = rma;
                         o_v = 1'b1; o_d = d_len0; o_c = d_vc;
                     end else begin
                         cnt_dup = 1'b1; dup_vc = d_vc;
@@ -297,12 +330,13 @@ module velo_link_rx #(
                     n_in    = 1'b1;
                     n_fwd   = (chk_seq == exp_q);
                     n_pvc   = d_vc;
-                    n_pos   = 6'd1;
+                    n_pos   = {{(XW-1){1'b0}}, 1'b1};
                     n_crc   = crc_nx;
                     n_lk    = (LEN_IDX == 0);
                     n_lidx  = lidx_new;
                     n_holdv = 1'b0;
                     if (OFF_IDX == 0) n_o2 = off2;
+                    if (TYP_IDX == 0) n_rma = rma;
                     if (chk_seq == exp_q) begin
                         o_v = 1'b1; o_d = d; o_c = d_vc;
                     end else begin
@@ -328,9 +362,9 @@ module velo_link_rx #(
                     e_crc  = 1'b1;
                     e_nack = 1'b1;
                 end
-            end else if (pos == LENI6 && ovl) begin
-                // the length field announces more than 64 bytes: a framing error. The header goes
-                // on with FRAG_LEN_M1 = 0 and the packet ends bad at that length.
+            end else if (pos == LENIX && ovl) begin
+                // the length field announces more than the type allows: a framing error. The header
+                // goes on with its length field cleared and the packet ends bad at that length.
                 n_wait = 1'b1;
                 e_crc  = 1'b1;
                 if (fwd) begin
@@ -341,7 +375,8 @@ module velo_link_rx #(
                     n_pnk  = 1'b1;
                     n_lk   = 1'b1;
                     n_lidx = lz_len;
-                    if (pos == OFFI6) n_o2 = off2;
+                    if (pos == OFFIX) n_o2 = off2;
+                    if (pos == TYPIX) n_rma = rma;
                 end else begin
                     cnt_dup = 1'b1;
                     n_in    = 1'b0;
@@ -350,8 +385,9 @@ module velo_link_rx #(
             end else begin
                 n_crc = crc_nx;
                 n_pos = pos + 1'b1;
-                if (pos == OFFI6) n_o2 = off2;
-                if (pos == LENI6) begin
+                if (pos == OFFIX) n_o2 = off2;
+                if (pos == TYPIX) n_rma = rma;
+                if (pos == LENIX) begin
                     n_lk   = 1'b1;
                     n_lidx = lidx_new;
                 end
@@ -371,15 +407,31 @@ module velo_link_rx #(
     end
 
     // ------------------------------------------------------------------ registers
-    reg [NVC*7-1:0] rc_nx, fc_nx;
+    // Every flit handed to the switch (or dropped as a duplicate) counts as stored; when a packet
+    // ends, the flits that round its count up to a multiple of CU count as stored and freed at once
+    wire          cred    = o_v || cnt_dup;                 // a flit counted this cycle (at most one)
+    wire [1:0]    cred_vc = o_v ? o_c : dup_vc;
+    wire [UW-1:0] cu_nx   = cu_n + {{(UW-1){1'b0}}, cred};  // flits of the packet so far, mod CU
+    wire          p_end   = !n_in;                          // no packet in progress after this cycle
+    wire [UW-1:0] rnd_n   = (CUB > 0 && p_end) ? (~cu_nx + 1'b1) : {UW{1'b0}};  // (-flits) mod CU
+    wire [1:0]    end_vc  = cred ? cred_vc : pvc;
+    reg [NVC*KW-1:0] rc_nx, fc_nx;
+    reg [KW-1:0]     held, adj, rnd_v;
     integer v;
     always @(*) begin
         for (v = 0; v < NVC; v = v + 1) begin
-            // an epoch link-up rebases the counts: freed := 0, stored := what the switch holds
-            rc_nx[v*7 +: 7] = (epoch ? rc[v*7 +: 7] - fc[v*7 +: 7] : rc[v*7 +: 7])
-                              + {6'd0, o_v && (o_c == v[1:0])} + {6'd0, cnt_dup && (dup_vc == v[1:0])};
-            fc_nx[v*7 +: 7] = (epoch ? 7'd0 : fc[v*7 +: 7])
-                              + {6'd0, rx_free[v]} + {6'd0, cnt_dup && (dup_vc == v[1:0])};
+            // an epoch link-up rebases the counts: stored - freed stays what the switch holds, freed
+            // restarts near 0, and stored is made congruent to the packet in progress (mod CU) so
+            // that it is a multiple of CU again when that packet ends
+            held  = rc[v*KW +: KW] - fc[v*KW +: KW];
+            adj   = {KW{1'b0}};
+            if (CUB > 0) adj[UW-1:0] = cu_n - held[UW-1:0];
+            rnd_v = {KW{1'b0}};
+            if (end_vc == v[1:0]) rnd_v[UW-1:0] = rnd_n;
+            rc_nx[v*KW +: KW] = (epoch ? held + adj : rc[v*KW +: KW]) + rnd_v
+                                + {{(KW-1){1'b0}}, cred && (cred_vc == v[1:0])};
+            fc_nx[v*KW +: KW] = (epoch ? adj : fc[v*KW +: KW]) + rnd_v
+                                + {{(KW-1){1'b0}}, rx_free[v]} + {{(KW-1){1'b0}}, cnt_dup && (dup_vc == v[1:0])};
         end
     end
 
@@ -387,12 +439,13 @@ module velo_link_rx #(
         if (rst) begin
             wait_rep  <= 1'b1;
             in_pkt    <= 1'b0;
-            pos       <= 6'd0;
-            last_idx  <= 6'd0;
+            pos       <= {XW{1'b0}};
+            last_idx  <= {XW{1'b0}};
             len_known <= 1'b0;
             fwd       <= 1'b0;
             pvc       <= 2'd0;
             off2_q    <= 2'd0;
+            rma_q     <= 1'b0;
             crc       <= 16'd0;
             hold_v    <= 1'b0;
             pad       <= 1'b0;
@@ -403,9 +456,10 @@ module velo_link_rx #(
             rep_pend  <= 1'b0;
             rep_seq   <= 7'd0;
             lu_q      <= 1'b0;
-            rc        <= {NVC*7{1'b0}};
-            fc        <= {NVC*7{1'b0}};
-            snap      <= {NVC*7{1'b0}};
+            rc        <= {NVC*KW{1'b0}};
+            fc        <= {NVC*KW{1'b0}};
+            snap      <= {NVC*KW{1'b0}};
+            cu_n      <= {UW{1'b0}};
             ntmr      <= {NTW{1'b0}};
             rx_valid  <= 1'b0;
             rx_last   <= 1'b0;
@@ -422,6 +476,7 @@ module velo_link_rx #(
             in_pkt    <= n_in;
             pos       <= n_pos;
             off2_q    <= n_o2;
+            rma_q     <= n_rma;
             last_idx  <= n_lidx;
             len_known <= n_lk;
             fwd       <= n_fwd;
@@ -438,6 +493,7 @@ module velo_link_rx #(
             lu_q      <= link_up;
             rc        <= rc_nx;
             fc        <= fc_nx;
+            cu_n      <= p_end ? {UW{1'b0}} : cu_nx;
             if (e_sync) snap <= rc_nx;  // R up to the REPLAY: what the SYNCs report
             // NACK at once on an error, then every NACK_TIMEOUT cycles until the REPLAY
             if (!link_up || !n_wait || e_nack || ntmr == NACK_TIMEOUT[NTW-1:0] - 1'b1) begin

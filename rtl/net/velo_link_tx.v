@@ -7,8 +7,9 @@
 // register (bypass), so a packet costs no latency for being buffered. The per-sequence RAM holds
 // {VC, end address} of every packet accepted, for the cumulative ACK that frees the buffer.
 // Every write checks the room in the buffer (tx_ready, and padding waits), so no unacknowledged
-// flit is ever overwritten; a header announcing more than 64 payload-area bytes has its
-// FRAG_LEN_M1 cleared and the packet goes out stomped.
+// flit is ever overwritten; a header announcing more payload area than its type allows (more than
+// 64 bytes for TYPE < 2, more than MAX_AREA for TYPE >= 2: docs/net-link.md) has its length field
+// cleared and the packet goes out stomped.
 //
 // Credits (flits, per VC): T = flits admitted (accepted from the switch or queued for replay),
 // S = flits sent, F = flits freed by the receiver's switch (CREDIT). tx_start_ok needs room for a
@@ -18,7 +19,10 @@
 // which SYNC accounts for), so the replayed data go out right behind the REPLAY. The receiver's
 // SYNC(v, R), R = its count when the REPLAY arrived, then repairs what an error episode leaked:
 // S := R + flits of VC v sent since the REPLAY, T moved by the same amount. Internally the counts
-// are wider than the 7-bit wire values (which are taken modulo 128 relative to F).
+// are wider than the 7-bit wire values (which are taken modulo 128 relative to F). The wire values
+// count units of CU = 2^CUB flits; every packet is charged a whole number of units (T when its last
+// flit is written, S when its CRC flit goes out, as the receiver does when it ends), so F, and S
+// and T at packet boundaries, are multiples of CU and the counts settle back exactly.
 //
 // Epoch (a link-up with the epoch bit, after a reset of either end): the replay buffer's complete
 // packets are discarded (counted by the caller), F := 0 and S := VC_DEPTH (the peer's buffers may
@@ -29,6 +33,8 @@ module velo_link_tx #(
     parameter integer LINK_W         = 16,   // flit width: 16, 32 or 64
     parameter integer NVC            = 4,    // virtual channels (at most 4)
     parameter integer VC_DEPTH       = 64,   // receiver buffer per VC in flits (credits)
+    parameter integer MAX_AREA       = 64,   // largest payload area in bytes (RMA packets; 64..256, multiple of 8)
+    parameter integer CUB            = 0,    // log2 of the credit unit in flits (CREDIT/SYNC counts; velo_link)
     parameter integer REPLAY_DEPTH   = 256,  // replay buffer in flits (power of two, >= 2 largest packets)
     parameter integer REPLAY_TIMEOUT = 512,  // cycles without ACK progress on sent packets before a replay
     parameter integer SYNC_TIMEOUT   = 256,  // cycles after a REPLAY before it is repeated if a SYNC is missing
@@ -62,9 +68,9 @@ module velo_link_tx #(
     input  wire [8:0]           ctl_val,
     // receiver state and requests
     input  wire [6:0]           rx_exp,       // next expected sequence number
-    input  wire [NVC*7-1:0]     rx_rcnt,      // flits stored per VC, now
-    input  wire [NVC*7-1:0]     rx_scnt,      // flits stored per VC when the last REPLAY arrived (SYNC values)
-    input  wire [NVC*7-1:0]     rx_fcnt,      // flits freed per VC (CREDIT values)
+    input  wire [NVC*(7+CUB)-1:0] rx_rcnt,    // flits stored per VC, now (mod 128 units)
+    input  wire [NVC*(7+CUB)-1:0] rx_scnt,    // flits stored per VC when the last REPLAY arrived (SYNC values)
+    input  wire [NVC*(7+CUB)-1:0] rx_fcnt,    // flits freed per VC (CREDIT values)
     input  wire                 req_nack,     // pulse: send NACK(rx_exp)
     input  wire                 req_sync,     // pulse: send SYNC for every VC
     // event pulses
@@ -73,24 +79,36 @@ module velo_link_tx #(
 );
     localparam integer PW    = LINK_W + 2;
     localparam integer HF    = 64 / LINK_W;
-    localparam integer MAXF  = HF + 512 / LINK_W;           // data flits of the largest packet
+    localparam integer MAXF  = HF + MAX_AREA * 8 / LINK_W;  // data flits of the largest packet
+    localparam integer CU    = 1 << CUB;                    // credit unit in flits
+    localparam integer MAXC  = (MAXF + CU - 1) / CU * CU;   // ... the credits it is charged
+    localparam integer KW    = 7 + CUB;                     // receiver counts (mod 128 units)
+    localparam integer UW    = (CUB > 0) ? CUB : 1;         // flits of a packet mod CU
+    localparam integer XW    = $clog2(MAXF + 1);            // flit index within a packet
     localparam integer RA    = $clog2(REPLAY_DEPTH);
-    localparam integer CW    = (RA + 2 > 9) ? RA + 2 : 9;   // internal credit counters
+    localparam integer CW    = (RA + 2 > KW + 2) ? RA + 2 : KW + 2;  // internal credit counters
     localparam integer NI    = NVC + 1;                     // ACK/CREDIT items: 0 = ACK, 1 + v = CREDIT(v)
     localparam integer TMAX  = (REPLAY_TIMEOUT > SYNC_TIMEOUT) ? REPLAY_TIMEOUT : SYNC_TIMEOUT;
     localparam integer TMW   = $clog2(TMAX + 1);
     localparam integer AGW   = $clog2(CTL_AGE + 1);
     localparam integer RTW   = $clog2(SYNC_RETRIES + 1);
-    localparam integer LEN_IDX = 56 / LINK_W;                 // flit holding FRAG_LEN_M1 (header bits 61:56)
+    localparam integer LEN_IDX = 56 / LINK_W;                 // flit holding the length (header bits 63:56)
     localparam integer LEN_OFF = 56 % LINK_W;                 // its position in that flit
     localparam integer LFB     = $clog2(LINK_W / 8);          // log2(bytes per flit)
     localparam integer OFF_IDX = 26 / LINK_W;                 // flit holding FRAG_OFF[1:0] (header bits 27:26)
     localparam integer OFF_POS = 26 % LINK_W;                 // its position in that flit
-    localparam [5:0]   HF6     = HF[5:0];
-    localparam [5:0]   LENI6   = LEN_IDX[5:0];
-    localparam [5:0]   OFFI6   = OFF_IDX[5:0];
-    localparam [LINK_W-1:0] LENMASK = {{(LINK_W - 6){1'b0}}, 6'h3F} << LEN_OFF;  // FRAG_LEN_M1 in its flit
-    localparam integer ROOM_I  = VC_DEPTH - MAXF;
+    localparam integer TYP_IDX = 16 / LINK_W;                 // flit holding TYPE (header bits 19:16)
+    localparam integer TYP_POS = 16 % LINK_W;                 // its position in that flit
+    localparam [XW-1:0] HFX    = HF[XW-1:0];
+    localparam [XW-1:0] LENIX  = LEN_IDX[XW-1:0];
+    localparam [XW-1:0] OFFIX  = OFF_IDX[XW-1:0];
+    localparam [XW-1:0] TYPIX  = TYP_IDX[XW-1:0];
+    localparam integer AMAX_I = MAX_AREA - 1;
+    localparam [8:0]    AMAX   = AMAX_I[8:0];                // largest RMA LEN_M1
+    // the length field in its flit: FRAG_LEN_M1 (bits 61:56) of a VELO header, LEN_M1 (63:56) of RMA
+    localparam [LINK_W-1:0] LENMASK6 = {{(LINK_W - 6){1'b0}}, 6'h3F} << LEN_OFF;
+    localparam [LINK_W-1:0] LENMASK8 = {{(LINK_W - 8){1'b0}}, 8'hFF} << LEN_OFF;
+    localparam integer ROOM_I  = VC_DEPTH - MAXC;
     localparam integer BROOM_I = REPLAY_DEPTH - MAXF;
     localparam integer URG_I   = ROOM_I - CREDIT_MARGIN;
     localparam [CW-1:0] ROOM   = ROOM_I[CW-1:0];            // credits: start while T - F <= ROOM
@@ -98,7 +116,7 @@ module velo_link_tx #(
     localparam [2:0]    NVC3   = NVC[2:0];
     localparam [RA:0]   BROOM  = BROOM_I[RA:0];             // replay buffer: start while used <= BROOM
     localparam [RA:0]   RDEPTH = REPLAY_DEPTH[RA:0];
-    localparam [7:0]    CURG   = (URG_I < 0) ? 8'd0 : URG_I[7:0];
+    localparam [KW:0]   CURG   = (URG_I < 0) ? {(KW+1){1'b0}} : URG_I[KW:0];
     localparam [6:0]    AURG   = ACK_URGENT[6:0];
     localparam [TMW-1:0] RTO   = REPLAY_TIMEOUT[TMW-1:0] - 1'b1;
     localparam [TMW-1:0] STO   = SYNC_TIMEOUT[TMW-1:0] - 1'b1;
@@ -122,11 +140,12 @@ module velo_link_tx #(
     // replay buffer
     reg [RA:0]       wr_ptr, rd_ptr, tail;
     reg              acc_in;      // a packet is being written (from the switch, or padded)
-    reg [5:0]        w_pos;       // index of the next flit written in it
-    reg              w_lk;        // its length is known (FRAG_LEN_M1 seen)
-    reg [5:0]        w_lidx;      // index of its last data flit
+    reg [XW-1:0]     w_pos;       // index of the next flit written in it
+    reg              w_lk;        // its length is known (length field seen)
+    reg [XW-1:0]     w_lidx;      // index of its last data flit
     reg [1:0]        w_off2q;     // its FRAG_OFF[1:0]
-    reg              w_ovlq;      // its header announced too much (FRAG_LEN_M1 cleared): send it stomped
+    reg              w_rmaq;      // its TYPE >= 2 (framed by LEN_M1)
+    reg              w_ovlq;      // its header announced too much (length cleared): send it stomped
     reg              wpad;        // writing zero fillers (the switch ended it early)
     reg              wdrop;       // dropping flits past its length
     reg [1:0]        acc_vc;
@@ -143,6 +162,7 @@ module velo_link_tx #(
     reg [PW-1:0]     aux;
     reg              s_in;        // a packet is being sent (first flit out, last not yet)
     reg [1:0]        s_vc;
+    reg [UW-1:0]     s_cu;        // its flits sent, mod CU
     reg [15:0]       crc_s;
     reg              crc_pend;    // the CRC flit is due
     reg              bad_s;       // ... and stomped
@@ -157,7 +177,7 @@ module velo_link_tx #(
     reg [NVC-1:0]    sync_pend;   // SYNCs still to send
     reg              sync_two;    // ... and then the set once more (each SYNC goes out twice)
     reg [6:0]        ack_sent;
-    reg [NVC*7-1:0]  fsent;
+    reg [NVC*7-1:0]  fsent;       // CREDIT values (units) last sent
     reg [NI-1:0]     dirty;       // sent once since it changed: repeat it (a lost symbol is repaired)
     reg [3:0]        rr;          // rotation among the ACK/CREDIT items
     reg [AGW-1:0]    age;
@@ -183,10 +203,11 @@ module velo_link_tx #(
 
     // ------------------------------------------------------------------ write side
     // Packets are written as their header's length says (the receiver frames by it): a packet the
-    // switch ends early is padded with zero flits (a zero FRAG_LEN_M1 if it ends before that field;
+    // switch ends early is padded with zero flits (a zero length field if it ends before that field;
     // tx_ready is low meanwhile), one that goes on past its length is cut there (the rest is taken
-    // and dropped); a header announcing more than 64 bytes of payload area gets FRAG_LEN_M1 = 0
-    // and is cut or padded to that. All of them go out stomped. A consistent switch causes none.
+    // and dropped); a header announcing more payload area than its type allows gets its length field
+    // cleared and is cut or padded to that. All of them go out stomped. A consistent switch causes
+    // none.
     // used = max(wr_ptr - rd_ptr, wr_ptr - tail) (rd behind tail while resending duplicates) never
     // exceeds RDEPTH, so "used == RDEPTH" is "either distance is RDEPTH", and "used <= BROOM" is
     // "both are": equality tests on the pointers and two independent comparisons, no compare-and-
@@ -199,26 +220,31 @@ module velo_link_tx #(
     wire             broom   = (dist_t <= BROOM) && (dist_r <= BROOM);   // used <= BROOM
     assign tx_ready = room && !wpad;
     wire             acc     = tx_valid && tx_ready;
-    wire [5:0]       w_idx   = acc_in ? w_pos : 6'd0;               // index of this flit in its packet
-    wire             w_lenf  = (w_idx == LENI6);                    // it holds FRAG_LEN_M1
-    // FRAG_OFF[1:0] as far as known (zero until its flit: a cut header reads as zero there)
-    wire [1:0]       w_off2  = (w_idx == OFFI6) ? tx_data[OFF_POS +: 2] : ((w_idx > OFFI6) ? w_off2q : 2'd0);
-    // payload area: FRAG_OFF % 4 pad bytes plus FRAG_LEN_M1 + 1 bytes (PKT_HDR), at most 64
-    wire [6:0]       w_am1   = {1'b0, tx_data[LEN_OFF +: 6]} + {5'd0, w_off2};
-    wire             w_ovl   = w_lenf && w_am1[6];                  // more than 64 bytes: framing error
-    wire [6:0]       w_ln7   = {1'b0, HF6} + (w_am1 >> LFB);
-    wire [5:0]       w_lz    = HF6 + {4'd0, w_off2 >> LFB};         // last flit with FRAG_LEN_M1 = 0
-    wire [5:0]       w_lnew  = w_ovl ? w_lz : w_ln7[5:0];
-    wire             unused_l7 = w_ln7[6];  // at most 4 + 66 / 2 = 37
+    wire [XW-1:0]    w_idx   = acc_in ? w_pos : {XW{1'b0}};         // index of this flit in its packet
+    wire             w_lenf  = (w_idx == LENIX);                    // it holds the length field
+    // FRAG_OFF[1:0] and TYPE >= 2 as far as known (zero until their flit: a cut header reads as
+    // zero there)
+    wire [1:0]       w_off2  = (w_idx == OFFIX) ? tx_data[OFF_POS +: 2] : ((w_idx > OFFIX) ? w_off2q : 2'd0);
+    wire             w_rma   = (w_idx == TYPIX) ? (tx_data[TYP_POS + 1 +: 3] != 3'd0) : ((w_idx > TYPIX) && w_rmaq);
+    // payload area: FRAG_OFF % 4 pad bytes plus FRAG_LEN_M1 + 1 bytes (PKT_HDR, TYPE < 2, at most
+    // 64), or LEN_M1 + 1 bytes (RMA_PKT_HDR, TYPE >= 2, at most MAX_AREA)
+    wire [7:0]       w_len8  = tx_data[LEN_OFF +: 8];
+    wire [8:0]       w_am1   = w_rma ? {1'b0, w_len8} : ({3'd0, w_len8[5:0]} + {7'd0, w_off2});
+    wire             w_ovl   = w_lenf && (w_rma ? (w_am1 > AMAX) : (w_am1 > 9'd63));  // framing error
+    wire [8:0]       w_ln9   = {{(9 - XW){1'b0}}, HFX} + (w_am1 >> LFB);
+    // last flit with the length field cleared
+    wire [XW-1:0]    w_lz    = HFX + (w_rma ? {XW{1'b0}} : {{(XW-2){1'b0}}, w_off2 >> LFB});
+    wire [XW-1:0]    w_lnew  = w_ovl ? w_lz : w_ln9[XW-1:0];
+    wire             unused_l9 = &{1'b0, w_ln9};
     wire             w_lk_n  = w_lk || w_lenf;
-    wire [5:0]       w_li_n  = w_lenf ? w_lnew : w_lidx;
+    wire [XW-1:0]    w_li_n  = w_lenf ? w_lnew : w_lidx;
     wire             w_atl   = w_lk_n && (w_idx == w_li_n);          // the header's last flit
     wire             w_early = tx_last && !w_atl;                   // ends before its length
     wire             w_en    = (wpad && room) || (acc && !wdrop);   // a flit is written this cycle
     wire             w_plast = (w_pos == w_lidx);                   // padding: the last filler
     wire             w_last  = wpad ? w_plast : w_atl;
     wire             w_bad   = wpad ? w_plast : (w_atl && (w_ovlq || !(tx_last && !tx_bad)));
-    wire [LINK_W-1:0] w_dat  = wpad ? {LINK_W{1'b0}} : (w_ovl ? (tx_data & ~LENMASK) : tx_data);
+    wire [LINK_W-1:0] w_dat  = wpad ? {LINK_W{1'b0}} : (w_ovl ? (tx_data & ~(w_rma ? LENMASK8 : LENMASK6)) : tx_data);
     wire [PW-1:0]    w_word  = {w_bad, w_last, w_dat};
     wire [1:0]       avc     = (acc_in || wpad) ? acc_vc : tx_data[`VELO_PKT_HDR_VC];
 
@@ -233,6 +259,13 @@ module velo_link_tx #(
     wire [1:0]  f_vc  = sr_rd[RA+2:RA+1];
     wire [RA:0] f_end = sr_rd[RA:0];
     wire [RA:0] f_len = f_end - tail;
+    // credit rounding (units of CU flits): a packet is charged its flits rounded up to a multiple of
+    // CU, in T when its last flit is written, in S when its CRC flit goes out, and in the replay
+    // buffer's per-VC count (ucnt) from its last write until it is freed
+    wire [UW-1:0] w_cidx = wpad ? w_pos[UW-1:0] : w_idx[UW-1:0];  // index of the flit written, mod CU
+    wire [UW-1:0] w_rnd  = (CUB > 0 && w_en && w_last) ? ~w_cidx : {UW{1'b0}};  // (-(idx+1)) mod CU
+    wire [UW-1:0] f_rnd  = (CUB > 0) ? (~f_len[UW-1:0] + 1'b1) : {UW{1'b0}};            // (-len) mod CU
+    wire [RA:0]   f_lenr = f_len + {{(RA+1-UW){1'b0}}, f_rnd};
     wire        ack_done = !ack_busy && (ack_seq == ack_tgt);
 
     // replay RAM: {bad, last, data}
@@ -273,15 +306,15 @@ module velo_link_tx #(
 
     // ------------------------------------------------------------------ ACK / CREDIT items
     reg [NI-1:0] pend, need;
-    reg [7:0]    rdiff;
+    reg [KW:0]   rdiff;
     always @(*) begin
         pend[0] = (rx_exp != ack_sent);
         need[0] = ((rx_exp - ack_sent) >= AURG);
-        rdiff   = 8'd0;
+        rdiff   = {(KW+1){1'b0}};
         for (i = 0; i < NVC; i = i + 1) begin
-            pend[i+1] = (rx_fcnt[i*7 +: 7] != fsent[i*7 +: 7]);
-            // the peer's view of our buffer if it had all our CREDITs: R - Fsent
-            rdiff     = {1'b0, rx_rcnt[i*7 +: 7] - fsent[i*7 +: 7]};
+            pend[i+1] = (rx_fcnt[i*KW + CUB +: 7] != fsent[i*7 +: 7]);
+            // the peer's view of our buffer if it had all our CREDITs: R - Fsent (flits)
+            rdiff     = {1'b0, rx_rcnt[i*KW +: KW] - ({{(KW-7){1'b0}}, fsent[i*7 +: 7]} << CUB)};
             need[i+1] = (rdiff > CURG);
         end
     end
@@ -338,9 +371,9 @@ module velo_link_tx #(
     always @(*) begin
         cval = 7'd0;
         for (i = 0; i < NVC; i = i + 1)
-            if (pick == i[3:0] + 4'd1) cval = rx_fcnt[i*7 +: 7];
+            if (pick == i[3:0] + 4'd1) cval = rx_fcnt[i*KW + CUB +: 7];
         for (i = 0; i < NVC; i = i + 1)
-            if (kind == K_SYNC && svc == i[1:0]) cval = rx_scnt[i*7 +: 7];
+            if (kind == K_SYNC && svc == i[1:0]) cval = rx_scnt[i*KW + CUB +: 7];
         val = 9'd0;
         typ = `VELO_LINK_CTL_TYPE_LINK;
         case (kind)
@@ -430,13 +463,38 @@ module velo_link_tx #(
                 t_of = tcnt[i*CW +: CW];
             end
     end
-    wire [6:0]    c_inc  = c_seq - f_of[6:0];                   // CREDIT: newly freed flits
-    wire          c_good = ({{(CW-7){1'b0}}, c_inc} <= s_of - f_of);  // never more than sent
-    wire [CW-1:0] s_base = f_of + {{(CW-7){1'b0}}, c_inc};      // CREDIT: F; SYNC: R, unwrapped
-    wire [CW-1:0] s_dlt  = s_base - r_of;                       // SYNC: R - S at the REPLAY
+    // per VC: this cycle's additions to S (a data flit; the rounding with the CRC flit) and to T (a
+    // flit written; the rounding with a packet's last flit)
+    reg [NVC*CW-1:0] inc_s, inc_t;
+    reg [NVC*UW-1:0] inc_tv;     // the rounding part of inc_t (also added to ucnt)
+    wire [UW-1:0]    s_rnd = (CUB > 0 && kind == K_CRC) ? (~s_cu + 1'b1) : {UW{1'b0}};  // (-flits) mod CU
+    always @(*) begin
+        for (i = 0; i < NVC; i = i + 1) begin
+            inc_s[i*CW +: CW] = {{(CW-1){1'b0}}, (kind == K_DATA) && (cur_vc == i[1:0])}
+                                + ((s_vc == i[1:0]) ? {{(CW-UW){1'b0}}, s_rnd} : {CW{1'b0}});
+            inc_tv[i*UW +: UW] = (avc == i[1:0]) ? w_rnd : {UW{1'b0}};
+            inc_t[i*CW +: CW] = {{(CW-1){1'b0}}, w_en && (avc == i[1:0])} + {{(CW-UW){1'b0}}, inc_tv[i*UW +: UW]};
+        end
+    end
+    reg [CW-1:0] is_of, it_of;   // inc_s, inc_t of the symbol's VC
+    always @(*) begin
+        is_of = {CW{1'b0}};
+        it_of = {CW{1'b0}};
+        for (i = 0; i < NVC; i = i + 1)
+            if (c_sub == i[1:0]) begin
+                is_of = inc_s[i*CW +: CW];
+                it_of = inc_t[i*CW +: CW];
+            end
+    end
+    // the 7-bit values count units of CU flits; F is always a multiple of CU
+    wire [6:0]    c_inc  = c_seq - f_of[CUB +: 7];               // CREDIT: newly freed units
+    wire [CW-1:0] c_incf = {{(CW-7){1'b0}}, c_inc} << CUB;     // ... in flits
+    wire          c_good = (c_incf <= s_of - f_of);              // never more than sent
+    wire [CW-1:0] s_base = f_of + c_incf;                        // CREDIT: F; SYNC: R, unwrapped
+    wire [CW-1:0] s_dlt  = s_base - r_of;                        // SYNC: R - S at the REPLAY
     // SYNC: S := R + flits sent since the REPLAY (and this cycle's); T moves with S
-    wire [CW-1:0] s_syn  = s_of + s_dlt + {{(CW-1){1'b0}}, (kind == K_DATA) && (cur_vc == c_sub)};
-    wire [CW-1:0] t_syn  = t_of + s_dlt + {{(CW-1){1'b0}}, w_en && (avc == c_sub)};
+    wire [CW-1:0] s_syn  = s_of + s_dlt + is_of;
+    wire [CW-1:0] t_syn  = t_of + s_dlt + it_of;
     wire          c_vc_ok = ({1'b0, c_sub} < NVC3);
     reg           got_sub;  // sync_got of the symbol's VC (0 for a VC >= NVC)
     always @(*) begin
@@ -463,10 +521,11 @@ module velo_link_tx #(
             rd_ptr    <= {(RA+1){1'b0}};
             tail      <= {(RA+1){1'b0}};
             acc_in    <= 1'b0;
-            w_pos     <= 6'd0;
+            w_pos     <= {XW{1'b0}};
             w_lk      <= 1'b0;
-            w_lidx    <= 6'd0;
+            w_lidx    <= {XW{1'b0}};
             w_off2q   <= 2'd0;
+            w_rmaq    <= 1'b0;
             w_ovlq    <= 1'b0;
             wpad      <= 1'b0;
             wdrop     <= 1'b0;
@@ -484,6 +543,7 @@ module velo_link_tx #(
             av        <= 1'b0;
             s_in      <= 1'b0;
             s_vc      <= 2'd0;
+            s_cu      <= {UW{1'b0}};
             crc_s     <= 16'd0;
             crc_pend  <= 1'b0;
             bad_s     <= 1'b0;
@@ -527,7 +587,8 @@ module velo_link_tx #(
                 if (tx_last) wdrop <= 1'b0;
             end else if (acc) begin
                 if (!acc_in) acc_vc <= tx_data[`VELO_PKT_HDR_VC];
-                if (w_idx == OFFI6) w_off2q <= tx_data[OFF_POS +: 2];
+                if (w_idx == OFFIX) w_off2q <= tx_data[OFF_POS +: 2];
+                if (w_idx == TYPIX) w_rmaq <= w_rma;
                 w_pos <= w_idx + 1'b1;
                 if (w_atl) begin
                     acc_in <= 1'b0;
@@ -538,7 +599,7 @@ module velo_link_tx #(
                     acc_in <= 1'b1;
                     wpad   <= 1'b1;
                     w_lk   <= 1'b1;
-                    w_lidx <= w_lk_n ? w_li_n : w_lz;  // zero fillers: FRAG_LEN_M1 = 0
+                    w_lidx <= w_lk_n ? w_li_n : w_lz;  // zero fillers: length field 0
                 end else begin
                     acc_in <= 1'b1;
                     w_lk   <= w_lk_n;
@@ -557,8 +618,8 @@ module velo_link_tx #(
             // ---- per-VC counters
             for (v = 0; v < NVC; v = v + 1) begin
                 ucnt[v*(RA+1) +: RA+1] <= ucnt[v*(RA+1) +: RA+1]
-                    + {{RA{1'b0}}, w_en && (avc == v[1:0])}
-                    - ((ack_busy && f_vc == v[1:0]) ? f_len : {(RA+1){1'b0}});
+                    + {{(RA+1-UW){1'b0}}, inc_tv[v*UW +: UW]} + {{RA{1'b0}}, w_en && (avc == v[1:0])}
+                    - ((ack_busy && f_vc == v[1:0]) ? f_lenr : {(RA+1){1'b0}});
                 if (tr_ep) begin
                     // a new epoch: assume the peer's buffer full until its SYNC says otherwise
                     scnt[v*CW +: CW] <= VCD;
@@ -567,13 +628,13 @@ module velo_link_tx #(
                     // everything from tail is sent again; no data flit goes out in this slot
                     srep[v*CW +: CW] <= scnt[v*CW +: CW];
                     tcnt[v*CW +: CW] <= scnt[v*CW +: CW] + {{(CW-RA-1){1'b0}}, ucnt[v*(RA+1) +: RA+1]}
-                                        + {{(CW-1){1'b0}}, w_en && (avc == v[1:0])};
+                                        + inc_t[v*CW +: CW];
                 end else if (take_sync && c_sub == v[1:0]) begin
                     scnt[v*CW +: CW] <= s_syn;
                     tcnt[v*CW +: CW] <= t_syn;
                 end else begin
-                    scnt[v*CW +: CW] <= scnt[v*CW +: CW] + {{(CW-1){1'b0}}, (kind == K_DATA) && (cur_vc == v[1:0])};
-                    tcnt[v*CW +: CW] <= tcnt[v*CW +: CW] + {{(CW-1){1'b0}}, w_en && (avc == v[1:0])};
+                    scnt[v*CW +: CW] <= scnt[v*CW +: CW] + inc_s[v*CW +: CW];
+                    tcnt[v*CW +: CW] <= tcnt[v*CW +: CW] + inc_t[v*CW +: CW];
                 end
                 if (tr_ep)
                     fcnt[v*CW +: CW] <= {CW{1'b0}};
@@ -595,6 +656,7 @@ module velo_link_tx #(
                 rd_ptr <= rd_ptr + 1'b1;
                 crc_s  <= crc_nx;
                 if (!s_in) s_vc <= cur[1:0];
+                s_cu <= s_in ? s_cu + 1'b1 : {{(UW-1){1'b0}}, 1'b1};
                 if (cur[LINK_W]) begin
                     s_in     <= 1'b0;
                     crc_pend <= 1'b1;
@@ -642,7 +704,7 @@ module velo_link_tx #(
                     ack_sent <= rx_exp;
                 end
                 for (v = 0; v < NVC; v = v + 1)
-                    if (pick == v[3:0] + 4'd1) fsent[v*7 +: 7] <= rx_fcnt[v*7 +: 7];
+                    if (pick == v[3:0] + 4'd1) fsent[v*7 +: 7] <= rx_fcnt[v*KW + CUB +: 7];
                 for (v = 0; v < NI; v = v + 1)
                     if (pick == v[3:0]) dirty[v] <= pend[v];
                 rr  <= pick1;

@@ -21,9 +21,9 @@
 module velo_sw_input #(
     parameter integer LINK_W        = 16,  // flit width in bits: 16, 32 or 64
     parameter integer NVC           = 4,   // virtual channels (must be 4: the VC field is 2 bits)
-    parameter integer VC_DEPTH      = 64,  // FIFO size per VC in flits, MAX_PKT_FLITS..127
+    parameter integer VC_DEPTH      = 64,  // FIFO size per VC in flits, >= MAX_PKT_FLITS
     parameter integer PB            = 2,   // route code bits (the low PB bits of ROUTE)
-    parameter integer MAX_PKT_FLITS = 64 / LINK_W + 512 / LINK_W  // longest packet in flits
+    parameter integer MAX_PKT_FLITS = 64 / LINK_W + 512 / LINK_W  // longest packet in flits (velo_switch: from MAX_AREA)
 ) (
     input  wire              clk,
     input  wire              rst,          // synchronous, active high

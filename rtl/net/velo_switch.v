@@ -37,9 +37,10 @@ module velo_switch #(
     parameter integer NP            = 2,   // network ports (1..7): 2 for a ring, 4 for a 2D torus
     parameter integer LINK_W        = 16,  // flit width in bits: 16, 32 or 64
     parameter integer NVC           = 4,   // virtual channels (must be 4: the VC field is 2 bits)
-    parameter integer VC_DEPTH      = 64,  // input FIFO per (network port, VC) in flits, MAX_PKT_FLITS..127
+    parameter integer VC_DEPTH      = 64,  // input FIFO per (network port, VC) in flits, >= MAX_PKT_FLITS
     parameter integer PB            = (NP <= 2) ? 2 : 3,  // route code bits, 2^PB > NP
-    parameter integer MAX_PKT_FLITS = 64 / LINK_W + 512 / LINK_W,  // longest packet in flits
+    parameter integer MAX_AREA      = 64,  // largest payload area in bytes (64, or up to 256 for RMA packets)
+    parameter integer MAX_PKT_FLITS = (64 + 8 * MAX_AREA) / LINK_W,  // longest packet in flits (header + area)
     parameter integer NLOC          = 1    // local ports: 1, or 2 (second pair for the response class)
 ) (
     input  wire                 clk,

@@ -19,6 +19,11 @@
 // packets for this node are split by TYPE after the local output: RMA_PUT/RMA_GET to the target,
 // the rest to the completer. With RMA = 0 (small boards, TLP_W = 128) none of this exists.
 //
+// Packet size: the switch and the links frame RMA packets (TYPE >= 2) by their 8-bit LEN_M1, up to
+// MAX_AREA bytes of payload area (256 with RMA: RMA_MTU 240), VELO packets by FRAG_LEN_M1 (at
+// most 64 bytes). MAX_AREA sets the switch buffers (VC_DEPTH), the links' replay buffers and
+// credit unit; without RMA it is 64 and the network is what it was for VELO messages alone.
+//
 // Interrupts: the completer reports every entry whose last TLP was accepted on tx; the register
 // file's IRQ block turns a report for an armed vpid into a PENDING bit and a request on
 // irq_valid/irq_ready (one interrupt, MSI vector 0; the board makes it an MSI).
@@ -37,12 +42,20 @@ module velo_nic #(
     parameter integer TLP_W         = 64,  // TLP stream data width: 64 or 128
     parameter integer LINK_W        = 16,  // network flit width: 16, 32 or 64
     parameter integer NP            = 2,   // network ports (1..6): 1 or 2 for a pair or ring, 4 for a 2D torus
-    parameter integer VC_DEPTH      = 64,  // switch receive buffer per (port, VC), in flits (<= 127)
-    parameter integer REPLAY_DEPTH  = 256, // link replay buffer per port, in flits (power of two)
     parameter integer RMA           = (TLP_W == 64) ? 1 : 0,  // 1: RMA unit (needs TLP_W = 64)
+    // largest packet payload area in bytes the network frames: 256 with RMA (RMA packets up to
+    // RMA_MTU 240 data bytes), 64 without (VELO messages only: small buffers, e.g. the iCE40 board)
+    parameter integer MAX_AREA      = (RMA != 0) ? 256 : 64,
+    // switch receive buffer per (port, VC), in flits: a largest packet plus a credit round trip of
+    // about 56 cycles (64 when MAX_AREA = 64); at most 127 * 2^k - MAX_PKT_FLITS (docs/net-link.md §4)
+    parameter integer VC_DEPTH      = (MAX_AREA <= 64) ? 64 : (LINK_W == 16) ? 192 : (LINK_W == 32) ? 128 : 88,
+    // link replay buffer per port, in flits (power of two, >= 2 largest packets)
+    parameter integer REPLAY_DEPTH  = ((64 + 8 * MAX_AREA) / LINK_W * 2 > 256) ? 512 : 256,
     parameter integer RMA_REGION_BITS = 8,  // RMA: ATU regions (spec param RMA_REGION_BITS)
     parameter integer RMA_PTE_BITS  = 12,  // RMA: ATU page table entries (spec param RMA_PTE_BITS)
-    parameter integer RMA_MTU       = 48,  // RMA: data bytes per packet (spec param RMA_MTU; <= 48 with today's link)
+    // RMA: data bytes per packet (spec param RMA_MTU, multiple of 8): a packet's area is at most
+    // 16 (NLA and length words) + RMA_MTU, so the largest that fits MAX_AREA: 240 (48 at 64)
+    parameter integer RMA_MTU       = (MAX_AREA - 16 > 240) ? 240 : (MAX_AREA - 16) / 8 * 8,
     parameter integer RMA_TAG_BITS  = 4,  // RMA: 2^n initiator commands outstanding
     parameter integer NVC           = `VELO_NVC, // virtual channels (1..4): VCs 0..NVC-1 (spec NVC: 4)
     parameter integer SWITCH_LITE   = 0,   // 1: velo_switch_lite instead of velo_switch (NP = 1 only)
@@ -254,6 +267,13 @@ module velo_nic #(
     wire [NP-1:0]        ev_credit_stall;
     wire                 ev_sw_overflow;
 
+    // an RMA packet's payload area (NLA and length words, pad, RMA_MTU data bytes) must be framed
+    generate
+        if (RMA != 0 && (RMA_MTU + 16 > MAX_AREA || RMA_MTU % 8 != 0)) begin : g_bad_mtu
+            velo_nic_error_RMA_MTU_exceeds_MAX_AREA u_err ();
+        end
+    endgenerate
+
     genvar gp;
     generate
         for (gp = 0; gp < NP; gp = gp + 1) begin : g_cfg
@@ -294,7 +314,8 @@ module velo_nic #(
             if (NVC != `VELO_NVC) begin : g_bad_nvc
                 velo_nic_error_velo_switch_needs_all_VCs u_err ();  // fewer VCs: SWITCH_LITE only
             end
-            velo_switch #(.NP(NP), .LINK_W(LINK_W), .NVC(NVC), .VC_DEPTH(VC_DEPTH), .PB(PB), .NLOC(RMA != 0 ? 2 : 1)) u_sw (
+            velo_switch #(.NP(NP), .LINK_W(LINK_W), .NVC(NVC), .VC_DEPTH(VC_DEPTH), .PB(PB), .MAX_AREA(MAX_AREA),
+                          .NLOC(RMA != 0 ? 2 : 1)) u_sw (
                 .clk(clk), .rst(rst),
                 .in_valid(si_valid), .in_data(si_data), .in_last(si_last), .in_bad(si_bad), .in_vc(si_vc),
                 .in_free(si_free),
@@ -314,7 +335,8 @@ module velo_nic #(
     generate
         for (gp = 0; gp < NP; gp = gp + 1) begin : g_link
             wire ev_crc_err, ev_nack, ev_replay, ev_stomp, ev_link_down, ev_ctl_drop, ev_rx_pkt;
-            velo_link #(.LINK_W(LINK_W), .NVC(NVC), .VC_DEPTH(VC_DEPTH), .REPLAY_DEPTH(REPLAY_DEPTH)) u_link (
+            velo_link #(.LINK_W(LINK_W), .NVC(NVC), .MAX_AREA(MAX_AREA), .VC_DEPTH(VC_DEPTH),
+                        .REPLAY_DEPTH(REPLAY_DEPTH)) u_link (
                 .clk(clk), .rst(rst),
                 .phy_tx(phy_tx[gp*PW +: PW]), .phy_rx(phy_rx[gp*PW +: PW]),
                 .tx_valid(so_valid[gp]), .tx_ready(so_ready[gp]), .tx_data(so_data[gp*LINK_W +: LINK_W]),

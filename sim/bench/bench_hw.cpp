@@ -329,10 +329,14 @@ int main() {
         const double cap = static_cast<double>(b.c.sys().link_bits()) / 8.0;  // link bytes per cycle
         const long long t1m = b.run(VELO_RMA_OP_PUT, 1u << 20);
         const double bw = static_cast<double>(1u << 20) / static_cast<double>(t1m);
+        const auto mtu =
+            static_cast<unsigned>(VELO_FIELD_GET(VELO_REG_RMA_CAPS_MTU, b.c.reg_read(0, VELO_REG_RMA_CAPS)));
         std::printf(
-            "# RMA put of 1 MiB, pair, 16-bit link: payload bytes per cycle / link bytes per cycle (RMA_MTU %d:\n",
-            VELO_DEFAULT_RMA_MTU);
-        std::printf("# 48 data bytes per 64-byte packet + CRC flit; the bound is 48/66 = 0.727); %.3f B/cycle\n", bw);
+            "# RMA put of 1 MiB, pair, 16-bit link: payload bytes per cycle / link bytes per cycle (RMA_MTU %u:\n",
+            mtu);
+        std::printf("# %u data bytes per packet of 8 header + 8 NLA + %u bytes and a 2-byte CRC flit; the bound is\n",
+                    mtu, mtu);
+        std::printf("# %u/%u = %.3f); %.3f B/cycle\n", mtu, mtu + 18, static_cast<double>(mtu) / (mtu + 18), bw);
         bench("rma.put_bw_fraction_1MiB", bw / cap, "ratio");
         // N1/2: the put size whose bandwidth (size / command-to-REMOTE_CPL time) is half of the 1 MiB one
         double prev_n = 0, prev_bw = 0, half = 0;

@@ -6,3 +6,8 @@ velo_model(tb_switch Vsw_p2 velo_switch PARAMS -GNP=2 -GLINK_W=16)
 velo_model(tb_switch Vsw_p4 velo_switch PARAMS -GNP=4 -GLINK_W=16)
 velo_model(tb_switch Vsw_p2w velo_switch PARAMS -GNP=2 -GLINK_W=64)
 velo_model(tb_switch Vsw_p2d velo_switch PARAMS -GNP=2 -GLINK_W=32 -GVC_DEPTH=40 -GPB=3)
+# MAX_AREA 256 (a NIC with RMA: packets of up to 256 bytes of payload area) with velo_nic's buffers
+# for it: ring and torus nodes at 16 bits (VC_DEPTH 192), a ring node at 64 bits (VC_DEPTH 88)
+velo_model(tb_switch Vsw_p2r velo_switch PARAMS -GNP=2 -GLINK_W=16 -GMAX_AREA=256 -GVC_DEPTH=192)
+velo_model(tb_switch Vsw_p4r velo_switch PARAMS -GNP=4 -GLINK_W=16 -GMAX_AREA=256 -GVC_DEPTH=192)
+velo_model(tb_switch Vsw_p2wr velo_switch PARAMS -GNP=2 -GLINK_W=64 -GMAX_AREA=256 -GVC_DEPTH=88)

@@ -1,7 +1,11 @@
 // Link layer bench (velo_link, LINK_W 16, 32 and 64): two links back to back through the channel
-// model, one channel per direction. On each side a packet source (random legal packets: PKT_HDR
-// with a random VC and FRAG_LEN_M1, random payload; it starts a packet only on tx_start_ok[vc] and
-// leaves random gaps mid-packet) and a sink modelling the switch input buffers (VC_DEPTH flits per
+// model, one channel per direction. Built twice: tb_link with MAX_AREA 64 (the NIC without RMA:
+// VELO messages and RMA packets of up to 64 bytes of payload area) and tb_link256 with MAX_AREA
+// 256 (the NIC with RMA: its VC_DEPTH and REPLAY_DEPTH per width, credit units of 4, 2 and 1
+// flits). On each side a packet source (random legal packets, mixed: VELO packets framed by
+// PKT_HDR FRAG_LEN_M1 (TYPE 0 or 1, up to 64 bytes) and RMA packets framed by RMA_PKT_HDR LEN_M1
+// (TYPE 2..5, up to MAX_AREA bytes), random VC, random payload; it starts a packet only on
+// tx_start_ok[vc] and leaves random gaps mid-packet) and a sink modelling the switch input buffers (VC_DEPTH flits per
 // VC, overflow asserted, drained at a random rate with rx_free pulses). The scoreboard of each
 // direction asserts that every packet is delivered exactly once, byte-exact, in order (go-back-N
 // keeps the order of the whole link, not only per VC), on its header's VC; packets delivered bad
@@ -29,12 +33,21 @@
 #include <string>
 #include <vector>
 
+#if VELO_LINK_AREA == 256
+#include "Vlink16r.h"
+#include "Vlink16r___024root.h"
+#include "Vlink32r.h"
+#include "Vlink32r___024root.h"
+#include "Vlink64r.h"
+#include "Vlink64r___024root.h"
+#else
 #include "Vlink16.h"
 #include "Vlink16___024root.h"
 #include "Vlink32.h"
 #include "Vlink32___024root.h"
 #include "Vlink64.h"
 #include "Vlink64___024root.h"
+#endif
 #include "channel.hpp"
 #include "harness.hpp"
 #include "velo/velo_hw.h"
@@ -50,16 +63,18 @@ using velo::sim::words;
 
 namespace {
 
-// RTL defaults the tests rely on (velo_link parameters)
+// RTL defaults the tests rely on (velo_link parameters; VC_DEPTH, REPLAY_DEPTH and MAX_AREA per
+// model in Cfg)
 constexpr unsigned kNvc = 4;
-constexpr unsigned kVcDepth = 64;
 constexpr uint64_t kReplayTimeout = 512;
 constexpr uint64_t kSyncTimeout = 256;
 constexpr uint64_t kDownTimeout = 128;
-constexpr unsigned kReplayDepth = 256;
 constexpr unsigned kAckUrgent = 8;
-constexpr unsigned kCreditBits = 10;  // internal credit counters of velo_link_tx (RA + 2)
-constexpr unsigned kLatency = 2;      // channel latency of the benches
+constexpr unsigned kLatency = 2;  // channel latency of the benches
+
+constexpr unsigned log2u(unsigned x) {
+    return x <= 1 ? 0 : 1 + log2u(x / 2);
+}
 
 // ------------------------------------------------------------------------------ flits
 struct Flit {
@@ -78,13 +93,21 @@ void write_flit(T& port, const Flit& f) {
     if (w.n > 2) w.set64(1, f.hi);
 }
 
-template <class M, int LW>
+// A model: velo_link with LINK_W = LW, MAX_AREA = AREA, VC_DEPTH = VCD, REPLAY_DEPTH = RD.
+template <class M, int LW, int AREA, unsigned VCD, unsigned RD>
 struct Cfg {
     using Model = M;
     static constexpr int W = LW;
-    static constexpr int H = 64 / LW;          // header flits
-    static constexpr int FB = LW / 8;          // bytes per flit
-    static constexpr int MAXP = H + 512 / LW;  // longest packet in data flits
+    static constexpr int H = 64 / LW;               // header flits
+    static constexpr int FB = LW / 8;               // bytes per flit
+    static constexpr int A = AREA;                  // largest payload area (RMA packets)
+    static constexpr int MAXP = H + AREA * 8 / LW;  // longest packet in data flits
+    static constexpr int M64 = H + 512 / LW;        // a 64-byte message in data flits
+    static constexpr unsigned kVcDepth = VCD;
+    static constexpr unsigned kReplayDepth = RD;
+    // velo_link's credit unit (2^CUB flits) and velo_link_tx's internal credit counter width
+    static constexpr unsigned CUB = VCD + MAXP <= 127 ? 0 : VCD + MAXP + 1 <= 254 ? 1 : VCD + MAXP + 3 <= 508 ? 2 : 3;
+    static constexpr unsigned kCreditBits = log2u(RD) + 2 > 9 + CUB ? log2u(RD) + 2 : 9 + CUB;
     static constexpr uint64_t MASK = LW == 64 ? ~0ull : ((1ull << LW) - 1);
     static unsigned sync(const Flit& f) { return LW == 64 ? static_cast<unsigned>(f.hi & 3) : (f.lo >> LW) & 3; }
     static uint64_t data(const Flit& f) { return f.lo & MASK; }
@@ -105,7 +128,8 @@ struct Cfg {
 struct Pkt {
     uint64_t id = 0;
     unsigned vc = 0;
-    unsigned len = 1;             // payload bytes
+    unsigned len = 1;             // payload area bytes
+    bool rma = false;             // an RMA packet (TYPE >= 2, framed by LEN_M1), else VELO
     bool stomp = false;           // the source raises tx_bad with tx_last
     bool bad = false;             // delivered bad (stomped, or malformed by the source)
     std::vector<uint64_t> flits;  // data flits as delivered (the header's length)
@@ -113,21 +137,62 @@ struct Pkt {
     bool lossable = false;        // in flight when a side was reset: may be lost, never duplicated
 };
 
+// The payload area a header announces, as the link frames it: TYPE >= 2 (RMA_PKT_HDR): LEN_M1 + 1;
+// else (PKT_HDR): FRAG_OFF % 4 + FRAG_LEN_M1 + 1.
+unsigned area_of(uint64_t h) {
+    if (((h >> VELO_PKT_HDR_TYPE_SHIFT) & 0xF) >= 2)
+        return static_cast<unsigned>((h >> VELO_RMA_PKT_HDR_LEN_M1_SHIFT) & 0xFF) + 1;
+    return static_cast<unsigned>(((h >> VELO_PKT_HDR_FRAG_OFF_SHIFT) & 3) +
+                                 ((h >> VELO_PKT_HDR_FRAG_LEN_M1_SHIFT) & 0x3F)) +
+           1;
+}
+// The header with its length field cleared (what the link does to a header announcing too much).
+uint64_t len_cleared(uint64_t h) {
+    if (((h >> VELO_PKT_HDR_TYPE_SHIFT) & 0xF) >= 2) return h & ~(0xFFull << VELO_RMA_PKT_HDR_LEN_M1_SHIFT);
+    return h & ~(0x3Full << VELO_PKT_HDR_FRAG_LEN_M1_SHIFT);
+}
 template <class C>
-Pkt make_pkt(std::mt19937_64& r, uint64_t id, unsigned len, unsigned vc, bool stomp) {
+uint64_t hdr_of(const std::vector<uint64_t>& f) {
+    uint64_t h = 0;
+    for (int i = 0; i < C::H && i < static_cast<int>(f.size()); ++i) h |= f[static_cast<size_t>(i)] << (i * C::W);
+    return h;
+}
+template <class C>
+void put_hdr(std::vector<uint64_t>& f, uint64_t h) {
+    for (int i = 0; i < C::H; ++i) f[static_cast<size_t>(i)] = (h >> (i * C::W)) & C::MASK;
+}
+
+// A packet of `len` bytes of payload area. VELO (rma = false): PKT_HDR with TYPE 0 or 1,
+// FRAG_LEN_M1 = len - 1 and FRAG_OFF % 4 = `pad` (len > pad; the other header bits random, FRAG
+// and RSVD too: the link ignores them). RMA: RMA_PKT_HDR with TYPE 2..5 and LEN_M1 = len - 1 (its
+// ZERO bits random: the link frames TYPE >= 2 by LEN_M1 alone).
+template <class C>
+Pkt make_pkt(std::mt19937_64& r, uint64_t id, unsigned len, unsigned vc, bool stomp, bool rma = false,
+             unsigned pad = 0) {
     Pkt p;
     p.id = id;
     p.vc = vc;
     p.len = len;
+    p.rma = rma;
     p.stomp = stomp;
     p.bad = stomp;
     uint64_t h = r();
     h = (h & ~0x3ull) | vc;
-    h = (h & ~(0x3Full << VELO_PKT_HDR_FRAG_LEN_M1_SHIFT)) |
-        (static_cast<uint64_t>(len - 1) << VELO_PKT_HDR_FRAG_LEN_M1_SHIFT);
-    // FRAG_OFF % 4 pad bytes lengthen the payload area; these packets carry none (tb_system and
-    // tb_net send byte-offset fragments through the links)
-    h &= ~(0x3ull << VELO_PKT_HDR_FRAG_OFF_SHIFT);
+    h &= ~(0xFull << VELO_PKT_HDR_TYPE_SHIFT);
+    if (rma) {
+        h |= static_cast<uint64_t>(2 + rnd(r, 4)) << VELO_PKT_HDR_TYPE_SHIFT;
+        h = (h & ~(0xFFull << VELO_RMA_PKT_HDR_LEN_M1_SHIFT)) |
+            (static_cast<uint64_t>(len - 1) << VELO_RMA_PKT_HDR_LEN_M1_SHIFT);
+    } else {
+        h |= (r() & 1) << VELO_PKT_HDR_TYPE_SHIFT;
+        h = (h & ~(0x3Full << VELO_PKT_HDR_FRAG_LEN_M1_SHIFT)) |
+            (static_cast<uint64_t>(len - 1 - pad) << VELO_PKT_HDR_FRAG_LEN_M1_SHIFT);
+        // FRAG_OFF % 4 pad bytes lengthen the payload area (tb_system and tb_net send byte-offset
+        // fragments through the links; here only the directed length tests use them)
+        h = (h & ~(0x3ull << VELO_PKT_HDR_FRAG_OFF_SHIFT)) |
+            (static_cast<uint64_t>(pad) << VELO_PKT_HDR_FRAG_OFF_SHIFT);
+    }
+    EXPECT_EQ(area_of(h), len);
     for (int i = 0; i < C::H; ++i) p.flits.push_back((h >> (i * C::W)) & C::MASK);
     // payload flits: random bytes, the unused bytes of the last flit random too (they travel)
     for (int i = C::H; i < C::data_flits(len); ++i) p.flits.push_back(r() & C::MASK);
@@ -136,39 +201,44 @@ Pkt make_pkt(std::mt19937_64& r, uint64_t id, unsigned len, unsigned vc, bool st
 
 // Deterministic contents for directed tests (the results do not depend on SEED).
 template <class C>
-Pkt fixed_pkt(uint64_t id, unsigned len, unsigned vc) {
+Pkt fixed_pkt(uint64_t id, unsigned len, unsigned vc, bool rma = false, unsigned pad = 0) {
     std::mt19937_64 r(0x5EED0000 + id * 7919 + len);
-    return make_pkt<C>(r, id, len, vc, false);
+    return make_pkt<C>(r, id, len, vc, false, rma, pad);
 }
 
-// A packet whose header announces more than 64 bytes of payload area (FRAG_OFF % 4 = 1..3 with
-// FRAG_LEN_M1 = 63), as a receiver upstream forwards a misframed header and the switch passes it
-// on cut at MAX_PKT_FLITS: the source presents `n` flits (random, at least up to the header). The
-// link clears FRAG_LEN_M1, so it delivers the header and HF + (FRAG_OFF % 4 + 1) / bytes-per-flit
-// rounded up flits (zero fillers if the source ended earlier), bad.
+// A packet whose header announces more payload area than its type allows, as a receiver upstream
+// forwards a misframed header and the switch passes it on cut at MAX_PKT_FLITS: a VELO header
+// announcing 65..67 bytes (FRAG_OFF % 4 = 1..3 with FRAG_LEN_M1 = 63), or (MAX_AREA < 256) an RMA
+// header with LEN_M1 >= MAX_AREA. The source presents `n` flits (random, at least up to the
+// header). The link clears the length field, so it delivers the header and the area the cleared
+// header announces (FRAG_OFF % 4 + 1 or 1 bytes; zero fillers if the source ended earlier), bad.
 template <class C>
 Pkt overlong_pkt(std::mt19937_64& r, uint64_t id, unsigned vc) {
-    Pkt p = make_pkt<C>(r, id, 64, vc, pct(r, 50));
-    const unsigned off = 1 + static_cast<unsigned>(rnd(r, 3));
-    uint64_t h = 0;
-    for (int i = 0; i < C::H; ++i) h |= p.flits[static_cast<size_t>(i)] << (i * C::W);
-    h |= static_cast<uint64_t>(off) << VELO_PKT_HDR_FRAG_OFF_SHIFT;
+    const bool rma = C::A < 256 && pct(r, 50);
+    Pkt p = make_pkt<C>(r, id, rma ? static_cast<unsigned>(C::A) : 64u, vc, pct(r, 50), rma);
+    uint64_t h = hdr_of<C>(p.flits);
+    if (rma)
+        h = (h & ~(0xFFull << VELO_RMA_PKT_HDR_LEN_M1_SHIFT)) |
+            (static_cast<uint64_t>(C::A + rnd(r, 256 - C::A)) << VELO_RMA_PKT_HDR_LEN_M1_SHIFT);
+    else
+        h |= static_cast<uint64_t>(1 + rnd(r, 3)) << VELO_PKT_HDR_FRAG_OFF_SHIFT;
     const size_t n = static_cast<size_t>(C::H + rnd(r, C::MAXP + 3 - C::H));  // header .. MAXF + 2
     p.send.clear();
     for (int i = 0; i < C::H; ++i) p.send.push_back((h >> (i * C::W)) & C::MASK);
     while (p.send.size() < n) p.send.push_back(r() & C::MASK);
-    h &= ~(0x3Full << VELO_PKT_HDR_FRAG_LEN_M1_SHIFT);
+    h = len_cleared(h);
     p.flits.clear();
     for (int i = 0; i < C::H; ++i) p.flits.push_back((h >> (i * C::W)) & C::MASK);
-    const size_t len = static_cast<size_t>(C::data_flits(off + 1));
+    const size_t len = static_cast<size_t>(C::data_flits(area_of(h)));
     for (size_t i = p.flits.size(); i < len; ++i) p.flits.push_back(i < p.send.size() ? p.send[i] : 0);
     p.bad = true;
     return p;
 }
 
 struct TrafficCfg {
-    unsigned min_len = 1, max_len = 64;
-    unsigned vcs = kNvc;  // VCs used (0 .. vcs-1)
+    unsigned min_len = 1, max_len = 64;  // VELO packets
+    int rma_pct = 30;                    // RMA packets, 1 .. MAX_AREA bytes
+    unsigned vcs = kNvc;                 // VCs used (0 .. vcs-1)
     int stomp_pct = 0;
     int gap_pct = 0;      // the source leaves a gap before a flit
     int drain_pct = 100;  // the sink frees a flit of each non-empty VC per cycle
@@ -268,11 +338,11 @@ class Pair {
     // nothing leaked or invented by an error episode). Call when idle and drained.
     ::testing::AssertionResult credits_settled(int s) {
         auto* r = side(s).rootp;
-        const uint64_t m = (1ull << kCreditBits) - 1;
+        const uint64_t m = (1ull << C::kCreditBits) - 1;
         for (unsigned v = 0; v < kNvc; ++v) {
-            const uint64_t sc = (r->velo_link__DOT__u_tx__DOT__scnt >> (v * kCreditBits)) & m;
-            const uint64_t tc = (r->velo_link__DOT__u_tx__DOT__tcnt >> (v * kCreditBits)) & m;
-            const uint64_t fc = (r->velo_link__DOT__u_tx__DOT__fcnt >> (v * kCreditBits)) & m;
+            const uint64_t sc = (r->velo_link__DOT__u_tx__DOT__scnt >> (v * C::kCreditBits)) & m;
+            const uint64_t tc = (r->velo_link__DOT__u_tx__DOT__tcnt >> (v * C::kCreditBits)) & m;
+            const uint64_t fc = (r->velo_link__DOT__u_tx__DOT__fcnt >> (v * C::kCreditBits)) & m;
             if (sc != fc || tc != fc)
                 return ::testing::AssertionFailure()
                        << "side " << s << " VC " << v << ": S " << sc << " T " << tc << " F " << fc;
@@ -300,9 +370,12 @@ class Pair {
     void add_random(int dir, unsigned n) {
         const TrafficCfg& t = traffic[dir];
         for (unsigned i = 0; i < n; ++i) {
-            unsigned len = t.min_len + static_cast<unsigned>(rnd(rng_, static_cast<int>(t.max_len - t.min_len + 1)));
+            const bool rma = pct(rng_, t.rma_pct);
+            const unsigned len =
+                rma ? 1 + static_cast<unsigned>(rnd(rng_, C::A))
+                    : t.min_len + static_cast<unsigned>(rnd(rng_, static_cast<int>(t.max_len - t.min_len + 1)));
             add(dir, make_pkt<C>(rng_, next_id_++, len, static_cast<unsigned>(rnd(rng_, static_cast<int>(t.vcs))),
-                                 pct(rng_, t.stomp_pct)));
+                                 pct(rng_, t.stomp_pct), rma));
         }
     }
     size_t queued(int dir) const { return queue_[dir].size() + (src_[dir].active ? 1 : 0); }
@@ -434,13 +507,13 @@ class Pair {
     void check_replay_buffer(int s) {
         if (rst[s]) return;
         auto* r = side(s).rootp;
-        const unsigned mask = 2 * kReplayDepth - 1;
+        const unsigned mask = 2 * C::kReplayDepth - 1;
         const unsigned wr = r->velo_link__DOT__u_tx__DOT__wr_ptr;
         const unsigned used_t = (wr - r->velo_link__DOT__u_tx__DOT__tail) & mask;
         const unsigned used_r = (wr - r->velo_link__DOT__u_tx__DOT__rd_ptr) & mask;
         max_used_[s] = std::max(max_used_[s], used_t);
-        ASSERT_LE(used_t, kReplayDepth) << "side " << s << ": replay buffer overwritten (from tail), cycle " << cyc_;
-        ASSERT_LE(used_r, kReplayDepth) << "side " << s << ": replay buffer overwritten (from rd), cycle " << cyc_;
+        ASSERT_LE(used_t, C::kReplayDepth) << "side " << s << ": replay buffer overwritten (from tail), cycle " << cyc_;
+        ASSERT_LE(used_r, C::kReplayDepth) << "side " << s << ": replay buffer overwritten (from rd), cycle " << cyc_;
     }
 
     void drive_source(int s) {
@@ -517,7 +590,7 @@ class Pair {
         const unsigned vc = m.rx_vc;
         ASSERT_LT(vc, kNvc);
         ++k.occ[vc];
-        ASSERT_LE(k.occ[vc], kVcDepth) << "switch input buffer of VC " << vc << " overflows (side " << s << ")";
+        ASSERT_LE(k.occ[vc], C::kVcDepth) << "switch input buffer of VC " << vc << " overflows (side " << s << ")";
         if (k.flits.empty())
             k.vc = vc;
         else
@@ -609,7 +682,14 @@ class Pair {
 
 template <class T>
 class Link : public ::testing::Test {};
-using AllWidths = ::testing::Types<Cfg<Vlink16, 16>, Cfg<Vlink32, 32>, Cfg<Vlink64, 64>>;
+#if VELO_LINK_AREA == 256
+// velo_nic's defaults with RMA (MAX_AREA 256): VC_DEPTH 192 / 128 / 88, REPLAY_DEPTH 512 / 256 / 256
+using AllWidths = ::testing::Types<Cfg<Vlink16r, 16, 256, 192, 512>, Cfg<Vlink32r, 32, 256, 128, 256>,
+                                   Cfg<Vlink64r, 64, 256, 88, 256>>;
+#else
+using AllWidths =
+    ::testing::Types<Cfg<Vlink16, 16, 64, 64, 256>, Cfg<Vlink32, 32, 64, 64, 256>, Cfg<Vlink64, 64, 64, 64, 256>>;
+#endif
 struct WidthName {
     template <class T>
     static std::string GetName(int) {
@@ -971,8 +1051,9 @@ TYPED_TEST(Link, SourcePacketsCutShortOrTooLong) {
     p.bring_up();
     unsigned malformed = 0;
     for (unsigned i = 0; i < 400; ++i) {
-        Pkt k =
-            make_pkt<C>(r, p.next_id(), 1 + static_cast<unsigned>(rnd(r, 64)), static_cast<unsigned>(rnd(r, 4)), false);
+        const bool rma = pct(r, 40);
+        Pkt k = make_pkt<C>(r, p.next_id(), 1 + static_cast<unsigned>(rnd(r, rma ? C::A : 64)),
+                            static_cast<unsigned>(rnd(r, 4)), false, rma);
         const int n = static_cast<int>(k.flits.size());
         const int kind = rnd(r, 5);
         if (kind == 2) {  // announces too much
@@ -980,10 +1061,9 @@ TYPED_TEST(Link, SourcePacketsCutShortOrTooLong) {
         } else if (kind == 0) {  // early: 1 .. n-1 flits
             k.send.assign(k.flits.begin(), k.flits.begin() + 1 + rnd(r, n - 1));
             std::vector<uint64_t> f = k.send;
-            uint64_t hdr = 0;
-            for (int h = 0; h < C::H && h < static_cast<int>(f.size()); ++h)
-                hdr |= f[static_cast<size_t>(h)] << (h * C::W);
-            const unsigned len = static_cast<unsigned>((hdr >> VELO_PKT_HDR_FRAG_LEN_M1_SHIFT) & 0x3F) + 1;
+            // the length the partial header announces (zero where its flits are missing: a cut
+            // before TYPE frames as VELO, a cut before the length field as length 0)
+            const unsigned len = area_of(hdr_of<C>(f));
             f.resize(static_cast<size_t>(C::data_flits(len)), 0);
             k.flits = f;
             k.stomp = pct(r, 50);  // with or without tx_bad: it goes out stomped either way
@@ -1174,12 +1254,13 @@ TYPED_TEST(Link, ReplayBufferNeverOverwritten) {
     const unsigned n = 1200;
     for (unsigned i = 0; i < n; ++i) {
         const unsigned vc = static_cast<unsigned>(rnd(r, 4));
-        Pkt k = make_pkt<C>(r, p.next_id(), 1 + static_cast<unsigned>(rnd(r, 64)), vc, false);
+        const bool rma = pct(r, 40);
+        Pkt k = make_pkt<C>(r, p.next_id(), 1 + static_cast<unsigned>(rnd(r, rma ? C::A : 64)), vc, false, rma);
         const int kind = rnd(r, 6);
         if (kind == 0) {
             k = overlong_pkt<C>(r, k.id, vc);
         } else if (kind == 1) {  // early: header only, announcing a largest packet
-            k = make_pkt<C>(r, k.id, 64, vc, false);
+            k = make_pkt<C>(r, k.id, static_cast<unsigned>(C::A), vc, false, true);
             k.send.assign(k.flits.begin(), k.flits.begin() + C::H);
             k.flits.resize(static_cast<size_t>(C::H));
             k.flits.resize(static_cast<size_t>(C::MAXP), 0);
@@ -1204,7 +1285,7 @@ TYPED_TEST(Link, ReplayBufferNeverOverwritten) {
     EXPECT_EQ(p.sb(0).bad_matched, malformed);
     EXPECT_EQ(p.ev(1).stomp, malformed);
     EXPECT_GT(p.ev(0).replay, 5u);
-    EXPECT_GE(p.max_used(0), kReplayDepth - 2 * static_cast<unsigned>(C::MAXP)) << "the buffer never filled up";
+    EXPECT_GE(p.max_used(0), C::kReplayDepth - 2 * static_cast<unsigned>(C::MAXP)) << "the buffer never filled up";
     EXPECT_EQ(p.ev(0).link_down + p.ev(1).link_down, 0u);
     p.settle();
     std::printf("[ info  ] W%d: %u malformed of %u, %llu replays, replay buffer up to %u flits\n", C::W, malformed, n,
@@ -1309,31 +1390,45 @@ TYPED_TEST(Link, RandomResetsOfEitherSide) {
 }
 
 // ------------------------------------------------------------------------------ directed
+// Packets of a directed stream: payload area and kind (VELO or RMA).
+struct Spec {
+    unsigned len;
+    bool rma;
+};
+// The default stream: 64-byte VELO messages, five (MAX_AREA 64), or nine (MAX_AREA 256: a header
+// corrupted into an RMA one may announce up to 256 bytes), so that a corrupted length field cannot
+// run past the end of the stream.
+template <class C>
+std::vector<Spec> default_stream() {
+    return std::vector<Spec>(C::A > 64 ? 9 : 5, Spec{64, false});
+}
+
 // The bench's directed single-fault cases: every packet arrives good once, after exactly one CRC
 // error, one NACK and the transmitter's replay events.
 template <class C>
-void expect_one_retransmission(Pair<C>& p) {
-    EXPECT_EQ(p.sb(0).good, 5u);
+void expect_one_retransmission(Pair<C>& p, uint64_t n = default_stream<C>().size()) {
+    EXPECT_EQ(p.sb(0).good, n);
     EXPECT_EQ(p.ev(1).crc_err, 1u);
     EXPECT_EQ(p.ev(1).nack, 1u);
     EXPECT_EQ(p.ev(0).replay, 2u);
 }
 
-// Fixed packets a -> b (by default five with 64-byte payloads, so that a corrupted length field
-// cannot run past the end of the stream); the n-th data-sync flit on the wire (counting from the
-// first packet's header) is changed by `hit`. Returns the pair after the stream was delivered.
+// Fixed packets a -> b (by default default_stream()); the n-th data-sync flit on the wire
+// (counting from the first packet's header) is changed by `hit`. Returns the pair after the
+// stream was delivered.
 template <class C>
 std::unique_ptr<Pair<C>> directed(std::mt19937_64& r, int nth, const std::function<void(Flit&)>& hit,
-                                  const std::vector<unsigned>& lens = {64, 64, 64, 64, 64}) {
+                                  std::vector<Spec> specs = {}) {
+    if (specs.empty()) specs = default_stream<C>();
     std::unique_ptr<Pair<C>> p(new Pair<C>(r, clean_channel(r)));
     p->bring_up();
-    for (unsigned i = 0; i < lens.size(); ++i) p->add(0, fixed_pkt<C>(i + 1, lens[i], i % 4));
+    for (unsigned i = 0; i < specs.size(); ++i) p->add(0, fixed_pkt<C>(i + 1, specs[i].len, i % 4, specs[i].rma));
     int seen = 0;
     p->tamper = [&, nth](int dir, Flit& f) {
         if (dir != 0 || C::sync(f) != VELO_LINK_SYNC_DATA) return;
         if (seen++ == nth) hit(f);
     };
-    p->run_until_done(20000);
+    p->run_until_done(40000);
     p->tamper = nullptr;
     return p;
 }
@@ -1364,7 +1459,7 @@ TYPED_TEST(Link, SingleBitErrorInEveryFlitPosition) {
             if (::testing::Test::HasFatalFailure()) return;
             expect_one_retransmission(*p);
             EXPECT_EQ(p->sb(0).bad, 1u);
-            EXPECT_EQ(p->ev(1).rx_pkt, 5u);
+            EXPECT_EQ(p->ev(1).rx_pkt, default_stream<C>().size());
             // a sync error on the first flit: outside a packet, a dropped symbol
             EXPECT_EQ(p->ev(1).ctl_drop, (k == 0 && b >= C::W) ? 1u : 0u);
             EXPECT_EQ(p->ev(0).link_down + p->ev(1).link_down, 0u);
@@ -1387,7 +1482,7 @@ TYPED_TEST(Link, LengthFieldCorruptedTooLong) {
         auto p = directed<C>(r, 2 * per_pkt + hdr_flit<C>(hb), [&](Flit& f) { C::flip(f, hdr_pos<C>(hb)); });
         if (::testing::Test::HasFatalFailure()) return;
         expect_one_retransmission(*p);
-        EXPECT_EQ(p->ev(1).rx_pkt, 5u);
+        EXPECT_EQ(p->ev(1).rx_pkt, default_stream<C>().size());
         EXPECT_EQ(p->ev(1).ctl_drop, 0u);
         EXPECT_EQ(p->ev(0).link_down + p->ev(1).link_down, 0u);
         // the bad copy: the corrupted header with FRAG_LEN_M1 = 0, so HF + (FRAG_OFF % 4 + 1) /
@@ -1414,7 +1509,8 @@ TYPED_TEST(Link, LengthFieldCorruptedShorterOrLonger) {
     using C = TypeParam;
     auto r = test_rng();
     const int hb = VELO_PKT_HDR_FRAG_LEN_M1_SHIFT + 5;  // FRAG_LEN_M1 bit 5: 63 <-> 31, 7 <-> 39
-    const std::vector<unsigned> lens[2] = {{64, 64, 64, 64, 64}, {64, 64, 8, 64, 64}};
+    std::vector<Spec> lens[2] = {default_stream<C>(), default_stream<C>()};
+    lens[1][2].len = 8;
     for (int longer = 0; longer < 2; ++longer) {
         SCOPED_TRACE(longer ? "longer" : "shorter");
         const int pre = 2 * (C::H + 512 / C::W + 1);
@@ -1422,9 +1518,109 @@ TYPED_TEST(Link, LengthFieldCorruptedShorterOrLonger) {
             r, pre + hdr_flit<C>(hb), [&](Flit& f) { C::flip(f, hdr_pos<C>(hb)); }, lens[longer]);
         if (::testing::Test::HasFatalFailure()) return;
         expect_one_retransmission(*p);
-        EXPECT_EQ(p->ev(1).rx_pkt, 5u);
+        EXPECT_EQ(p->ev(1).rx_pkt, default_stream<C>().size());
         EXPECT_EQ(p->sb(0).bad, 1u);
         EXPECT_EQ(p->ev(0).link_down + p->ev(1).link_down, 0u);
+    }
+}
+
+// Length corner cases on a clean wire, a -> b, three rounds with the VCs rotating: RMA packets with
+// LEN_M1 = 0, 1, 63, 64, 254 and 255 (1, 2, 64, 65, 255 and 256 bytes of payload area) and VELO
+// packets whose area includes 0..3 FRAG_OFF pad bytes (1..64 bytes). Every packet the link frames
+// (VELO up to 64 bytes, RMA up to MAX_AREA) arrives good, byte-exact, with exactly
+// H + ceil(area / bytes per flit) data flits and one CRC flit on the wire; an RMA header beyond
+// MAX_AREA (MAX_AREA 64: LEN_M1 64, 254, 255) goes out stomped with LEN_M1 cleared, cut to H + 1
+// flits, and arrives bad in its place. No error is counted.
+TYPED_TEST(Link, LengthCornerCases) {
+    using C = TypeParam;
+    auto r = test_rng();
+    Pair<C> p(r, clean_channel(r));
+    p.sb(0).strict = true;
+    p.bring_up();
+    struct K {
+        unsigned len;
+        bool rma;
+        unsigned pad;
+    };
+    const K ks[] = {{1, true, 0},   {2, true, 0},   {64, true, 0},  {65, true, 0},  {255, true, 0},
+                    {256, true, 0}, {1, false, 0},  {2, false, 1},  {4, false, 3},  {63, false, 2},
+                    {64, false, 0}, {64, false, 1}, {64, false, 3}, {33, false, 2}, {17, true, 0}};
+    uint64_t want_flits = 0;
+    unsigned legal = 0, stomped = 0;
+    for (unsigned round = 0; round < 3; ++round)
+        for (size_t i = 0; i < sizeof ks / sizeof ks[0]; ++i) {
+            const K& k = ks[i];
+            Pkt pk = make_pkt<C>(r, p.next_id(), k.len, static_cast<unsigned>((i + round) % kNvc), false, k.rma, k.pad);
+            if (k.rma && k.len > static_cast<unsigned>(C::A)) {
+                // the source presents the whole packet; the link clears LEN_M1 and cuts it to H + 1
+                pk.send = pk.flits;
+                const uint64_t h = len_cleared(hdr_of<C>(pk.flits));
+                pk.flits.resize(static_cast<size_t>(C::data_flits(1)));
+                put_hdr<C>(pk.flits, h);
+                pk.bad = true;
+                ++stomped;
+            } else {
+                ASSERT_EQ(pk.flits.size(), static_cast<size_t>(C::H + (k.len + C::FB - 1) / C::FB));
+                ++legal;
+            }
+            want_flits += pk.flits.size() + 1;
+            p.add(0, pk);
+        }
+    uint64_t data = 0;
+    p.on_wire = [&](int dir, const Flit& f) { data += dir == 0 && C::sync(f) == VELO_LINK_SYNC_DATA; };
+    p.run_until_done(100000);
+    if (::testing::Test::HasFatalFailure()) return;
+    EXPECT_EQ(stomped, C::A < 256 ? 9u : 0u);
+    EXPECT_EQ(p.sb(0).good, legal);
+    EXPECT_EQ(p.sb(0).bad_matched, stomped);
+    EXPECT_EQ(p.ev(1).stomp, stomped);
+    EXPECT_EQ(p.ev(1).rx_pkt, legal);
+    EXPECT_EQ(data, want_flits) << "data flits on the wire";
+    expect_no_faults(p.ev(0));
+    expect_no_faults(p.ev(1));
+    p.settle();
+}
+
+// RMA length fields corrupted on the wire (an RMA packet of 64 bytes of area, LEN_M1 63: bit 6 or
+// 7 flipped, announcing 128 or 192 bytes), and a VELO header corrupted into an RMA type (TYPE bit 1:
+// the receiver now frames it by LEN_M1 = {RSVD, FRAG, FRAG_LEN_M1}). Beyond the type's limit
+// (MAX_AREA 64) it is a framing error at the length field: the header goes on with its length
+// cleared and the packet ends bad at that length (zero fillers), never longer; within it (MAX_AREA
+// 256) the receiver misframes, runs into the packets behind, and the CRC catches it. Either way
+// one CRC error, one NACK, one replay, and every packet arrives good once, in order.
+TYPED_TEST(Link, RmaLengthFieldCorrupted) {
+    using C = TypeParam;
+    auto r = test_rng();
+    const std::vector<Spec> rma_stream(default_stream<C>().size(), Spec{64, true});
+    const int bits[] = {VELO_RMA_PKT_HDR_LEN_M1_SHIFT + 6, VELO_RMA_PKT_HDR_LEN_M1_SHIFT + 7,
+                        VELO_PKT_HDR_TYPE_SHIFT + 1};
+    for (int c = 0; c < 3; ++c) {
+        const int hb = bits[c];
+        SCOPED_TRACE("header bit " + std::to_string(hb));
+        const std::vector<Spec> st = c < 2 ? rma_stream : default_stream<C>();
+        const int per_pkt = C::H + 64 / C::FB + 1;
+        auto p = directed<C>(
+            r, 2 * per_pkt + hdr_flit<C>(hb), [&](Flit& f) { C::flip(f, hdr_pos<C>(hb)); }, st);
+        if (::testing::Test::HasFatalFailure()) return;
+        expect_one_retransmission(*p, st.size());
+        EXPECT_EQ(p->ev(1).rx_pkt, st.size());
+        EXPECT_EQ(p->ev(0).link_down + p->ev(1).link_down, 0u);
+        ASSERT_EQ(p->sb(0).bad_seen.size(), 1u);
+        // the corrupted header as the receiver sees it
+        const uint64_t hdr = hdr_of<C>(fixed_pkt<C>(3, 64, 2, st[2].rma).flits) ^ (1ull << hb);
+        const bool rma = ((hdr >> VELO_PKT_HDR_TYPE_SHIFT) & 0xF) >= 2;
+        const unsigned area = area_of(hdr);
+        ASSERT_TRUE(rma);
+        if (area > static_cast<unsigned>(C::A)) {
+            // framing error: the header with LEN_M1 cleared, one zero filler
+            const std::vector<uint64_t>& bad = p->sb(0).bad_seen[0];
+            ASSERT_EQ(bad.size(), static_cast<size_t>(C::data_flits(1)));
+            EXPECT_EQ(hdr_of<C>(bad), len_cleared(hdr));
+            for (size_t i = C::H; i < bad.size(); ++i) EXPECT_EQ(bad[i], 0u) << "filler " << i;
+        } else {
+            // misframed at the announced length (never beyond a largest packet)
+            EXPECT_LE(p->sb(0).bad_seen[0].size(), static_cast<size_t>(C::data_flits(area)));
+        }
     }
 }
 
@@ -1440,7 +1636,7 @@ TYPED_TEST(Link, LostFirstFlit) {
         auto p = directed<C>(r, pk * per_pkt, [](Flit& f) { f = Flit{}; });
         if (::testing::Test::HasFatalFailure()) return;
         expect_one_retransmission(*p);
-        EXPECT_EQ(p->ev(1).rx_pkt, 5u);
+        EXPECT_EQ(p->ev(1).rx_pkt, default_stream<C>().size());
         EXPECT_EQ(p->ev(1).ctl_drop, 1u);
         EXPECT_LE(p->sb(0).bad, 1u);
         EXPECT_EQ(p->ev(0).link_down + p->ev(1).link_down, 0u);
@@ -1493,7 +1689,9 @@ TYPED_TEST(Link, LostLastPacketReplayedAfterTimeout) {
 
 // ------------------------------------------------------------------------------ retransmission timing
 // One retransmission step by step (a traces the symbols on both wires): a -> b three 8-byte (or
-// 64-byte) packets P0 P1 P2 on VC 0, one bit of P1's first payload flit flipped on the wire. Asserted: b
+// 64-byte) VELO packets P0 P1 P2 on VC 0, or three largest RMA packets (MAX_AREA bytes of area:
+// the replay of a maximum-size packet) on VCs 0, 1, 2, one bit of P1's first payload flit flipped
+// on the wire. Asserted: b
 // sends NACK(1) 2 cycles after P1's CRC flit arrived; a sends REPLAY(1) 2 cycles after the NACK
 // arrived (3 if a CRC flit was due); the replayed P1 follows the REPLAY on the wire at once (no
 // wait for the SYNCs); b answers the REPLAY with one SYNC per VC, twice, the first 2 cycles after
@@ -1515,7 +1713,7 @@ struct Timeline {
 };
 
 template <class C>
-Timeline<C> retransmission_run(unsigned lat, unsigned len, bool flip) {
+Timeline<C> retransmission_run(unsigned lat, unsigned len, bool flip, bool rma = false) {
     std::mt19937_64 r(77);
     ChannelConfig ch = clean_channel(r);
     ch.latency = lat;
@@ -1524,7 +1722,8 @@ Timeline<C> retransmission_run(unsigned lat, unsigned len, bool flip) {
     p.run(40);
     Timeline<C> t;
     const int per_pkt = C::H + static_cast<int>((len + C::FB - 1) / C::FB) + 1;
-    for (unsigned i = 0; i < 3; ++i) p.add(0, fixed_pkt<C>(i + 1, len, 0));
+    // VELO packets on VC 0; RMA packets (largest ones) on VCs 0, 1, 2 (one VC holds one of them)
+    for (unsigned i = 0; i < 3; ++i) p.add(0, fixed_pkt<C>(i + 1, len, rma ? i : 0, rma));
     int seen = 0;
     p.tamper = [&](int dir, Flit& f) {
         if (dir != 0 || C::sync(f) != VELO_LINK_SYNC_DATA) return;
@@ -1559,12 +1758,16 @@ const WireSym* find_sym(const Timeline<C>& t, int dir, uint64_t c, F pred) {
 
 TYPED_TEST(Link, RetransmissionTimelineAndPenalty) {
     using C = TypeParam;
-    for (unsigned len : {8u, 64u})
+    for (unsigned sel : {8u, 64u, static_cast<unsigned>(C::A) + 1})
         for (unsigned lat : {1u, 2u, 5u, 10u}) {
+            // the third case: RMA packets of MAX_AREA bytes (the largest packet) on three VCs
+            const bool rma = sel > static_cast<unsigned>(C::A);
+            const unsigned len = rma ? static_cast<unsigned>(C::A) : sel;
             const int per_pkt = C::H + static_cast<int>((len + C::FB - 1) / C::FB) + 1;
-            SCOPED_TRACE(std::to_string(len) + "-byte packets, wire latency " + std::to_string(lat));
-            Timeline<C> clean = retransmission_run<C>(lat, len, false);
-            Timeline<C> t = retransmission_run<C>(lat, len, true);
+            SCOPED_TRACE(std::to_string(len) + "-byte " + (rma ? "RMA" : "VELO") + " packets, wire latency " +
+                         std::to_string(lat));
+            Timeline<C> clean = retransmission_run<C>(lat, len, false, rma);
+            Timeline<C> t = retransmission_run<C>(lat, len, true, rma);
             if (::testing::Test::HasFatalFailure()) return;
             EXPECT_EQ(clean.good, 3u);
             EXPECT_EQ(clean.bad, 0u);

@@ -8,9 +8,7 @@ module velo_pcie7_shell #(
     parameter integer NODE_BITS    = 8,   // node id width (spec param NODE_BITS)
     parameter integer VPID_BITS    = 8,   // vpid width (spec param VPID_BITS)
     parameter integer LINK_W       = 16,  // network flit width: 16, 32 or 64
-    parameter integer NP           = 1,   // network ports (1..6)
-    parameter integer VC_DEPTH     = 64,  // switch receive buffer per (port, VC), in flits
-    parameter integer REPLAY_DEPTH = 256  // link replay buffer per port, in flits (power of two)
+    parameter integer NP           = 1    // network ports (1..6); switch and link buffers: the NIC's defaults
 ) (
     input  wire                     clk,       // the core's user_clk_out
     input  wire                     rst,       // synchronous, active high
@@ -67,8 +65,7 @@ module velo_pcie7_shell #(
         .rx_valid(rx_valid), .rx_ready(rx_ready), .rx_sop(rx_sop), .rx_eop(rx_eop),
         .rx_hdr(rx_hdr), .rx_bar(rx_bar), .rx_data(rx_data));
 
-    velo_nic #(.NODE_BITS(NODE_BITS), .VPID_BITS(VPID_BITS), .TLP_W(64), .LINK_W(LINK_W), .NP(NP),
-               .VC_DEPTH(VC_DEPTH), .REPLAY_DEPTH(REPLAY_DEPTH)) u_nic (
+    velo_nic #(.NODE_BITS(NODE_BITS), .VPID_BITS(VPID_BITS), .TLP_W(64), .LINK_W(LINK_W), .NP(NP)) u_nic (
         .clk(clk), .rst(rst), .cfg_id(cfg_id),
         .rx_valid(rx_valid), .rx_ready(rx_ready), .rx_sop(rx_sop), .rx_eop(rx_eop),
         .rx_hdr(rx_hdr), .rx_bar(rx_bar), .rx_data(rx_data),

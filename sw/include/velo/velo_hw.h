@@ -11,7 +11,7 @@
 /* Spec version. */
 #define VELO_SPEC_VERSION 0x100
 /* CRC-32 of spec/velo_spec.json. */
-#define VELO_SPEC_HASH 0xE980E1F3ULL
+#define VELO_SPEC_HASH 0xF2D73105ULL
 /* Width of a node id: up to 2^NODE_BITS nodes (paper: n - t = 8, 256 nodes). */
 #define VELO_DEFAULT_NODE_BITS 0x8
 /* Smallest NODE_BITS. */
@@ -48,8 +48,8 @@
 #define VELO_MIN_RMA_PTE_BITS 0x4
 /* Largest RMA_PTE_BITS. */
 #define VELO_MAX_RMA_PTE_BITS 0x10
-/* RMA: most data bytes per network packet, a multiple of 8. A packet's payload area (RMA_PKT_HDR LEN_M1 + 1) is at most 16 + RMA_MTU bytes; today's link frames at most 64 bytes (6-bit FRAG_LEN_M1), hence the default 48; up to 240 once the link frames the 8-bit LEN_M1 (docs/rma.md, Packets). */
-#define VELO_DEFAULT_RMA_MTU 0x30
+/* RMA: most data bytes per network packet, a multiple of 8. A packet's payload area (RMA_PKT_HDR LEN_M1 + 1) is at most 16 + RMA_MTU bytes; the network frames RMA packets by the 8-bit LEN_M1 up to its MAX_AREA bytes (256 in a NIC with RMA), hence the default 240 (48 where MAX_AREA is 64; docs/rma.md, Packets). */
+#define VELO_DEFAULT_RMA_MTU 0xF0
 /* Smallest RMA_MTU. */
 #define VELO_MIN_RMA_MTU 0x8
 /* Largest RMA_MTU. */
@@ -563,7 +563,7 @@
 /* Destination vpid. */
 #define VELO_PKT_HDR_DST_VPID_SHIFT 48
 #define VELO_PKT_HDR_DST_VPID_WIDTH 8
-/* Bytes of the fragment this packet carries, minus one. The link frames every packet as the header word plus its payload area of FRAG_OFF % 4 + FRAG_LEN_M1 + 1 bytes, at most 64 (a consistent header has FRAG_OFF % 4 + FRAG_LEN_M1 <= 63). A header announcing more is a framing error: a link receiver forwards the packet bad with this field cleared and requests a replay; a link transmitter clears this field and sends the packet stomped (docs/net-link.md). */
+/* Bytes of the fragment this packet carries, minus one. The link frames every packet as the header word plus its payload area of FRAG_OFF % 4 + FRAG_LEN_M1 + 1 bytes, at most 64 (a consistent header has FRAG_OFF % 4 + FRAG_LEN_M1 <= 63), when TYPE < 2; packets with TYPE >= 2 are framed by RMA_PKT_HDR LEN_M1 instead. A header announcing more is a framing error: a link receiver forwards the packet bad with this field cleared and requests a replay; a link transmitter clears this field and sends the packet stomped (docs/net-link.md). */
 #define VELO_PKT_HDR_FRAG_LEN_M1_SHIFT 56
 #define VELO_PKT_HDR_FRAG_LEN_M1_WIDTH 6
 /* 1 when this packet is a fragment (FRAG_OFF != 0 or FRAG_LEN != MSG_LEN). */
@@ -686,7 +686,7 @@
 /* TS1, TS2: epoch request. 1 while the sender's receiver has no sequence state for the peer (after a reset, until it adopts the peer's first REPLAY) or the sender has seen the peer ask for one this training round; a link-up with this bit set on both sides starts a new epoch: both transmitters discard their replay buffers and restart credits, both receivers adopt the peer's REPLAY (docs/net-link.md). */
 #define VELO_LINK_CTLV_TS_EPOCH_SHIFT 6
 #define VELO_LINK_CTLV_TS_EPOCH_WIDTH 1
-/* Cumulative flit count mod 128 (CREDIT, SYNC). */
+/* Cumulative count of credit units mod 128 (CREDIT, SYNC). */
 #define VELO_LINK_CTLV_COUNT_SHIFT 0
 #define VELO_LINK_CTLV_COUNT_WIDTH 7
 /* LINK sub type (LINK_SUB_*) or VC (CREDIT, SYNC). */
@@ -758,7 +758,7 @@
 /* Reserved, 0. */
 #define VELO_RMA_PKT_HDR_RSVD0_SHIFT 23
 #define VELO_RMA_PKT_HDR_RSVD0_WIDTH 3
-/* Always 0 (PKT_HDR FRAG_OFF % 4 for the link's framing). */
+/* Always 0 (where PKT_HDR has FRAG_OFF % 4; not used for framing). */
 #define VELO_RMA_PKT_HDR_ZERO_SHIFT 26
 #define VELO_RMA_PKT_HDR_ZERO_WIDTH 2
 /* Responses: RMA_ERR_* (0: success). */
