@@ -29,6 +29,7 @@ namespace {
 constexpr unsigned kCpb = 4;       // UART clock cycles per bit (the bench model's CLKS_PER_BIT)
 constexpr unsigned kNodeBits = 4;  // the board's configuration
 constexpr unsigned kVpidBits = 4;
+constexpr uint8_t kConfirmTag = 0xFF;  // the host's read-pointer confirmation reads (reg_read skips it)
 
 std::vector<uint8_t> le32(uint32_t v) {
     return {static_cast<uint8_t>(v), static_cast<uint8_t>(v >> 8), static_cast<uint8_t>(v >> 16),
@@ -49,17 +50,20 @@ struct Node {
     std::map<unsigned, std::unique_ptr<MailboxReader>> readers;
     std::map<unsigned, unsigned> log2;
     std::map<unsigned, int> credit;  // free lines of this node's mailboxes, as senders see them
-    // Lines read but not yet known free by the NIC: a sender may use them only once the read
-    // pointer write that frees them has left the host (else a send could block in the NIC while
-    // the read pointer waits behind this node's own blocked sends on the serial line: the
-    // back-pressure deadlock of docs/spec.md, which end-to-end credits exist to avoid).
+    // Lines read but not yet known free by the NIC: senders may use them only once the NIC has
+    // applied the read-pointer write that frees them. "The write has left the host" is not enough:
+    // on the serial line (as in a PCIe posted queue) it can wait behind this node's own sends, and
+    // those can wait behind a packet at the completer that used the lines too early (head of line)
+    // — the back-pressure deadlock of docs/spec.md. libvelo orders its credit message behind the
+    // read-pointer write; this model confirms with a register read behind it (reads do not pass
+    // posted writes) and gives the credit when the completion arrives.
     std::map<unsigned, int> unreturned;
     struct Return {
-        uint64_t mark;  // tx.bytes_sent at which the read pointer write has left the host
         unsigned vpid;
         int lines;
     };
-    std::deque<Return> returns;
+    std::deque<Return> returns;  // read-pointer writes sent, credit not given yet
+    size_t confirming = 0;       // returns the outstanding confirmation read covers (0: none)
     Recombiner rec;
     std::deque<PendingMsg> sendq;
     std::map<uint8_t, Tlp> cpl;  // completions by tag
@@ -168,6 +172,7 @@ class Pair {
     uint32_t reg_read(unsigned i, uint32_t off) {
         Node& n = n_[i];
         uint8_t tag = n.next_tag++;
+        if (tag == kConfirmTag) tag = n.next_tag++;
         n.cpl.erase(tag);
         n.host.send_tlp(Tlp::mrd(off, 1, tag, VELO_BAR_REGS));
         if (!run_until([&] { return n.cpl.count(tag) != 0; }, 200000)) {
@@ -245,7 +250,7 @@ class Pair {
     }
     bool idle() const {
         for (auto& n : n_)
-            if (!n.sendq.empty() || !n.host.tx_idle() || !n.mem->idle()) return false;
+            if (!n.sendq.empty() || !n.host.tx_idle() || !n.mem->idle() || !n.returns.empty()) return false;
         return sb_.outstanding() == 0;
     }
 
@@ -255,6 +260,12 @@ class Pair {
         if (t.is_mwr()) {
             ++n.dma_tlps;
             n.mem->post(t);
+        } else if (t.is_cpl() && t.tag == kConfirmTag && n.confirming) {
+            // every read-pointer write before the read is applied: their lines are free
+            for (; n.confirming; --n.confirming) {
+                n.credit[n.returns.front().vpid] += n.returns.front().lines;
+                n.returns.pop_front();
+            }
         } else if (t.is_cpl()) {
             n.cpl[t.tag] = t;
         } else {
@@ -281,13 +292,13 @@ class Pair {
                 uint32_t off = VELO_TBL_VPID_USER_BASE + v * VELO_TBL_VPID_USER_STRIDE + VELO_TBL_VPID_USER_MB_RP;
                 n.host.send_tlp(Tlp::mwr(off, le32(r->rp() & ((1u << VELO_MBOX_PTR_BITS) - 1)), VELO_BAR_REGS));
                 r->rp_returned = r->rp();
-                n.returns.push_back({n.host.tx.bytes_sent + n.host.tx.queued(), v, n.unreturned[v]});
+                n.returns.push_back({v, n.unreturned[v]});
                 n.unreturned[v] = 0;
             }
         }
-        while (!n.returns.empty() && n.host.tx.bytes_sent >= n.returns.front().mark) {
-            n.credit[n.returns.front().vpid] += n.returns.front().lines;
-            n.returns.pop_front();
+        if (!n.confirming && !n.returns.empty()) {
+            n.host.send_tlp(Tlp::mrd(VELO_REG_CTRL_SCRATCH, 1, kConfirmTag, VELO_BAR_REGS));
+            n.confirming = n.returns.size();
         }
         // the next message, when the receiver has room for it and the serial line is not busy
         if (!n.sendq.empty() && n.host.tx.queued() < 64) {
