@@ -34,6 +34,20 @@ struct Host {
     std::map<unsigned, bool> paused;
     std::map<unsigned, unsigned> log2;
     std::map<unsigned, int> credit;  // free lines per receiving vpid, as senders see them
+    // Lines read but not yet free in the NIC's eyes. Senders get them only once the NIC has
+    // applied the read-pointer write that frees them: before that, a packet into those lines waits
+    // at the completer (and holds up what queues behind it) while the read-pointer write can wait
+    // behind this node's own sends — the back-pressure deadlock again. libvelo orders its credit
+    // message behind the read-pointer write; this model confirms with a register read behind it
+    // (reads do not pass posted writes) and gives the credit when the completion is in.
+    std::map<unsigned, int> unreturned;
+    struct Return {
+        unsigned vpid;
+        int lines;
+    };
+    std::deque<Return> returns;  // read-pointer writes posted, credit not given yet
+    size_t confirming = 0;       // returns the outstanding confirmation read covers (0: none)
+    uint8_t confirm_tag = 0;
     Recombiner rec;
     std::map<unsigned, Thread> threads;  // by source vpid
     std::vector<std::string> errors;
@@ -89,7 +103,7 @@ struct Cluster::Impl {
             int got = 0;
             while (got < 4 && r->poll(e)) {
                 ++got;
-                if (s.credit.count(v)) s.credit[v] += static_cast<int>(e.lines());
+                if (s.credit.count(v)) s.unreturned[v] += static_cast<int>(e.lines());
                 Msg m;
                 if (s.rec.add(i, e, m)) {
                     sb.deliver(m);
@@ -104,7 +118,22 @@ struct Cluster::Impl {
                 sys->cpu_post(i,
                               Tlp::mwr(kBar0 + off, le32(r->rp() & ((1u << VELO_MBOX_PTR_BITS) - 1)), VELO_BAR_REGS));
                 r->rp_returned = r->rp();
+                if (s.credit.count(v)) {
+                    s.returns.push_back({v, s.unreturned[v]});
+                    s.unreturned[v] = 0;
+                }
             }
+        }
+        if (s.confirming && sys->reg_read_result(i, s.confirm_tag)) {
+            // every read-pointer write posted before the read is applied: their lines are free
+            for (; s.confirming; --s.confirming) {
+                if (s.credit.count(s.returns.front().vpid)) s.credit[s.returns.front().vpid] += s.returns.front().lines;
+                s.returns.pop_front();
+            }
+        }
+        if (!s.confirming && !s.returns.empty()) {
+            s.confirm_tag = sys->reg_read_post(i, VELO_REG_CTRL_SCRATCH);
+            s.confirming = s.returns.size();
         }
     }
 
@@ -207,6 +236,9 @@ void Cluster::close_mailbox(unsigned node, unsigned vpid) {
         if (!(reg_read(node, VELO_REG_CTRL_QUIESCE_STATUS) & 1)) {
             s.readers.erase(vpid);
             s.credit.erase(vpid);
+            s.unreturned.erase(vpid);
+            for (auto& r : s.returns)
+                if (r.vpid == vpid) r.lines = 0;  // a reopened ring starts with full credit
             return;
         }
     }

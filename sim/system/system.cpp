@@ -287,18 +287,28 @@ void System::reg_write(unsigned node, uint32_t off, uint32_t v) {
     cpu_post(node, Tlp::mwr(kBar0 + off, b, VELO_BAR_REGS));
 }
 
-uint32_t System::reg_read(unsigned node, uint32_t off) {
+uint8_t System::reg_read_post(unsigned node, uint32_t off) {
     auto& nd = p_->nodes.at(node);
     const uint8_t tag = nd.next_tag++;
     nd.cpl.erase(tag);
     cpu_post(node, Tlp::mrd(kBar0 + off, 1, tag, VELO_BAR_REGS));
+    return tag;
+}
+
+bool System::reg_read_result(unsigned node, uint8_t tag, uint32_t* v) {
+    auto& nd = p_->nodes.at(node);
+    auto it = nd.cpl.find(tag);
+    if (it == nd.cpl.end()) return false;
+    if (v) *v = it->second;
+    nd.cpl.erase(it);
+    return true;
+}
+
+uint32_t System::reg_read(unsigned node, uint32_t off) {
+    const uint8_t tag = reg_read_post(node, off);
     for (int i = 0; i < 100000; ++i) {
-        auto it = nd.cpl.find(tag);
-        if (it != nd.cpl.end()) {
-            uint32_t v = it->second;
-            nd.cpl.erase(it);
-            return v;
-        }
+        uint32_t v;
+        if (reg_read_result(node, tag, &v)) return v;
         step();
     }
     throw std::runtime_error("velo: register read timed out (node " + std::to_string(node) + ")");

@@ -58,6 +58,10 @@ class System {
     size_t cpu_queued(unsigned node) const;                   // posted but not yet taken by the NIC
     void reg_write(unsigned node, uint32_t off, uint32_t v);  // posted, in order with cpu_post
     uint32_t reg_read(unsigned node, uint32_t off);           // steps until the completion is in
+    // A register read that does not wait (host models issue it from on_cycle): the tag, then
+    // reg_read_result() is true once its completion is in (the value in *v).
+    uint8_t reg_read_post(unsigned node, uint32_t off);
+    bool reg_read_result(unsigned node, uint8_t tag, uint32_t* v = nullptr);
 
     // Called at the start of every cycle, before the pins are driven (host models advance here:
     // they may cpu_post, and they keep running while reg_read waits).
