@@ -355,6 +355,20 @@ int velo_deregister(velo_region_t* h) {
     return r;
 }
 
+int velo_region_release(velo_region_t* h) {
+    if (!h) return -EINVAL;
+    struct velo_ep* ep = h->ep;
+    if (ep->closed) {
+        free(h);
+        return -EBADF;
+    }
+    pthread_mutex_lock(&ep->rma_lock);
+    int r = rc_put(ep, ep->rma, h->e);  // stays cached unless deregistered meanwhile (then freed)
+    pthread_mutex_unlock(&ep->rma_lock);
+    free(h);
+    return r;
+}
+
 int velo_region_nla(const velo_region_t* h, size_t offset, uint64_t* nla) {
     if (!h || !nla) return -EINVAL;
     if (offset > h->len) return -ERANGE;

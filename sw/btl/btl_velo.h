@@ -2,9 +2,10 @@
 /*
  * mca_btl_velo: an Open MPI 4.1 BTL (byte transfer layer) on libvelo. See docs/mpi.md.
  *
- * One module per process, over one libvelo endpoint. Send path only (MCA_BTL_FLAGS_SEND): small
- * fragments are one VELO message, larger ones a train of messages (btl_velo_wire.h). The RDMA path
- * (btl_put/btl_get on the RMA engine) plugs in later: docs/mpi.md, "The RDMA path", says where.
+ * One module per process, over one libvelo endpoint. Send path (MCA_BTL_FLAGS_SEND): small
+ * fragments are one VELO message, larger ones a train of messages (btl_velo_wire.h). RDMA path
+ * (MCA_BTL_FLAGS_PUT | MCA_BTL_FLAGS_GET, when the device has an RMA unit): btl_put/btl_get on
+ * libvelo's RMA (btl_velo_rdma.c). docs/mpi.md.
  */
 #ifndef BTL_VELO_H
 #define BTL_VELO_H
@@ -107,6 +108,15 @@ typedef struct mca_btl_velo_module {
     opal_free_list_t frags_eager; /* cap = eager limit */
     opal_free_list_t frags_max;   /* cap = max send size */
 
+    /* RDMA path (btl_velo_rdma.c) */
+    int rdma_ok;                       /* put/get available (MCA_BTL_FLAGS_RDMA set) */
+    opal_mutex_t rdma_lock;            /* rdma_ops */
+    opal_list_t rdma_ops;              /* puts and gets in flight */
+    volatile int32_t rdma_outstanding; /* their number */
+    struct {
+        uint64_t registrations, puts, gets, eagain, errors; /* (atomic) */
+    } rdma_st;
+
     volatile int finalizing; /* failures are not reported to the PML any more */
     struct {
         uint64_t msgs_rx, frags_rx, rx_errors, idle_waits; /* (under rx_busy) */
@@ -132,6 +142,7 @@ typedef struct mca_btl_velo_component {
     int free_list_num;
     int free_list_max;
     int free_list_inc;
+    int rdma;
     int verbose;
     int warn_no_device;
     int output; /* opal_output stream */
@@ -147,6 +158,13 @@ void mca_btl_velo_help(const char* topic, ...);
 int mca_btl_velo_module_open(mca_btl_velo_module_t* m);
 int mca_btl_velo_progress(void);
 void mca_btl_velo_fail_endpoint(mca_btl_velo_module_t* m, mca_btl_base_endpoint_t* ep, int err, const char* what);
+
+/* rdma.c: the RDMA path */
+size_t mca_btl_velo_rdma_handle_size(void);
+int mca_btl_velo_rdma_open(mca_btl_velo_module_t* m); /* 0: put/get available */
+void mca_btl_velo_rdma_set(mca_btl_velo_module_t* m); /* functions and flags after rdma_open */
+int mca_btl_velo_rdma_progress(mca_btl_velo_module_t* m);
+void mca_btl_velo_rdma_close(mca_btl_velo_module_t* m);
 
 END_C_DECLS
 

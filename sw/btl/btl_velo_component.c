@@ -106,6 +106,12 @@ static int velo_component_register(void) {
             &c->free_list_max);
     c->free_list_inc = 32;
     reg_int("free_list_inc", "Send descriptors allocated at a time", OPAL_INFO_LVL_9, &c->free_list_inc);
+    c->rdma = 1;
+    (void)mca_base_component_var_register(
+        &c->super.btl_version, "rdma",
+        "Use the NIC's RMA engine for put/get (ob1's RDMA protocols for large messages) when the device has one; "
+        "0: everything over VELO messages",
+        MCA_BASE_VAR_TYPE_BOOL, NULL, 0, 0, OPAL_INFO_LVL_4, MCA_BASE_VAR_SCOPE_READONLY, &c->rdma);
     c->warn_no_device = -1;
     reg_int("warn_no_device",
             "Explain why when no VELO device or fabric can be opened: 1 always, 0 never, -1 when the btl list names "
@@ -125,7 +131,15 @@ static int velo_component_register(void) {
     m->super.btl_rdma_pipeline_send_length = 64 * 1024;
     m->super.btl_rdma_pipeline_frag_size = 64 * 1024;
     m->super.btl_min_rdma_pipeline_size = 0;
-    m->super.btl_flags = MCA_BTL_FLAGS_SEND | MCA_BTL_FLAGS_SEND_INPLACE;  // RDMA: docs/mpi.md
+    // put/get are cleared again at init when the device has no RMA unit (or btl_velo_rdma = 0)
+    m->super.btl_flags = MCA_BTL_FLAGS_SEND | MCA_BTL_FLAGS_SEND_INPLACE | MCA_BTL_FLAGS_PUT | MCA_BTL_FLAGS_GET;
+    m->super.btl_registration_handle_size = mca_btl_velo_rdma_handle_size();
+    m->super.btl_put_limit = (size_t)1 << 30;  // libvelo splits into commands of VELO_RMA_LEN_MAX
+    m->super.btl_get_limit = (size_t)1 << 30;
+    m->super.btl_put_alignment = 0;
+    m->super.btl_get_alignment = 0;
+    m->super.btl_put_local_registration_threshold = 0;
+    m->super.btl_get_local_registration_threshold = 0;
     m->super.btl_latency = 1;
     m->super.btl_bandwidth = 200;  // MB/s: 16-bit link at 100 MHz
     return mca_btl_base_param_register(&c->super.btl_version, &m->super);
@@ -314,6 +328,9 @@ static mca_btl_base_module_t** velo_component_init(int* num_btls, bool enable_pr
         return NULL;
     }
 
+    mca_btl_velo_rdma_open(m);  // without RMA: send path only
+    mca_btl_velo_rdma_set(m);
+
     mca_btl_velo_modex_t mx;
     memset(&mx, 0, sizeof mx);
     mx.magic = MCA_BTL_VELO_MODEX_MAGIC;
@@ -331,9 +348,10 @@ static mca_btl_base_module_t** velo_component_init(int* num_btls, bool enable_pr
         m->ep = NULL;
         return NULL;
     }
-    opal_output_verbose(1, c->output, "btl velo: rank %u at node %u vpid %u (%s, %u-line mailbox, window %u lines)",
+    opal_output_verbose(1, c->output,
+                        "btl velo: rank %u at node %u vpid %u (%s, %u-line mailbox, window %u lines, put/get %s)",
                         (unsigned)OPAL_PROC_MY_NAME.vpid, m->addr.node, m->addr.vpid, m->info.backend,
-                        m->info.ring_lines, m->info.credit_lines);
+                        m->info.ring_lines, m->info.credit_lines, m->rdma_ok ? "on RMA" : "off");
 
     mca_btl_base_module_t** btls = malloc(sizeof *btls);
     if (!btls) {

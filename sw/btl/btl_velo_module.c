@@ -53,8 +53,8 @@ mca_btl_velo_module_t mca_btl_velo_module = {
             .btl_sendi = bv_sendi,
             .btl_dump = bv_dump,
             .btl_register_error = bv_register_error,
-            // RDMA (btl_put, btl_get, btl_register_mem, btl_deregister_mem, btl_flush) comes with the
-            // RMA engine: docs/mpi.md, "The RDMA path"
+            // RDMA (btl_put, btl_get, btl_register_mem, btl_deregister_mem, btl_flush): set at init
+            // when the device has an RMA unit (btl_velo_rdma.c)
         },
 };
 
@@ -719,7 +719,8 @@ int mca_btl_velo_progress(void) {
     const int idle_ok = n == 0 && mca_btl_velo_component.idle_wait_ms > 0 &&
                         __atomic_load_n(&m->npending, __ATOMIC_ACQUIRE) == 0 &&
                         __atomic_load_n(&m->ndone, __ATOMIC_ACQUIRE) == 0 && !m->finalizing;
-    n += progress_rx(m, idle_ok);
+    n += mca_btl_velo_rdma_progress(m);
+    n += progress_rx(m, idle_ok && !__atomic_load_n(&m->rdma_outstanding, __ATOMIC_ACQUIRE));
     if (__atomic_load_n(&m->ndone, __ATOMIC_ACQUIRE)) n += progress_done(m);
     return n;
 }
@@ -748,6 +749,7 @@ static int bv_finalize(struct mca_btl_base_module_t* btl) {
         endpoint_release(m, ep);
     }
     progress_done(m);
+    mca_btl_velo_rdma_close(m);
     uint64_t msgs, frags, trains, queued;
     sum_stats(m, &msgs, &frags, &trains, &queued);
     velo_stats_t vs;
@@ -762,6 +764,14 @@ static int bv_finalize(struct mca_btl_base_module_t* btl) {
                         (unsigned long long)m->st.msgs_rx, (unsigned long long)m->st.rx_errors,
                         (unsigned long long)m->st.idle_waits, (unsigned long long)vs.send_eagain,
                         (unsigned long long)vs.frags_rx);
+    opal_output_verbose(1, c->output,
+                        "btl velo: RDMA %s: %llu puts, %llu gets (%llu refused for lack of room, %llu failed), %llu "
+                        "registrations; libvelo region cache: %llu hits, %llu misses, %llu evictions, %llu re-pins",
+                        m->rdma_ok ? "on" : "off", (unsigned long long)m->rdma_st.puts,
+                        (unsigned long long)m->rdma_st.gets, (unsigned long long)m->rdma_st.eagain,
+                        (unsigned long long)m->rdma_st.errors, (unsigned long long)m->rdma_st.registrations,
+                        (unsigned long long)vs.rma_cache_hits, (unsigned long long)vs.rma_cache_miss,
+                        (unsigned long long)vs.rma_evictions, (unsigned long long)vs.rma_repins);
     free(m->eps);
     m->eps = NULL;
     m->cap_eps = 0;

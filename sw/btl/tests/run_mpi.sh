@@ -6,7 +6,9 @@
 #   ompi_info      ompi_info lists the component and its MCA parameters with their defaults
 #   no_device      no board, no fabric: the job fails at once with the BTL's explanation
 #   pingpong       2 ranks, sizes around every edge (one message, squeezed header, trains, eager limit,
-#                  rendezvous, 1 MiB), every byte checked; the traffic went through VELO (counters)
+#                  rendezvous, 1 MiB), every byte checked; the traffic went through VELO (counters) and
+#                  the large messages through the RMA engine (put/get counters, none failed)
+#   nordma         the same with btl_velo_rdma 0: the send path alone, rendezvous included
 #   ring, alltoall, sendrecv, anysource, many, collectives   4 ranks on a ring:4 fabric
 #   ssend, datatype, threads                                 2 ranks
 #   split          threads and pingpong with 5 % of the stores cut in two (fragments recombined, reordering)
@@ -15,7 +17,8 @@
 #   fabric_gone    the fabric stops under a running job: the BTL reports the lost peers to the PML, the
 #                  job ends with an error and the BTL's message instead of hanging
 #   netpipe_*      NetPIPE (NPopenmpi -i, integrity) over 1 B..8 KiB with perturbation 7 (57/64/71 B and
-#                  4089..4103 B) and 14 (50/64/78 B, 4082..4110 B: the eager limit), 1 B..1 MiB, and -S
+#                  4089..4103 B) and 14 (50/64/78 B, 4082..4110 B: the eager limit), 1 B..1 MiB (the
+#                  large sizes through the RMA engine: put/get counters), and -S
 #                  (synchronous sends, rendezvous) up to 128 KiB; every size NetPIPE should test was
 #                  tested and passed. NetPIPE times with gettimeofday: libvelo_simtime.so makes that
 #                  simulated time so that its stop rule (1 s per transfer) does not end the run early.
@@ -56,6 +59,15 @@ check_traffic() {
         awk -F: '{ s += $NF } END { print s }')
     [ "$k" -ge "$ranks" ] || fail "expected VELO traffic counters from $ranks ranks, found $k"
     if grep -q 'malformed message stream' "$tmp/out" "$tmp/err"; then fail "malformed VELO message stream"; fi
+}
+
+# the RDMA path carried the large messages: some rank made puts or gets (ob1's RGET/RPUT)
+check_rdma() {
+    k=$(sed -n 's/.*btl velo: RDMA on: \([0-9]*\) puts, \([0-9]*\) gets (\([0-9]*\) refused .*, \([0-9]*\) failed).*/\1 \2 \4/p' \
+        "$tmp/out" "$tmp/err" | awk '{ ops += $1 + $2; bad += $3 } END { print ops + 0, bad + 0 }')
+    set -- $k
+    [ "$1" -gt 0 ] || fail "no put or get went through the RMA engine"
+    [ "$2" -eq 0 ] || fail "$2 put/get operations failed"
 }
 
 mpi_case() {
@@ -120,16 +132,17 @@ ompi_info)
         > "$tmp/out" 2> "$tmp/err" || fail "ompi_info --param failed"
     for p in device: node:-1 nodes:0 ring_log2:0 train_bytes:56 compress:true idle_wait_ms:-1 idle_polls:1 \
         poll_batch:32 connect_timeout_ms:10000 warn_no_device:-1 eager_limit:4096 rndv_eager_limit:4096 \
-        max_send_size:65536 exclusivity:1024; do
+        max_send_size:65536 exclusivity:1024 rdma:true put_limit:1073741824 get_limit:1073741824; do
         name=${p%%:*}
         val=${p#*:}
         grep -q "^mca:btl:velo:param:btl_velo_$name:value:$val\$" "$tmp/out" ||
             fail "parameter btl_velo_$name with default '$val' not listed"
     done
-    # flags: send only (no put/get until the RMA engine is there)
-    grep -q '^mca:btl:velo:param:btl_velo_flags:value:send,inplace$' "$tmp/out" ||
-        grep -q '^mca:btl:velo:param:btl_velo_flags:value:.*send' "$tmp/out" || fail "btl_velo_flags"
-    if grep '^mca:btl:velo:param:btl_velo_flags:value:' "$tmp/out" | grep -q 'put\|get'; then fail "put/get flags set"; fi
+    # flags: send, put and get (put/get are dropped at run time on a device without an RMA unit)
+    f=$(sed -n 's/^mca:btl:velo:param:btl_velo_flags:value://p' "$tmp/out")
+    for w in send put get; do
+        echo ",$f," | grep -q ",$w," || fail "btl_velo_flags '$f' lacks $w"
+    done
     echo "ompi_info: component and parameters listed"
     ;;
 no_device)
@@ -152,7 +165,16 @@ no_device)
     grep -q 'but no fabric behind it' "$tmp/out" "$tmp/err" || fail "stale socket: no explanation from the BTL"
     echo "no_device: explained"
     ;;
-pingpong) mpi_case 2 'pingpong: 31 sizes x 2 rounds OK' -- "$B/mpi_pingpong" ;;
+pingpong)
+    mpi_case 2 'pingpong: 31 sizes x 2 rounds OK' -- "$B/mpi_pingpong"
+    check_rdma
+    ;;
+nordma)
+    # the send path alone carries everything, rendezvous included, when put/get are off
+    mpi_case 2 'pingpong: 31 sizes x 2 rounds OK' --mpi-arg --mca --mpi-arg btl_velo_rdma --mpi-arg 0 \
+        -- "$B/mpi_pingpong"
+    grep -q 'btl velo: RDMA off: 0 puts, 0 gets' "$tmp/out" "$tmp/err" || fail "RDMA was not off"
+    ;;
 ring) mpi_case 4 'ring: 4 ranks' --topology ring:4 -- "$B/mpi_ring" ;;
 alltoall) mpi_case 4 'alltoall: 4 ranks x 4 rounds OK' --topology ring:4 -- "$B/mpi_alltoall" ;;
 sendrecv) mpi_case 4 'sendrecv: 4 ranks' --topology ring:4 -- "$B/mpi_sendrecv" ;;
@@ -212,7 +234,10 @@ fabric_gone)
     ;;
 netpipe_edges_64) netpipe 1 8192 7 -n 3 ;;
 netpipe_edges_eager) netpipe 1 8192 14 -n 3 ;;
-netpipe_large) netpipe 1 1048576 0 -n 1 ;;
+netpipe_large)
+    netpipe 1 1048576 0 -n 1
+    check_rdma
+    ;;
 netpipe_sync) netpipe 1 131072 1 -n 2 -S ;;
 *)
     echo "unknown case $case"

@@ -186,6 +186,15 @@ int velo_register(velo_ep_t* ep, const void* addr, size_t len, unsigned access, 
  * released it). */
 int velo_deregister(velo_region_t* region);
 
+/* Release a handle but keep its registration in the endpoint's region cache (the handle is freed
+ * by this call, whatever it returns): a later velo_register or velo_put_buf/velo_get_buf of a
+ * range it contains finds it without pinning again, until the bounded cache evicts it (least
+ * recently used, idle ones only) or the endpoint closes. For handles taken and dropped per
+ * transfer (an MPI rendezvous); velo_deregister when the memory is about to go. Errors: -EINVAL
+ * (NULL), -EBADF (endpoint closed), the driver's when the registration was deregistered meanwhile
+ * and this was its last user. */
+int velo_region_release(velo_region_t* region);
+
 /* The NLA of byte `offset` of the handle's range (offset <= its length): what a peer passes to
  * velo_put/velo_get as remote_nla. Errors: -EINVAL (NULL), -ERANGE (offset beyond the range). */
 int velo_region_nla(const velo_region_t* region, size_t offset, uint64_t* nla);
