@@ -1271,6 +1271,10 @@ int Fabric::run() {
                 uint32_t v = reg_read(n, VELO_REG_COUNTERS_COUNTER_BASE + base + 4 * i);
                 if (v) logf("node %u: %s = %u", n, velo_counter_names[i], v);
             }
+            for (unsigned i = 0; i < VELO_RMA_CNT_NUM; ++i) {
+                const uint32_t v = velo_core_rma_counter(core_[n], i);
+                if (v) logf("node %u: rma %s = %u", n, velo_rma_counter_names[i], v);
+            }
         }
     }
     logf("exit after %llu cycles: %llu stores (%llu split, %llu refused), %llu DMA writes, %llu clients (%llu died)",
