@@ -638,7 +638,11 @@ module velo_rma_tgt #(
     assign rq_addr   = g_a;
     wire [23:0] g_qlm1 = g_qlen - 24'd1;
     assign rq_len_m1 = g_qlm1[11:0];
-    assign rq_ctx    = {{(CTX_W-REGION_BITS-1){1'b0}}, g_qtr, g_reg};
+    // the translation is released with the last beat of its last read: the read that uses it
+    // up, or the get's last read when the get ends before the translation does (without the
+    // second case every get ending inside a page kept its region busy for ever: no quiesce)
+    wire        g_qlast = (g_qlen == g_rem);
+    assign rq_ctx    = {{(CTX_W-REGION_BITS-1){1'b0}}, g_qtr || g_qlast, g_reg};
     assign g_rel_req = (g_st == G_REL);
     assign g_rel_r   = g_reg;
     wire   rq_fire   = rq_valid && rq_ready;

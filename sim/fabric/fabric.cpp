@@ -21,6 +21,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
 #include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
@@ -35,8 +36,10 @@
 #include <random>
 #include <set>
 #include <stdexcept>
+#include <unordered_map>
 #include <vector>
 
+#include "host.hpp"
 #include "system.hpp"
 #include "tlp.hpp"
 #define VELO_HW_WANT_NAMES
@@ -47,6 +50,7 @@
 
 namespace velo::fabric {
 
+using velo::sim::HostReader;
 using velo::sim::System;
 using velo::sim::SystemConfig;
 using velo::sim::Tlp;
@@ -115,6 +119,23 @@ struct Alloc {
     uint8_t* p = nullptr;
     Endpoint* ep = nullptr;
     bool data_ring = false;
+    bool nq = false;  // an RMA notification queue (32-byte entries, header word first)
+};
+
+// RMA: the "physical" frames the fabric gives the pages of registered buffers. They lie far above
+// node memory (kFrameBase), are never reused, and each stands for one page of one client's
+// address space, reached with process_vm_readv/writev.
+constexpr uint64_t kFrameBase = 1ull << 50;  // physical address of the first frame (< 2^52)
+struct Frame {
+    unsigned node = 0;
+    uint64_t client = 0;  // Client::id
+    int pid = 0;          // 0: the client is gone (its region never quiesced): DMA is dropped
+    uint64_t vpage = 0;   // virtual address of the page in the client
+};
+// What velo_core_rma_map holds as a region's pin (velo_core_set_rma_unpin gives it back).
+struct Pin {
+    uint64_t client = 0;
+    std::vector<uint64_t> frames;
 };
 
 struct NodeCtx {
@@ -144,6 +165,8 @@ struct Endpoint {
     uint32_t head = 0;
     Alloc* ring = nullptr;
     Alloc* ctl_ring = nullptr;
+    Alloc* nq = nullptr;    // RMA notification queue, after RMA_SETUP
+    uint64_t rma_page = 0;  // BAR4 offset of the data vpid's command page
     Deferred deferred;
     bool slot_ready() const { return __atomic_load_n(&slots[head & (nslots - 1)].seq, __ATOMIC_ACQUIRE) == head + 1; }
 };
@@ -152,12 +175,15 @@ struct Client {
     uint64_t id = 0;
     int fd = -1;
     int pid = 0;
+    int peer_pid = 0;  // SO_PEERCRED: whose memory RMA DMA reaches
+    velo_core_client cl{};
     std::unique_ptr<Endpoint> ep;
 };
 
 struct Stats {
     uint64_t stores = 0, bad_stores = 0, splits = 0, dma_writes = 0, dma_unknown = 0, wakeups = 0, freezes = 0,
              freeze_timeouts = 0, clients = 0, client_deaths = 0;
+    uint64_t rma_dma_writes = 0, rma_dma_reads = 0, rma_faults = 0, rma_unknown = 0, registers = 0;
 };
 
 }  // namespace
@@ -173,6 +199,7 @@ class Fabric {
     void reg_write(unsigned node, uint32_t off, uint32_t v);
     void* dma_alloc(unsigned node, size_t size, uint64_t* dma, void** cookie);
     void dma_free(Alloc* a);
+    void unpin(Pin* p);
 
   private:
     bool setup_socket();
@@ -185,6 +212,12 @@ class Fabric {
     void reply(Client* c, velo_sim_msg& m, const int* fds, int nfds);
     void req_open(Client* c, velo_sim_msg& m);
     void req_grant(Client* c, velo_sim_msg& m);
+    void req_ioctl(Client* c, velo_sim_msg& m);
+    int rma_pin(Client* c, unsigned region, unsigned key, uint64_t addr, uint64_t len, unsigned access);
+    bool mapped(int pid, uint64_t addr, uint64_t len, bool writable);
+    void on_rma_write(unsigned node, const Tlp& t);
+    bool rma_read(unsigned node, uint64_t a, uint8_t* p, size_t n);
+    void rma_fault(const Frame& f, bool write, uint64_t addr, int err);
     void on_cycle();
     bool take_store(Endpoint* e, Tlp& t, uint16_t& tid);
     void post(unsigned node, const Tlp& t);
@@ -205,6 +238,10 @@ class Fabric {
     std::vector<size_t> rr_;
     std::map<int, std::unique_ptr<Client>> clients_;  // by fd
     std::set<Endpoint*> reacting_;
+    std::vector<std::unique_ptr<HostReader>> readers_;  // per node: answers the NIC's DMA reads
+    std::unordered_map<uint64_t, Frame> frames_;        // RMA frame number -> client page
+    uint64_t next_frame_ = kFrameBase >> 12;
+    std::set<uint64_t> fault_logged_;  // clients whose RMA DMA faults were logged (once each)
     int64_t freeze_start_ = 0;
     std::mt19937_64 rng_;
     std::string sock_path_, lock_path_;
@@ -238,6 +275,9 @@ void* op_zalloc(void*, size_t size) {
 }
 void op_kfree(void*, void* p) {
     std::free(p);
+}
+void op_unpin(void* c, void* pin) {
+    static_cast<NodeCtx*>(c)->f->unpin(static_cast<Pin*>(pin));
 }
 void op_log(void* c, int level, const char* msg) {
     if (level <= VELO_CORE_LOG_WARN || g_verbose) logf("node %u: %s", static_cast<NodeCtx*>(c)->node, msg);
@@ -275,6 +315,13 @@ void* Fabric::dma_alloc(unsigned node, size_t size, uint64_t* dma, void** cookie
     *dma = d;
     *cookie = a;
     return p;
+}
+
+// The core quiesced a region (deregistration, invalidation, endpoint close): no DMA uses its
+// frames any more; they are forgotten (never handed out again).
+void Fabric::unpin(Pin* p) {
+    for (uint64_t f : p->frames) frames_.erase(f);
+    delete p;
 }
 
 void Fabric::dma_free(Alloc* a) {
@@ -396,6 +443,9 @@ bool Fabric::setup_system() {
             return false;
         }
         velo_core_refresh(core_[i]);
+        velo_core_set_rma_unpin(core_[i], op_unpin);
+        if (velo_core_caps(core_[i])->rma_base && velo_core_rma_enable(core_[i], 1) < 0)
+            logf("node %u: the RMA unit does not enable", i);
         if (velo_core_caps(core_[i])->node_id != i) {
             logf("node %u: NODE_ID reads %u", i, velo_core_caps(core_[i])->node_id);
             return false;
@@ -403,6 +453,18 @@ bool Fabric::setup_system() {
     }
     sys_->on_cycle = [this] { on_cycle(); };
     sys_->on_dma_write = [this](unsigned node, const Tlp& t) { on_dma(node, t); };
+    // the NIC's DMA reads (RMA): answered by the host model's reader (20 cycles, completions
+    // split at RCB boundaries, interleaved) from the clients' memory
+    readers_.resize(n);
+    for (unsigned i = 0; i < n; ++i) {
+        readers_[i].reset(new HostReader(opt_.seed * 37 + i));
+        readers_[i]->source = [this, i](uint64_t a, uint8_t* p, size_t len) { return rma_read(i, a, p, len); };
+        readers_[i]->source_fault = HostReader::Fault::UR;
+    }
+    sys_->on_dma_read = [this](unsigned node, const Tlp& t) {
+        if (!readers_[node]->request(t, sys_->cycle()) && opt_.verbose)
+            logf("node %u: malformed DMA read %s", node, t.str().c_str());
+    };
     // the info page
     void* p = nullptr;
     info_fd_ = make_memfd("velo-info", 4096, &p);
@@ -450,7 +512,15 @@ bool Fabric::take_store(Endpoint* e, Tlp& t, uint16_t& tid) {
     }
     uint64_t addr;
     uint8_t bar;
-    if (page & VELO_SIM_PAGE_USER) {
+    if (page == VELO_SIM_PAGE_RMA) {
+        // an RMA command into the vpid's own BAR4 page (mapped once RMA_SETUP succeeded)
+        if (!e->nq) {
+            ++st_.bad_stores;
+            return false;
+        }
+        addr = System::kBar4 + e->rma_page + off;
+        bar = VELO_BAR_RMA;
+    } else if (page & VELO_SIM_PAGE_USER) {
         const unsigned k = page & ~VELO_SIM_PAGE_USER;
         if (k > 1) {
             ++st_.bad_stores;
@@ -502,6 +572,11 @@ void Fabric::post(unsigned node, const Tlp& t) {
 
 // Start of every simulated cycle: the CPUs of the nodes issue the clients' stores.
 void Fabric::on_cycle() {
+    // the root complex answers the NICs' reads (completions go down in order with the stores)
+    for (unsigned n = 0; n < readers_.size(); ++n) {
+        Tlp c;
+        while (readers_[n]->pop(sys_->cycle(), c)) sys_->cpu_post(n, c);
+    }
     for (unsigned n = 0; n < node_eps_.size(); ++n) {
         auto& eps = node_eps_[n];
         if (eps.empty()) continue;
@@ -552,6 +627,7 @@ bool Fabric::any_deferred() const {
 // ============================================================================ DMA -> shared memory
 void Fabric::on_dma(unsigned node, const Tlp& t) {
     ++st_.dma_writes;
+    if (t.addr >= kFrameBase) return on_rma_write(node, t);
     const auto bytes = velo::sim::mwr_bytes(t);
     if (bytes.empty()) return;
     auto& m = allocs_[node];
@@ -569,12 +645,14 @@ void Fabric::on_dma(unsigned node, const Tlp& t) {
     }
     // lines in descending order (a two-line entry's second line first); in each line the bytes
     // after the header word first, then the header word with release semantics, so a reader
-    // that acquires the header sees the whole line
+    // that acquires the header sees the whole line. A notification queue's entries are 32 bytes,
+    // each with its own header word: the same per entry.
+    const uint64_t unit = a->nq ? VELO_RMA_NQ_ENTRY_BYTES : 64;
     size_t i = bytes.size();
     while (i > 0) {
-        const uint64_t line = bytes[i - 1].first & ~63ull;
+        const uint64_t line = bytes[i - 1].first & ~(unit - 1);
         size_t j = i;
-        while (j > 0 && (bytes[j - 1].first & ~63ull) == line) --j;
+        while (j > 0 && (bytes[j - 1].first & ~(unit - 1)) == line) --j;
         uint8_t* lp = a->p + (line - a->dma);
         bool hdr = false;
         uint8_t word[8];
@@ -598,6 +676,7 @@ void Fabric::on_dma(unsigned node, const Tlp& t) {
     Endpoint* e = a->ep;
     if (!e) return;
     velo_sim_chan_hdr* ch = e->chan;
+    // (rx_seq counts writes into the rings and the notification queue: both wake velo_*wait)
     if (a->data_ring) __atomic_store_n(&ch->rx_cycle, sys_->cycle(), __ATOMIC_RELEASE);
     __atomic_add_fetch(&ch->rx_seq, 1, __ATOMIC_SEQ_CST);
     if (__atomic_load_n(&ch->rx_waiters, __ATOMIC_SEQ_CST)) {
@@ -611,6 +690,86 @@ void Fabric::on_dma(unsigned node, const Tlp& t) {
             reacting_.insert(e);
         }
     }
+}
+
+// ============================================================================ RMA DMA -> client memory
+void Fabric::rma_fault(const Frame& f, bool write, uint64_t addr, int err) {
+    ++st_.rma_faults;
+    if (fault_logged_.insert(f.client).second)
+        logf(
+            "node %u: RMA DMA %s of pid %d's registered memory at 0x%llx failed (%s): %s; further faults of "
+            "this client are only counted",
+            f.node, write ? "write" : "read", f.pid, static_cast<unsigned long long>(addr),
+            f.pid ? std::strerror(err) : "client gone",
+            write ? "the write is dropped" : "the read is answered with UR");
+}
+
+// A NIC's DMA write into registered memory (put target, get destination): one TLP never crosses
+// a page (the NIC splits at page ends), so it goes to one page of one client.
+void Fabric::on_rma_write(unsigned node, const Tlp& t) {
+    ++st_.rma_dma_writes;
+    const auto bytes = velo::sim::mwr_bytes(t);
+    if (bytes.empty()) return;
+    size_t i = 0;
+    while (i < bytes.size()) {
+        const uint64_t a0 = bytes[i].first;
+        std::vector<uint8_t> run;
+        size_t j = i;
+        while (j < bytes.size() && bytes[j].first == a0 + run.size() && (bytes[j].first >> 12) == (a0 >> 12))
+            run.push_back(bytes[j++].second);
+        i = j;
+        auto it = frames_.find(a0 >> 12);
+        if (it == frames_.end() || it->second.node != node) {
+            ++st_.rma_unknown;
+            if (opt_.verbose) logf("node %u: DMA write to an unknown frame dropped (%s)", node, t.str().c_str());
+            continue;
+        }
+        const Frame& f = it->second;
+        const uint64_t va = f.vpage + (a0 & 4095);
+        if (!f.pid) {
+            rma_fault(f, true, va, 0);
+            continue;
+        }
+        iovec l{run.data(), run.size()};
+        iovec r{reinterpret_cast<void*>(va), run.size()};
+        if (process_vm_writev(f.pid, &l, 1, &r, 1, 0) != static_cast<ssize_t>(run.size()))
+            rma_fault(f, true, va, errno);
+    }
+}
+
+// The data of a NIC's DMA read (put source, get source at the target): registered memory of a
+// client, or node memory (rings). false: nothing there (the reader answers UR).
+bool Fabric::rma_read(unsigned node, uint64_t a, uint8_t* p, size_t n) {
+    ++st_.rma_dma_reads;
+    if (a >= kFrameBase) {
+        auto it = frames_.find(a >> 12);
+        if (it == frames_.end() || it->second.node != node || (a & 4095) + n > 4096) {
+            ++st_.rma_unknown;
+            if (opt_.verbose) logf("node %u: DMA read of an unknown frame at 0x%llx", node, (unsigned long long)a);
+            return false;
+        }
+        const Frame& f = it->second;
+        const uint64_t va = f.vpage + (a & 4095);
+        if (!f.pid) {
+            rma_fault(f, false, va, 0);
+            return false;
+        }
+        iovec l{p, n};
+        iovec r{reinterpret_cast<void*>(va), n};
+        if (process_vm_readv(f.pid, &l, 1, &r, 1, 0) != static_cast<ssize_t>(n)) {
+            rma_fault(f, false, va, errno);
+            return false;
+        }
+        return true;
+    }
+    auto& m = allocs_[node];
+    auto it = m.upper_bound(a);
+    if (it == m.begin()) return false;
+    --it;
+    Alloc* al = it->second;
+    if (a < al->dma || a + n > al->dma + al->size) return false;
+    std::memcpy(p, al->p + (a - al->dma), n);
+    return true;
 }
 
 bool Fabric::reacting_done() {
@@ -717,6 +876,7 @@ void Fabric::req_open(Client* c, velo_sim_msg& m) {
     m.arg[8] = ce->ctl_log2_lines;
     const int fds[VELO_SIM_OPEN_NFDS] = {info_fd_, doorbell_, e->chan_fd, e->ring->fd, e->ctl_ring->fd};
     node_eps_[node].push_back(e.get());
+    c->cl.vpid = static_cast<int>(ce->vpid);
     if (opt_.verbose) logf("pid %d: endpoint node %lld vpid %u", c->pid, static_cast<long long>(node), ce->vpid);
     c->ep = std::move(e);
     reply(c, m, fds, VELO_SIM_OPEN_NFDS);
@@ -759,6 +919,113 @@ void Fabric::req_grant(Client* c, velo_sim_msg& m) {
     reply(c, m, nullptr, 0);
 }
 
+// ============================================================================ RMA control
+// Are the pages of [addr, addr + len) mapped in process pid, readable (and writable)? What
+// pinning them would find (a real driver's pin_user_pages); from /proc/<pid>/maps.
+bool Fabric::mapped(int pid, uint64_t addr, uint64_t len, bool writable) {
+    char path[64];
+    std::snprintf(path, sizeof path, "/proc/%d/maps", pid);
+    FILE* fp = std::fopen(path, "re");
+    if (!fp) return false;
+    uint64_t cur = addr & ~4095ull;
+    const uint64_t end = (addr + len + 4095) & ~4095ull;
+    char line[512];
+    while (cur < end && std::fgets(line, sizeof line, fp)) {
+        unsigned long long lo = 0, hi = 0;
+        char perms[8] = {0};
+        if (std::sscanf(line, "%llx-%llx %7s", &lo, &hi, perms) != 3) continue;
+        if (hi <= cur) continue;
+        if (lo > cur) break;  // a hole
+        if (perms[0] != 'r' || (writable && perms[1] != 'w')) break;
+        cur = hi;
+    }
+    std::fclose(fp);
+    return cur >= end;
+}
+
+// "Pin" region `region` (key) of client c: check the pages are there, give each a frame, and make
+// the region valid through the driver core (velo_core_rma_map), as the Linux driver does after
+// pin_user_pages. On error nothing is kept.
+int Fabric::rma_pin(Client* c, unsigned region, unsigned key, uint64_t addr, uint64_t len, unsigned access) {
+    const bool writable = access & (VELO_REG_LOCAL_WRITE | VELO_REG_REMOTE_WRITE);
+    if (!c->peer_pid || !mapped(c->peer_pid, addr, len, writable)) return -EFAULT;
+    const uint64_t npages = velo_core_rma_pages(addr, len);
+    auto* p = new Pin;
+    p->client = c->id;
+    p->frames.reserve(npages);
+    for (uint64_t i = 0; i < npages; ++i) {
+        const uint64_t f = next_frame_++;
+        frames_[f] = Frame{c->ep->node, c->id, c->peer_pid, (addr & ~4095ull) + i * 4096};
+        p->frames.push_back(f);
+    }
+    const int r = velo_core_rma_map(core_[c->ep->node], region, key, p->frames.data(), npages, p);
+    if (r < 0) unpin(p);
+    return r;
+}
+
+// VELO_SIM_IOCTL: the driver ABI's RMA requests, carried out by the driver core as the Linux
+// driver's ioctls are (docs/simulator.md "RMA").
+void Fabric::req_ioctl(Client* c, velo_sim_msg& m) {
+    if (!c->ep) {
+        m.status = -EBADF;
+        return reply(c, m, nullptr, 0);
+    }
+    const int64_t nr = m.arg[0];
+    uint32_t minsz = 0, ksz = 0;
+    union {
+        velo_uapi_rma_setup st;
+        velo_uapi_register rg;
+        velo_uapi_deregister dr;
+        velo_uapi_repin rp;
+    } u;
+    std::memset(&u, 0, sizeof u);
+    uint32_t argsz;
+    std::memcpy(&argsz, m.text, 4);
+    if ((nr != VELO_IOC_NR_RMA_SETUP && nr != VELO_IOC_NR_REGISTER && nr != VELO_IOC_NR_DEREGISTER &&
+         nr != VELO_IOC_NR_REPIN) ||
+        velo_core_uapi_size(static_cast<unsigned>(nr), &minsz, &ksz) < 0 || ksz > sizeof u || argsz < minsz) {
+        m.status = -EINVAL;
+        return reply(c, m, nullptr, 0);
+    }
+    std::memcpy(&u, m.text, std::min<size_t>(ksz, sizeof m.text));
+    u.st.argsz = ksz;
+    Endpoint* e = c->ep.get();
+    velo_core* core = core_[e->node];
+    int r = velo_core_ioctl(core, &c->cl, static_cast<unsigned>(nr), &u);
+    int fd = -1;
+    if (r == 0 && nr == VELO_IOC_NR_RMA_SETUP) {
+        // the queue: node memory from the core's dma_alloc, which the NIC writes and the client
+        // maps read-only; the command page: the vpid's BAR4 page, as the core's mmap check says
+        velo_core_map map{};
+        r = velo_core_mmap_check(core, &c->cl, VELO_MMAP_RMA_CMD, 4096, VELO_CORE_MAP_WRITE | VELO_CORE_MAP_SHARED,
+                                 &map);
+        if (r == 0) {
+            e->nq = static_cast<Alloc*>(e->core->nq_cookie);
+            e->nq->ep = e;
+            e->nq->nq = true;
+            e->rma_page = map.bar_off;
+            seal_readonly(e->nq->fd);
+            fd = e->nq->fd;
+        }
+    } else if (r == 0 && nr == VELO_IOC_NR_REGISTER) {
+        ++st_.registers;
+        r = rma_pin(c, u.rg.region, u.rg.key, u.rg.addr, u.rg.len, u.rg.flags);
+        if (r < 0) {  // undo the declaration
+            velo_uapi_deregister d{};
+            d.argsz = sizeof d;
+            d.nla = u.rg.nla;
+            velo_core_ioctl(core, &c->cl, VELO_IOC_NR_DEREGISTER, &d);
+        }
+    } else if (r == 0 && nr == VELO_IOC_NR_REPIN && u.rp.out_repinned) {
+        const unsigned idx = static_cast<unsigned>(VELO_FIELD_GET(VELO_RMA_NLA_REGION, u.rp.nla));
+        const velo_core_region* g = velo_core_rma_region(core, idx);
+        r = g ? rma_pin(c, idx, g->key, g->addr, g->len, g->access) : -ENOENT;
+    }
+    m.status = r < 0 ? r : 0;
+    if (r == 0) std::memcpy(m.text, &u, std::min<size_t>(ksz, sizeof m.text));
+    reply(c, m, fd >= 0 ? &fd : nullptr, fd >= 0 ? 1 : 0);
+}
+
 // Close a client's endpoint: it leaves the round robin, its vpids are disabled and quiesced by
 // the driver core before the ring memory is freed.
 void Fabric::teardown(Client* c, bool dead) {
@@ -770,8 +1037,15 @@ void Fabric::teardown(Client* c, bool dead) {
     reacting_.erase(e);
     e->ring->ep = nullptr;
     e->ctl_ring->ep = nullptr;
+    if (e->nq) e->nq->ep = nullptr;
+    // the core releases the endpoint's regions (invalidate, quiesce, unpin: their frames are
+    // forgotten) and closes both vpids with the quiesce barrier; the NIC keeps running meanwhile
+    // (DMA of transfers in flight into the client's memory still lands, or faults if it is gone)
     int r = velo_core_ep_close(core_[e->node], e->vpid);
     if (r < 0) logf("node %u vpid %u: close failed (%d); its memory is not reused", e->node, e->vpid, r);
+    // frames of regions the NIC never quiesced stay (so no other DMA gets them), but reach nobody
+    for (auto& [fn, f] : frames_)
+        if (f.client == c->id) f.pid = 0;
     munmap(e->chan, e->chan_bytes);
     close(e->chan_fd);
     if (opt_.verbose || dead)
@@ -796,6 +1070,10 @@ void Fabric::accept_clients() {
         auto c = std::make_unique<Client>();
         c->id = next_client_++;
         c->fd = fd;
+        ucred uc{};
+        socklen_t ul = sizeof uc;
+        if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &uc, &ul) == 0) c->peer_pid = uc.pid;
+        velo_core_client_init(&c->cl, c->id, static_cast<uint32_t>(c->peer_pid), 0, 0);
         epoll_event ev{};
         ev.events = EPOLLIN | EPOLLRDHUP;
         ev.data.fd = fd;
@@ -831,7 +1109,7 @@ void Fabric::on_client(Client* c) {
             drop_client(c, "protocol");
             return;
         }
-        std::memset(m.text, 0, sizeof m.text);
+        if (m.type != VELO_SIM_IOCTL) std::memset(m.text, 0, sizeof m.text);  // (IOCTL: its structure)
         switch (m.type) {
             case VELO_SIM_OPEN:
                 req_open(c, m);
@@ -876,6 +1154,9 @@ void Fabric::on_client(Client* c) {
                 reply(c, m, nullptr, 0);
                 break;
             }
+            case VELO_SIM_IOCTL:
+                req_ioctl(c, m);
+                break;
             case VELO_SIM_SHUTDOWN:
                 m.status = 0;
                 reply(c, m, nullptr, 0);
@@ -961,7 +1242,8 @@ int Fabric::run() {
             }
             __atomic_store_n(&info_->frozen, 0, __ATOMIC_SEQ_CST);
         }
-        if (sys_->quiet() && !any_deferred() && !any_store_ready()) {
+        if (sys_->quiet() && !any_deferred() && !any_store_ready() &&
+            std::all_of(readers_.begin(), readers_.end(), [](const auto& r) { return r->idle(); })) {
             // nothing moves: sleep until a store, a request or a signal
             __atomic_store_n(&info_->sleeping, 1, __ATOMIC_SEQ_CST);
             if (!any_store_ready()) handle_events(-1);
@@ -972,6 +1254,15 @@ int Fabric::run() {
     }
     update_info();
     for (auto& e : sys_->errors()) logf("TLP protocol: %s", e.c_str());
+    for (auto& r : readers_)
+        for (auto& e : r->errors) logf("DMA read: %s", e.c_str());
+    if (st_.registers || st_.rma_faults || st_.rma_unknown)
+        logf(
+            "RMA: %llu registrations, %llu DMA writes and %llu reads of registered memory, %llu faults, %llu to "
+            "unknown frames",
+            static_cast<unsigned long long>(st_.registers), static_cast<unsigned long long>(st_.rma_dma_writes),
+            static_cast<unsigned long long>(st_.rma_dma_reads), static_cast<unsigned long long>(st_.rma_faults),
+            static_cast<unsigned long long>(st_.rma_unknown));
     if (opt_.verbose) {
         // what the NICs counted (drops by reason)
         for (unsigned n = 0; n < core_.size(); ++n) {
@@ -979,6 +1270,10 @@ int Fabric::run() {
             for (unsigned i = 0; i < VELO_CNT_NUM; ++i) {
                 uint32_t v = reg_read(n, VELO_REG_COUNTERS_COUNTER_BASE + base + 4 * i);
                 if (v) logf("node %u: %s = %u", n, velo_counter_names[i], v);
+            }
+            for (unsigned i = 0; i < VELO_RMA_CNT_NUM; ++i) {
+                const uint32_t v = velo_core_rma_counter(core_[n], i);
+                if (v) logf("node %u: rma %s = %u", n, velo_rma_counter_names[i], v);
             }
         }
     }

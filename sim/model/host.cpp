@@ -203,6 +203,20 @@ bool HostReader::request(const Tlp& mrd, uint64_t now) {
             p.fault = Fault::Drop;
         if (p.fault != Fault::None) p.after = static_cast<unsigned>(rnd(rng_, 3));
     }
+    // the bytes of the whole DW range, read at once when a source provides them
+    std::vector<uint8_t> src;
+    const uint64_t src_base = start & ~3ull;
+    if (source) {
+        src.resize(((end + 3) & ~3ull) - src_base);
+        if (!source(src_base, src.data(), src.size())) {
+            ++source_faults;
+            p.fault = source_fault == Fault::None ? Fault::UR : source_fault;
+            p.after = 0;
+        }
+    } else if (!mem_) {
+        errors.push_back("host reader: no memory and no source");
+        return false;
+    }
     if (p.fault != Fault::None) ++faults;
 
     Req q;
@@ -244,7 +258,7 @@ bool HostReader::request(const Tlp& mrd, uint64_t now) {
         c.cpl_status = VELO_TLP_CPL_SC;
         c.len_dw = static_cast<uint16_t>(((d1 - d0) / 4) & 0x3FF);
         c.payload.resize(d1 - d0);
-        for (uint64_t a = d0; a < d1; ++a) c.payload[a - d0] = mem_.read8(a);
+        for (uint64_t a = d0; a < d1; ++a) c.payload[a - d0] = source ? src[a - src_base] : mem_->read8(a);
         q.cpls.push_back(std::move(c));
         ++sent;
         cur = e;

@@ -138,7 +138,9 @@ class HostReader {
         unsigned after = 0;        // completions with data sent before the fault
         unsigned extra_delay = 0;  // cycles added to the read's latency
     };
-    HostReader(const HostMem& mem, uint64_t seed) : mem_(mem), rng_(seed) {}
+    HostReader(const HostMem& mem, uint64_t seed) : mem_(&mem), rng_(seed) {}
+    // A reader whose data come from `source` alone (set it before the first read).
+    explicit HostReader(uint64_t seed) : rng_(seed) {}
     unsigned latency_min = 20;  // cycles from the read's arrival to its first completion
     unsigned latency_max = 20;
     unsigned gap_max = 0;                      // extra cycles (0..gap_max) before each further completion of a read
@@ -148,6 +150,12 @@ class HostReader {
     int ur_pct = 0, ca_pct = 0, drop_pct = 0;  // random faults per read (when `plan` is not set)
     uint16_t cpl_id = 0;                       // completer id of the root port
     std::function<Plan(const Tlp& mrd, uint64_t seq)> plan;  // per-read faults (directed tests)
+    // Where the data come from instead of HostMem (the fabric: its clients' memory): fill n bytes
+    // at address a, or return false (nothing there); such a read is answered with
+    // `source_fault` (a completion without data) instead of its first completion.
+    std::function<bool(uint64_t a, uint8_t* p, size_t n)> source;
+    Fault source_fault = Fault::UR;
+    uint64_t source_faults = 0;
 
     // A memory read request from the NIC arrived in cycle `now`; seq numbers reads from 0.
     // Returns false (and answers nothing) if it is not a valid memory read.
@@ -168,7 +176,7 @@ class HostReader {
         std::deque<Tlp> cpls;
         bool dropped;  // completions after `cpls` withheld for ever
     };
-    const HostMem& mem_;
+    const HostMem* mem_ = nullptr;
     std::mt19937_64 rng_;
     std::deque<Req> reqs_;
     uint64_t seq_ = 0;

@@ -748,6 +748,13 @@ class Bench {
     // everything checked at the end
     void finish(bool counters = true) {
         run();
+        // every translation handed out was released: each region reads quiet (a get ending inside
+        // a page used to keep its region's in-use counter raised for ever)
+        for (unsigned r = 0; r < rg.size(); ++r) {
+            h->q_region = r;
+            for (int k = 0; k < 4; ++k) step();
+            if (h->q_busy) err(strf("region %u never quiesces: a translation was not released", r));
+        }
         mem.drain();
         unsigned bad = 0;
         for (auto& [f, rp] : frames) {

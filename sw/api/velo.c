@@ -113,8 +113,8 @@ const char* velo_strerror(int err) {
         case EPIPE:
             return "the fabric (or device) went away";
         case EOPNOTSUPP:
-            return "not supported by this backend: the simulated fabric does not serve RMA yet (put, get, "
-                   "register need the hw backend), the NIC has no RMA unit, or velo_clock on hardware";
+            return "not supported: the NIC has no RMA unit (put, get, register; e.g. a fabric started with "
+                   "--wide), or velo_clock on hardware";
         case ENOMEM:
             return "out of memory";
         case EPERM:

@@ -126,8 +126,8 @@ struct velo_ring {
 struct velo_rma_map {
 	const volatile uint8_t* nq; /* notification queue: 2^nq_log2 entries of 32 bytes */
 	unsigned nq_log2;
-	volatile uint32_t* nq_rp; /* NQ_RP in the data vpid's user page */
-	uint8_t* cmd_page;        /* the vpid's BAR4 page (write-combined), 4096 bytes */
+	volatile uint32_t* nq_rp; /* NQ_RP in the data vpid's user page (NULL: backend rma_write_rp) */
+	uint8_t* cmd_page;        /* the vpid's BAR4 page (write-combined), 4096 bytes (NULL: rma_cmd) */
 	unsigned region_bits;     /* 2^n regions on the NIC */
 	unsigned max_regions;     /* regions the endpoint may hold */
 };
@@ -160,6 +160,13 @@ struct velo_backend {
 	int (*rma_map)(struct velo_ep* ep, struct velo_rma_map* m);
 	/* RMA: VELO_IOC_REGISTER / DEREGISTER / REPIN with its velo_uapi_* structure; 0 or -errno */
 	int (*rma_ioctl)(struct velo_ep* ep, unsigned long req, void* arg);
+	/* RMA without mappings (sim; NULL on hw, which stores into cmd_page / nq_rp directly): a
+	 * 32-byte command at offset `off` of the command page, the NQ read pointer, and a sleep
+	 * until the queue entry at `hdr` may have changed ((*hdr & mask) == val: it is there) */
+	int (*rma_cmd)(struct velo_ep* ep, unsigned off, const uint64_t w[4]);
+	int (*rma_write_rp)(struct velo_ep* ep, uint32_t rp);
+	int (*rma_sleep)(struct velo_ep* ep, const volatile uint64_t* hdr, uint64_t mask, uint64_t val,
+			 int64_t timeout_ns);
 };
 
 struct velo_sim_state;

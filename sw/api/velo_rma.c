@@ -93,6 +93,7 @@ struct rma_slot {
 };
 
 struct velo_rma {
+    struct velo_ep* ep;
     struct velo_rma_map m;
     uint32_t mask, rp, rp_nic, rp_batch;
     unsigned limit, outstanding, next_slot;
@@ -118,9 +119,12 @@ static int rma_get(struct velo_ep* ep, struct velo_rma** out) {
     struct velo_rma_map m;
     int r = ep->be->rma_map(ep, &m);
     if (r < 0) return r;
-    if (m.nq_log2 < VELO_RMA_NQ_LOG2_MIN || m.nq_log2 > VELO_RMA_NQ_LOG2_MAX || !m.cmd_page || !m.nq) return -EPROTO;
+    if (m.nq_log2 < VELO_RMA_NQ_LOG2_MIN || m.nq_log2 > VELO_RMA_NQ_LOG2_MAX || !m.nq ||
+        (!m.cmd_page && !ep->be->rma_cmd) || (!m.nq_rp && !ep->be->rma_write_rp))
+        return -EPROTO;
     struct velo_rma* s = calloc(1, sizeof *s);
     if (!s) return -ENOMEM;
+    s->ep = ep;
     s->m = m;
     s->mask = (1u << m.nq_log2) - 1;
     s->rp_batch = (1u << m.nq_log2) / 4 ? (1u << m.nq_log2) / 4 : 1;
@@ -397,7 +401,10 @@ static void store_cmd(uint8_t* dst, const uint64_t w[4]) {
 }
 
 static void issue_slot(struct velo_rma* s, unsigned k) {
-    store_cmd(s->m.cmd_page + (size_t)k * VELO_RMA_CMD_BYTES, s->slot[k].w);
+    if (VELO_LIKELY(s->m.cmd_page != NULL))
+        store_cmd(s->m.cmd_page + (size_t)k * VELO_RMA_CMD_BYTES, s->slot[k].w);
+    else  // sim: one store of 32 bytes through the backend (one write-combined burst)
+        s->ep->be->rma_cmd(s->ep, k * VELO_RMA_CMD_BYTES, s->slot[k].w);
 }
 
 // Issue the pieces of op `i` that fit. A notified put split into several commands sends its
@@ -767,7 +774,11 @@ static void on_entry(struct velo_ep* ep, struct velo_rma* s, const uint64_t w[4]
 }
 
 static void write_rp(struct velo_rma* s) {
-    *s->m.nq_rp = s->rp & ((1u << VELO_RMA_NQ_PTR_BITS) - 1);
+    const uint32_t v = s->rp & ((1u << VELO_RMA_NQ_PTR_BITS) - 1);
+    if (s->m.nq_rp)
+        *s->m.nq_rp = v;
+    else
+        s->ep->be->rma_write_rp(s->ep, v);
     s->rp_nic = s->rp;
 }
 
@@ -814,25 +825,62 @@ int velo_rma_poll(velo_ep_t* ep, velo_rma_cpl_t* cpl) {
     return r;
 }
 
+// The queue entry at the read pointer and what its header looks like once it is there.
+static int nq_peek(velo_ep_t* ep, const volatile uint64_t** hdr, uint64_t* mask, uint64_t* val) {
+    pthread_mutex_lock(&ep->rma_lock);
+    struct velo_rma* s = ep->rma;
+    int r = s ? 0 : -EAGAIN;
+    if (s) {
+        *hdr = (const volatile uint64_t*)(s->m.nq + (size_t)(s->rp & s->mask) * VELO_RMA_NQ_ENTRY_BYTES);
+        *mask = VELO_FIELD_MASK(VELO_RMA_NQ_HDR_PHASE);
+        *val = VELO_FIELD_PREP(VELO_RMA_NQ_HDR_PHASE, ((s->rp >> s->m.nq_log2) & 1u) ^ 1u);
+        if (s->evq_len) r = -EAGAIN;  // completions queued: poll again at once
+    }
+    pthread_mutex_unlock(&ep->rma_lock);
+    return r;
+}
+
 int velo_rma_wait(velo_ep_t* ep, velo_rma_cpl_t* cpl, int timeout_ms) {
-    // the notification queue has no interrupt yet: poll, backing off to short sleeps
+    // hw: the notification queue has no interrupt yet: poll, backing off to short sleeps.
+    // sim: spin briefly, then sleep until the fabric writes into the queue (it holds simulated
+    // time while a client it woke reacts, as for mail: wait_state)
+    if (!ep || !cpl) return -EINVAL;
+    const struct velo_backend* be = ep->closed ? NULL : ep->be;
+    const int sleeper = be && be->rma_sleep;
+    if (sleeper && be->wait_state) be->wait_state(ep, 1);
     struct timespec t0;
     clock_gettime(CLOCK_MONOTONIC, &t0);
+    int r;
     for (unsigned n = 0;; ++n) {
-        int r = velo_rma_poll(ep, cpl);
-        if (r != -EAGAIN) return r;
-        if (timeout_ms == 0) return -ETIMEDOUT;
+        r = velo_rma_poll(ep, cpl);
+        if (r != -EAGAIN) break;
+        r = -ETIMEDOUT;
+        if (timeout_ms == 0) break;
+        int64_t left_ns = -1;
         if (timeout_ms > 0) {
             struct timespec t;
             clock_gettime(CLOCK_MONOTONIC, &t);
-            const int64_t ms = (int64_t)(t.tv_sec - t0.tv_sec) * 1000 + (t.tv_nsec - t0.tv_nsec) / 1000000;
-            if (ms >= timeout_ms) return -ETIMEDOUT;
+            const int64_t ns = (int64_t)(t.tv_sec - t0.tv_sec) * 1000000000 + (t.tv_nsec - t0.tv_nsec);
+            left_ns = (int64_t)timeout_ms * 1000000 - ns;
+            if (left_ns <= 0) break;
         }
-        if (n >= 2000) {
+        if (sleeper && n >= be->spin_polls) {
+            const volatile uint64_t* hdr;
+            uint64_t mask, val;
+            if (nq_peek(ep, &hdr, &mask, &val) == 0) {
+                const int e = be->rma_sleep(ep, hdr, mask, val, left_ns);
+                if (e < 0) {
+                    r = e;
+                    break;
+                }
+            }
+        } else if (!sleeper && n >= 2000) {
             struct timespec ts = {0, 20000};
             nanosleep(&ts, NULL);
         }
     }
+    if (sleeper && be->wait_state && !ep->closed) be->wait_state(ep, 0);
+    return r;
 }
 
 // ============================================================================ close

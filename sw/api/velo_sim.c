@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/un.h>
@@ -35,6 +36,8 @@ struct velo_sim_state {
     size_t ring_bytes;
     void* ctl_ring;
     size_t ctl_ring_bytes;
+    void* nq;  // RMA notification queue (read-only), after VELO_SIM_IOCTL RMA_SETUP
+    size_t nq_bytes;
 };
 
 static _Atomic unsigned tid_next = 1;
@@ -247,6 +250,7 @@ static void sim_unmap(struct velo_sim_state* s) {
     if (s->chan) munmap(s->chan, s->chan_bytes);
     if (s->ring) munmap(s->ring, s->ring_bytes);
     if (s->ctl_ring) munmap(s->ctl_ring, s->ctl_ring_bytes);
+    if (s->nq) munmap(s->nq, s->nq_bytes);
     if (s->doorbell >= 0) close(s->doorbell);
     if (s->sock >= 0) close(s->sock);
     pthread_mutex_destroy(&s->sock_lock);
@@ -280,12 +284,119 @@ static void sim_close(struct velo_ep* ep) {
     ep->sim = NULL;
 }
 
-// The fabric comes later: RMA calls on a simulated endpoint fail with -ENOTSUP ("the simulated
-// fabric does not serve RMA yet", velo_strerror).
+static void* map_fd(int fd, size_t* bytes, int prot) {
+    off_t sz = lseek(fd, 0, SEEK_END);
+    if (sz <= 0) return NULL;
+    void* p = mmap(NULL, (size_t)sz, prot, MAP_SHARED, fd, 0);
+    if (p == MAP_FAILED) return NULL;
+    *bytes = (size_t)sz;
+    return p;
+}
+
+// ---- RMA (docs/simulator.md "RMA"): the driver ABI's RMA requests go to the fabric, which runs
+// the driver core for them; commands and the queue's read pointer are stores of the channel.
+static int sim_ioctl_req(struct velo_ep* ep, unsigned nr, void* arg, int* fd) {
+    struct velo_sim_state* s = ep->sim;
+    const uint32_t sz = *(const uint32_t*)arg;  // every velo_uapi_* structure starts with argsz
+    if (sz < 8 || sz > sizeof(((struct velo_sim_msg*)0)->text)) return -EINVAL;
+    if (ep->dead) return -EPIPE;
+    struct velo_sim_msg m;
+    memset(&m, 0, sizeof m);
+    m.type = VELO_SIM_IOCTL;
+    m.arg[0] = nr;
+    memcpy(m.text, arg, sz);
+    pthread_mutex_lock(&s->sock_lock);
+    int r = request(s, &m, fd, fd ? 1 : 0);
+    pthread_mutex_unlock(&s->sock_lock);
+    if (r == -EPIPE) ep->dead = 1;
+    if (r == 0) memcpy(arg, m.text, sz);
+    return r;
+}
+
 static int sim_rma_map(struct velo_ep* ep, struct velo_rma_map* m) {
-    (void)ep;
-    (void)m;
-    return -ENOTSUP;
+    struct velo_sim_state* s = ep->sim;
+    memset(m, 0, sizeof *m);
+    struct velo_uapi_rma_setup st;
+    memset(&st, 0, sizeof st);
+    st.argsz = sizeof st;
+    const char* e = getenv("VELO_NQ_LOG2");  // notification queue size, 0: the driver's default
+    if (e && *e) {
+        char* end = NULL;
+        long l = strtol(e, &end, 0);
+        if (*end || l < VELO_NQ_LOG2_MIN || l > VELO_RMA_NQ_LOG2_MAX) return -EINVAL;
+        st.log2_entries = (uint32_t)l;
+    }
+    int fd = -1;
+    int r = sim_ioctl_req(ep, VELO_IOC_NR_RMA_SETUP, &st, &fd);
+    if (r < 0) return r;
+    size_t bytes = 0;
+    void* nq = map_fd(fd, &bytes, PROT_READ);
+    close(fd);
+    if (!nq || bytes < st.nq_bytes || st.nq_bytes < ((size_t)VELO_RMA_NQ_ENTRY_BYTES << st.out_log2_entries)) {
+        if (nq) munmap(nq, bytes);
+        return -EPROTO;
+    }
+    s->nq = nq;
+    s->nq_bytes = bytes;
+    m->nq = (const volatile uint8_t*)nq;
+    m->nq_log2 = st.out_log2_entries;
+    m->nq_rp = NULL;     // a store through the channel (sim_rma_write_rp)
+    m->cmd_page = NULL;  // stores through the channel (sim_rma_cmd)
+    m->region_bits = st.region_bits;
+    m->max_regions = st.max_regions;
+    return 0;
+}
+
+static int sim_rma_ioctl(struct velo_ep* ep, unsigned long req, void* arg) {
+    unsigned nr;
+    switch (req) {
+        case VELO_IOC_REGISTER:
+            nr = VELO_IOC_NR_REGISTER;
+            break;
+        case VELO_IOC_DEREGISTER:
+            nr = VELO_IOC_NR_DEREGISTER;
+            break;
+        case VELO_IOC_REPIN:
+            nr = VELO_IOC_NR_REPIN;
+            break;
+        default:
+            return -ENOTTY;
+    }
+    return sim_ioctl_req(ep, nr, arg, NULL);
+}
+
+static int sim_rma_cmd(struct velo_ep* ep, unsigned off, const uint64_t w[4]) {
+    return sim_store(ep, (int)VELO_SIM_PAGE_RMA, NULL, off, w, 32);
+}
+
+static int sim_rma_write_rp(struct velo_ep* ep, uint32_t rp) {
+    return sim_store(ep, (int)(VELO_SIM_PAGE_USER | 0), NULL, VELO_TBL_VPID_USER_NQ_RP, &rp, 4);
+}
+
+// velo_rma_wait: sleep on rx_seq (the fabric bumps it after every write into the queue too)
+// until the entry at hdr is there, the timeout, or a 50 ms slice ends.
+static int sim_rma_sleep(struct velo_ep* ep, const volatile uint64_t* hdr, uint64_t mask, uint64_t val,
+                         int64_t timeout_ns) {
+    struct velo_sim_state* s = ep->sim;
+    struct velo_sim_chan_hdr* ch = s->chan;
+    const uint32_t seq = __atomic_load_n(&ch->rx_seq, __ATOMIC_ACQUIRE);
+    __atomic_store_n(&ch->rx_waiters, 1, __ATOMIC_SEQ_CST);
+    if ((__atomic_load_n(hdr, __ATOMIC_ACQUIRE) & mask) == val) return 0;
+    if (__atomic_load_n(&s->info->frozen, __ATOMIC_SEQ_CST)) {
+        uint64_t one = 1;
+        if (write(s->doorbell, &one, 8) < 0) {
+        }
+    }
+    const int64_t slice = 50000000;
+    struct timespec ts = ts_of(timeout_ns < 0 || timeout_ns > slice ? slice : timeout_ns);
+    long r = futex(&ch->rx_seq, FUTEX_WAIT, seq, &ts);
+    int e = r < 0 ? errno : 0;
+    if (e == EINTR) return -EINTR;
+    if (e == ETIMEDOUT && sock_dead(s)) {
+        ep->dead = 1;
+        return -EPIPE;
+    }
+    return 0;
 }
 
 static const struct velo_backend sim_backend = {
@@ -301,16 +412,11 @@ static const struct velo_backend sim_backend = {
     .clock = sim_clock,
     .close = sim_close,
     .rma_map = sim_rma_map,
+    .rma_ioctl = sim_rma_ioctl,
+    .rma_cmd = sim_rma_cmd,
+    .rma_write_rp = sim_rma_write_rp,
+    .rma_sleep = sim_rma_sleep,
 };
-
-static void* map_fd(int fd, size_t* bytes, int prot) {
-    off_t sz = lseek(fd, 0, SEEK_END);
-    if (sz <= 0) return NULL;
-    void* p = mmap(NULL, (size_t)sz, prot, MAP_SHARED, fd, 0);
-    if (p == MAP_FAILED) return NULL;
-    *bytes = (size_t)sz;
-    return p;
-}
 
 int velo__sim_open(struct velo_ep* ep, const char* path, const velo_open_attr_t* a) {
     char def[256];
@@ -373,6 +479,11 @@ int velo__sim_open(struct velo_ep* ep, const char* path, const velo_open_attr_t*
         sim_unmap(s);
         return -EPROTO;
     }
+    // the fabric reads and writes registered buffers of this process (RMA DMA) with
+    // process_vm_readv/writev: allow it under Yama ptrace_scope 1 (it is not our ancestor)
+#ifdef PR_SET_PTRACER
+    if (s->info->pid) prctl(PR_SET_PTRACER, (unsigned long)s->info->pid, 0, 0, 0);
+#endif
     s->slots = (struct velo_sim_slot*)((uint8_t*)s->chan + VELO_SIM_CHAN_SLOTS_OFF);
     s->nslots = nslots;
     ep->sim = s;

@@ -7,6 +7,8 @@
 #    over a mocked mapping, per call, including every instruction from entry to return (the
 #    amortised read-pointer/credit batch of the poll is included in the hit figure)
 #  api.halfrtt_cycles_8B (and friends): velo-pingpong between two processes on a 2-node fabric
+#  api.put_halfrtt_cycles_<size>: the same with RMA puts (64 B, 4 KiB; larger ping-pong puts stall
+#    in the NIC for now, docs/simulator.md)
 #  fabric.sim_cycles_per_s_<n>nodes: simulated cycles per second with every rank streaming
 set -u
 B=${1:?usage: bench_api.sh <build dir>}
@@ -38,6 +40,11 @@ echo "# targets: send <= 20, poll hit <= 30, poll miss <= 8 (x86-64, gcc -O2)"
 "$T/velo-run" -n 2 -q -- "$T/velo-pingpong" --sizes 8,64 --bench --quiet 2>/dev/null | grep '^BENCH'
 echo "# sim host model: stores reach the NIC's TLP port the cycle they are taken, DMA writes are visible at once,"
 echo "# a woken client reacts in zero simulated time: the paper's ~350 ns of CPU/northbridge are not modelled"
+
+# RMA: ping-pong of notified puts (velo_put + notification each way) on malloc'd buffers
+"$T/velo-run" -n 2 -q --timeout 900 -- "$T/velo-pingpong" --puts-only --put-sizes 64,4096 --bench \
+    --quiet 2>/dev/null | grep '^BENCH'
+echo "# put half RTT: command store to the peer seeing its TARGET notification, and back; host reads take 20 cycles"
 
 "$T/velo-run" -n 2 -q -- "$T/velo-bench-api" simrate 2 2>/dev/null | grep -E '^(BENCH|#)'
 if "$T/velo-run" -n 8 -q --timeout 60 -- "$T/velo-bench-api" simrate 2 > /tmp/velo-bench-ring.$$ 2>&1; then

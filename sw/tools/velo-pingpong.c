@@ -2,7 +2,9 @@
 // velo-pingpong: a NetPIPE-style sweep over message sizes between two ranks (the paper's
 // Figures 5-7): half-round-trip latency, ping-pong bandwidth, streaming bandwidth and message
 // rate, in NIC clock cycles and in ns / MB/s at 100 MHz (the paper's FPGA) and 250 MHz.
-// Cycle counts come from the fabric's simulated clock (sim backend).
+// Cycle counts come from the fabric's simulated clock (sim backend). With --puts, a second sweep
+// (8 B .. 1 MiB): ping-pong of RMA puts, each a notified put into the peer's registered buffer
+// that the peer answers with a put of the same size once it sees the notification.
 //
 //   velo-run -n 2 -- velo-pingpong [--csv out.csv] [--png out.png]
 //
@@ -56,6 +58,87 @@ static uint64_t last_rx(velo_ep_t* ep) {
     return rx;
 }
 
+// ---- the put sweep: ping-pong of notified puts (velo_put + VELO_RMA_F_NOTIFY), per size
+#define MAXPUT (1u << 20)
+
+// The next TARGET completion (the peer's notified put into our buffer); other kinds are errors.
+static velo_rma_cpl_t wait_target(velo_ep_t* ep) {
+    velo_rma_cpl_t c;
+    int r = velo_rma_wait(ep, &c, 120000);
+    if (r) die("velo_rma_wait", r);
+    if (c.kind != VELO_RMA_KIND_TARGET) {
+        fprintf(stderr, "velo-pingpong: RMA completion kind %u, reason %s\n", c.kind, velo_rma_reason_str(c.reason));
+        exit(1);
+    }
+    return c;
+}
+
+// Returns 0; fills halfrtt[k] (cycles) on rank 0.
+static int put_sweep(velo_ep_t* ep, velo_conn_t* c, velo_addr_t peer, int rank, const unsigned* sizes, unsigned n,
+                     unsigned iters, double* halfrtt) {
+    unsigned maxsz = 1;
+    for (unsigned k = 0; k < n; ++k)
+        if (sizes[k] > maxsz) maxsz = sizes[k];
+    uint8_t* rx = calloc(1, maxsz);
+    uint8_t* tx = malloc(maxsz);
+    if (!rx || !tx) die("malloc", -ENOMEM);
+    for (unsigned k = 0; k < maxsz; ++k) tx[k] = (uint8_t)(k * 13 + 5);
+    velo_region_t *rrx, *rtx;
+    int r = velo_register(ep, rx, maxsz, VELO_ACCESS_REMOTE_WRITE, &rrx);
+    if (r) die("velo_register", r);
+    r = velo_register(ep, tx, maxsz, VELO_ACCESS_LOCAL_READ, &rtx);
+    if (r) die("velo_register", r);
+    // exchange the receive buffers' NLAs by a message
+    uint64_t mine, theirs;
+    velo_region_nla(rrx, 0, &mine);
+    velo_msg_t m;
+    if (rank == 0) {
+        send_all(ep, c, &mine, 8);
+        if (recv_one(ep, &m) != 8) die("NLA exchange", -EPROTO);
+    } else {
+        if (recv_one(ep, &m) != 8) die("NLA exchange", -EPROTO);
+        send_all(ep, c, &mine, 8);
+    }
+    memcpy(&theirs, m.data, 8);
+    for (unsigned si = 0; si < n; ++si) {
+        const unsigned len = sizes[si];
+        // fewer rounds for large sizes (each round moves 2 x len bytes through the simulation)
+        unsigned it_n = iters ? iters : (len <= 4096 ? 50 : len <= 65536 ? 8 : 2);
+        const unsigned warm = 1;
+        uint64_t t0 = 0;
+        for (unsigned it = 0; it < warm + it_n; ++it) {
+            if (rank == 0) {
+                if (it == warm) velo_clock(ep, &t0, NULL);
+                tx[0] = (uint8_t)it;
+                r = velo_put(ep, peer, rtx, 0, theirs, len, VELO_RMA_F_NOTIFY, it);
+                if (r) die("velo_put", r);
+                velo_rma_cpl_t k = wait_target(ep);
+                if (k.len != len || k.cookie != it || rx[0] != (uint8_t)it || rx[len - 1] != tx[len - 1]) {
+                    fprintf(stderr, "velo-pingpong: put size %u round %u: wrong answer\n", len, it);
+                    return 1;
+                }
+            } else {
+                velo_rma_cpl_t k = wait_target(ep);
+                tx[0] = rx[0];
+                r = velo_put(ep, peer, rtx, 0, theirs, k.len, VELO_RMA_F_NOTIFY, k.cookie);
+                if (r) die("velo_put", r);
+            }
+        }
+        if (rank == 0) {
+            uint64_t t1 = 0;
+            velo_clock(ep, &t1, NULL);  // the fabric held the clock while we reacted to the last entry
+            halfrtt[si] = (double)(t1 - t0) / (2.0 * it_n);
+        }
+    }
+    // both sides done before the buffers go (the last put into rank 1's buffer was answered)
+    velo_rma_cpl_t k;
+    while (velo_rma_poll(ep, &k) == 0) {
+    }
+    velo_deregister(rrx);
+    velo_deregister(rtx);
+    return 0;
+}
+
 static void usage(FILE* f) {
     fprintf(f,
             "usage: velo-pingpong [--iters N] [--stream M] [--sizes a,b,c | --all] [--csv FILE] [--png FILE]\n"
@@ -65,7 +148,11 @@ static void usage(FILE* f) {
             "  --stream M   messages per size in the streaming test (default 500)\n"
             "  --sizes LIST message sizes in bytes, 1..64 (default 1,2,4,8,12,16,24,32,40,48,56,57,64)\n"
             "  --all        every size 1..64\n"
-            "  --bench      print BENCH lines (api.halfrtt_cycles_8B, ...)\n");
+            "  --bench      print BENCH lines (api.halfrtt_cycles_8B, ..., api.put_halfrtt_cycles_<size>)\n"
+            "  --puts       also a put ping-pong sweep, 8 B .. 4 KiB (RMA: notified puts each way)\n"
+            "  --put-sizes LIST  sizes of the put sweep (1..1048576; implies --puts)\n"
+            "  --put-iters N     rounds per put size (default: 50 up to 4 KiB, 8 up to 64 KiB, else 2)\n"
+            "  --puts-only  only the put sweep\n");
 }
 
 int main(int argc, char** argv) {
@@ -73,7 +160,8 @@ int main(int argc, char** argv) {
     unsigned sizes[MAXSIZES];
     unsigned nsizes = 0;
     const char *csv = NULL, *png = NULL;
-    int rank = -1, bench = 0, quiet = 0;
+    int rank = -1, bench = 0, quiet = 0, puts = 0, puts_only = 0;
+    unsigned put_sizes[MAXSIZES], nput = 0, put_iters = 0;
     for (int i = 1; i < argc; ++i) {
         const char* a = argv[i];
         int has = i + 1 < argc;
@@ -93,6 +181,17 @@ int main(int argc, char** argv) {
             png = argv[++i];
         } else if (!strcmp(a, "--rank") && has) {
             rank = atoi(argv[++i]);
+        } else if (!strcmp(a, "--puts")) {
+            puts = 1;
+        } else if (!strcmp(a, "--puts-only")) {
+            puts = puts_only = 1;
+        } else if (!strcmp(a, "--put-sizes") && has) {
+            puts = 1;
+            char* s = argv[++i];
+            for (char* t = strtok(s, ","); t && nput < MAXSIZES; t = strtok(NULL, ","))
+                put_sizes[nput++] = (unsigned)atoi(t);
+        } else if (!strcmp(a, "--put-iters") && has) {
+            put_iters = (unsigned)atoi(argv[++i]);
         } else if (!strcmp(a, "--bench")) {
             bench = 1;
         } else if (!strcmp(a, "--quiet")) {
@@ -106,10 +205,23 @@ int main(int argc, char** argv) {
             return 2;
         }
     }
-    if (!nsizes) {
+    if (!nsizes && !puts_only) {
         const unsigned d[] = {1, 2, 4, 8, 12, 16, 24, 32, 40, 48, 56, 57, 64};
         for (unsigned k = 0; k < sizeof d / sizeof d[0]; ++k) sizes[nsizes++] = d[k];
     }
+    if (puts_only) nsizes = 0;
+    if (puts && !nput) {
+        // 8 B .. 4 KiB by default: on the simulated pair, ping-pong puts of more than one page
+        // (16 KiB and up) currently stall in the NIC (docs/simulator.md, velo-pingpong); larger
+        // sizes, up to 1 MiB, with --put-sizes
+        for (unsigned v = 8; v <= 4096; v *= 4) put_sizes[nput++] = v;  // 8, 32, 128, 512, 2048
+        put_sizes[nput++] = 4096;
+    }
+    for (unsigned k = 0; k < nput; ++k)
+        if (put_sizes[k] < 1 || put_sizes[k] > MAXPUT) {
+            fprintf(stderr, "velo-pingpong: put sizes are 1..%u bytes\n", MAXPUT);
+            return 2;
+        }
     for (unsigned k = 0; k < nsizes; ++k)
         if (sizes[k] < 1 || sizes[k] > 64) {
             fprintf(stderr, "velo-pingpong: sizes are 1..64 bytes\n");
@@ -207,8 +319,11 @@ int main(int argc, char** argv) {
         rows[si] = (struct row){len, halfrtt, interval};
     }
 
+    double put_rtt[MAXSIZES];
+    if (nput && put_sweep(ep, c, peer, rank, put_sizes, nput, put_iters, put_rtt)) return 1;
+
     if (rank == 0) {
-        if (!quiet) {
+        if (!quiet && nsizes) {
             printf(
                 "\n  size | half RTT | ns @100MHz | ns @250MHz | ping-pong MB/s      | stream cyc/msg | stream MB/s"
                 "         | msg rate M/s\n");
@@ -279,6 +394,21 @@ int main(int argc, char** argv) {
                 }
             }
         }
+        if (!quiet && nput) {
+            printf("\n  put ping-pong (a notified put each way; the peer answers when it sees the notification)\n");
+            printf("      size | half RTT (cycles) | us @100MHz | us @250MHz | MB/s @100MHz | MB/s @250MHz\n");
+            for (unsigned k = 0; k < nput; ++k)
+                printf("  %8u | %17.1f | %10.2f | %10.2f | %12.1f | %12.1f\n", put_sizes[k], put_rtt[k],
+                       put_rtt[k] / kMhz[0], put_rtt[k] / kMhz[1], put_sizes[k] * kMhz[0] / put_rtt[k],
+                       put_sizes[k] * kMhz[1] / put_rtt[k]);
+        }
+        if (bench)
+            for (unsigned k = 0; k < nput; ++k) {
+                if (put_sizes[k] >= 1024)
+                    printf("BENCH api.put_halfrtt_cycles_%uKiB %.1f cycles\n", put_sizes[k] / 1024, put_rtt[k]);
+                else
+                    printf("BENCH api.put_halfrtt_cycles_%uB %.1f cycles\n", put_sizes[k], put_rtt[k]);
+            }
         if (bench) {
             for (unsigned si = 0; si < nsizes; ++si) {
                 const struct row* w = &rows[si];

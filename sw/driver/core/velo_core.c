@@ -1022,6 +1022,19 @@ int velo_core_irq_collect(struct velo_core* c, void (*cb)(void*, unsigned), void
 static uint32_t reg_rma(const struct velo_core* c, uint32_t reg) {
     return reg - VELO_BLK_RMA_BASE + c->caps.rma_base;
 }
+int velo_core_rma_enable(struct velo_core* c, int on) {
+    if (!c) return -VELO_CORE_EINVAL;
+    if (!c->caps.rma_base) return -VELO_CORE_EOPNOTSUPP;
+    const uint32_t v = (uint32_t)VELO_FIELD_PREP(VELO_REG_RMA_CONTROL_ENABLE, on ? 1 : 0);
+    wr(c, reg_rma(c, VELO_REG_RMA_CONTROL), v);
+    const uint32_t back = rd(c, reg_rma(c, VELO_REG_RMA_CONTROL));
+    if ((back & (uint32_t)VELO_FIELD_MASK(VELO_REG_RMA_CONTROL_ENABLE)) != v) {
+        core_log(c, VELO_CORE_LOG_ERR, "velo: RMA CONTROL read back ", back);
+        return -VELO_CORE_EIO;
+    }
+    return 0;
+}
+
 static uint32_t rg_reg(const struct velo_core* c, unsigned r, uint32_t reg) {
     return c->caps.rma_region_off + r * VELO_TBL_RMA_REGION_STRIDE + reg;
 }

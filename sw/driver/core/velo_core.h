@@ -368,6 +368,9 @@ unsigned velo_core_rma_pte_free(const struct velo_core* c, unsigned* longest);
 /* The page table entry i as the core last wrote it (the NIC's table is write-only). */
 uint64_t velo_core_rma_pte(const struct velo_core* c, unsigned i);
 
+/* RMA CONTROL.ENABLE = on, read back (bring-up, after velo_core_enable: a disabled unit answers
+ * every command with ERROR/DISABLED). 0, -EOPNOTSUPP (no RMA unit), -EIO (it does not stick). */
+int velo_core_rma_enable(struct velo_core* c, int on);
 /* Set up (log2 entries, VELO_NQ_LOG2_MIN..RMA_NQ_LOG2_MAX) the notification queue of endpoint
  * `vpid`: zeroed ring, NQ_CFG = 0, base, NQ_WP = 0, user NQ_RP = 0, NQ_CFG = ENABLE | LOG2,
  * read back. -EOPNOTSUPP, -ENOENT, -EINVAL, -EEXIST (already set up), -ENOMEM, -EIO. */

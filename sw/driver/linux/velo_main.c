@@ -696,6 +696,11 @@ static int velo_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 		goto err_ida;
 	}
 	vdev->caps = *velo_core_caps(vdev->core);
+	if (vdev->caps.rma_base) {
+		r = velo_core_rma_enable(vdev->core, 1);
+		if (r)
+			dev_warn(&pdev->dev, "cannot enable the RMA unit (%d): RMA commands end in DISABLED\n", r);
+	}
 	r = velo_core_set_policy(vdev->core, grant_policy);
 	if (!r)
 		r = velo_core_set_limits(vdev->core, max_ring_log2, max_grants);

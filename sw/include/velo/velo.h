@@ -157,8 +157,9 @@ int velo_stats(const velo_ep_t* ep, velo_stats_t* stats);
  *   velo_rma_wait(ep, &cpl, -1);           // cpl.kind == VELO_RMA_KIND_REMOTE, cpl.cookie == 42
  *   velo_deregister(r);
  *
- * The hw backend only: on the simulated fabric every call returns -ENOTSUP (the simulated fabric
- * does not serve RMA yet), on a NIC without an RMA unit -EOPNOTSUPP (the same value on Linux).
+ * Both backends: on hardware and on the simulated fabric (which serves RMA on the ordinary memory
+ * of its client processes, docs/simulator.md); on a NIC without an RMA unit every call returns
+ * -EOPNOTSUPP (= -ENOTSUP on Linux).
  * All RMA calls of one endpoint are serialised by a lock (any thread may call them).
  */
 typedef struct velo_region velo_region_t; /* a registration handle (velo_register) */

@@ -56,7 +56,11 @@ enum velo_sim_req {
 	VELO_SIM_CLOSE = 4,  /* close the endpoint (same as closing the socket, but acknowledged) */
 	VELO_SIM_INFO = 5,   /* no endpoint needed; reply arg: nodes, node_bits, vpid_bits, tlp_bits,
 	                        link_bits, clients, endpoints, cycle lo, cycle hi; text: topology */
-	VELO_SIM_SHUTDOWN = 6 /* the fabric exits (after replying) */
+	VELO_SIM_SHUTDOWN = 6, /* the fabric exits (after replying) */
+	VELO_SIM_IOCTL = 7     /* an RMA request of the driver ABI (velo/velo_uapi.h) on the endpoint:
+	                          arg[0]: VELO_IOC_NR_RMA_SETUP / REGISTER / DEREGISTER / REPIN;
+	                          text: its struct velo_uapi_* (in, and out in the reply);
+	                          RMA_SETUP's reply carries one fd: the notification queue (read-only) */
 };
 
 #define VELO_SIM_NARG 12
@@ -91,6 +95,7 @@ struct velo_sim_info {
 
 /* ---- store channel */
 #define VELO_SIM_PAGE_USER 0x40000000u /* page = VELO_SIM_PAGE_USER | 0 (data vpid) or 1 (ctl) */
+#define VELO_SIM_PAGE_RMA 0x20000000u  /* the data vpid's RMA command page (BAR4), after RMA_SETUP */
 
 struct velo_sim_slot {
 	uint32_t seq;     /* Vyukov sequence: == pos free for the producer of pos; == pos + 1 full */

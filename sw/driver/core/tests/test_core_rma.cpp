@@ -125,6 +125,15 @@ TEST_F(Rma, ProbeReadsTheBlock) {
     EXPECT_EQ(longest, 512u);
 }
 
+TEST_F(Rma, EnableWritesControl) {
+    probe();
+    EXPECT_EQ(velo_core_rma_enable(c, 1), 0);
+    EXPECT_EQ(nic.reg(VELO_REG_RMA_CONTROL), 1u << VELO_REG_RMA_CONTROL_ENABLE_SHIFT);
+    EXPECT_EQ(velo_core_rma_enable(c, 0), 0);
+    EXPECT_EQ(nic.reg(VELO_REG_RMA_CONTROL), 0u);
+    EXPECT_EQ(velo_core_rma_enable(nullptr, 1), -VELO_CORE_EINVAL);
+}
+
 TEST_F(Rma, ImplausibleBlockRefused) {
     for (int bad = 0; bad < 4; ++bad) {
         fake::Nic n;
@@ -145,6 +154,7 @@ TEST_F(Rma, NoBlockMeansNotSupported) {
     auto cl = client();
     open(cl);
     EXPECT_EQ(setup(cl), -VELO_CORE_EOPNOTSUPP);
+    EXPECT_EQ(velo_core_rma_enable(c, 1), -VELO_CORE_EOPNOTSUPP);
     EXPECT_EQ(reg(cl, 0x1000, 4096, kAll), -VELO_CORE_EOPNOTSUPP);
     EXPECT_EQ(dereg(cl, 0), -VELO_CORE_EOPNOTSUPP);
     EXPECT_EQ(repin(cl, 0), -VELO_CORE_EOPNOTSUPP);

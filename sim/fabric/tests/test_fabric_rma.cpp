@@ -1,0 +1,787 @@
+// RMA on the fabric: a velo-fabric per test, clients as real processes (fork) that use libvelo's
+// RMA calls (velo_register, velo_put, velo_get, velo_rma_wait) on ordinary malloc'd memory.
+// Every check is on data, order and counts; the children report failures through their exit
+// status and stderr. Random sizes and alignments come from a seed that is printed; SEED=<n>
+// replays a run.
+#include <gtest/gtest.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "velo/velo.h"
+
+namespace {
+
+#define CHECK(cond, ...)                                                                                     \
+    do {                                                                                                     \
+        if (!(cond)) {                                                                                       \
+            std::fprintf(stderr, "[pid %d] %s:%d: check failed: %s: ", getpid(), __FILE__, __LINE__, #cond); \
+            std::fprintf(stderr, __VA_ARGS__);                                                               \
+            std::fprintf(stderr, "\n");                                                                      \
+            return 1;                                                                                        \
+        }                                                                                                    \
+    } while (0)
+
+uint64_t test_seed() {
+    const char* s = std::getenv("SEED");
+    uint64_t seed = s && *s ? std::strtoull(s, nullptr, 0) : std::random_device()();
+    std::printf("SEED=%llu\n", static_cast<unsigned long long>(seed));
+    std::fflush(stdout);
+    return seed;
+}
+
+// A fabric on its own socket in a temporary directory.
+struct FabricProc {
+    std::string dir, sock;
+    pid_t pid = -1;
+    explicit FabricProc(std::vector<std::string> args = {}) {
+        char t[] = "/tmp/velo-fabric-rma-XXXXXX";
+        dir = mkdtemp(t);
+        sock = dir + "/fabric.sock";
+        int p[2];
+        if (pipe(p) < 0) return;
+        pid_t c = fork();
+        if (c == 0) {
+            close(p[0]);
+            std::vector<std::string> a = {VELO_FABRIC_BIN, "--socket", sock, "--ready-fd", std::to_string(p[1])};
+            a.insert(a.end(), args.begin(), args.end());
+            if (std::getenv("FABRIC_VERBOSE")) a.push_back("--verbose");  // debugging: the NICs' counters
+            std::vector<char*> av;
+            for (auto& s : a) av.push_back(const_cast<char*>(s.c_str()));
+            av.push_back(nullptr);
+            execv(av[0], av.data());
+            _exit(127);
+        }
+        close(p[1]);
+        char buf[16] = {};
+        pollfd pf{p[0], POLLIN, 0};
+        poll(&pf, 1, 120000);
+        ssize_t n = read(p[0], buf, sizeof buf - 1);
+        close(p[0]);
+        EXPECT_TRUE(n > 0 && std::string(buf) == "ready\n") << "the fabric did not start";
+        pid = c;
+    }
+    bool alive() const { return pid > 0 && waitpid(pid, nullptr, WNOHANG) == 0; }
+    int stop() {
+        if (pid < 0) return -1;
+        kill(pid, SIGTERM);
+        int st = 0;
+        waitpid(pid, &st, 0);
+        pid = -1;
+        return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+    }
+    std::string device() const { return "sim:" + sock; }
+    ~FabricProc() {
+        if (pid > 0) stop();
+        std::system(("rm -rf " + dir).c_str());
+    }
+};
+
+pid_t spawn(const std::function<int()>& fn) {
+    std::fflush(nullptr);
+    pid_t p = fork();
+    if (p == 0) {
+        alarm(150);  // a child stuck on a failed peer dies instead of hanging the test
+        int rc = 1;
+        try {
+            rc = fn();
+        } catch (...) {
+            rc = 99;
+        }
+        std::fflush(nullptr);
+        _exit(rc);
+    }
+    return p;
+}
+
+int join(pid_t p) {
+    int st = 0;
+    if (waitpid(p, &st, 0) < 0) return -1;
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+int open_ep(const FabricProc& f, int node, int vpid, velo_ep_t** ep) {
+    velo_open_attr_t a;
+    velo_open_attr_init(&a);
+    std::string d = f.device();
+    a.device = d.c_str();
+    a.node = node;
+    a.vpid = vpid;
+    return velo_open(&a, ep);
+}
+
+// A bidirectional channel between two processes (socketpair made before fork): 16-byte records.
+struct Link {
+    int fd[2] = {-1, -1};
+    Link() {
+        if (socketpair(AF_UNIX, SOCK_STREAM, 0, fd) < 0) fd[0] = fd[1] = -1;
+    }
+    ~Link() { close_all(); }
+    // the parent's copies, once the children have theirs (so a child sees EOF when its peer dies)
+    // a child keeps its own side only (so it sees EOF when its peer dies)
+    void keep(int side) {
+        if (fd[1 - side] >= 0) close(fd[1 - side]);
+        fd[1 - side] = -1;
+    }
+    void close_all() {
+        for (int& f : fd)
+            if (f >= 0) {
+                close(f);
+                f = -1;
+            }
+    }
+    // side 0 or 1
+    bool send(int side, uint64_t a, uint64_t b = 0) {
+        uint64_t v[2] = {a, b};
+        return write(fd[side], v, sizeof v) == static_cast<ssize_t>(sizeof v);
+    }
+    bool recv(int side, uint64_t* a, uint64_t* b = nullptr, int timeout_ms = 120000) {
+        pollfd pf{fd[side], POLLIN, 0};
+        if (poll(&pf, 1, timeout_ms) != 1) return false;
+        uint64_t v[2];
+        size_t got = 0;
+        while (got < sizeof v) {
+            ssize_t n = read(fd[side], reinterpret_cast<char*>(v) + got, sizeof v - got);
+            if (n <= 0) return false;
+            got += static_cast<size_t>(n);
+        }
+        if (a) *a = v[0];
+        if (b) *b = v[1];
+        return true;
+    }
+};
+
+uint8_t pat(uint64_t seed, uint64_t i) {
+    uint64_t x = (seed + i) * 0x9E3779B97F4A7C15ull;
+    return static_cast<uint8_t>((x >> 29) ^ (x >> 47));
+}
+void fill(uint8_t* p, size_t n, uint64_t seed) {
+    for (size_t i = 0; i < n; ++i) p[i] = pat(seed, i);
+}
+
+// The next completion: 0 and *c, or a check failure.
+int next_cpl(velo_ep_t* ep, velo_rma_cpl_t* c, int ms = 90000) {
+    int r = velo_rma_wait(ep, c, ms);
+    CHECK(r == 0, "velo_rma_wait: %d (%s)", r, velo_strerror(r));
+    return 0;
+}
+
+// Wait for the completion of kind `kind` with `cookie`; anything else is a failure.
+int expect_cpl(velo_ep_t* ep, unsigned kind, uint64_t cookie, velo_rma_cpl_t* out = nullptr) {
+    velo_rma_cpl_t c;
+    if (next_cpl(ep, &c)) return 1;
+    CHECK(c.kind == kind && c.cookie == cookie,
+          "completion kind %u cookie %llu (expected kind %u cookie %llu), "
+          "reason %u (%s) remote %u",
+          c.kind, (unsigned long long)c.cookie, kind, (unsigned long long)cookie, c.reason,
+          velo_rma_reason_str(c.reason), c.remote);
+    if (out) *out = c;
+    return 0;
+}
+
+const velo_addr_t kTarget = {1, 20};
+
+}  // namespace
+
+// Puts and gets between two processes on malloc'd buffers of random sizes and alignments (1 B,
+// page-crossing and random sizes up to 192 KiB): the initiator puts a random piece of its source
+// buffer into a random place of the target's buffer, gets it back into another buffer at a
+// random alignment and compares byte by byte, with guard bytes around the get's range; a shadow
+// of the target's buffer in shared memory is compared with the target's own memory at the end
+// (every byte outside the put ranges untouched).
+TEST(FabricRma, put_get_random) {
+    const uint64_t seed = test_seed();
+    FabricProc f;
+    const size_t TB = 1u << 20;  // target buffer
+    auto* shadow = static_cast<uint8_t*>(mmap(nullptr, TB, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0));
+    ASSERT_NE(shadow, MAP_FAILED);
+    fill(shadow, TB, seed ^ 0x1234);
+    Link l;
+    pid_t t = spawn([&] {
+        l.keep(1);
+        velo_ep_t* ep;
+        int r = open_ep(f, 1, 20, &ep);
+        CHECK(r == 0, "open: %s", velo_strerror(r));
+        auto* buf = static_cast<uint8_t*>(std::malloc(TB + 3)) + 3;  // off the allocator's alignment
+        fill(buf, TB, seed ^ 0x1234);
+        velo_region_t* rg;
+        r = velo_register(ep, buf, TB, VELO_ACCESS_REMOTE_READ | VELO_ACCESS_REMOTE_WRITE, &rg);
+        CHECK(r == 0, "register: %s", velo_strerror(r));
+        uint64_t nla;
+        CHECK(velo_region_nla(rg, 0, &nla) == 0, "nla");
+        CHECK(l.send(1, nla), "link");
+        uint64_t done;
+        CHECK(l.recv(1, &done), "initiator gone");
+        for (size_t i = 0; i < TB; ++i)
+            CHECK(buf[i] == shadow[i], "target byte %zu: 0x%02x, expected 0x%02x", i, buf[i], shadow[i]);
+        CHECK(velo_deregister(rg) == 0, "deregister");
+        return velo_close(ep);
+    });
+    pid_t ini = spawn([&] {
+        l.keep(0);
+        velo_ep_t* ep;
+        int r = open_ep(f, 0, 21, &ep);
+        CHECK(r == 0, "open: %s", velo_strerror(r));
+        uint64_t nla;
+        CHECK(l.recv(0, &nla), "target gone");
+        std::mt19937_64 rng(seed);
+        const size_t SB = 256 << 10, G = 64;
+        auto* src = static_cast<uint8_t*>(std::malloc(SB + 64));
+        auto* dst = static_cast<uint8_t*>(std::malloc(SB + 64 + 2 * G));
+        fill(src, SB + 64, seed ^ 0x5678);
+        // the sizes: 1 B, a page crossing, then random (log-uniform up to 192 KiB)
+        std::vector<size_t> sizes = {1, 2, 4096 + 17, 7, 64, 8192};
+        for (int i = 0; i < 24; ++i) sizes.push_back(1 + rng() % (size_t(1) << (rng() % 18)));
+        uint64_t cookie = 1;
+        for (size_t len : sizes) {
+            const size_t soff = rng() % (SB + 64 - len + 1);
+            size_t toff = rng() % (TB - len + 1);
+            if (len == 4096 + 17) toff = 4096 - 9;  // crosses pages at the target
+            const size_t doff = G + rng() % 64;
+            r = velo_put_buf(ep, kTarget, src + soff, nla + toff, len, VELO_RMA_F_REMOTE, cookie);
+            CHECK(r == 0, "put %zu: %s", len, velo_strerror(r));
+            if (expect_cpl(ep, VELO_RMA_KIND_REMOTE, cookie)) return 1;
+            std::memcpy(shadow + toff, src + soff, len);
+            ++cookie;
+            std::memset(dst, 0xA5, SB + 64 + 2 * G);
+            r = velo_get_buf(ep, kTarget, dst + doff, nla + toff, len, VELO_RMA_F_LOCAL, cookie);
+            CHECK(r == 0, "get %zu: %s", len, velo_strerror(r));
+            if (expect_cpl(ep, VELO_RMA_KIND_GET_DONE, cookie)) return 1;
+            ++cookie;
+            CHECK(std::memcmp(dst + doff, src + soff, len) == 0, "get of %zu bytes at +%zu: data differ", len, toff);
+            for (size_t i = 0; i < doff; ++i) CHECK(dst[i] == 0xA5, "byte %zu before the get's range written", i);
+            for (size_t i = doff + len; i < SB + 64 + 2 * G; ++i)
+                CHECK(dst[i] == 0xA5, "byte %zu after the get's range written", i - doff - len);
+        }
+        // the whole target buffer by one get: the shadow exactly
+        auto* all = static_cast<uint8_t*>(std::malloc(TB));
+        r = velo_get_buf(ep, kTarget, all, nla, TB, VELO_RMA_F_LOCAL, 999);
+        CHECK(r == 0, "get all: %s", velo_strerror(r));
+        if (expect_cpl(ep, VELO_RMA_KIND_GET_DONE, 999)) return 1;
+        for (size_t i = 0; i < TB; ++i) CHECK(all[i] == shadow[i], "target byte %zu differs from the shadow", i);
+        CHECK(l.send(0, 1), "link");
+        return velo_close(ep);
+    });
+    l.close_all();
+    EXPECT_EQ(join(ini), 0);
+    EXPECT_EQ(join(t), 0);
+    EXPECT_TRUE(f.alive());
+    EXPECT_EQ(f.stop(), 0);
+    munmap(shadow, TB);
+}
+
+// One 8 MiB put between malloc'd buffers, notified: the target sees the TARGET entry with the
+// right cookie, length, NLA and source after all the data, and every byte is right (the bytes
+// around it untouched).
+TEST(FabricRma, put_8MiB) {
+    const uint64_t seed = test_seed();
+    FabricProc f;
+    const size_t N = 8u << 20, G = 4096;
+    Link l;
+    pid_t t = spawn([&] {
+        l.keep(1);
+        velo_ep_t* ep;
+        int r = open_ep(f, 1, 20, &ep);
+        CHECK(r == 0, "open: %s", velo_strerror(r));
+        auto* buf = static_cast<uint8_t*>(std::malloc(N + 2 * G + 5)) + 5;
+        std::memset(buf, 0x3C, N + 2 * G);
+        velo_region_t* rg;
+        r = velo_register(ep, buf, N + 2 * G, VELO_ACCESS_REMOTE_WRITE, &rg);
+        CHECK(r == 0, "register: %s", velo_strerror(r));
+        uint64_t nla;
+        velo_region_nla(rg, G, &nla);
+        CHECK(l.send(1, nla), "link");
+        velo_rma_cpl_t c;
+        if (expect_cpl(ep, VELO_RMA_KIND_TARGET, 77, &c)) return 1;
+        CHECK(c.len == N && c.nla == nla && c.peer.node == 0 && c.peer.vpid == 21,
+              "TARGET entry: len %llu nla %llx from %u/%u", (unsigned long long)c.len, (unsigned long long)c.nla,
+              c.peer.node, c.peer.vpid);
+        for (size_t i = 0; i < N; ++i) CHECK(buf[G + i] == pat(seed, i), "byte %zu", i);
+        for (size_t i = 0; i < G; ++i) CHECK(buf[i] == 0x3C && buf[G + N + i] == 0x3C, "guard byte %zu", i);
+        CHECK(l.send(1, 1), "link");
+        return velo_close(ep);
+    });
+    pid_t ini = spawn([&] {
+        l.keep(0);
+        velo_ep_t* ep;
+        int r = open_ep(f, 0, 21, &ep);
+        CHECK(r == 0, "open: %s", velo_strerror(r));
+        uint64_t nla;
+        CHECK(l.recv(0, &nla), "target gone");
+        auto* src = static_cast<uint8_t*>(std::malloc(N + 1)) + 1;
+        fill(src, N, seed);
+        uint64_t c0 = 0, c1 = 0;
+        velo_clock(ep, &c0, nullptr);
+        r = velo_put_buf(ep, kTarget, src, nla, N, VELO_RMA_F_REMOTE | VELO_RMA_F_NOTIFY, 77);
+        CHECK(r == 0, "put: %s", velo_strerror(r));
+        if (expect_cpl(ep, VELO_RMA_KIND_REMOTE, 77)) return 1;
+        velo_clock(ep, &c1, nullptr);
+        std::printf("8 MiB put: %llu cycles (%.3f bytes/cycle)\n", (unsigned long long)(c1 - c0),
+                    double(N) / double(c1 - c0));
+        uint64_t ok;
+        CHECK(l.recv(0, &ok), "target failed");
+        return velo_close(ep);
+    });
+    l.close_all();
+    EXPECT_EQ(join(ini), 0);
+    EXPECT_EQ(join(t), 0);
+    EXPECT_EQ(f.stop(), 0);
+}
+
+// Notified puts: the target's TARGET completion comes after the put's data (checked when it is
+// seen), with cookie, length, NLA and source; one per put, in order; a notification-only put.
+TEST(FabricRma, notified_put) {
+    const uint64_t seed = test_seed();
+    FabricProc f;
+    const size_t TB = 256 << 10;
+    const int K = 12;
+    Link l;
+    pid_t t = spawn([&] {
+        l.keep(1);
+        velo_ep_t* ep;
+        int r = open_ep(f, 1, 20, &ep);
+        CHECK(r == 0, "open: %s", velo_strerror(r));
+        auto* buf = static_cast<uint8_t*>(std::calloc(1, TB));
+        velo_region_t* rg;
+        r = velo_register(ep, buf, TB, VELO_ACCESS_REMOTE_WRITE, &rg);
+        CHECK(r == 0, "register: %s", velo_strerror(r));
+        uint64_t nla;
+        velo_region_nla(rg, 0, &nla);
+        CHECK(l.send(1, nla), "link");
+        for (int k = 0; k <= K; ++k) {
+            velo_rma_cpl_t c;
+            if (next_cpl(ep, &c)) return 1;
+            CHECK(c.kind == VELO_RMA_KIND_TARGET && c.cookie == 100u + k && c.peer.node == 0 && c.peer.vpid == 21,
+                  "notification %d: kind %u cookie %llu from %u/%u", k, c.kind, (unsigned long long)c.cookie,
+                  c.peer.node, c.peer.vpid);
+            if (k == K) {
+                CHECK(c.len == 0, "notification-only put: len %llu", (unsigned long long)c.len);
+                break;
+            }
+            const size_t off = c.nla - nla, len = c.len;
+            CHECK(off + len <= TB && len == (size_t(1) << (k + 4)) + k, "put %d: off %zu len %zu", k, off, len);
+            for (size_t i = 0; i < len; ++i)
+                CHECK(buf[off + i] == pat(seed + k, i), "put %d: byte %zu not there at its notification", k, i);
+        }
+        velo_rma_cpl_t c;
+        CHECK(velo_rma_poll(ep, &c) == -EAGAIN, "one notification per put");
+        CHECK(l.send(1, 1), "link");
+        return velo_close(ep);
+    });
+    pid_t ini = spawn([&] {
+        l.keep(0);
+        velo_ep_t* ep;
+        int r = open_ep(f, 0, 21, &ep);
+        CHECK(r == 0, "open: %s", velo_strerror(r));
+        uint64_t nla;
+        CHECK(l.recv(0, &nla), "target gone");
+        std::vector<std::vector<uint8_t>> bufs;
+        size_t off = 3;
+        for (int k = 0; k < K; ++k) {  // issued back to back, completions taken afterwards
+            const size_t len = (size_t(1) << (k + 4)) + k;
+            bufs.emplace_back(len);
+            for (size_t i = 0; i < len; ++i) bufs.back()[i] = pat(seed + k, i);
+            r = velo_put_buf(ep, kTarget, bufs.back().data(), nla + off, len, VELO_RMA_F_NOTIFY, 100 + k);
+            CHECK(r == 0, "put %d: %s", k, velo_strerror(r));
+            off += len + 5;
+        }
+        r = velo_put(ep, kTarget, nullptr, 0, nla, 0, VELO_RMA_F_NOTIFY | VELO_RMA_F_REMOTE, 100 + K);
+        CHECK(r == 0, "notification-only put: %s", velo_strerror(r));
+        if (expect_cpl(ep, VELO_RMA_KIND_REMOTE, 100 + K)) return 1;
+        uint64_t ok;
+        CHECK(l.recv(0, &ok), "target failed");
+        return velo_close(ep);
+    });
+    l.close_all();
+    EXPECT_EQ(join(ini), 0);
+    EXPECT_EQ(join(t), 0);
+    EXPECT_EQ(f.stop(), 0);
+}
+
+// Two source processes put into one target at once (interleaved pieces into their own halves):
+// every piece's TARGET entry comes once, from the right source, after its data.
+TEST(FabricRma, concurrent_puts) {
+    const uint64_t seed = test_seed();
+    FabricProc f;
+    const size_t HALF = 128 << 10, PIECE = 8 << 10;
+    const unsigned NP = HALF / PIECE;
+    Link l0, l1;
+    pid_t t = spawn([&] {
+        l0.keep(1);
+        l1.keep(1);
+        velo_ep_t* ep;
+        int r = open_ep(f, 1, 20, &ep);
+        CHECK(r == 0, "open: %s", velo_strerror(r));
+        auto* buf = static_cast<uint8_t*>(std::calloc(1, 2 * HALF));
+        velo_region_t* rg;
+        r = velo_register(ep, buf, 2 * HALF, VELO_ACCESS_REMOTE_WRITE, &rg);
+        CHECK(r == 0, "register: %s", velo_strerror(r));
+        uint64_t nla;
+        velo_region_nla(rg, 0, &nla);
+        CHECK(l0.send(1, nla) && l1.send(1, nla), "link");
+        unsigned seen[2] = {0, 0};
+        for (unsigned k = 0; k < 2 * NP; ++k) {
+            velo_rma_cpl_t c;
+            if (next_cpl(ep, &c)) return 1;
+            CHECK(c.kind == VELO_RMA_KIND_TARGET && c.peer.node == 0 && (c.peer.vpid == 21 || c.peer.vpid == 22),
+                  "kind %u from %u/%u", c.kind, c.peer.node, c.peer.vpid);
+            const unsigned s = c.peer.vpid - 21;
+            CHECK(c.cookie == 1000u * s + seen[s], "source %u: cookie %llu, expected %u (order)", s,
+                  (unsigned long long)c.cookie, 1000u * s + seen[s]);
+            CHECK(c.nla == nla + s * HALF + seen[s] * PIECE && c.len == PIECE, "source %u piece %u: nla/len", s,
+                  seen[s]);
+            for (size_t i = 0; i < PIECE; ++i)
+                CHECK(buf[s * HALF + seen[s] * PIECE + i] == pat(seed + s, seen[s] * PIECE + i),
+                      "source %u piece %u byte %zu", s, seen[s], i);
+            ++seen[s];
+        }
+        CHECK(seen[0] == NP && seen[1] == NP, "pieces %u %u", seen[0], seen[1]);
+        CHECK(l0.send(1, 1) && l1.send(1, 1), "link");
+        return velo_close(ep);
+    });
+    auto source = [&](unsigned s, Link& l) {
+        return spawn([&, s] {
+            l.keep(0);
+            (s ? l0 : l1).close_all();
+            velo_ep_t* ep;
+            int r = open_ep(f, 0, 21 + static_cast<int>(s), &ep);
+            CHECK(r == 0, "open: %s", velo_strerror(r));
+            uint64_t nla;
+            CHECK(l.recv(0, &nla), "target gone");
+            std::vector<uint8_t> src(HALF);
+            for (size_t i = 0; i < HALF; ++i) src[i] = pat(seed + s, i);
+            // at most W puts outstanding per source: the NIC has 2^RMA_TAG_BITS = 16 command tags;
+            // beyond them its command intake stalls the node's posted writes, and the read
+            // completions the puts wait for queue behind them (docs/simulator.md "RMA", limits)
+            const unsigned W = 4;
+            unsigned issued = 0;
+            for (unsigned p = 0; p < NP; ++p) {
+                while (issued < NP && issued < p + W) {
+                    r = velo_put_buf(ep, kTarget, src.data() + issued * PIECE, nla + s * HALF + issued * PIECE, PIECE,
+                                     VELO_RMA_F_NOTIFY | VELO_RMA_F_REMOTE, 1000u * s + issued);
+                    CHECK(r == 0, "put: %s", velo_strerror(r));
+                    ++issued;
+                }
+                if (expect_cpl(ep, VELO_RMA_KIND_REMOTE, 1000u * s + p)) return 1;
+            }
+            uint64_t ok;
+            CHECK(l.recv(0, &ok), "target failed");
+            return velo_close(ep);
+        });
+    };
+    pid_t s0 = source(0, l0), s1 = source(1, l1);
+    l0.close_all();
+    l1.close_all();
+    EXPECT_EQ(join(s0), 0);
+    EXPECT_EQ(join(s1), 0);
+    EXPECT_EQ(join(t), 0);
+    EXPECT_EQ(f.stop(), 0);
+}
+
+// Errors give the documented negative errno and touch no memory: a stale handle (deregistered),
+// out of range, a read-only region written, a write-only region read; registering unmapped
+// memory, or read-only memory for writing, is -EFAULT.
+TEST(FabricRma, errors) {
+    FabricProc f;
+    const size_t B = 16 << 10;
+    Link l;
+    pid_t t = spawn([&] {
+        l.keep(1);
+        velo_ep_t* ep;
+        int r = open_ep(f, 1, 20, &ep);
+        CHECK(r == 0, "open: %s", velo_strerror(r));
+        // -EFAULT: unmapped memory, read-only memory for a write access
+        const size_t pg = 4096;
+        void* m = mmap(nullptr, 4 * pg, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        CHECK(m != MAP_FAILED, "mmap");
+        munmap(static_cast<uint8_t*>(m) + pg, pg);  // a hole in the middle
+        velo_region_t* h = nullptr;
+        r = velo_register(ep, m, 4 * pg, VELO_ACCESS_REMOTE_READ, &h);
+        CHECK(r == -EFAULT, "register over a hole: %d (%s)", r, velo_strerror(r));
+        r = velo_register(ep, static_cast<uint8_t*>(m) + pg, 16, VELO_ACCESS_REMOTE_READ, &h);
+        CHECK(r == -EFAULT, "register of unmapped memory: %d", r);
+        mprotect(m, pg, PROT_READ);
+        r = velo_register(ep, m, pg, VELO_ACCESS_REMOTE_WRITE, &h);
+        CHECK(r == -EFAULT, "register of read-only memory for writing: %d", r);
+        r = velo_register(ep, m, pg, VELO_ACCESS_REMOTE_READ, &h);
+        CHECK(r == 0, "register of read-only memory for reading: %d", r);
+        CHECK(velo_deregister(h) == 0, "deregister");
+        // regions: rw, read-only, write-only, and a stale one
+        auto* rw = static_cast<uint8_t*>(std::malloc(B));
+        auto* ro = static_cast<uint8_t*>(std::malloc(B));
+        auto* wo = static_cast<uint8_t*>(std::malloc(B));
+        auto* st = static_cast<uint8_t*>(std::malloc(B));
+        for (auto* p : {rw, ro, wo, st}) std::memset(p, 0x5A, B);
+        velo_region_t *hrw, *hro, *hwo, *hst;
+        CHECK(velo_register(ep, rw, B, VELO_ACCESS_REMOTE_READ | VELO_ACCESS_REMOTE_WRITE, &hrw) == 0, "reg");
+        CHECK(velo_register(ep, ro, B, VELO_ACCESS_REMOTE_READ, &hro) == 0, "reg");
+        CHECK(velo_register(ep, wo, B, VELO_ACCESS_REMOTE_WRITE, &hwo) == 0, "reg");
+        CHECK(velo_register(ep, st, B, VELO_ACCESS_REMOTE_READ | VELO_ACCESS_REMOTE_WRITE, &hst) == 0, "reg");
+        uint64_t n[4];
+        velo_region_nla(hrw, 0, &n[0]);
+        velo_region_nla(hro, 0, &n[1]);
+        velo_region_nla(hwo, 0, &n[2]);
+        velo_region_nla(hst, 0, &n[3]);
+        CHECK(velo_deregister(hst) == 0, "deregister");
+        CHECK(l.send(1, n[0], n[1]) && l.send(1, n[2], n[3]), "link");
+        uint64_t done;
+        CHECK(l.recv(1, &done), "initiator gone");
+        for (size_t i = 0; i < B; ++i)
+            CHECK(rw[i] == 0x5A && ro[i] == 0x5A && wo[i] == 0x5A && st[i] == 0x5A, "byte %zu written", i);
+        // every region quiesces (the good get's translation was released), so deregistering succeeds
+        for (velo_region_t* h2 : {hrw, hro, hwo}) {
+            r = velo_deregister(h2);
+            CHECK(r == 0, "deregister: %d (%s)", r, velo_strerror(r));
+        }
+        return velo_close(ep);
+    });
+    pid_t ini = spawn([&] {
+        l.keep(0);
+        velo_ep_t* ep;
+        int r = open_ep(f, 0, 21, &ep);
+        CHECK(r == 0, "open: %s", velo_strerror(r));
+        uint64_t n[4];
+        CHECK(l.recv(0, &n[0], &n[1]) && l.recv(0, &n[2], &n[3]), "target gone");
+        std::vector<uint8_t> src(B, 0xEE), dst(B + 64, 0x11);
+        struct Case {
+            int op;  // 1 put, 2 get
+            uint64_t nla;
+            size_t len;
+            int status;
+            unsigned reason;
+        } cases[] = {
+            {1, n[3], 64, -ENOENT, VELO_RMA_R_BAD_HANDLE},  // stale handle
+            {2, n[3], 64, -ENOENT, VELO_RMA_R_BAD_HANDLE},
+            {1, n[0] + B - 10, 11, -ERANGE, VELO_RMA_R_RANGE},  // one byte beyond
+            {2, n[0] + 100, B, -ERANGE, VELO_RMA_R_RANGE},
+            {1, n[1], 100, -EACCES, VELO_RMA_R_PERM},  // read-only region written
+            {2, n[2], 100, -EACCES, VELO_RMA_R_PERM},  // write-only region read
+        };
+        uint64_t cookie = 50;
+        for (const Case& c : cases) {
+            if (c.op == 1)
+                r = velo_put_buf(ep, kTarget, src.data(), c.nla, c.len, VELO_RMA_F_REMOTE, cookie);
+            else
+                r = velo_get_buf(ep, kTarget, dst.data() + 32, c.nla, c.len, VELO_RMA_F_LOCAL, cookie);
+            CHECK(r == 0, "issue: %s", velo_strerror(r));
+            velo_rma_cpl_t k;
+            if (next_cpl(ep, &k)) return 1;
+            CHECK(k.kind == VELO_RMA_KIND_ERROR && k.cookie == cookie && k.status == c.status && k.reason == c.reason &&
+                      k.remote == 1,
+                  "case %llu: kind %u status %d reason %u remote %u (expected status %d reason %u)",
+                  (unsigned long long)cookie - 50, k.kind, k.status, k.reason, k.remote, c.status, c.reason);
+            ++cookie;
+        }
+        for (size_t i = 0; i < dst.size(); ++i) CHECK(dst[i] == 0x11, "get destination byte %zu written", i);
+        // the fabric still serves: a good put and get
+        r = velo_put_buf(ep, kTarget, src.data(), n[0], 1, VELO_RMA_F_REMOTE, 1);
+        CHECK(r == 0, "put: %s", velo_strerror(r));
+        if (expect_cpl(ep, VELO_RMA_KIND_REMOTE, 1)) return 1;
+        r = velo_get_buf(ep, kTarget, dst.data(), n[0], 2, VELO_RMA_F_LOCAL, 2);
+        CHECK(r == 0, "get: %s", velo_strerror(r));
+        if (expect_cpl(ep, VELO_RMA_KIND_GET_DONE, 2)) return 1;
+        CHECK(dst[0] == 0xEE && dst[1] == 0x5A && dst[2] == 0x11, "good get: %02x %02x %02x", dst[0], dst[1], dst[2]);
+        // restore the byte the good put wrote through the same path
+        uint8_t orig = 0x5A;
+        r = velo_put_buf(ep, kTarget, &orig, n[0], 1, VELO_RMA_F_REMOTE, 3);
+        CHECK(r == 0, "put: %s", velo_strerror(r));
+        if (expect_cpl(ep, VELO_RMA_KIND_REMOTE, 3)) return 1;
+        CHECK(l.send(0, 1), "link");
+        return velo_close(ep);
+    });
+    l.close_all();
+    EXPECT_EQ(join(ini), 0);
+    EXPECT_EQ(join(t), 0);
+    EXPECT_EQ(f.stop(), 0);
+}
+
+// The target deregisters its buffer while a 1 MiB put into it is in flight: the put ends with
+// REMOTE (done before) or an ERROR (BAD_HANDLE / NOT_VALID); whatever was written is the put's
+// data, and nothing changes in the buffer after velo_deregister returned.
+TEST(FabricRma, deregister_in_flight) {
+    const uint64_t seed = test_seed();
+    FabricProc f;
+    const size_t N = 1u << 20;
+    Link l;
+    pid_t t = spawn([&] {
+        l.keep(1);
+        velo_ep_t* ep;
+        int r = open_ep(f, 1, 20, &ep);
+        CHECK(r == 0, "open: %s", velo_strerror(r));
+        auto* buf = static_cast<uint8_t*>(std::malloc(N));
+        std::memset(buf, 0x77, N);
+        velo_region_t* rg;
+        r = velo_register(ep, buf, N, VELO_ACCESS_REMOTE_WRITE, &rg);
+        CHECK(r == 0, "register: %s", velo_strerror(r));
+        uint64_t nla;
+        velo_region_nla(rg, 0, &nla);
+        CHECK(l.send(1, nla), "link");
+        uint64_t go;
+        CHECK(l.recv(1, &go), "initiator gone");
+        usleep(150000);  // the put is under way
+        r = velo_deregister(rg);
+        CHECK(r == 0, "deregister: %s", velo_strerror(r));
+        std::vector<uint8_t> snap(buf, buf + N);
+        size_t written = 0;
+        for (size_t i = 0; i < N; ++i) {
+            CHECK(buf[i] == 0x77 || buf[i] == pat(seed, i), "byte %zu: 0x%02x is not the put's", i, buf[i]);
+            written += buf[i] != 0x77;
+        }
+        CHECK(l.send(1, written), "link");
+        uint64_t outcome;
+        CHECK(l.recv(1, &outcome), "initiator gone");  // the put ended
+        CHECK(std::memcmp(snap.data(), buf, N) == 0, "the buffer changed after velo_deregister returned");
+        std::printf("deregistered with %zu of %zu bytes written; put ended with kind %llu\n", written, N,
+                    (unsigned long long)outcome);
+        return velo_close(ep);
+    });
+    pid_t ini = spawn([&] {
+        l.keep(0);
+        velo_ep_t* ep;
+        int r = open_ep(f, 0, 21, &ep);
+        CHECK(r == 0, "open: %s", velo_strerror(r));
+        uint64_t nla;
+        CHECK(l.recv(0, &nla), "target gone");
+        std::vector<uint8_t> src(N);
+        fill(src.data(), N, seed);
+        r = velo_put_buf(ep, kTarget, src.data(), nla, N, VELO_RMA_F_REMOTE, 5);
+        CHECK(r == 0, "put: %s", velo_strerror(r));
+        CHECK(l.send(0, 1), "link");
+        velo_rma_cpl_t c;
+        if (next_cpl(ep, &c)) return 1;
+        CHECK(c.cookie == 5 && (c.kind == VELO_RMA_KIND_REMOTE || (c.kind == VELO_RMA_KIND_ERROR && c.remote &&
+                                                                   (c.status == -ENOENT || c.status == -EFAULT))),
+              "put: kind %u status %d remote %u", c.kind, c.status, c.remote);
+        uint64_t written;
+        CHECK(l.recv(0, &written), "target failed");
+        CHECK(c.kind == VELO_RMA_KIND_ERROR || written == N, "REMOTE, but only %llu bytes written",
+              (unsigned long long)written);
+        CHECK(l.send(0, c.kind), "link");
+        return velo_close(ep);
+    });
+    l.close_all();
+    EXPECT_EQ(join(ini), 0);
+    EXPECT_EQ(join(t), 0);
+    EXPECT_TRUE(f.alive());
+    EXPECT_EQ(f.stop(), 0);
+}
+
+// Clients killed mid-transfer (the initiator of a 2 MiB put, then the target of one): the
+// fabric survives, and new clients on the same vpids put and get byte-exact.
+TEST(FabricRma, client_killed) {
+    const uint64_t seed = test_seed();
+    FabricProc f;
+    const size_t N = 2u << 20;
+    for (int victim = 0; victim < 2; ++victim) {  // 0: the initiator dies, 1: the target
+        Link l, started;
+        pid_t t = spawn([&] {
+            l.keep(1);
+            started.close_all();
+            velo_ep_t* ep;
+            int r = open_ep(f, 1, 20, &ep);
+            CHECK(r == 0, "open: %s", velo_strerror(r));
+            auto* buf = static_cast<uint8_t*>(std::malloc(N));
+            std::memset(buf, 0, N);
+            velo_region_t* rg;
+            r = velo_register(ep, buf, N, VELO_ACCESS_REMOTE_WRITE, &rg);
+            CHECK(r == 0, "register: %s", velo_strerror(r));
+            uint64_t nla;
+            velo_region_nla(rg, 0, &nla);
+            CHECK(l.send(1, nla), "link");
+            uint64_t x;
+            l.recv(1, &x);  // until the initiator is gone (or we are killed)
+            return velo_close(ep);
+        });
+        pid_t ini = spawn([&] {
+            l.keep(0);
+            started.keep(0);
+            velo_ep_t* ep;
+            int r = open_ep(f, 0, 21, &ep);
+            CHECK(r == 0, "open: %s", velo_strerror(r));
+            uint64_t nla;
+            CHECK(l.recv(0, &nla), "target gone");
+            auto* src = static_cast<uint8_t*>(std::malloc(N));
+            fill(src, N, seed);
+            r = velo_put_buf(ep, kTarget, src, nla, N, VELO_RMA_F_REMOTE, 1);
+            CHECK(r == 0, "put: %s", velo_strerror(r));
+            CHECK(started.send(0, 1), "link");
+            velo_rma_cpl_t c;
+            r = velo_rma_wait(ep, &c, 120000);  // the initiator is killed here, or the target is
+            CHECK(r == 0 && c.cookie == 1, "wait: %s", velo_strerror(r));
+            return velo_close(ep);
+        });
+        uint64_t x;
+        ASSERT_TRUE(started.recv(1, &x)) << "the put did not start";
+        usleep(200000);
+        if (victim == 0) {
+            kill(ini, SIGKILL);
+            EXPECT_EQ(join(ini), 128 + SIGKILL);
+            l.send(0, 1);
+            EXPECT_EQ(join(t), 0);
+        } else {
+            kill(t, SIGKILL);
+            EXPECT_EQ(join(t), 128 + SIGKILL);
+            EXPECT_EQ(join(ini), 0);  // its put ended (REMOTE or an ERROR), it closed
+        }
+        ASSERT_TRUE(f.alive());
+    }
+    // new clients work
+    Link l;
+    pid_t t = spawn([&] {
+        l.keep(1);
+        velo_ep_t* ep;
+        int r = open_ep(f, 1, 20, &ep);
+        CHECK(r == 0, "open: %s", velo_strerror(r));
+        std::vector<uint8_t> buf(64 << 10);
+        fill(buf.data(), buf.size(), seed + 9);
+        velo_region_t* rg;
+        r = velo_register(ep, buf.data(), buf.size(), VELO_ACCESS_REMOTE_READ | VELO_ACCESS_REMOTE_WRITE, &rg);
+        CHECK(r == 0, "register: %s", velo_strerror(r));
+        uint64_t nla;
+        velo_region_nla(rg, 0, &nla);
+        CHECK(l.send(1, nla), "link");
+        velo_rma_cpl_t c;
+        if (expect_cpl(ep, VELO_RMA_KIND_TARGET, 3)) return 1;
+        (void)c;
+        for (size_t i = 0; i < 1000; ++i) CHECK(buf[100 + i] == pat(seed + 10, i), "byte %zu", i);
+        CHECK(l.send(1, 1), "link");
+        return velo_close(ep);
+    });
+    pid_t ini = spawn([&] {
+        l.keep(0);
+        velo_ep_t* ep;
+        int r = open_ep(f, 0, 21, &ep);
+        CHECK(r == 0, "open: %s", velo_strerror(r));
+        uint64_t nla;
+        CHECK(l.recv(0, &nla), "target gone");
+        std::vector<uint8_t> got(64 << 10), src(1000);
+        fill(src.data(), src.size(), seed + 10);
+        r = velo_get_buf(ep, kTarget, got.data(), nla, got.size(), VELO_RMA_F_LOCAL, 2);
+        CHECK(r == 0, "get: %s", velo_strerror(r));
+        if (expect_cpl(ep, VELO_RMA_KIND_GET_DONE, 2)) return 1;
+        for (size_t i = 0; i < got.size(); ++i) CHECK(got[i] == pat(seed + 9, i), "get byte %zu", i);
+        r = velo_put_buf(ep, kTarget, src.data(), nla + 100, src.size(), VELO_RMA_F_NOTIFY | VELO_RMA_F_REMOTE, 3);
+        CHECK(r == 0, "put: %s", velo_strerror(r));
+        if (expect_cpl(ep, VELO_RMA_KIND_REMOTE, 3)) return 1;
+        uint64_t ok;
+        CHECK(l.recv(0, &ok), "target failed");
+        return velo_close(ep);
+    });
+    l.close_all();
+    EXPECT_EQ(join(ini), 0);
+    EXPECT_EQ(join(t), 0);
+    EXPECT_TRUE(f.alive());
+    EXPECT_EQ(f.stop(), 0);
+}
