@@ -161,8 +161,9 @@ void mca_btl_velo_fail_endpoint(mca_btl_velo_module_t* m, mca_btl_base_endpoint_
 
 /* rdma.c: the RDMA path */
 size_t mca_btl_velo_rdma_handle_size(void);
-int mca_btl_velo_rdma_open(mca_btl_velo_module_t* m); /* 0: put/get available */
-void mca_btl_velo_rdma_set(mca_btl_velo_module_t* m); /* functions and flags after rdma_open */
+int mca_btl_velo_rdma_open(mca_btl_velo_module_t* m);     /* 0: put/get available */
+void mca_btl_velo_rdma_install(mca_btl_velo_module_t* m); /* functions, before the common parameters */
+void mca_btl_velo_rdma_set(mca_btl_velo_module_t* m);     /* functions and flags after rdma_open */
 int mca_btl_velo_rdma_progress(mca_btl_velo_module_t* m);
 void mca_btl_velo_rdma_close(mca_btl_velo_module_t* m);
 

@@ -134,6 +134,7 @@ static int velo_component_register(void) {
     // put/get are cleared again at init when the device has no RMA unit (or btl_velo_rdma = 0)
     m->super.btl_flags = MCA_BTL_FLAGS_SEND | MCA_BTL_FLAGS_SEND_INPLACE | MCA_BTL_FLAGS_PUT | MCA_BTL_FLAGS_GET;
     m->super.btl_registration_handle_size = mca_btl_velo_rdma_handle_size();
+    mca_btl_velo_rdma_install(m);              // Open MPI drops the put/get flags of a module without the functions
     m->super.btl_put_limit = (size_t)1 << 30;  // libvelo splits into commands of VELO_RMA_LEN_MAX
     m->super.btl_get_limit = (size_t)1 << 30;
     m->super.btl_put_alignment = 0;

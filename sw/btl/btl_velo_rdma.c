@@ -269,19 +269,21 @@ void mca_btl_velo_rdma_close(mca_btl_velo_module_t* m) {
     OBJ_DESTRUCT(&m->rdma_lock);
 }
 
+void mca_btl_velo_rdma_install(mca_btl_velo_module_t* m) {
+    m->super.btl_put = bv_put;
+    m->super.btl_get = bv_get;
+    m->super.btl_register_mem = bv_register_mem;
+    m->super.btl_deregister_mem = bv_deregister_mem;
+    m->super.btl_flush = bv_flush;
+}
+
 void mca_btl_velo_rdma_set(mca_btl_velo_module_t* m) {
-    if (m->rdma_ok) {
-        m->super.btl_put = bv_put;
-        m->super.btl_get = bv_get;
-        m->super.btl_register_mem = bv_register_mem;
-        m->super.btl_deregister_mem = bv_deregister_mem;
-        m->super.btl_flush = bv_flush;
-    } else {
-        m->super.btl_flags &= ~(uint32_t)MCA_BTL_FLAGS_RDMA;
-        m->super.btl_put = NULL;
-        m->super.btl_get = NULL;
-        m->super.btl_register_mem = NULL;
-        m->super.btl_deregister_mem = NULL;
-        m->super.btl_flush = NULL;
-    }
+    if (m->rdma_ok && (m->super.btl_flags & MCA_BTL_FLAGS_RDMA)) return;
+    m->rdma_ok = 0;  // no RMA unit, btl_velo_rdma = 0, or the flags exclude put/get
+    m->super.btl_flags &= ~(uint32_t)MCA_BTL_FLAGS_RDMA;
+    m->super.btl_put = NULL;
+    m->super.btl_get = NULL;
+    m->super.btl_register_mem = NULL;
+    m->super.btl_deregister_mem = NULL;
+    m->super.btl_flush = NULL;
 }
