@@ -36,8 +36,9 @@
 // Host reads and posted writes (docs/rma.md §6.1): the get engine waits for host read completions,
 // which reach the NIC behind its CPU's posted writes, which may wait for the network's request
 // class, which waits at this NIC's (and other NICs') request input. So the request input must
-// never wait for a get being served: T moves every GET into the GET queue (2^GQ_LOG2 entries of
-// 183 bits, block RAM) and frees its slot at once. The initiator keeps at most one get outstanding
+// never wait for a get being served: T hands every GET to the get engine at once if it is idle
+// and the queue empty, else into the GET queue (2^GQ_LOG2 entries of 183 bits, block RAM), and
+// frees its slot. The initiator keeps at most one get outstanding
 // per target node (velo_rma_init), so with GQ_LOG2 >= NODE_BITS the queue never fills; if it
 // does (GETs from an initiator that breaks that rule), T waits for room as before.
 //
@@ -326,7 +327,8 @@ module velo_rma_tgt #(
     assign t_rel_req = (t_st == T_REL);
     assign t_rel_r   = t_r1;
     wire        gq_push;      // T moves the GET into the GET queue this cycle
-    assign t_free    = t_drop || gq_push || (w_take && t_np == 2'd0);
+    wire        g_direct;     // the idle get engine takes the GET straight from T (queue empty)
+    assign t_free    = t_drop || gq_push || g_direct || (w_take && t_np == 2'd0);
     assign t_to_w    = w_take && t_np != 2'd0;
 
     // outcome after this packet
@@ -368,7 +370,7 @@ module velo_rma_tgt #(
                     t_st   <= T_IDLE;
                     t_slot <= (NS == 1) ? {SB{1'b0}} : t_slot + 1'b1;
                 end
-                default: if (gq_push) begin   // T_GET
+                default: if (gq_push || g_direct) begin   // T_GET
                     t_st   <= T_IDLE;
                     t_slot <= (NS == 1) ? {SB{1'b0}} : t_slot + 1'b1;
                 end
@@ -640,19 +642,22 @@ module velo_rma_tgt #(
     wire           gq_s_ready, gq_valid;
     wire [GQW-1:0] gq_q;
     wire [GQ_LOG2:0] gq_count;
-    assign gq_push = (t_st == T_GET) && gq_s_ready;
+    // an idle engine with an empty queue takes the GET from T directly (no queue latency)
+    assign g_direct = (t_st == T_GET) && (g_st == G_IDLE) && (gq_count == {(GQ_LOG2+1){1'b0}});
+    assign gq_push  = (t_st == T_GET) && !g_direct && gq_s_ready;
+    wire   g_pop    = gq_valid && (g_st == G_IDLE);
     velo_fifo #(.W(GQW), .AW(GQ_LOG2)) u_gq (
         .clk(clk), .rst(rst),
         .s_valid(gq_push), .s_ready(gq_s_ready),
         .s_data({t_route_now, th[`VELO_RMA_PKT_HDR_SRC_VPID], th[`VELO_RMA_PKT_HDR_TAG], t3,
                  t2[`VELO_RMA_PKT_LEN_LEN], tn}),
-        .m_valid(gq_valid), .m_ready(g_start), .m_data(gq_q), .count(gq_count));
-    wire [63:0] q_tnla  = gq_q[63:0];
-    wire [23:0] q_len   = gq_q[87:64];
-    wire [63:0] q_inla  = gq_q[151:88];
-    wire [7:0]  q_tag   = gq_q[159:152];
-    wire [7:0]  q_vpid  = gq_q[167:160];
-    wire [14:0] q_route = gq_q[182:168];
+        .m_valid(gq_valid), .m_ready(g_pop), .m_data(gq_q), .count(gq_count));
+    wire [63:0] q_tnla  = g_direct ? tn : gq_q[63:0];
+    wire [23:0] q_len   = g_direct ? t2[`VELO_RMA_PKT_LEN_LEN] : gq_q[87:64];
+    wire [63:0] q_inla  = g_direct ? t3 : gq_q[151:88];
+    wire [7:0]  q_tag   = g_direct ? th[`VELO_RMA_PKT_HDR_TAG] : gq_q[159:152];
+    wire [7:0]  q_vpid  = g_direct ? th[`VELO_RMA_PKT_HDR_SRC_VPID] : gq_q[167:160];
+    wire [14:0] q_route = g_direct ? t_route_now : gq_q[182:168];
     reg  [63:0] q_hdr;
     always @(*) begin
         q_hdr = 64'd0;
@@ -661,7 +666,7 @@ module velo_rma_tgt #(
     end
 
     assign g_idle  = (g_st == G_IDLE);
-    assign g_start = gq_valid && g_idle;
+    assign g_start = g_pop || g_direct;
     wire [23:0] g_rem   = g_len - g_off;
     wire [21:0] g_r4k   = (g_r > 22'd4096) ? 22'd4096 : g_r;
     wire [23:0] g_qlen  = ({2'd0, g_r4k} < g_rem) ? {2'd0, g_r4k} : g_rem;
