@@ -10,6 +10,11 @@
 //   notification entries of both -> velo_rma_notify (one; the target waits for its report)
 //   DMA writes (init, tgt), notification writes, DMA reads --> velo_tlp_merge --> tx (arbiter port c)
 //
+// Host read completions arrive behind the CPU's posted writes (PCIe ordering), so nothing the NIC
+// needs to accept a posted write may wait for one of its own reads (docs/rma.md §6.1): a put packet
+// starts only when its data are in the initiator's read FIFO (velo_rma_init, rd_avail from
+// velo_rma_rdmux), and the target queues GETs instead of holding its request input while a get
+// waits for host reads (velo_rma_tgt GET queue; one get per target node from each initiator).
 // Responses must never wait behind requests: the initiator's read data are buffered with reserved
 // room (velo_rma_rdmux) so they never stall the shared read engine; the response input is a
 // store-and-forward filter (bad packets, e.g. truncated by a link error after cut-through, are
@@ -196,6 +201,8 @@ module velo_rma #(
     wire [11:0] i_rq_len_m1;
     wire [TAG_BITS-1:0] i_rq_ctx, i_rd_ctx;
     wire [7:0]  i_rd_be;
+    wire [13:0] i_rd_avail;
+    wire        i_rd_errq;
     wire        t_rq_valid, t_rq_ready, t_rd_valid, t_rd_ready, t_rd_first, t_rd_last, t_rd_err;
     wire [63:0] t_rq_addr, t_rd_data;
     wire [11:0] t_rq_len_m1;
@@ -207,11 +214,12 @@ module velo_rma #(
     wire [TCTX:0] d_rq_ctx, d_rd_ctx;
     wire [7:0]  d_rd_be;
 
-    velo_rma_rdmux #(.TAG_BITS(TAG_BITS), .TCTX_W(TCTX)) u_rdmux (
+    velo_rma_rdmux #(.TAG_BITS(TAG_BITS), .TCTX_W(TCTX), .FIFO_AW(10)) u_rdmux (
         .clk(clk), .rst(rst),
         .i_rq_valid(i_rq_valid), .i_rq_ready(i_rq_ready), .i_rq_addr(i_rq_addr), .i_rq_len_m1(i_rq_len_m1),
         .i_rq_ctx(i_rq_ctx), .i_rd_valid(i_rd_valid), .i_rd_ready(i_rd_ready), .i_rd_data(i_rd_data),
         .i_rd_be(i_rd_be), .i_rd_last(i_rd_last), .i_rd_err(i_rd_err), .i_rd_ctx(i_rd_ctx),
+        .i_rd_bytes(i_rd_avail), .i_rd_errq(i_rd_errq),
         .t_rq_valid(t_rq_valid), .t_rq_ready(t_rq_ready), .t_rq_addr(t_rq_addr), .t_rq_len_m1(t_rq_len_m1),
         .t_rq_ctx(t_rq_ctx), .t_rd_valid(t_rd_valid), .t_rd_ready(t_rd_ready), .t_rd_data(t_rd_data),
         .t_rd_be(t_rd_be), .t_rd_first(t_rd_first), .t_rd_last(t_rd_last), .t_rd_err(t_rd_err), .t_rd_ctx(t_rd_ctx),
@@ -310,7 +318,7 @@ module velo_rma #(
         .rel_valid(i_rel_valid), .rel_ready(i_rel_ready), .rel_region(i_rel_region),
         .rq_valid(i_rq_valid), .rq_ready(i_rq_ready), .rq_addr(i_rq_addr), .rq_len_m1(i_rq_len_m1), .rq_ctx(i_rq_ctx),
         .rd_valid(i_rd_valid), .rd_ready(i_rd_ready), .rd_data(i_rd_data), .rd_be(i_rd_be), .rd_last(i_rd_last),
-        .rd_err(i_rd_err), .rd_ctx(i_rd_ctx),
+        .rd_err(i_rd_err), .rd_ctx(i_rd_ctx), .rd_avail(i_rd_avail), .rd_errq(i_rd_errq),
         .pkt_valid(qo_valid), .pkt_ready(qo_ready), .pkt_data(qo_data), .pkt_last(qo_last), .pkt_lnb(qo_lnb),
         .rx_valid(f_valid), .rx_ready(f_ready), .rx_data(f_data), .rx_last(f_last),
         .tx_valid(iw_valid), .tx_ready(iw_ready), .tx_sop(iw_sop), .tx_eop(iw_eop), .tx_hdr(iw_hdr), .tx_data(iw_data),

@@ -14,7 +14,11 @@
 // data in order (velo_dma_rd delivers in request order), packs the bytes through a 16-byte byte
 // aligner (from host-address lanes to packet lanes) and cuts packets by target NLA: the first
 // carries at most RMA_MTU - (T mod 8) data bytes, all others start 8-byte aligned, data after the
-// header words and (T mod 4) pad bytes. Headers leave as soon as the packet starts (cut-through).
+// header words and (T mod 4) pad bytes. A packet starts only when its data bytes are waiting at
+// rd_* (rd_avail, the bytes in the read FIFO, plus the aligner's; or an error beat is waiting),
+// so once its header left it never waits for a host read: a host read completion may wait
+// behind the CPU's posted writes, which may wait for the request-class local input this packet
+// holds (docs/rma.md §6.1, "host reads and posted writes").
 // Puts are sent one after the other (never interleaved: the ordering assumption of §3). A put with
 // NOTIFY ends with a data-less LAST|NOTIFY packet, sent only after every data byte was read
 // without error, so the target's TARGET entry never announces a failed put. LOCAL_CPL is written
@@ -25,7 +29,10 @@
 // word: the put's first byte) ends it at the target, and ERROR (the local reason) is written when its PUT_RSP arrives.
 //
 // GET: the GET packet (target NLA, length, initiator NLA) leaves on the request VC, alternating
-// with put packets. Each GET_RSP packet is checked against the get's buffer (same region and key,
+// with put packets, in command order, and only when no earlier get to the same node is
+// outstanding (sent, tag not yet free): one get per target node at a time, so a target's GET
+// queue of 2^NODE_BITS entries never fills and a target never holds its request input for a get
+// (velo_rma_tgt; docs/rma.md §6.1, "host reads and posted writes"). Each GET_RSP packet is checked against the get's buffer (same region and key,
 // inside [NLA, NLA + LEN), from the node the get went to), stored (at most RMA_MTU data bytes),
 // translated (LOCAL_WRITE, split at page ends) and written with posted memory writes (byte
 // enables, realigned from packet lanes to host lanes). After the LAST response: GET_DONE (LCPL) or
@@ -94,6 +101,8 @@ module velo_rma_init #(
     input  wire                 rd_last,
     input  wire                 rd_err,
     input  wire [TAG_BITS-1:0]  rd_ctx,
+    input  wire [13:0]          rd_avail,   // data bytes waiting at rd_* (velo_rma_rdmux FIFO), registered
+    input  wire                 rd_errq,    // an error beat waits at rd_* (behind rd_avail's bytes)
     // packets out (request VC), 64-bit words, header word first
     output reg                  pkt_valid,
     input  wire                 pkt_ready,
@@ -157,6 +166,8 @@ module velo_rma_init #(
     reg [TAGS-1:0] t_busy;             // tag holds a command
     reg [TAGS-1:0] t_sent;             // its last request packet has left (put: LAST; get: GET)
     reg [5*TAGS-1:0] t_lerr;           // {remote, reason} of a failure noted before the end
+    reg [TAGS-1:0] t_get;              // tag holds a get
+    reg [NODE_BITS*TAGS-1:0] t_node;   // the command's remote node (copy of the table's F_NODE)
 
     // ================================================================ shared resources: requests
     // ATU lookups: one outstanding; clients 0 intake, 1 issuer, 2 get writer
@@ -391,6 +402,10 @@ module velo_rma_init #(
     always @(posedge clk) begin
         if (i_alloc && !c_get) q_tag[q_wp[TB-1:0]] <= free_tag;
         if (i_alloc && c_get) gq_tag[gq_wp[TB-1:0]] <= free_tag;
+        if (i_alloc) begin
+            t_get[free_tag] <= c_get;
+            t_node[NODE_BITS*free_tag +: NODE_BITS] <= c_node8[NODE_BITS-1:0];
+        end
         if (s_fin) begin
             q_nreq[q_ip[TB-1:0]] <= s_fin_nreq;
             q_ierr[q_ip[TB-1:0]] <= s_fin_err;
@@ -521,6 +536,10 @@ module velo_rma_init #(
     wire        p_fail  = p_act && (p_dmaerr || (pe_idone && pe_ierr != `VELO_RMA_ERR_NONE));
     wire [3:0]  p_reason = p_dmaerr ? `VELO_RMA_ERR_NOT_VALID : pe_ierr;
     wire        p_drained = pe_idone && (p_reqs == pe_nreq);
+    // the data of the next packet are here: in the aligner (taken, not in earlier packets) or in
+    // the read FIFO; data arrive in request order, so bytes of a later put there mean all of
+    // this put's are; an error beat waiting ends the packet with zeros when reached
+    wire [24:0] p_have  = {1'b0, p_in} - {1'b0, p_sent_x} + {11'd0, rd_avail};
     assign p_abort_issue = p_act && p_dmaerr && (s_tag == p_tag) && (q_ip == q_pp);
 
     // the next packet of the put: data-less LAST|NOTIFY trailer once the data are out
@@ -532,6 +551,7 @@ module velo_rma_init #(
     wire [8:0]  n_area  = n_trail ? 9'd24 :
                           (9'd8 + (p_first_x ? 9'd8 : 9'd0) + ((n_nd != 8'd0) ? ({7'd0, n_pad} + {1'b0, n_nd}) : 9'd0));
     wire [8:0]  n_am1   = n_area - 9'd1;
+    wire        n_ok    = rd_errq || (p_have >= {17'd0, n_nd});
 
     // byte aligner: acc holds acnt bytes of the put's byte stream (bytes above acnt are 0)
     reg  [127:0] acc;
@@ -622,15 +642,26 @@ module velo_rma_init #(
     end
 
     // a GET starts at a put packet boundary; GET and put packets alternate when both wait
-    wire g_pend  = (gq_rp != gq_wp);
-    wire p_ready_pkt = (p_st == P_START) && !p_fail;
+    // the head get waits while a get to its node is outstanding (one get per target node)
+    wire [TB-1:0] gh_tag = gq_tag[gq_rp[TB-1:0]];
+    wire [NODE_BITS-1:0] gh_node = t_node[NODE_BITS*gh_tag +: NODE_BITS];
+    reg  g_same;
+    integer gk;
+    always @(*) begin
+        g_same = 1'b0;
+        for (gk = 0; gk < TAGS; gk = gk + 1)
+            if (t_busy[gk] && t_sent[gk] && t_get[gk] && t_node[NODE_BITS*gk +: NODE_BITS] == gh_node)
+                g_same = 1'b1;
+    end
+    wire g_pend  = (gq_rp != gq_wp) && !g_same;
+    wire p_ready_pkt = (p_st == P_START) && !p_fail && n_ok;
     wire g_start = g_pend && !g_act && (p_st != P_EMIT) && (g_turn || !p_ready_pkt);
     assign g_pop = g_emit && (g_w == 2'd3);
     wire p_end = p_emit && w_lastword && p_plast;
     assign p_pop = p_end || (p_st == P_FAIL && b_ngo);
     // load the next packet: from P_START, or straight after the last word of the previous one
-    wire p_load = ((p_st == P_START) && !p_fail && !g_start && !g_act) ||
-                  (p_emit && w_lastword && !p_plast && !p_fail && !g_pend);
+    wire p_load = n_ok && (((p_st == P_START) && !p_fail && !g_start && !g_act) ||
+                           (p_emit && w_lastword && !p_plast && !p_fail && !g_pend));
     wire p_lcpl_req = p_act && (p_st != P_FAIL) && !p_lcpl && !p_fail && (p_in == p_len) && p_drained;
     assign b_nreq  = (p_st == P_FAIL) || p_lcpl_req;
     assign b_ntag  = p_tag;

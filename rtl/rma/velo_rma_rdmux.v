@@ -13,6 +13,11 @@
 //
 // Context: the engine's context is {source, caller context}; an initiator request carries its
 // reservation in the context too (so no bookkeeping queue is needed).
+//
+// i_rd_bytes / i_rd_errq tell the initiator what its FIFO holds (data bytes; whether an error beat
+// is in it), counted at the FIFO's input and output: the initiator starts a put packet only when
+// the packet's data are here (docs/rma.md §6.1, "host reads and posted writes"), so a packet that
+// has started never waits for a host read.
 `default_nettype none
 module velo_rma_rdmux #(
     parameter integer TAG_BITS = 4,   // initiator context width (its command tag), 1..6
@@ -34,6 +39,8 @@ module velo_rma_rdmux #(
     output wire                i_rd_last,
     output wire                i_rd_err,
     output wire [TAG_BITS-1:0] i_rd_ctx,
+    output reg  [FIFO_AW+3:0]  i_rd_bytes, // data bytes (rd_be set, not error beats) in the FIFO
+    output wire                i_rd_errq,  // an error beat is in the FIFO
     // target
     input  wire                t_rq_valid,
     output wire                t_rq_ready,
@@ -126,6 +133,29 @@ module velo_rma_rdmux #(
                          + {{FIFO_AW{1'b0}}, pop} + ret;
             if (push) got <= rd_last ? 10'd0 : got + 10'd1;
             if (rq_valid && rq_ready) last_i <= sel_i;
+        end
+    end
+
+    // what the FIFO holds: data bytes and error beats, pushed minus popped
+    function [3:0] ones8;
+        input [7:0] v;
+        integer b;
+        begin
+            ones8 = 4'd0;
+            for (b = 0; b < 8; b = b + 1) ones8 = ones8 + {3'd0, v[b]};
+        end
+    endfunction
+    reg  [FIFO_AW:0] errs;
+    wire [3:0] push_n = (push && !rd_err) ? ones8(rd_be) : 4'd0;
+    wire [3:0] pop_n  = (pop && !i_rd_err) ? ones8(i_rd_be) : 4'd0;
+    assign i_rd_errq = (errs != {(FIFO_AW+1){1'b0}});
+    always @(posedge clk) begin
+        if (rst) begin
+            i_rd_bytes <= {(FIFO_AW+4){1'b0}};
+            errs       <= {(FIFO_AW+1){1'b0}};
+        end else begin
+            i_rd_bytes <= i_rd_bytes + {{FIFO_AW{1'b0}}, push_n} - {{FIFO_AW{1'b0}}, pop_n};
+            errs <= errs + {{FIFO_AW{1'b0}}, push && rd_err} - {{FIFO_AW{1'b0}}, pop && i_rd_err};
         end
     end
 

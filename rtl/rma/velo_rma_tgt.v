@@ -13,7 +13,8 @@
 // otherwise it is looked up with its own data length; a packet whose data cross a page end takes a
 // second lookup for the rest (all-or-nothing per packet: if the second fails, the first
 // translation is released and nothing of the packet is written). A failure sets the outcome.
-// GET: handed to the get engine (one get at a time). The route back to the source is read here.
+// GET: queued for the get engine (GET queue: the request's fields and the route back to the
+// source, read here), so T never waits for a get being served, i.e. for host reads (below).
 //
 // Write stage (W, in packet order): the packet's data go out as posted MWr TLPs, cut at the ends
 // of the translated pieces and at MPS boundaries, with byte enables; the payload bytes are read
@@ -32,13 +33,22 @@
 // they are sent, so a read error never leaves a packet half sent: it discards the packet being
 // built, waits for the reads already issued, and ends the get with one LAST packet carrying ERR.
 //
+// Host reads and posted writes (docs/rma.md §6.1): the get engine waits for host read completions,
+// which reach the NIC behind its CPU's posted writes, which may wait for the network's request
+// class, which waits at this NIC's (and other NICs') request input. So the request input must
+// never wait for a get being served: T hands every GET to the get engine at once if it is idle
+// and the queue empty, else into the GET queue (2^GQ_LOG2 entries of 183 bits, block RAM), and
+// frees its slot. The initiator keeps at most one get outstanding
+// per target node (velo_rma_init), so with GQ_LOG2 >= NODE_BITS the queue never fills; if it
+// does (GETs from an initiator that breaks that rule), T waits for room as before.
+//
 // No head-of-line deadlock: responses never wait for requests. The response output takes whole
 // packets from two independent sources, the PUT_RSP register and the GET_RSP buffers, round
 // robin; both are filled by logic that waits only for the response output, the host (TLP
 // port, DMA reads) and the notification writer, never for the request input. A request may wait
-// for the response class (W holding a PUT_RSP until the register is free, T holding a GET until
-// the get engine is free), which is the allowed direction (request -> response), as in any
-// request/response protocol on separate virtual channels.
+// for the response class (W holding a PUT_RSP until the register is free), which is the allowed
+// direction (request -> response), as in any request/response protocol on separate virtual
+// channels; it never waits for a host read.
 `default_nettype none
 `include "velo_spec.vh"
 module velo_rma_tgt #(
@@ -49,7 +59,8 @@ module velo_rma_tgt #(
     parameter integer MTU         = 48,   // data bytes per packet (spec param RMA_MTU), multiple of 8, 8..240
     parameter integer MPS         = 256,  // max payload size of a DMA write: power of 2, 64..4096
     parameter integer SLOTS_LOG2  = 2,    // 2^SLOTS_LOG2 request packet slots (>= 1)
-    parameter integer CTX_W       = 16    // DMA read context width (velo_dma_rd CTX_W), >= REGION_BITS + 1
+    parameter integer CTX_W       = 16,   // DMA read context width (velo_dma_rd CTX_W), >= REGION_BITS + 1
+    parameter integer GQ_LOG2     = NODE_BITS // GET queue: 2^GQ_LOG2 requests (>= NODE_BITS: never full)
 ) (
     input  wire                   clk,
     input  wire                   rst,        // synchronous, active high
@@ -315,7 +326,9 @@ module velo_rma_tgt #(
     assign t_rs_wait = (t_st == T_RS1) || (t_st == T_RS2);
     assign t_rel_req = (t_st == T_REL);
     assign t_rel_r   = t_r1;
-    assign t_free    = t_drop || g_start || (w_take && t_np == 2'd0);
+    wire        gq_push;      // T moves the GET into the GET queue this cycle
+    wire        g_direct;     // the idle get engine takes the GET straight from T (queue empty)
+    assign t_free    = t_drop || gq_push || g_direct || (w_take && t_np == 2'd0);
     assign t_to_w    = w_take && t_np != 2'd0;
 
     // outcome after this packet
@@ -357,7 +370,7 @@ module velo_rma_tgt #(
                     t_st   <= T_IDLE;
                     t_slot <= (NS == 1) ? {SB{1'b0}} : t_slot + 1'b1;
                 end
-                default: if (g_start) begin   // T_GET
+                default: if (gq_push || g_direct) begin   // T_GET
                     t_st   <= T_IDLE;
                     t_slot <= (NS == 1) ? {SB{1'b0}} : t_slot + 1'b1;
                 end
@@ -624,8 +637,36 @@ module velo_rma_tgt #(
     wire        g_final_go;  // the final (error or empty) packet is queued
     wire        rd_fire_last;
 
+    // the GET queue: {route, SRC_VPID, TAG, initiator NLA, LEN, target NLA} of each request
+    localparam integer GQW = 15 + 8 + 8 + 64 + 24 + 64;
+    wire           gq_s_ready, gq_valid;
+    wire [GQW-1:0] gq_q;
+    wire [GQ_LOG2:0] gq_count;
+    // an idle engine with an empty queue takes the GET from T directly (no queue latency)
+    assign g_direct = (t_st == T_GET) && (g_st == G_IDLE) && (gq_count == {(GQ_LOG2+1){1'b0}});
+    assign gq_push  = (t_st == T_GET) && !g_direct && gq_s_ready;
+    wire   g_pop    = gq_valid && (g_st == G_IDLE);
+    velo_fifo #(.W(GQW), .AW(GQ_LOG2)) u_gq (
+        .clk(clk), .rst(rst),
+        .s_valid(gq_push), .s_ready(gq_s_ready),
+        .s_data({t_route_now, th[`VELO_RMA_PKT_HDR_SRC_VPID], th[`VELO_RMA_PKT_HDR_TAG], t3,
+                 t2[`VELO_RMA_PKT_LEN_LEN], tn}),
+        .m_valid(gq_valid), .m_ready(g_pop), .m_data(gq_q), .count(gq_count));
+    wire [63:0] q_tnla  = g_direct ? tn : gq_q[63:0];
+    wire [23:0] q_len   = g_direct ? t2[`VELO_RMA_PKT_LEN_LEN] : gq_q[87:64];
+    wire [63:0] q_inla  = g_direct ? t3 : gq_q[151:88];
+    wire [7:0]  q_tag   = g_direct ? th[`VELO_RMA_PKT_HDR_TAG] : gq_q[159:152];
+    wire [7:0]  q_vpid  = g_direct ? th[`VELO_RMA_PKT_HDR_SRC_VPID] : gq_q[167:160];
+    wire [14:0] q_route = g_direct ? t_route_now : gq_q[182:168];
+    reg  [63:0] q_hdr;
+    always @(*) begin
+        q_hdr = 64'd0;
+        q_hdr[`VELO_RMA_PKT_HDR_SRC_VPID] = q_vpid;
+        q_hdr[`VELO_RMA_PKT_HDR_TAG]      = q_tag;
+    end
+
     assign g_idle  = (g_st == G_IDLE);
-    assign g_start = (t_st == T_GET) && g_idle;
+    assign g_start = g_pop || g_direct;
     wire [23:0] g_rem   = g_len - g_off;
     wire [21:0] g_r4k   = (g_r > 22'd4096) ? 22'd4096 : g_r;
     wire [23:0] g_qlen  = ({2'd0, g_r4k} < g_rem) ? {2'd0, g_r4k} : g_rem;
@@ -655,8 +696,8 @@ module velo_rma_tgt #(
             g_outst <= g_outst + {6'd0, rq_fire} - {6'd0, rd_fire_last};
             case (g_st)
                 G_IDLE: if (g_start) begin
-                    if (!t_route_now[14]) g_st <= G_IDLE;
-                    else if (!enable || t2[`VELO_RMA_PKT_LEN_LEN] == 24'd0) g_st <= G_END;
+                    if (!q_route[14]) g_st <= G_IDLE;
+                    else if (!enable || q_len == 24'd0) g_st <= G_END;
                     else g_st <= G_LK;
                 end
                 G_LK: if (g_lk_gnt) g_st <= G_RS;
@@ -674,11 +715,11 @@ module velo_rma_tgt #(
 
     always @(posedge clk) begin
         if (g_start) begin
-            g_tnla  <= tn;
-            g_len   <= t2[`VELO_RMA_PKT_LEN_LEN];
-            g_inla  <= t3;
-            g_hdr   <= th;
-            g_route <= t_route_now;
+            g_tnla  <= q_tnla;
+            g_len   <= q_len;
+            g_inla  <= q_inla;
+            g_hdr   <= q_hdr;
+            g_route <= q_route;
             g_off   <= 24'd0;
             g_fail  <= !enable;
             g_err   <= enable ? E_NONE : `VELO_RMA_ERR_DISABLED;
@@ -801,7 +842,7 @@ module velo_rma_tgt #(
                 gb_w <= ~gb_w;
             end
             if (g_start) begin
-                d_left  <= (enable && t_route_now[14]) ? t2[`VELO_RMA_PKT_LEN_LEN] : 24'd0;
+                d_left  <= (enable && q_route[14]) ? q_len : 24'd0;
                 g_dfail <= 1'b0;
             end
             if (rd_fire && rd_err) g_dfail <= 1'b1;
@@ -825,7 +866,7 @@ module velo_rma_tgt #(
     always @(posedge clk) begin
         if (g_start) begin
             p_first <= 1'b1;
-            p_nla   <= t3;
+            p_nla   <= q_inla;
         end
         if (p_start) begin
             p_need  <= p_len;
@@ -918,6 +959,7 @@ module velo_rma_tgt #(
         for (i = 0; i < NS; i = i + 1) if (sl_st[i] != SL_FREE) slots_busy = 1'b1;
     end
     assign busy = slots_busy || (t_st != T_IDLE) || (w_st != W_IDLE) || o_valid || pr_valid || !g_idle ||
+                  (gq_count != {(GQ_LOG2+1){1'b0}}) ||
                   (gs_st != 2'b00) || q_busy || ov;
 
     always @(posedge clk) begin
@@ -939,7 +981,7 @@ module velo_rma_tgt #(
             ev_rd_bytes <= p_done ? p_n : 8'd0;
             ev_err      <= (w_rsp_go && w_fail) || (g_final_go && g_fail);
             ev_err_code <= (w_rsp_go && w_fail) ? w_reason : g_err;
-            ev_no_route <= (w_rsp_go && !w_route[14]) || (g_start && !t_route_now[14]);
+            ev_no_route <= (w_rsp_go && !w_route[14]) || (g_start && !q_route[14]);
             ev_put_rsp  <= w_rsp_go && w_route[14];
         end
     end

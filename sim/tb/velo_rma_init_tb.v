@@ -1,5 +1,7 @@
-// Bench top of tb_rma_init: the initiator engine with the real translation unit (velo_atu) and
-// DMA read engine (velo_dma_rd) it uses in the NIC; the bench plays host, route table and network.
+// Bench top of tb_rma_init: the initiator engine with the real translation unit (velo_atu), DMA
+// read engine (velo_dma_rd) and read sharing (velo_rma_rdmux: the initiator's read FIFO, whose
+// fill the engine's packet start waits for; the target side idle) it uses in the NIC; the bench
+// plays host, route table and network.
 `default_nettype none
 module velo_rma_init_tb #(
     parameter integer TAG_BITS = 4,   // command tags of the engine
@@ -82,10 +84,22 @@ module velo_rma_init_tb #(
     wire [11:0] rq_len_m1;
     wire [TAG_BITS-1:0] rq_ctx, rd_ctx;
     wire [7:0]  rd_be;
+    wire [13:0] rd_avail;
+    wire        rd_errq;
+    wire d_rq_valid, d_rq_ready, d_rd_valid, d_rd_ready, d_rd_first, d_rd_last, d_rd_err;
+    wire [63:0] d_rq_addr, d_rd_data;
+    wire [11:0] d_rq_len_m1;
+    wire [16:0] d_rq_ctx, d_rd_ctx;
+    wire [7:0]  d_rd_be;
+    wire        t_rq_ready, t_rd_valid, t_rd_first, t_rd_last, t_rd_err;
+    wire [63:0] t_rd_data;
+    wire [7:0]  t_rd_be;
+    wire [15:0] t_rd_ctx;
     wire [31:0] c0, c1, c2, c3, c4;
     wire        ev_cfg_bad;
     assign rel_ready = 1'b1;
     assign probe = {rq_valid, rq_ready, rd_valid, rd_ready};
+    assign rd_first = 1'b0;
 
     velo_rma_init #(.TAG_BITS(TAG_BITS), .MTU(MTU)) u_init (
         .clk(clk), .rst(rst), .enable(enable), .node_id(node_id), .req_id(req_id),
@@ -98,7 +112,7 @@ module velo_rma_init_tb #(
         .rel_region(rel_region),
         .rq_valid(rq_valid), .rq_ready(rq_ready), .rq_addr(rq_addr), .rq_len_m1(rq_len_m1), .rq_ctx(rq_ctx),
         .rd_valid(rd_valid), .rd_ready(rd_ready), .rd_data(rd_data), .rd_be(rd_be), .rd_last(rd_last),
-        .rd_err(rd_err), .rd_ctx(rd_ctx),
+        .rd_err(rd_err), .rd_ctx(rd_ctx), .rd_avail(rd_avail), .rd_errq(rd_errq),
         .pkt_valid(pkt_valid), .pkt_ready(pkt_ready), .pkt_data(pkt_data), .pkt_last(pkt_last), .pkt_lnb(pkt_lnb),
         .rx_valid(rx_valid), .rx_ready(rx_ready), .rx_data(rx_data), .rx_last(rx_last),
         .tx_valid(tx_valid), .tx_ready(tx_ready), .tx_sop(tx_sop), .tx_eop(tx_eop), .tx_hdr(tx_hdr), .tx_data(tx_data),
@@ -116,17 +130,31 @@ module velo_rma_init_tb #(
         .rel_valid(rel_valid), .rel_region(rel_region), .q_region(q_region), .q_busy(q_busy),
         .ev_rel_underflow(ev_rel_underflow), .ev_cfg_bad(ev_cfg_bad));
 
-    velo_dma_rd #(.TLP_W(64), .MRRS(512), .TAGS(32), .TAG_W(8), .CB_LOG2(13), .CTX_W(TAG_BITS), .TIMEOUT(4096)) u_dma (
+    velo_rma_rdmux #(.TAG_BITS(TAG_BITS), .TCTX_W(16), .FIFO_AW(10)) u_rdmux (
+        .clk(clk), .rst(rst),
+        .i_rq_valid(rq_valid), .i_rq_ready(rq_ready), .i_rq_addr(rq_addr), .i_rq_len_m1(rq_len_m1),
+        .i_rq_ctx(rq_ctx), .i_rd_valid(rd_valid), .i_rd_ready(rd_ready), .i_rd_data(rd_data),
+        .i_rd_be(rd_be), .i_rd_last(rd_last), .i_rd_err(rd_err), .i_rd_ctx(rd_ctx),
+        .i_rd_bytes(rd_avail), .i_rd_errq(rd_errq),
+        .t_rq_valid(1'b0), .t_rq_ready(t_rq_ready), .t_rq_addr(64'd0), .t_rq_len_m1(12'd0),
+        .t_rq_ctx(16'd0), .t_rd_valid(t_rd_valid), .t_rd_ready(1'b1), .t_rd_data(t_rd_data),
+        .t_rd_be(t_rd_be), .t_rd_first(t_rd_first), .t_rd_last(t_rd_last), .t_rd_err(t_rd_err), .t_rd_ctx(t_rd_ctx),
+        .rq_valid(d_rq_valid), .rq_ready(d_rq_ready), .rq_addr(d_rq_addr), .rq_len_m1(d_rq_len_m1), .rq_ctx(d_rq_ctx),
+        .rd_valid(d_rd_valid), .rd_ready(d_rd_ready), .rd_data(d_rd_data), .rd_be(d_rd_be), .rd_first(d_rd_first),
+        .rd_last(d_rd_last), .rd_err(d_rd_err), .rd_ctx(d_rd_ctx));
+
+    velo_dma_rd #(.TLP_W(64), .MRRS(512), .TAGS(32), .TAG_W(8), .CB_LOG2(13), .CTX_W(17), .TIMEOUT(4096)) u_dma (
         .clk(clk), .rst(rst), .req_id(req_id),
-        .rq_valid(rq_valid), .rq_ready(rq_ready), .rq_addr(rq_addr), .rq_len_m1(rq_len_m1), .rq_ctx(rq_ctx),
-        .rd_valid(rd_valid), .rd_ready(rd_ready), .rd_data(rd_data), .rd_be(rd_be), .rd_first(rd_first),
-        .rd_last(rd_last), .rd_err(rd_err), .rd_ctx(rd_ctx),
+        .rq_valid(d_rq_valid), .rq_ready(d_rq_ready), .rq_addr(d_rq_addr), .rq_len_m1(d_rq_len_m1), .rq_ctx(d_rq_ctx),
+        .rd_valid(d_rd_valid), .rd_ready(d_rd_ready), .rd_data(d_rd_data), .rd_be(d_rd_be), .rd_first(d_rd_first),
+        .rd_last(d_rd_last), .rd_err(d_rd_err), .rd_ctx(d_rd_ctx),
         .tx_valid(mrd_valid), .tx_ready(mrd_ready), .tx_sop(mrd_sop), .tx_eop(mrd_eop), .tx_hdr(mrd_hdr),
         .tx_data(mrd_data),
         .cpl_valid(cpl_valid), .cpl_ready(cpl_ready), .cpl_sop(cpl_sop), .cpl_eop(cpl_eop), .cpl_hdr(cpl_hdr),
         .cpl_data(cpl_data),
         .busy(dma_busy), .cnt_reads(c0), .cnt_cpl_bytes(c1), .cnt_errors(c2), .cnt_timeouts(c3), .cnt_unexpected(c4));
 
-    wire unused_ok = &{1'b0, rs_owner, rs_tag, rd_first, c0, c1, c2, c3, c4, ev_cfg_bad};
+    wire unused_ok = &{1'b0, rs_owner, rs_tag, rd_first, t_rq_ready, t_rd_valid, t_rd_data, t_rd_be, t_rd_first,
+                       t_rd_last, t_rd_err, t_rd_ctx, c0, c1, c2, c3, c4, ev_cfg_bad};
 endmodule
 `default_nettype wire

@@ -279,9 +279,10 @@ TEST(NetRouting, DiscoveryAndPortConfiguration) {
 // through the other two nodes), all commands at once, while nodes 2 and 3 send random messages
 // to every node (crossing the same links and switches, and arriving at the put targets).
 // Phase 2: every node puts 32 KiB more to node n + 2. Phase 3: every node gets 64 KiB in pieces
-// from node n + 1 (one hop). (What is not combined here is what the RMA unit cannot do yet,
-// docs/rma.md §6.1 "Known limits": puts by a node whose CPU sends VELO messages at the same time,
-// gets while VELO messages are sent, puts and gets outstanding together on every node.) Asserted:
+// from node n + 1 (one hop). (Puts by a node whose CPU sends VELO messages at the same time,
+// gets while VELO messages are sent and puts and gets outstanding together on every node, once
+// the RMA unit's limits, are tested by tb_rma_system's RmaMixed.*: docs/rma.md §6.1 "Host reads
+// and posted writes".) Asserted:
 // every message exactly once, byte-exact, in order per thread pair (the scoreboard); every RMA
 // command answered by exactly one completion (REMOTE_CPL for a put, GET_DONE for a get, never
 // ERROR), the puts' in command order; every region byte-exact against its shadow (puts' targets,
