@@ -438,11 +438,11 @@ TEST(RmaSystem, MessageAfterRemoteCompletionArrivesAfterTheData) {
 // sender queues `msgs` random messages (1..64 B, every write-combining mode, end-to-end credits so
 // mailboxes never block) to random vpids of every node, then every RMA node issues `cmds` commands
 // at once (fewer than the initiator's 16 tags) to node n + 1: puts, gets or both at random, of
-// random sizes 1 B..20 KB; every command reads and writes bytes no other command touches. Asserted: every command answered by
-// exactly one completion of the right kind (REMOTE_CPL / GET_DONE, never ERROR: a host read that
-// waited behind the posted writes until it timed out would end in ERROR/NOT_VALID), in command
-// order for puts; every region byte-exact (nothing written elsewhere); every message delivered
-// once, byte-exact, in order per thread pair (the scoreboard).
+// random sizes 1 B..20 KB; every command reads and writes bytes no other command touches. Asserted: every command
+// answered by exactly one completion of the right kind (REMOTE_CPL / GET_DONE, never ERROR: a host read that waited
+// behind the posted writes until it timed out would end in ERROR/NOT_VALID), in command order for puts; every region
+// byte-exact (nothing written elsewhere); every message delivered once, byte-exact, in order per thread pair (the
+// scoreboard).
 struct MixSpec {
     std::string topo;
     std::vector<unsigned> senders;  // nodes whose CPUs send VELO messages
@@ -521,16 +521,13 @@ void rma_with_messages(const MixSpec& m) {
         uint64_t waited = 0;
         for (; waited < 3000000 && !done(); waited += 100) g.c.step(100);
         ASSERT_TRUE(done()) << "round " << round << ": " << g.c.scoreboard().outstanding()
-                            << " messages outstanding, commands answered/issued:"
-                            << [&] {
-                                   std::string o;
-                                   for (unsigned n = 0; n < nn; ++n)
-                                       o += " " + std::to_string(g.got[{n, kVpid}].size()) + "/" +
-                                            std::to_string(cmds[n].size());
-                                   return o;
-                               }()
-                            << "\n"
-                            << g.dump();
+                            << " messages outstanding, commands answered/issued:" <<
+            [&] {
+                std::string o;
+                for (unsigned n = 0; n < nn; ++n)
+                    o += " " + std::to_string(g.got[{n, kVpid}].size()) + "/" + std::to_string(cmds[n].size());
+                return o;
+            }() << "\n" << g.dump();
     }
     g.c.step(3000);  // nothing else may arrive
     size_t total = 0;
@@ -542,8 +539,8 @@ void rma_with_messages(const MixSpec& m) {
         uint64_t last_put = 0;
         for (size_t i = 0; i < q.size(); ++i) {
             auto it = by_cookie.find(q[i].cookie);
-            ASSERT_NE(it, by_cookie.end()) << "node " << n << ": completion for no command (or twice), cookie "
-                                           << q[i].cookie;
+            ASSERT_NE(it, by_cookie.end())
+                << "node " << n << ": completion for no command (or twice), cookie " << q[i].cookie;
             const Cmd* c = it->second;
             by_cookie.erase(it);
             if (c->put) {  // puts complete in command order

@@ -704,8 +704,7 @@ TEST_F(Rma, EveryInvalidArgumentHasItsErrno) {
     EXPECT_NE(std::string(velo_strerror(-ERANGE)).find("region"), std::string::npos);
     EXPECT_NE(std::string(velo_strerror(-EACCES)).find("access"), std::string::npos);
     EXPECT_NE(std::string(velo_strerror(-EAGAIN)).find("velo_rma_poll"), std::string::npos);
-    EXPECT_NE(std::string(velo_strerror(-ENOTSUP)).find("the NIC has no RMA unit"),
-              std::string::npos);
+    EXPECT_NE(std::string(velo_strerror(-ENOTSUP)).find("the NIC has no RMA unit"), std::string::npos);
     EXPECT_EQ(velo_deregister(r), 0);
     EXPECT_EQ(velo_deregister(wr), 0);
 }
