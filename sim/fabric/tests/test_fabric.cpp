@@ -21,114 +21,14 @@
 #include <thread>
 #include <vector>
 
+#include "fabric_test.hpp"
 #include "velo/velo.h"
 #include "velo/velo.hpp"
 #include "velo/velo_sim_proto.h"
 
 namespace {
 
-#define CHECK(cond, ...)                                                                                     \
-    do {                                                                                                     \
-        if (!(cond)) {                                                                                       \
-            std::fprintf(stderr, "[pid %d] %s:%d: check failed: %s: ", getpid(), __FILE__, __LINE__, #cond); \
-            std::fprintf(stderr, __VA_ARGS__);                                                               \
-            std::fprintf(stderr, "\n");                                                                      \
-            return 1;                                                                                        \
-        }                                                                                                    \
-    } while (0)
-
-// A fabric on its own socket in a temporary directory.
-struct FabricProc {
-    std::string dir, sock;
-    pid_t pid = -1;
-    explicit FabricProc(std::vector<std::string> args = {}, bool start_now = true) {
-        char t[] = "/tmp/velo-fabric-test-XXXXXX";
-        dir = mkdtemp(t);
-        sock = dir + "/fabric.sock";
-        if (start_now) {
-            EXPECT_TRUE(start(args));
-        }
-    }
-    // true once the fabric says "ready"; false if it exited (status in exit_status)
-    bool start(std::vector<std::string> args, int* exit_status = nullptr) {
-        int p[2];
-        if (pipe(p) < 0) return false;
-        pid_t c = fork();
-        if (c == 0) {
-            close(p[0]);
-            std::vector<std::string> a = {VELO_FABRIC_BIN, "--socket", sock, "--ready-fd", std::to_string(p[1])};
-            a.insert(a.end(), args.begin(), args.end());
-            std::vector<char*> av;
-            for (auto& s : a) av.push_back(const_cast<char*>(s.c_str()));
-            av.push_back(nullptr);
-            execv(av[0], av.data());
-            _exit(127);
-        }
-        close(p[1]);
-        char buf[16] = {};
-        pollfd pf{p[0], POLLIN, 0};
-        poll(&pf, 1, 120000);
-        ssize_t n = read(p[0], buf, sizeof buf - 1);
-        close(p[0]);
-        if (n > 0 && std::string(buf) == "ready\n") {
-            if (pid < 0) pid = c;
-            return true;
-        }
-        int st = 0;
-        waitpid(c, &st, 0);
-        if (exit_status) *exit_status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-        return false;
-    }
-    bool alive() const { return pid > 0 && waitpid(pid, nullptr, WNOHANG) == 0; }
-    int stop(int sig = SIGTERM) {
-        if (pid < 0) return -1;
-        kill(pid, sig);
-        int st = 0;
-        waitpid(pid, &st, 0);
-        pid = -1;
-        return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-    }
-    std::string device() const { return "sim:" + sock; }
-    ~FabricProc() {
-        if (pid > 0) stop();
-        std::system(("rm -rf " + dir).c_str());
-    }
-};
-
-pid_t spawn(const std::function<int()>& fn) {
-    std::fflush(nullptr);
-    pid_t p = fork();
-    if (p == 0) {
-        alarm(150);  // a child stuck on a failed peer dies instead of hanging the test
-        int rc = 1;
-        try {
-            rc = fn();
-        } catch (...) {
-            rc = 99;
-        }
-        std::fflush(nullptr);
-        _exit(rc);
-    }
-    return p;
-}
-
-int join(pid_t p) {
-    int st = 0;
-    if (waitpid(p, &st, 0) < 0) return -1;
-    return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-}
-
-int open_ep(const FabricProc& f, int node, int vpid, velo_ep_t** ep, unsigned ring_log2 = 0) {
-    velo_open_attr_t a;
-    velo_open_attr_init(&a);
-    std::string d = f.device();
-    a.device = d.c_str();
-    a.node = node;
-    a.vpid = vpid;
-    a.ring_log2 = ring_log2;
-    a.connect_timeout_ms = 60000;
-    return velo_open(&a, ep);
-}
+using namespace velo_fabric_test;
 
 // connect, retrying while the destination is not open yet
 int connect_to(velo_ep_t* ep, velo_addr_t dst, velo_conn_t** c) {

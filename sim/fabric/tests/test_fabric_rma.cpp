@@ -20,19 +20,12 @@
 #include <string>
 #include <vector>
 
+#include "fabric_test.hpp"
 #include "velo/velo.h"
 
 namespace {
 
-#define CHECK(cond, ...)                                                                                     \
-    do {                                                                                                     \
-        if (!(cond)) {                                                                                       \
-            std::fprintf(stderr, "[pid %d] %s:%d: check failed: %s: ", getpid(), __FILE__, __LINE__, #cond); \
-            std::fprintf(stderr, __VA_ARGS__);                                                               \
-            std::fprintf(stderr, "\n");                                                                      \
-            return 1;                                                                                        \
-        }                                                                                                    \
-    } while (0)
+using namespace velo_fabric_test;
 
 uint64_t test_seed() {
     const char* s = std::getenv("SEED");
@@ -40,86 +33,6 @@ uint64_t test_seed() {
     std::printf("SEED=%llu\n", static_cast<unsigned long long>(seed));
     std::fflush(stdout);
     return seed;
-}
-
-// A fabric on its own socket in a temporary directory.
-struct FabricProc {
-    std::string dir, sock;
-    pid_t pid = -1;
-    explicit FabricProc(std::vector<std::string> args = {}) {
-        char t[] = "/tmp/velo-fabric-rma-XXXXXX";
-        dir = mkdtemp(t);
-        sock = dir + "/fabric.sock";
-        int p[2];
-        if (pipe(p) < 0) return;
-        pid_t c = fork();
-        if (c == 0) {
-            close(p[0]);
-            std::vector<std::string> a = {VELO_FABRIC_BIN, "--socket", sock, "--ready-fd", std::to_string(p[1])};
-            a.insert(a.end(), args.begin(), args.end());
-            if (std::getenv("FABRIC_VERBOSE")) a.push_back("--verbose");  // debugging: the NICs' counters
-            std::vector<char*> av;
-            for (auto& s : a) av.push_back(const_cast<char*>(s.c_str()));
-            av.push_back(nullptr);
-            execv(av[0], av.data());
-            _exit(127);
-        }
-        close(p[1]);
-        char buf[16] = {};
-        pollfd pf{p[0], POLLIN, 0};
-        poll(&pf, 1, 120000);
-        ssize_t n = read(p[0], buf, sizeof buf - 1);
-        close(p[0]);
-        EXPECT_TRUE(n > 0 && std::string(buf) == "ready\n") << "the fabric did not start";
-        pid = c;
-    }
-    bool alive() const { return pid > 0 && waitpid(pid, nullptr, WNOHANG) == 0; }
-    int stop() {
-        if (pid < 0) return -1;
-        kill(pid, SIGTERM);
-        int st = 0;
-        waitpid(pid, &st, 0);
-        pid = -1;
-        return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-    }
-    std::string device() const { return "sim:" + sock; }
-    ~FabricProc() {
-        if (pid > 0) stop();
-        std::system(("rm -rf " + dir).c_str());
-    }
-};
-
-pid_t spawn(const std::function<int()>& fn) {
-    std::fflush(nullptr);
-    pid_t p = fork();
-    if (p == 0) {
-        alarm(150);  // a child stuck on a failed peer dies instead of hanging the test
-        int rc = 1;
-        try {
-            rc = fn();
-        } catch (...) {
-            rc = 99;
-        }
-        std::fflush(nullptr);
-        _exit(rc);
-    }
-    return p;
-}
-
-int join(pid_t p) {
-    int st = 0;
-    if (waitpid(p, &st, 0) < 0) return -1;
-    return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-}
-
-int open_ep(const FabricProc& f, int node, int vpid, velo_ep_t** ep) {
-    velo_open_attr_t a;
-    velo_open_attr_init(&a);
-    std::string d = f.device();
-    a.device = d.c_str();
-    a.node = node;
-    a.vpid = vpid;
-    return velo_open(&a, ep);
 }
 
 // A bidirectional channel between two processes (socketpair made before fork): 16-byte records.
