@@ -343,7 +343,9 @@ int velo_register(velo_ep_t* ep, const void* addr, size_t len, unsigned access, 
     return 0;
 }
 
-int velo_deregister(velo_region_t* h) {
+// Drop a handle: its registration leaves the cache first when `uncache` (velo_deregister), and is
+// deregistered once nothing else uses it.
+static int region_drop(velo_region_t* h, int uncache) {
     if (!h) return -EINVAL;
     struct velo_ep* ep = h->ep;
     if (ep->closed) {
@@ -352,25 +354,19 @@ int velo_deregister(velo_region_t* h) {
     }
     pthread_mutex_lock(&ep->rma_lock);
     struct velo_rma* s = ep->rma;  // set: the handle came from velo_register
-    rc_uncache(s, h->e);
+    if (uncache) rc_uncache(s, h->e);
     int r = rc_put(ep, s, h->e);
     pthread_mutex_unlock(&ep->rma_lock);
     free(h);
     return r;
 }
 
+int velo_deregister(velo_region_t* h) {
+    return region_drop(h, 1);
+}
+
 int velo_region_release(velo_region_t* h) {
-    if (!h) return -EINVAL;
-    struct velo_ep* ep = h->ep;
-    if (ep->closed) {
-        free(h);
-        return -EBADF;
-    }
-    pthread_mutex_lock(&ep->rma_lock);
-    int r = rc_put(ep, ep->rma, h->e);  // stays cached unless deregistered meanwhile (then freed)
-    pthread_mutex_unlock(&ep->rma_lock);
-    free(h);
-    return r;
+    return region_drop(h, 0);  // stays cached unless deregistered meanwhile (then freed)
 }
 
 int velo_region_nla(const velo_region_t* h, size_t offset, uint64_t* nla) {

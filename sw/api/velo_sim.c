@@ -209,14 +209,12 @@ static void sim_wait_state(struct velo_ep* ep, int waiting) {
 
 // Inside velo_wait (rx_waiters is 1 from its start, so mail that comes while it spins also
 // holds simulated time): sleep on the futex until the fabric writes into our rings.
-static int sim_sleep(struct velo_ep* ep, int64_t timeout_ns) {
+// The rest of a sleep on the channel's rx_seq futex, once the caller armed rx_waiters (after
+// reading rx_seq) and found nothing ready: tell a frozen fabric that this client waits again, then
+// sleep up to one 50 ms slice (simulated time stands while woken clients react).
+static int chan_wait(struct velo_ep* ep, uint32_t seq, int64_t timeout_ns) {
     struct velo_sim_state* s = ep->sim;
     struct velo_sim_chan_hdr* ch = s->chan;
-    const uint32_t seq = __atomic_load_n(&ch->rx_seq, __ATOMIC_ACQUIRE);
-    __atomic_store_n(&ch->rx_waiters, 1, __ATOMIC_SEQ_CST);
-    if (ep->divert || ring_ready(&ep->data, ep->cur, ep->expect) || ring_ready(&ep->ctl, ep->ctl.cur, ep->ctl.expect))
-        return 0;
-    // simulated time stands while woken clients react: say that this one waits again
     if (__atomic_load_n(&s->info->frozen, __ATOMIC_SEQ_CST)) {
         uint64_t one = 1;
         if (write(s->doorbell, &one, 8) < 0) {
@@ -232,6 +230,16 @@ static int sim_sleep(struct velo_ep* ep, int64_t timeout_ns) {
         return -EPIPE;
     }
     return 0;
+}
+
+static int sim_sleep(struct velo_ep* ep, int64_t timeout_ns) {
+    struct velo_sim_state* s = ep->sim;
+    struct velo_sim_chan_hdr* ch = s->chan;
+    const uint32_t seq = __atomic_load_n(&ch->rx_seq, __ATOMIC_ACQUIRE);
+    __atomic_store_n(&ch->rx_waiters, 1, __ATOMIC_SEQ_CST);
+    if (ep->divert || ring_ready(&ep->data, ep->cur, ep->expect) || ring_ready(&ep->ctl, ep->ctl.cur, ep->ctl.expect))
+        return 0;
+    return chan_wait(ep, seq, timeout_ns);
 }
 
 static void sim_no_credit(struct velo_ep* ep) {
@@ -382,21 +390,7 @@ static int sim_rma_sleep(struct velo_ep* ep, const volatile uint64_t* hdr, uint6
     const uint32_t seq = __atomic_load_n(&ch->rx_seq, __ATOMIC_ACQUIRE);
     __atomic_store_n(&ch->rx_waiters, 1, __ATOMIC_SEQ_CST);
     if ((__atomic_load_n(hdr, __ATOMIC_ACQUIRE) & mask) == val) return 0;
-    if (__atomic_load_n(&s->info->frozen, __ATOMIC_SEQ_CST)) {
-        uint64_t one = 1;
-        if (write(s->doorbell, &one, 8) < 0) {
-        }
-    }
-    const int64_t slice = 50000000;
-    struct timespec ts = ts_of(timeout_ns < 0 || timeout_ns > slice ? slice : timeout_ns);
-    long r = futex(&ch->rx_seq, FUTEX_WAIT, seq, &ts);
-    int e = r < 0 ? errno : 0;
-    if (e == EINTR) return -EINTR;
-    if (e == ETIMEDOUT && sock_dead(s)) {
-        ep->dead = 1;
-        return -EPIPE;
-    }
-    return 0;
+    return chan_wait(ep, seq, timeout_ns);
 }
 
 static const struct velo_backend sim_backend = {
