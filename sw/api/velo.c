@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -297,6 +298,10 @@ static struct velo_conn* conn_find(struct velo_ep* ep, unsigned node, unsigned v
     return NULL;
 }
 
+static int store_ctl(struct velo_ep* ep, int page, uint8_t* win, const struct velo_ctl_msg* m) {
+    return ep->be->store(ep, page, win, (VELO_CTL_BYTES - 1) * 64u, m, VELO_CTL_BYTES);
+}
+
 static int send_ctl(struct velo_ep* ep, int page, uint8_t* win, unsigned type, uint32_t epoch, uint32_t limit,
                     uint32_t window) {
     struct velo_ctl_msg m = {.magic = VELO_CTL_MAGIC,
@@ -305,7 +310,7 @@ static int send_ctl(struct velo_ep* ep, int page, uint8_t* win, unsigned type, u
                              .epoch = epoch,
                              .limit = limit,
                              .rsvd = 0};
-    return ep->be->store(ep, page, win, (VELO_CTL_BYTES - 1) * 64u, &m, VELO_CTL_BYTES);
+    return store_ctl(ep, page, win, &m);
 }
 
 // Lines between credit batches: a power of two, at most half the smallest window granted (so
@@ -324,8 +329,7 @@ static void recompute_batch(struct velo_ep* ep) {
 
 // Return ring space: the read pointer to the NIC first (so the space is free in the NIC's eyes
 // before a sender can use it), then credits to every sender with half a window read.
-void velo__batch(struct velo_ep* ep) {
-    if (ep->closed) return;
+static void rp_to_nic(struct velo_ep* ep) {
     struct velo_ring* r = &ep->data;
     const uint32_t rp = velo__ring_rp(r, ep->cur);
     if (rp != r->rp_nic) {
@@ -333,15 +337,24 @@ void velo__batch(struct velo_ep* ep) {
         r->rp_nic = rp;
         ++ep->st.rp_updates;
     }
-    for (unsigned i = 0; i < ep->nactive; ++i) {
-        struct velo_peer* p = ep->active[i];
-        const uint32_t consumed = ep->counts[p->key] - p->base;
-        if (p->reply_page >= 0 && consumed - (p->limit_sent - p->window) >= p->window / 2) {
-            p->limit_sent = consumed + p->window;
-            send_ctl(ep, p->reply_page, p->reply_win, VELO_CTL_CREDIT, p->epoch, p->limit_sent, p->window);
-            ++ep->st.credit_msgs_tx;
-        }
+}
+
+// Credit to a sender: everything it sent that we read, plus its window (when half a window was
+// read since the last return, or always with `force`: a CREDIT_REQ).
+static void credit_peer(struct velo_ep* ep, struct velo_peer* p, int force) {
+    const uint32_t consumed = ep->counts[p->key] - p->base;
+    const uint32_t unreturned = consumed - (p->limit_sent - p->window);
+    if (p->reply_page >= 0 && (unreturned >= p->window / 2 || (force && unreturned))) {
+        p->limit_sent = consumed + p->window;
+        send_ctl(ep, p->reply_page, p->reply_win, VELO_CTL_CREDIT, p->epoch, p->limit_sent, p->window);
+        ++ep->st.credit_msgs_tx;
     }
+}
+
+void velo__batch(struct velo_ep* ep) {
+    if (ep->closed) return;
+    rp_to_nic(ep);
+    for (unsigned i = 0; i < ep->nactive; ++i) credit_peer(ep, ep->active[i], 0);
 }
 
 // The read pointer moved from `from` to ep->cur (lines, after a wrap possibly): a batch when it
@@ -351,30 +364,120 @@ static inline void crossed(struct velo_ep* ep, uint32_t from) {
     if ((from ^ to) & ~(ep->batch - 1)) velo__batch(ep);
 }
 
-// A control message that arrived in the data ring (from a sender's control vpid).
-static void on_data_ctl(struct velo_ep* ep, unsigned node, unsigned ctl_vpid, const uint8_t* b, unsigned len) {
-    struct velo_ctl_msg m;
-    if (len != VELO_CTL_BYTES) {
-        ++ep->st.ctl_bad;
+// ---- messages longer than 64 bytes (docs/api.md "Messages longer than 64 bytes")
+
+// The receive area for a sender that asked for one: two slots, registered for its puts. Made
+// once per sender and kept across its reconnections (until velo_close).
+static void area_make(struct velo_ep* ep, struct velo_peer* p) {
+    if (p->area || !ep->slot_log2 || ep->area_failed) return;
+    const size_t bytes = (size_t)VELO_AREA_SLOTS << ep->slot_log2;
+    void* a = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (a == MAP_FAILED) return;
+    velo_region_t* reg;
+    int r = velo_register(ep, a, bytes, VELO_ACCESS_REMOTE_WRITE, &reg);
+    if (r < 0) {
+        munmap(a, bytes);
+        // no RMA here (or no region left): senders get no area, their long messages go as trains
+        if (r == -ENOTSUP || r == -EPIPE) ep->area_failed = 1;
         return;
     }
-    memcpy(&m, b, sizeof m);
-    if (m.magic != VELO_CTL_MAGIC || (m.type != VELO_CTL_CONNECT && m.type != VELO_CTL_DISCONNECT)) {
-        ++ep->st.ctl_bad;
-        return;
-    }
-    const unsigned vpid = ctl_vpid & ~VELO_CTL_VPID_BIT(ep->vpid_bits);
-    struct velo_peer* p = peer_find(ep, node, vpid, 1);
-    if (!p) return;
-    if (m.type == VELO_CTL_DISCONNECT) {
-        if (p->window && m.epoch == p->epoch) {
-            ep->pool_free += p->window;
-            p->window = 0;
-            active_del(ep, p);
-            recompute_batch(ep);
+    velo_region_nla(reg, 0, &p->area_nla);
+    p->area = a;
+    p->area_reg = reg;
+    p->slot_log2 = ep->slot_log2;
+}
+
+static void area_free(struct velo_peer* p) {
+    if (!p->area) return;
+    velo_deregister(p->area_reg);  // (after velo_close: only frees the handle; the driver dropped it)
+    munmap(p->area, (size_t)VELO_AREA_SLOTS << p->slot_log2);
+    p->area = NULL;
+    p->area_reg = NULL;
+}
+
+// The last long message delivered is no longer the caller's: its area slot goes back to the
+// sender, a queued copy is freed.
+static void release_held(struct velo_ep* ep) {
+    struct velo_peer* p = ep->held;
+    if (p) {
+        ep->held = NULL;
+        ++p->large_rel;
+        if (p->reply_page >= 0 && p->window) {
+            struct velo_ctl_msg m = {.magic = VELO_CTL_MAGIC,
+                                     .type = VELO_CTL_RELEASE,
+                                     .window = 0,
+                                     .epoch = p->epoch,
+                                     .limit = p->large_rel,
+                                     .rsvd = 0};
+            store_ctl(ep, p->reply_page, p->reply_win, &m);
         }
-        return;
     }
+    free(ep->held_copy);
+    ep->held_copy = NULL;
+}
+
+// A long message is being delivered: the next receive call takes the slow path to release it.
+static void hold(struct velo_ep* ep, struct velo_peer* p, void* copy) {
+    ep->held = p;
+    ep->held_copy = copy;
+    if (!ep->divert) divert(ep, DIVERT_HELD);
+}
+
+static int deliver_long(struct velo_msg* m, const struct velo_peer* p, const void* bytes, uint32_t len) {
+    m->src_node = (uint8_t)p->node;
+    m->src_vpid = (uint8_t)p->vpid;
+    m->len = 0;
+    m->size = len;
+    m->ptr = bytes;
+    return (int)len;
+}
+
+// A piece of a train. Returns the message's length when it completes one (filled into m), else 0.
+static int on_train(struct velo_ep* ep, struct velo_peer* p, const uint8_t* b, unsigned len, velo_msg_t* m) {
+    if (!p || !p->window || len < 2) {
+        ++ep->st.ctl_bad;
+        return 0;
+    }
+    unsigned n;
+    if (b[0] == VELO_CTL_MAGIC) {  // first piece: header, then the first bytes
+        struct velo_train_hdr h;
+        if (len < sizeof h) {
+            ++ep->st.ctl_bad;
+            return 0;
+        }
+        memcpy(&h, b, sizeof h);
+        n = len - (unsigned)sizeof h;
+        if (h.len <= VELO_MSG_MAX_BYTES || h.len > VELO_TRAIN_MAX ||
+            n != (h.len < VELO_TRAIN_FIRST ? h.len : VELO_TRAIN_FIRST)) {
+            ++ep->st.ctl_bad;
+            p->train_len = 0;
+            return 0;
+        }
+        if (!p->train && !(p->train = malloc(VELO_TRAIN_MAX))) return 0;
+        p->train_len = h.len;
+        p->train_have = 0;
+        b += sizeof h;
+    } else {  // continuation
+        n = len - 1;
+        if (!p->train_len || n > p->train_len - p->train_have) {
+            ++ep->st.ctl_bad;
+            p->train_len = 0;
+            return 0;
+        }
+        b += 1;
+    }
+    memcpy(p->train + p->train_have, b, n);
+    p->train_have += n;
+    if (p->train_have < p->train_len) return 0;
+    ++ep->st.trains_rx;
+    const uint32_t total = p->train_len;
+    p->train_len = 0;
+    return deliver_long(m, p, p->train, total);
+}
+
+// A connection request: grant the sender a window of ring lines (and a receive area if it asks).
+static void on_connect(struct velo_ep* ep, struct velo_peer* p, unsigned node, unsigned ctl_vpid,
+                       const struct velo_ctl_msg* m) {
     if (p->window) {  // a new connection replaces the old one
         ep->pool_free += p->window;
         p->window = 0;
@@ -389,9 +492,9 @@ static void on_data_ctl(struct velo_ep* ep, unsigned node, unsigned ctl_vpid, co
         p->reply_page = g;
     }
     uint32_t w = ep->window_max < ep->pool_free ? ep->window_max : ep->pool_free;
-    p->epoch = m.epoch;
+    p->epoch = m->epoch;
     if (w < 2) {
-        send_ctl(ep, p->reply_page, p->reply_win, VELO_CTL_REFUSE, m.epoch, 0, 0);
+        send_ctl(ep, p->reply_page, p->reply_win, VELO_CTL_REFUSE, m->epoch, 0, 0);
         return;
     }
     ep->pool_free -= w;
@@ -399,10 +502,81 @@ static void on_data_ctl(struct velo_ep* ep, unsigned node, unsigned ctl_vpid, co
     // everything this sender sent before the request has been read (ring order)
     p->base = ep->counts[p->key];
     p->limit_sent = w;
+    p->large_seen = p->large_rel = 0;
+    p->train_len = 0;
+    if (ep->held == p) ep->held = NULL;  // a slot of the old connection: nothing to give back
     active_add(ep, p);
     recompute_batch(ep);
-    send_ctl(ep, p->reply_page, p->reply_win, VELO_CTL_CREDIT, m.epoch, w, w);
+    if (m->window & VELO_CTL_CONNECT_AREA) area_make(ep, p);
+    if (p->area && (m->window & VELO_CTL_CONNECT_AREA)) {  // before the credit: the sender has it when it is open
+        struct velo_ctl_msg a = {.magic = VELO_CTL_MAGIC,
+                                 .type = VELO_CTL_AREA,
+                                 .window = (uint16_t)p->slot_log2,
+                                 .epoch = m->epoch,
+                                 .limit = (uint32_t)p->area_nla,
+                                 .rsvd = (uint32_t)(p->area_nla >> 32)};
+        store_ctl(ep, p->reply_page, p->reply_win, &a);
+    }
+    send_ctl(ep, p->reply_page, p->reply_win, VELO_CTL_CREDIT, m->epoch, w, w);
     ++ep->st.credit_msgs_tx;
+}
+
+// A message from a sender's control vpid in the data ring: connection requests, the pieces of
+// trains and the notices of messages put into the receive area. Returns a message's length when
+// one is complete for the user (filled into m), else 0.
+static int on_data_ctl(struct velo_ep* ep, unsigned node, unsigned ctl_vpid, const uint8_t* b, unsigned len,
+                       velo_msg_t* m) {
+    const unsigned vpid = ctl_vpid & ~VELO_CTL_VPID_BIT(ep->vpid_bits);
+    if (len >= 2 && (b[0] == VELO_TRAIN_MAGIC || (b[0] == VELO_CTL_MAGIC && b[1] == VELO_CTL_TRAIN)))
+        return on_train(ep, peer_find(ep, node, vpid, 0), b, len, m);
+    struct velo_ctl_msg c;
+    if (len != VELO_CTL_BYTES) {
+        ++ep->st.ctl_bad;
+        return 0;
+    }
+    memcpy(&c, b, sizeof c);
+    if (c.magic != VELO_CTL_MAGIC || (c.type != VELO_CTL_CONNECT && c.type != VELO_CTL_DISCONNECT &&
+                                      c.type != VELO_CTL_LARGE && c.type != VELO_CTL_CREDIT_REQ)) {
+        ++ep->st.ctl_bad;
+        return 0;
+    }
+    struct velo_peer* p = peer_find(ep, node, vpid, c.type == VELO_CTL_CONNECT);
+    if (!p) {
+        if (c.type != VELO_CTL_CONNECT) ++ep->st.ctl_bad;
+        return 0;
+    }
+    switch (c.type) {
+        case VELO_CTL_CONNECT:
+            on_connect(ep, p, node, ctl_vpid, &c);
+            return 0;
+        case VELO_CTL_DISCONNECT:
+            if (p->window && c.epoch == p->epoch) {
+                ep->pool_free += p->window;
+                p->window = 0;
+                active_del(ep, p);
+                recompute_batch(ep);
+            }
+            return 0;
+        case VELO_CTL_CREDIT_REQ:  // a train waits for more credit than the batches returned so far
+            if (p->window && c.epoch == p->epoch) {
+                rp_to_nic(ep);
+                credit_peer(ep, p, 1);
+            }
+            return 0;
+        default: {  // LARGE: a message in slot `window` of its area, c.limit bytes
+            const uint32_t slot = c.window;
+            if (!p->window || c.epoch != p->epoch || !p->area || slot != p->large_seen % VELO_AREA_SLOTS ||
+                c.limit <= VELO_MSG_MAX_BYTES || c.limit > (1u << p->slot_log2) ||
+                p->large_seen - p->large_rel >= VELO_AREA_SLOTS) {
+                ++ep->st.ctl_bad;
+                return 0;
+            }
+            ++p->large_seen;
+            ++ep->st.large_rx;
+            hold(ep, p, NULL);
+            return deliver_long(m, p, p->area + ((size_t)slot << p->slot_log2), c.limit);
+        }
+    }
 }
 
 // ============================================================================ receive
@@ -424,10 +598,13 @@ static int poll_ring(struct velo_ep* ep, velo_msg_t* m) {
         const uint8_t* bytes = e.area + e.off % 4;
         uint8_t whole[64];
         unsigned len = e.flen;
+        // the lines of the library's messages (trains, LARGE notices) count as the sender's: they
+        // take its credit (connection requests are counted before the window begins)
+        const uint32_t key = src_key(e.node, e.vpid & ~VELO_CTL_VPID_BIT(ep->vpid_bits));
         if (e.h & VH_FRAG) {
             ++ep->st.frags_rx;
             // a fragmented message counts once, with its first piece
-            if (e.off == 0 && !ctl) ep->counts[src_key(e.node, e.vpid)] += velo__msg_lines(e.mlen);
+            if (e.off == 0) ep->counts[key] += velo__msg_lines(e.mlen);
             int k = velo_rc_add(&ep->rc, e.node, e.vpid, e.mlen, e.off, bytes, e.flen, whole);
             if (k != 1) {
                 crossed(ep, from);
@@ -435,12 +612,13 @@ static int poll_ring(struct velo_ep* ep, velo_msg_t* m) {
             }
             bytes = whole;
             len = e.mlen;
-        } else if (!ctl) {
-            ep->counts[src_key(e.node, e.vpid)] += e.lines;
+        } else {
+            ep->counts[key] += e.lines;
         }
         if (ctl) {
-            on_data_ctl(ep, e.node, e.vpid, bytes, len);
+            int n = on_data_ctl(ep, e.node, e.vpid, bytes, len, m);
             crossed(ep, from);
+            if (n > 0) return n;
             continue;
         }
         memcpy(m->data, bytes, len);
@@ -456,11 +634,14 @@ static int poll_slow(struct velo_ep* ep, velo_msg_t* m) {
     if (!m) return -EINVAL;
     if (ep->divert) {
         if (ep->closed) return -EBADF;
+        if (ep->held || ep->held_copy) release_held(ep);
         if (ep->q_len) {
             *m = ep->q[ep->q_head];
             ep->q_head = (ep->q_head + 1) % ep->q_cap;
             if (--ep->q_len == 0) undivert(ep);
-            return m->len;
+            if (m->len) return m->len;
+            hold(ep, NULL, (void*)m->ptr);  // the queue's copy: freed at the next receive
+            return (int)m->size;
         }
         undivert(ep);
     }
@@ -565,6 +746,18 @@ static void on_ctl_msg(struct velo_ep* ep, unsigned node, unsigned vpid, const u
                 atomic_fetch_add(c->credit, (int32_t)(m.limit - c->limit_seen));
                 c->limit_seen = m.limit;
             }
+            atomic_fetch_add(&c->credit_gen, 1);
+            break;
+        case VELO_CTL_AREA:
+            if (st == CONN_PENDING && m.window >= VELO_SLOT_LOG2_MIN && m.window <= VELO_SLOT_LOG2_MAX) {
+                c->area_nla = (uint64_t)m.limit | (uint64_t)m.rsvd << 32;
+                c->slot_log2 = m.window;
+            } else {
+                ++ep->st.ctl_bad;
+            }
+            break;
+        case VELO_CTL_RELEASE:
+            if ((int32_t)(m.limit - atomic_load(&c->large_rel)) > 0) atomic_store(&c->large_rel, m.limit);
             break;
         case VELO_CTL_REFUSE:
         case VELO_CTL_RESET:
@@ -651,19 +844,31 @@ int velo_wait(velo_ep_t* ep, velo_msg_t* msg, int timeout_ms) {
 }
 
 // ============================================================================ send
+static int send_big(velo_conn_t* c, const void* buf, size_t len);
+static int take_credit(velo_conn_t* c, int32_t lines);
+
 static VELO_COLD int send_bad(velo_conn_t* c, const void* buf, size_t len) {
     if (!c || !buf || len == 0) return -EINVAL;
-    if (len > VELO_MSG_MAX_BYTES) return -EMSGSIZE;
+    if (len > VELO_MSG_MAX_BYTES) return send_big(c, buf, len);
     return -EINVAL;
 }
 
-int velo__sim_send(struct velo_conn* c, const void* buf, size_t len) {
+// One message of 1..64 bytes into its line of a granted page: the hw stores, or the sim store
+// channel with what those stores would put in the WC buffer.
+static int store_msg(struct velo_ep* ep, int page, uint8_t* win, const void* buf, size_t len) {
+    if (win) {
+        velo__hw_store_slow(win + (len - 1) * 64, buf, len);
+        return 0;
+    }
     uint8_t tmp[64] __attribute__((aligned(16)));
-    // what the quadword/16-byte stores of velo__hw_store_slow put in the WC buffer
     unsigned bytes = len <= 8 ? 8u : (unsigned)((len + 15) & ~(size_t)15);
     memcpy(tmp, buf, len);
     memset(tmp + len, 0, 64 - len);
-    return c->ep->be->store(c->ep, (int)c->page, NULL, (unsigned)(len - 1) * 64u, tmp, bytes);
+    return ep->be->store(ep, page, NULL, (unsigned)(len - 1) * 64u, tmp, bytes);
+}
+
+int velo__sim_send(struct velo_conn* c, const void* buf, size_t len) {
+    return store_msg(c->ep, (int)c->page, NULL, buf, len);
 }
 
 // No credit on the fast path (or a sim connection): the state, the control ring, a reservation
@@ -672,26 +877,126 @@ static VELO_NOINLINE int send_slow(velo_conn_t* c, const void* buf, size_t len, 
     atomic_fetch_add_explicit(&c->left, lines, memory_order_relaxed);  // undo the fast path's reservation
     struct velo_ep* ep = c->ep;
     if (ep->closed) return -EBADF;
+    int r = take_credit(c, lines);
+    return r ? r : store_msg(ep, (int)c->page, c->win, buf, len);
+}
+
+// Take `lines` of the connection's credit (reading the control ring once if there is too little).
+// 0, or the connection's state as an error, or -EAGAIN.
+static int take_credit(velo_conn_t* c, int32_t lines) {
+    struct velo_ep* ep = c->ep;
     for (int attempt = 0; attempt < 2; ++attempt) {
         uint32_t st = atomic_load(&c->state);
         if (st == CONN_CLOSED || st == CONN_REFUSED) return -ENOTCONN;
         if (st == CONN_RESET) return -ECONNRESET;
         if (ep->dead) return -EPIPE;
         int32_t cur = atomic_load(c->credit);
-        while (cur >= lines) {
-            if (atomic_compare_exchange_weak(c->credit, &cur, cur - lines)) {
-                if (c->win) {
-                    velo__hw_store_slow(c->win + (len - 1) * 64, buf, len);
-                    return 0;
-                }
-                return velo__sim_send(c, buf, len);
-            }
-        }
+        while (cur >= lines)
+            if (atomic_compare_exchange_weak(c->credit, &cur, cur - lines)) return 0;
         if (attempt == 0) velo__ctl_progress(ep, 0);
     }
     atomic_fetch_add(&ep->send_eagain, 1);
     if (ep->be->no_credit) ep->be->no_credit(ep);
     return -EAGAIN;
+}
+
+// A train: one-line pieces from our control vpid, on the connection's credit (all of them taken
+// before the first store, so a train never waits half-sent).
+static int send_train(velo_conn_t* c, const uint8_t* buf, size_t len) {
+    struct velo_ep* ep = c->ep;
+    const unsigned n = velo__train_pieces(len);
+    int r = take_credit(c, (int32_t)n);
+    const uint32_t g = atomic_load(&c->credit_gen);
+    if (r == -EAGAIN && c->req_gen != g + 1 && take_credit(c, 1) == 0) {
+        // The receiver returns credit in batches: up to a batch of lines may stay unreturned
+        // while it has read everything, fewer than a train needs. Ask for it (once per return,
+        // on a credit line of its own: there always is one when the window is not used up, and
+        // when it is, the batches return it anyway).
+        c->req_gen = g + 1;  // asked since credit return g
+        send_ctl(ep, c->ctl_page, c->ctl_win, VELO_CTL_CREDIT_REQ, c->epoch, 0, 0);
+    }
+    if (r) return r;
+    uint8_t piece[VELO_TRAIN_PIECE];
+    struct velo_train_hdr h = {.magic = VELO_CTL_MAGIC, .type = VELO_CTL_TRAIN, .rsvd = 0, .len = (uint32_t)len};
+    memcpy(piece, &h, sizeof h);
+    size_t k = len < VELO_TRAIN_FIRST ? len : VELO_TRAIN_FIRST;
+    memcpy(piece + sizeof h, buf, k);
+    r = store_msg(ep, c->ctl_page, c->ctl_win, piece, sizeof h + k);
+    piece[0] = VELO_TRAIN_MAGIC;
+    for (size_t off = k; r == 0 && off < len; off += k) {
+        k = len - off < VELO_TRAIN_NEXT ? len - off : VELO_TRAIN_NEXT;
+        memcpy(piece + 1, buf + off, k);
+        r = store_msg(ep, c->ctl_page, c->ctl_win, piece, 1 + k);
+    }
+    if (r == 0) ++ep->st.trains_tx;
+    return r;
+}
+
+// A put into the destination's receive area, then (once the data are visible there) the notice
+// that delivers it, from our control vpid on the connection's credit: it arrives after every
+// message this thread sent before, and before every one it sends after.
+static int send_large(velo_conn_t* c, const void* buf, size_t len) {
+    struct velo_ep* ep = c->ep;
+    if (c->large_sent - atomic_load(&c->large_rel) >= VELO_AREA_SLOTS) {
+        velo__ctl_progress(ep, 0);
+        if (c->large_sent - atomic_load(&c->large_rel) >= VELO_AREA_SLOTS) {
+            ++ep->st.large_eagain;
+            atomic_fetch_add(&ep->send_eagain, 1);
+            if (ep->be->no_credit) ep->be->no_credit(ep);
+            return -EAGAIN;
+        }
+    }
+    int r = take_credit(c, 1);  // the notice's line, before the put: a put is never left undelivered
+    if (r) return r;
+    const uint32_t slot = c->large_sent % VELO_AREA_SLOTS;
+    r = velo__rma_put_sync(ep, (velo_addr_t){c->node, c->vpid}, buf, c->area_nla + ((uint64_t)slot << c->slot_log2),
+                           len);
+    if (r == 0) {
+        struct velo_ctl_msg m = {.magic = VELO_CTL_MAGIC,
+                                 .type = VELO_CTL_LARGE,
+                                 .window = (uint16_t)slot,
+                                 .epoch = c->epoch,
+                                 .limit = (uint32_t)len,
+                                 .rsvd = 0};
+        r = store_ctl(ep, c->ctl_page, c->ctl_win, &m);
+    } else {
+        atomic_fetch_add(c->credit, 1);
+    }
+    if (r == 0) {
+        ++c->large_sent;
+        ++ep->st.large_tx;
+    }
+    return r;
+}
+
+// velo_send of more than 64 bytes: a train up to the crossover, a put into the receive area above
+// it (or a train when the destination has no area and the train fits a credit window).
+static VELO_COLD int send_big(velo_conn_t* c, const void* buf, size_t len) {
+    struct velo_ep* ep = c->ep;
+    if (ep->closed) return -EBADF;
+    pthread_mutex_lock(&c->big_lock);
+    int r;
+    uint32_t st = atomic_load(&c->state);
+    if (st == CONN_CLOSED || st == CONN_REFUSED)
+        r = -ENOTCONN;
+    else if (st == CONN_RESET)
+        r = -ECONNRESET;
+    else if (st == CONN_PENDING)
+        r = -EAGAIN;  // (the area, if any, is known when the connection opens)
+    else {
+        const int train_ok = velo__train_pieces(len) <= c->window / 2 && len <= VELO_TRAIN_MAX;
+        const int area_ok = c->slot_log2 && len <= (size_t)1 << c->slot_log2;
+        if (train_ok && (len <= ep->crossover || !area_ok))
+            r = send_train(c, buf, len);
+        else if (area_ok) {
+            r = send_large(c, buf, len);
+            if (r == -ENOTSUP && train_ok) r = send_train(c, buf, len);  // no RMA on this side
+            if (r == -ENOTSUP) r = -EMSGSIZE;
+        } else
+            r = -EMSGSIZE;
+    }
+    pthread_mutex_unlock(&c->big_lock);
+    return r;
 }
 
 static VELO_NOINLINE int send_any(velo_conn_t* c, const void* buf, size_t len) {
@@ -731,7 +1036,7 @@ static void conn_end(struct velo_conn* c, uint32_t state) {
 }
 
 int velo_connect(velo_ep_t* ep, velo_addr_t dst, unsigned flags, velo_conn_t** out) {
-    if (!ep || !out || (flags & ~VELO_CONNECT_NOWAIT)) return -EINVAL;
+    if (!ep || !out || (flags & ~(VELO_CONNECT_NOWAIT | VELO_CONNECT_SMALL))) return -EINVAL;
     *out = NULL;
     if (ep->closed) return -EBADF;
     if (dst.node >= (1u << ep->node_bits) || dst.vpid >= (1u << ep->vpid_bits) ||
@@ -754,6 +1059,7 @@ int velo_connect(velo_ep_t* ep, velo_addr_t dst, unsigned flags, velo_conn_t** o
         c->ep = ep;
         c->node = dst.node;
         c->vpid = dst.vpid;
+        pthread_mutex_init(&c->big_lock, NULL);
         atomic_store(&c->left, -VELO_CREDIT_OFF);
         atomic_store(&c->sim_left, -VELO_CREDIT_OFF);
         int g = ep->be->grant(ep, VELO_GRANT_FROM_DATA, dst.node, dst.vpid, &c->win);
@@ -784,9 +1090,15 @@ int velo_connect(velo_ep_t* ep, velo_addr_t dst, unsigned flags, velo_conn_t** o
         c->epoch = ++ep->epoch_next;
         atomic_store(c->credit, -VELO_CREDIT_OFF);
         c->limit_seen = 0;
+        c->flags = flags;
+        c->slot_log2 = 0;  // until the destination offers an area (AREA, before its credit)
+        c->large_sent = 0;
+        atomic_store(&c->large_rel, 0);
+        c->req_gen = atomic_load(&c->credit_gen);  // (never g + 1: no request out)
         atomic_store(&c->state, CONN_PENDING);
         pthread_mutex_unlock(&ep->ctl_lock);
-        int r = send_ctl(ep, c->ctl_page, c->ctl_win, VELO_CTL_CONNECT, c->epoch, 0, 0);
+        const unsigned want = (flags & VELO_CONNECT_SMALL) || !ep->be->rma_map ? 0u : VELO_CTL_CONNECT_AREA;
+        int r = send_ctl(ep, c->ctl_page, c->ctl_win, VELO_CTL_CONNECT, c->epoch, 0, want);
         if (r < 0) {
             atomic_store(&c->state, CONN_CLOSED);
             pthread_mutex_unlock(&ep->lock);
@@ -797,7 +1109,8 @@ int velo_connect(velo_ep_t* ep, velo_addr_t dst, unsigned flags, velo_conn_t** o
     *out = c;
     if (flags & VELO_CONNECT_NOWAIT) return 0;
     // wait for the answer, reading our own endpoint meanwhile (connection requests of others
-    // are answered; their messages are kept for velo_poll)
+    // are answered; their messages are kept for velo_poll; long ones as copies)
+    if (ep->held || ep->held_copy) release_held(ep);
     const int64_t deadline = now_ns() + (int64_t)ep->connect_timeout_ms * 1000000;
     for (;;) {
         velo__ctl_progress(ep, 1);
@@ -810,10 +1123,23 @@ int velo_connect(velo_ep_t* ep, velo_addr_t dst, unsigned flags, velo_conn_t** o
         velo_msg_t m;
         int got = 0;
         while (poll_ring(ep, &m) > 0) {
+            if (m.len == 0) {
+                void* copy = malloc(m.size);
+                if (copy) memcpy(copy, m.ptr, m.size);
+                release_held(ep);  // its area slot goes back to the sender
+                if (!copy) {
+                    ++ep->st.ctl_bad;  // (out of memory: the message is lost, and counted)
+                    continue;
+                }
+                m.ptr = copy;
+            }
             if (ep->q_len == ep->q_cap) {
                 unsigned ncap = ep->q_cap ? ep->q_cap * 2 : 64;
                 velo_msg_t* nq = malloc(ncap * sizeof *nq);
-                if (!nq) break;
+                if (!nq) {
+                    if (!m.len) free((void*)m.ptr);
+                    break;
+                }
                 for (unsigned i = 0; i < ep->q_len; ++i) nq[i] = ep->q[(ep->q_head + i) % ep->q_cap];
                 free(ep->q);
                 ep->q = nq;
@@ -887,6 +1213,16 @@ static int env_int(const char* name, int dflt, int* out) {
 }
 
 int velo__ep_init(struct velo_ep* ep, const velo_open_attr_t* a) {
+    // messages > 64 B: the crossover and the receive area's slot size (docs/api.md)
+    int x, smax;
+    if (env_int("VELO_SEND_CROSSOVER", VELO_CROSSOVER_DEFAULT, &x) || x < 0) return -EINVAL;
+    if (env_int("VELO_SEND_MAX", 1 << VELO_SLOT_LOG2_DEFAULT, &smax) || smax < 0 ||
+        (smax && (smax < 1 << VELO_SLOT_LOG2_MIN || smax > 1 << VELO_SLOT_LOG2_MAX)))
+        return -EINVAL;
+    ep->crossover = (uint32_t)x;
+    ep->slot_log2 = 0;
+    if (smax)
+        while ((1u << ep->slot_log2) < (unsigned)smax) ++ep->slot_log2;
     ep->counts = calloc(1u << 16, sizeof(uint32_t));
     if (!ep->counts) return -ENOMEM;
     pthread_mutex_init(&ep->lock, NULL);
@@ -934,9 +1270,10 @@ int velo_open(const velo_open_attr_t* attr, velo_ep_t** out) {
     const char* dev = a.device ? a.device : getenv("VELO_DEVICE");
     struct velo_ep* ep = calloc(1, sizeof *ep);
     if (!ep) return -ENOMEM;
-    if (velo__ep_init(ep, &a)) {
+    int r0;
+    if ((r0 = velo__ep_init(ep, &a)) != 0) {
         free(ep);
-        return -ENOMEM;
+        return r0;
     }
     int r;
     if (dev && *dev) {
@@ -1009,6 +1346,8 @@ int velo_close(velo_ep_t* ep) {
         struct velo_peer* p = ep->peer_hash[i];
         while (p) {
             struct velo_peer* n = p->hnext;
+            area_free(p);  // (the driver dropped the registration and quiesced the NIC at close)
+            free(p->train);
             free(p);
             p = n;
         }
@@ -1021,9 +1360,16 @@ int velo_close(velo_ep_t* ep) {
     ep->counts = NULL;
     velo_rc_free(&ep->rc);
     velo_rc_free(&ep->ctl_rc);
+    for (unsigned i = 0; i < ep->q_len; ++i) {
+        const velo_msg_t* qm = &ep->q[(ep->q_head + i) % ep->q_cap];
+        if (!qm->len) free((void*)qm->ptr);
+    }
     free(ep->q);
     ep->q = NULL;
     ep->q_len = ep->q_cap = 0;
+    free(ep->held_copy);
+    ep->held_copy = NULL;
+    ep->held = NULL;
     // every later velo_poll lands in the slow path, which answers -EBADF
     divert(ep, DIVERT_CLOSED);
     ep->data.base = ep->data.end = NULL;
@@ -1056,6 +1402,11 @@ int velo_info(const velo_ep_t* ep, velo_info_t* info) {
     info->msg_max = VELO_MSG_MAX;
     info->ring_lines = ep->data.lines;
     info->credit_lines = ep->window_max;
+    info->send_max = ep->slot_log2 ? 1u << ep->slot_log2 : 0;
+    info->crossover = ep->crossover;
+    const uint32_t tmax = VELO_TRAIN_FIRST + (ep->window_max / 2 - 1) * VELO_TRAIN_NEXT;
+    info->train_max = tmax < VELO_TRAIN_MAX ? tmax : VELO_TRAIN_MAX;
+    if (info->send_max < info->train_max) info->send_max = info->train_max;
     return 0;
 }
 

@@ -49,8 +49,16 @@ enum velo_ctl_type {
 	VELO_CTL_DISCONNECT = 2, /* sender -> receiver's data ring: epoch */
 	VELO_CTL_CREDIT = 3,     /* receiver -> sender's control ring: epoch, limit, window */
 	VELO_CTL_REFUSE = 4,     /* receiver -> sender's control ring: epoch (no room for a sender) */
-	VELO_CTL_RESET = 5       /* receiver -> sender's control ring: the receiver closed */
+	VELO_CTL_RESET = 5,      /* receiver -> sender's control ring: the receiver closed */
+	VELO_CTL_AREA = 6,       /* receiver -> sender's control ring, before CREDIT: epoch, the receive
+	                          * area's NLA (limit | rsvd << 32), window = log2 of its slot size */
+	VELO_CTL_RELEASE = 7,    /* receiver -> sender's control ring: epoch, limit = area slots released */
+	VELO_CTL_LARGE = 8,      /* sender -> receiver's data ring: epoch, window = slot, limit = length */
+	VELO_CTL_TRAIN = 9,      /* sender -> receiver's data ring: first piece of a train (velo_train_hdr) */
+	VELO_CTL_CREDIT_REQ = 10 /* sender -> receiver's data ring, on a credit line: epoch (return my credit now) */
 };
+/* CONNECT: flags in `window` */
+#define VELO_CTL_CONNECT_AREA 1u /* the sender asks for a receive area (messages > 64 B by RMA) */
 struct velo_ctl_msg {
 	uint8_t magic;
 	uint8_t type;
@@ -60,6 +68,32 @@ struct velo_ctl_msg {
 	uint32_t rsvd;
 };
 #define VELO_CTL_BYTES 16
+
+/* Trains (velo_send of 65 .. train_max bytes): one-line VELO messages from the sender's control
+ * vpid into the receiver's data ring, on the connection's credits: a first piece (velo_train_hdr,
+ * then up to VELO_TRAIN_FIRST bytes), then continuations (VELO_TRAIN_MAGIC, up to VELO_TRAIN_NEXT
+ * bytes). One sender's pieces arrive in order (one path, one VC); the receiver joins them per
+ * sender and delivers the message with its last piece. */
+struct velo_train_hdr {
+	uint8_t magic; /* VELO_CTL_MAGIC */
+	uint8_t type;  /* VELO_CTL_TRAIN */
+	uint16_t rsvd;
+	uint32_t len; /* the message's length */
+};
+#define VELO_TRAIN_MAGIC 0xC8
+#define VELO_TRAIN_PIECE 56u /* bytes of a piece: one mailbox line */
+#define VELO_TRAIN_FIRST (VELO_TRAIN_PIECE - 8u)
+#define VELO_TRAIN_NEXT (VELO_TRAIN_PIECE - 1u)
+static inline unsigned velo__train_pieces(size_t len) {
+	return len <= VELO_TRAIN_FIRST ? 1u : 1u + (unsigned)((len - VELO_TRAIN_FIRST + VELO_TRAIN_NEXT - 1) / VELO_TRAIN_NEXT);
+}
+/* Receive areas: two slots of 2^k bytes per sender (k from $VELO_SEND_MAX, default 20). */
+#define VELO_AREA_SLOTS 2u
+#define VELO_SLOT_LOG2_DEFAULT 20u
+#define VELO_SLOT_LOG2_MIN 12u
+#define VELO_SLOT_LOG2_MAX 26u
+/* Measured default of the train/RMA crossover (docs/measurement.md, api.send_crossover_bytes) */
+#define VELO_CROSSOVER_DEFAULT 1024u
 
 /* Credit parameters (lines of 64 bytes). */
 #define VELO_CREDIT_WINDOW_MAX 64u /* lines granted to one sender */
@@ -88,6 +122,15 @@ struct velo_conn {
 	uint32_t limit_seen; /* last cumulative limit granted by the destination */
 	int ctl_page;     /* grant: our control vpid -> destination data vpid (CONNECT/DISCONNECT) */
 	uint8_t* ctl_win; /* hw mapping of it */
+	/* messages > 64 B (velo_send of a train or through the receive area), one at a time */
+	pthread_mutex_t big_lock;
+	unsigned flags;             /* velo_connect's */
+	uint64_t area_nla;          /* the destination's receive area for us (AREA) */
+	uint32_t slot_log2;         /* its slot size (0: no area) */
+	uint32_t large_sent;        /* messages put into the area (this epoch) */
+	_Atomic uint32_t large_rel; /* slots the destination released (RELEASE) */
+	_Atomic uint32_t credit_gen; /* CREDIT messages received */
+	uint32_t req_gen;            /* credit_gen + 1 when the last CREDIT_REQ was sent */
 	struct velo_conn* hnext;
 	struct velo_conn* all_next;
 };
@@ -106,6 +149,15 @@ struct velo_peer {
 	uint32_t limit_sent; /* last limit granted, in lines read since it connected */
 	int reply_page;      /* grant: our control vpid -> its control vpid (-1: none yet) */
 	uint8_t* reply_win;
+	/* messages > 64 B from it */
+	uint8_t* area;              /* receive area: VELO_AREA_SLOTS slots of 2^slot_log2 bytes (or NULL) */
+	velo_region_t* area_reg;    /* its registration (REMOTE_WRITE) */
+	uint64_t area_nla;
+	uint32_t slot_log2;
+	uint32_t large_seen;        /* LARGE messages received (this epoch) */
+	uint32_t large_rel;         /* and released */
+	uint8_t* train;             /* a train being joined (VELO_TRAIN_MAX bytes) */
+	uint32_t train_len, train_have;
 	struct velo_peer* hnext;
 };
 
@@ -214,10 +266,18 @@ struct velo_ep {
 	struct velo_ep* grave_next;
 	struct velo_rma* rma;     /* RMA state (velo_rma.c), NULL until the first RMA call */
 	pthread_mutex_t rma_lock; /* every RMA call */
+	/* messages > 64 B */
+	uint32_t crossover;   /* longer messages go by RMA when the destination has an area */
+	uint32_t slot_log2;   /* receive area slots offered to senders (0: none) */
+	int area_failed;      /* no areas (no RMA here): stop trying */
+	struct velo_peer* held; /* the last delivered LARGE message's sender: its slot is released at the next receive */
+	void* held_copy;        /* a long message delivered from the queue: freed at the next receive */
 };
 
 #define DIVERT_CLOSED 1
 #define DIVERT_QUEUE 2
+#define DIVERT_HELD 3 /* a long message was delivered: release it at the next receive */
+#define VELO_TRAIN_MAX (VELO_TRAIN_FIRST + (VELO_CREDIT_WINDOW_MAX / 2 - 1) * VELO_TRAIN_NEXT)
 
 /* velo.c */
 int velo__poll_slow(struct velo_ep* ep, velo_msg_t* m);
@@ -232,6 +292,10 @@ uint32_t velo__ring_rp(const struct velo_ring* r, const uint8_t* cur);
 
 /* velo_rma.c */
 void velo__rma_close(struct velo_ep* ep);
+/* velo_send of a long message: put len bytes of buf to remote_nla on dst.node and wait until the
+ * data are visible there (not reported by velo_rma_poll). 0, -EAGAIN (no command slot now), or the
+ * put's / registration's error. */
+int velo__rma_put_sync(struct velo_ep* ep, velo_addr_t dst, const void* buf, uint64_t remote_nla, size_t len);
 
 /* backends */
 int velo__sim_open(struct velo_ep* ep, const char* sock, const velo_open_attr_t* a);

@@ -50,7 +50,7 @@ _Static_assert(VELO_RMA_SLOTS* VELO_RMA_CMD_BYTES == 4096, "one 4 KiB command pa
 
 #define RMA_RETRY_MAX 4u                    // re-issues of one command (NOT_VALID, torn) before it fails
 #define RMA_CACHE_DEFAULT 64u               // idle registrations the cache keeps
-#define RMA_EVQ (2u * VELO_RMA_SLOTS + 2u)  // completions one entry can produce, and then some
+#define RMA_EVQ (2u * VELO_RMA_SLOTS + 2u)  // initial room of the completion queue (it grows)
 #define NLA_OFFSET_MASK VELO_FIELD_MASK(VELO_RMA_NLA_OFFSET)
 #define NLA_LIMIT (1ull << VELO_RMA_NLA_OFFSET_WIDTH)
 
@@ -82,6 +82,7 @@ struct rma_op {
     unsigned total, nissued, lcpl_seen, final_seen;
     unsigned reason, remote, local_reported;
     struct rc_ent* e;  // the local registration (a reference), or NULL
+    int* sync;         // velo__rma_put_sync's result (1 done, -errno failed); no completions reported
     int next_free;
 };
 
@@ -101,9 +102,9 @@ struct velo_rma {
     struct rma_slot slot[VELO_RMA_SLOTS];
     struct rma_op* ops;
     int op_free;
-    int backlog;  // op with pieces not yet issued, or -1
-    velo_rma_cpl_t evq[RMA_EVQ];
-    unsigned evq_head, evq_len;
+    int backlog;          // op with pieces not yet issued, or -1
+    velo_rma_cpl_t* evq;  // completions not taken yet (a ring of evq_cap)
+    unsigned evq_head, evq_len, evq_cap;
     struct rc_ent *lru_head, *lru_tail, *all;
     unsigned ncached, cache_max;
 };
@@ -133,7 +134,11 @@ static int rma_get(struct velo_ep* ep, struct velo_rma** out) {
     if (s->limit == 0) s->limit = 1;
     s->piece_max = VELO_RMA_LEN_MAX & ~0xFFFu;
     s->ops = calloc(s->limit, sizeof *s->ops);
-    if (!s->ops) {
+    s->evq = calloc(RMA_EVQ, sizeof *s->evq);
+    s->evq_cap = RMA_EVQ;
+    if (!s->ops || !s->evq) {
+        free(s->ops);
+        free(s->evq);
         free(s);
         return -ENOMEM;
     }
@@ -443,7 +448,7 @@ static void issue_more(struct velo_rma* s, int i) {
 }
 
 static int submit(struct velo_ep* ep, struct velo_rma* s, unsigned op, velo_addr_t peer, struct rc_ent* e,
-                  uint64_t local_nla, uint64_t remote_nla, uint64_t len, unsigned flags, uint64_t cookie) {
+                  uint64_t local_nla, uint64_t remote_nla, uint64_t len, unsigned flags, uint64_t cookie, int* sync) {
     const int i = s->op_free;
     struct rma_op* o = &s->ops[i];
     s->op_free = o->next_free;
@@ -458,10 +463,11 @@ static int submit(struct velo_ep* ep, struct velo_rma* s, unsigned op, velo_addr
     o->flags = flags;
     o->total = len ? (unsigned)((len + s->piece_max - 1) / s->piece_max) : 1;
     o->e = e;
+    o->sync = sync;
     o->next_free = -1;
     (void)ep;
     issue_more(s, i);
-    return 0;
+    return i;
 }
 
 // Argument checks shared by put and get; 0 or the errno of the first bad argument.
@@ -506,7 +512,8 @@ static int xfer(velo_ep_t* ep, unsigned op, velo_addr_t peer, const velo_region_
         struct rc_ent* e = local ? local->e : NULL;
         if (e) ++e->refs;
         const uint64_t lnla = e ? e->nla + (local->addr - e->addr) + local_off : 0;
-        r = submit(ep, s, op, peer, e, lnla, remote_nla, len, flags, cookie);
+        r = submit(ep, s, op, peer, e, lnla, remote_nla, len, flags, cookie, NULL);
+        r = r < 0 ? r : 0;
     }
     pthread_mutex_unlock(&ep->rma_lock);
     return r;
@@ -533,7 +540,8 @@ static int xfer_buf(velo_ep_t* ep, unsigned op, velo_addr_t peer, const void* bu
     }
     if (r == 0) {
         const uint64_t lnla = e ? e->nla + ((uintptr_t)buf - e->addr) : 0;
-        r = submit(ep, s, op, peer, e, lnla, remote_nla, len, flags, cookie);
+        r = submit(ep, s, op, peer, e, lnla, remote_nla, len, flags, cookie, NULL);
+        r = r < 0 ? r : 0;
     }
     pthread_mutex_unlock(&ep->rma_lock);
     return r;
@@ -617,14 +625,30 @@ const char* velo_rma_reason_str(unsigned reason) {
     }
 }
 
+// Room for one more completion. The queue grows: velo__rma_put_sync takes the entries of its
+// put from behind others the caller has not polled yet (NULL, and the completion is lost and
+// counted, only when memory runs out).
 static velo_rma_cpl_t* ev_push(struct velo_rma* s) {
-    velo_rma_cpl_t* c = &s->evq[(s->evq_head + s->evq_len++) % RMA_EVQ];
+    if (s->evq_len == s->evq_cap) {
+        velo_rma_cpl_t* n = malloc(2 * (size_t)s->evq_cap * sizeof *n);
+        if (!n) {
+            ++s->ep->st.rma_nq_bad;
+            return NULL;
+        }
+        for (unsigned i = 0; i < s->evq_len; ++i) n[i] = s->evq[(s->evq_head + i) % s->evq_cap];
+        free(s->evq);
+        s->evq = n;
+        s->evq_head = 0;
+        s->evq_cap *= 2;
+    }
+    velo_rma_cpl_t* c = &s->evq[(s->evq_head + s->evq_len++) % s->evq_cap];
     memset(c, 0, sizeof *c);
     return c;
 }
 
 static void ev_op(struct velo_rma* s, const struct rma_op* o, unsigned kind) {
     velo_rma_cpl_t* c = ev_push(s);
+    if (!c) return;
     c->kind = kind;
     c->op = o->op;
     c->cookie = o->cookie;
@@ -661,7 +685,9 @@ static void slot_final(struct velo_ep* ep, struct velo_rma* s, unsigned k, unsig
     }
     if (o->reason) o->total = o->nissued;  // abandon the pieces not issued yet
     if (o->final_seen == o->total && o->nissued == o->total) {
-        if (o->reason) {
+        if (o->sync) {
+            *o->sync = o->reason ? reason_errno(o->reason) : 1;
+        } else if (o->reason) {
             ev_op(s, o, VELO_RMA_KIND_ERROR);
         } else if (o->op == VELO_RMA_OP_PUT) {
             if ((o->flags & VELO_RMA_F_LOCAL) && !o->local_reported) {
@@ -706,6 +732,7 @@ static void on_entry(struct velo_ep* ep, struct velo_rma* s, const uint64_t w[4]
     }
     if (kind == VELO_RMA_NQ_KIND_TARGET) {
         velo_rma_cpl_t* c = ev_push(s);
+        if (!c) return;
         c->kind = kind;
         c->op = (uint32_t)VELO_FIELD_GET(VELO_RMA_NQ_HDR_OP, h);
         c->cookie = w[1];
@@ -810,7 +837,7 @@ int velo_rma_poll(velo_ep_t* ep, velo_rma_cpl_t* cpl) {
         }
         if (s->evq_len) {
             *cpl = s->evq[s->evq_head];
-            s->evq_head = (s->evq_head + 1) % RMA_EVQ;
+            s->evq_head = (s->evq_head + 1) % s->evq_cap;
             --s->evq_len;
         } else {
             if (s->rp != s->rp_nic) write_rp(s);  // idle: give the NIC all the room
@@ -822,7 +849,7 @@ int velo_rma_poll(velo_ep_t* ep, velo_rma_cpl_t* cpl) {
 }
 
 // The queue entry at the read pointer and what its header looks like once it is there.
-static int nq_peek(velo_ep_t* ep, const volatile uint64_t** hdr, uint64_t* mask, uint64_t* val) {
+static int nq_peek(velo_ep_t* ep, const volatile uint64_t** hdr, uint64_t* mask, uint64_t* val, int user) {
     pthread_mutex_lock(&ep->rma_lock);
     struct velo_rma* s = ep->rma;
     int r = s ? 0 : -EAGAIN;
@@ -830,17 +857,17 @@ static int nq_peek(velo_ep_t* ep, const volatile uint64_t** hdr, uint64_t* mask,
         *hdr = (const volatile uint64_t*)(s->m.nq + (size_t)(s->rp & s->mask) * VELO_RMA_NQ_ENTRY_BYTES);
         *mask = VELO_FIELD_MASK(VELO_RMA_NQ_HDR_PHASE);
         *val = VELO_FIELD_PREP(VELO_RMA_NQ_HDR_PHASE, ((s->rp >> s->m.nq_log2) & 1u) ^ 1u);
-        if (s->evq_len) r = -EAGAIN;  // completions queued: poll again at once
+        if (user && s->evq_len) r = -EAGAIN;  // completions queued: poll again at once
     }
     pthread_mutex_unlock(&ep->rma_lock);
     return r;
 }
 
-int velo_rma_wait(velo_ep_t* ep, velo_rma_cpl_t* cpl, int timeout_ms) {
-    // hw: the notification queue has no interrupt yet: poll, backing off to short sleeps.
-    // sim: spin briefly, then sleep until the fabric writes into the queue (it holds simulated
-    // time while a client it woke reacts, as for mail: wait_state)
-    if (!ep || !cpl) return -EINVAL;
+// Call step(ep, arg) until it returns something else than -EAGAIN, for up to timeout_ms (-1:
+// forever, 0: once; then -ETIMEDOUT). user: completions queued for velo_rma_poll end a sleep. hw: the notification
+// queue has no interrupt yet: poll, backing off to short sleeps. sim: spin briefly, then sleep until the fabric writes
+// into the queue (it holds simulated time while a client it woke reacts, as for mail: wait_state).
+static int wait_loop(velo_ep_t* ep, int (*step)(velo_ep_t*, void*), void* arg, int user, int timeout_ms) {
     const struct velo_backend* be = ep->closed ? NULL : ep->be;
     const int sleeper = be && be->rma_sleep;
     if (sleeper && be->wait_state) be->wait_state(ep, 1);
@@ -848,7 +875,7 @@ int velo_rma_wait(velo_ep_t* ep, velo_rma_cpl_t* cpl, int timeout_ms) {
     clock_gettime(CLOCK_MONOTONIC, &t0);
     int r;
     for (unsigned n = 0;; ++n) {
-        r = velo_rma_poll(ep, cpl);
+        r = step(ep, arg);
         if (r != -EAGAIN) break;
         r = -ETIMEDOUT;
         if (timeout_ms == 0) break;
@@ -863,7 +890,7 @@ int velo_rma_wait(velo_ep_t* ep, velo_rma_cpl_t* cpl, int timeout_ms) {
         if (sleeper && n >= be->spin_polls) {
             const volatile uint64_t* hdr;
             uint64_t mask, val;
-            if (nq_peek(ep, &hdr, &mask, &val) == 0) {
+            if (nq_peek(ep, &hdr, &mask, &val, user) == 0) {
                 const int e = be->rma_sleep(ep, hdr, mask, val, left_ns);
                 if (e < 0) {
                     r = e;
@@ -879,6 +906,57 @@ int velo_rma_wait(velo_ep_t* ep, velo_rma_cpl_t* cpl, int timeout_ms) {
     return r;
 }
 
+static int poll_step(velo_ep_t* ep, void* cpl) {
+    return velo_rma_poll(ep, (velo_rma_cpl_t*)cpl);
+}
+
+int velo_rma_wait(velo_ep_t* ep, velo_rma_cpl_t* cpl, int timeout_ms) {
+    if (!ep || !cpl) return -EINVAL;
+    return wait_loop(ep, poll_step, cpl, 1, timeout_ms);
+}
+
+// ============================================================================ velo_send's puts
+struct sync_put {
+    int op;    // the op index
+    int done;  // 1 done, -errno failed, 0 in flight
+};
+
+// Take notification entries until the put is done (the caller's completions are queued for
+// velo_rma_poll); -EAGAIN while it is in flight.
+static int sync_step(velo_ep_t* ep, void* arg) {
+    struct sync_put* p = arg;
+    pthread_mutex_lock(&ep->rma_lock);
+    struct velo_rma* s = ep->rma;
+    uint64_t w[4];
+    while (!p->done && nq_next(s, w)) {
+        on_entry(ep, s, w);
+        if (s->backlog >= 0) issue_more(s, s->backlog);
+    }
+    if (!p->done && s->rp != s->rp_nic) write_rp(s);
+    int r = p->done ? 0 : ep->dead ? -EPIPE : -EAGAIN;
+    if (r == -EPIPE) s->ops[p->op].sync = NULL;  // nothing will end it: forget the caller's stack
+    pthread_mutex_unlock(&ep->rma_lock);
+    return r;
+}
+
+int velo__rma_put_sync(struct velo_ep* ep, velo_addr_t dst, const void* buf, uint64_t remote_nla, size_t len) {
+    struct sync_put p = {-1, 0};
+    pthread_mutex_lock(&ep->rma_lock);
+    struct velo_rma* s;
+    int r = rma_get(ep, &s);
+    if (r == 0) r = check_remote(ep, s, dst, remote_nla, len);
+    if (r == 0) r = room(s);
+    struct rc_ent* e = NULL;
+    if (r == 0) r = rc_acquire(ep, s, (uintptr_t)buf, len, VELO_ACCESS_LOCAL_READ, &e);
+    if (r == 0)
+        p.op =
+            submit(ep, s, VELO_RMA_OP_PUT, dst, e, e->nla + ((uintptr_t)buf - e->addr), remote_nla, len, 0, 0, &p.done);
+    pthread_mutex_unlock(&ep->rma_lock);
+    if (r) return r;
+    r = wait_loop(ep, sync_step, &p, 0, -1);
+    return r < 0 ? r : p.done < 0 ? p.done : 0;
+}
+
 // ============================================================================ close
 void velo__rma_close(struct velo_ep* ep) {
     pthread_mutex_lock(&ep->rma_lock);
@@ -892,6 +970,7 @@ void velo__rma_close(struct velo_ep* ep) {
             e = n;
         }
         free(s->ops);
+        free(s->evq);
         free(s);
         ep->rma = NULL;
     }

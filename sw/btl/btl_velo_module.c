@@ -334,7 +334,7 @@ static void describe(const mca_btl_velo_frag_t* f, vw_frag_t* w) {
 // First send to a peer: velo_connect without waiting (the answer arrives while we poll; sends
 // return -EAGAIN until then). Under ep->lock.
 static int ep_connect(mca_btl_base_endpoint_t* ep, velo_ep_t* vep) {
-    int r = velo_connect(vep, ep->addr, VELO_CONNECT_NOWAIT, &ep->conn);
+    int r = velo_connect(vep, ep->addr, VELO_CONNECT_NOWAIT | VELO_CONNECT_SMALL, &ep->conn);
     if (r) return r;
     ep->state = MCA_BTL_VELO_EP_CONNECTING;
     ep->connect_ns = now_ns();

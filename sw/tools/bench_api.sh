@@ -46,6 +46,36 @@ echo "# a woken client reacts in zero simulated time: the paper's ~350 ns of CPU
     --quiet 2>/dev/null | grep '^BENCH'
 echo "# put half RTT: command store to the peer seeing its TARGET notification, and back; host reads take 20 cycles"
 
+# velo_send of more than 64 B: half round trips of trains (crossover forced high) and of puts into
+# the receive area (crossover 0) over the train range; the crossover is the smallest size from
+# which the put is at least as fast at every measured size; reported is the longest size still sent
+# as a train (VELO_SEND_CROSSOVER's meaning; libvelo's default, VELO_CROSSOVER_DEFAULT,
+# is set from it: docs/measurement.md)
+XS=128,256,384,512,640,768,896,1024,1152,1280,1408,1536,1664,1753
+tmp=${TMPDIR:-/tmp}/velo-bench-x.$$
+for mode in train put; do
+    if [ $mode = train ]; then x=100000; else x=0; fi
+    VELO_SEND_CROSSOVER=$x "$T/velo-run" -n 2 -q --timeout 900 -- "$T/velo-pingpong" --sizes $XS --iters 40 \
+        --stream 10 --quiet --csv "$tmp.$mode.csv" > /dev/null 2>&1 || echo "# crossover: the $mode sweep failed"
+done
+if [ -s "$tmp.train.csv" ] && [ -s "$tmp.put.csv" ]; then
+    awk -F, 'FNR == 1 { next } NR == FNR { t[$1] = $2; next } { p[$1] = $2; s[++n] = $1 }
+        END {
+            i0 = n + 1
+            for (i = n; i >= 1; --i) { if (p[s[i]] <= t[s[i]]) i0 = i; else break }
+            for (i = 1; i <= n; ++i) printf "# %5d B: train %7.1f cycles, put %7.1f cycles\n", s[i], t[s[i]], p[s[i]]
+            # the crossover: the longest message still sent as a train (longer ones go by put)
+            x = i0 > n ? s[n] : i0 > 1 ? s[i0 - 1] : 64
+            printf "BENCH api.send_crossover_bytes %d bytes\n", x
+            printf "BENCH api.send_halfrtt_cycles_1KiB_train %.1f cycles\n", t[1024]
+            printf "BENCH api.send_halfrtt_cycles_1KiB_put %.1f cycles\n", p[1024]
+        }' "$tmp.train.csv" "$tmp.put.csv"
+fi
+rm -f "$tmp.train.csv" "$tmp.put.csv"
+# the whole message sweep, 1 B .. 1 MiB (trains and puts at the default crossover)
+"$T/velo-run" -n 2 -q --timeout 900 -- "$T/velo-pingpong" --sizes 4096,65536,1048576 --bench --quiet 2>/dev/null |
+    grep '^BENCH api.send'
+
 "$T/velo-run" -n 2 -q -- "$T/velo-bench-api" simrate 2 2>/dev/null | grep -E '^(BENCH|#)'
 if "$T/velo-run" -n 8 -q --timeout 60 -- "$T/velo-bench-api" simrate 2 > /tmp/velo-bench-ring.$$ 2>&1; then
     grep -E '^(BENCH|#)' /tmp/velo-bench-ring.$$

@@ -146,7 +146,9 @@ static void usage(FILE* f) {
             "  run two ranks: velo-run -n 2 -- velo-pingpong ...\n"
             "  --iters N    ping-pong round trips per size (default 200)\n"
             "  --stream M   messages per size in the streaming test (default 500)\n"
-            "  --sizes LIST message sizes in bytes, 1..64 (default 1,2,4,8,12,16,24,32,40,48,56,57,64)\n"
+            "  --sizes LIST message sizes in bytes, 1..1048576 (default 1,2,4,8,12,16,24,32,40,48,56,57,64,\n"
+            "               128,256,512,1K,2K,4K,16K,64K,256K,1M: above 64 B velo_send sends trains of VELO\n"
+            "               messages up to the crossover ($VELO_SEND_CROSSOVER), RMA puts above it)\n"
             "  --all        every size 1..64\n"
             "  --bench      print BENCH lines (api.halfrtt_cycles_8B, ..., api.put_halfrtt_cycles_<size>)\n"
             "  --puts       also a put ping-pong sweep, 8 B .. 4 KiB (RMA: notified puts each way)\n"
@@ -206,7 +208,8 @@ int main(int argc, char** argv) {
         }
     }
     if (!nsizes && !puts_only) {
-        const unsigned d[] = {1, 2, 4, 8, 12, 16, 24, 32, 40, 48, 56, 57, 64};
+        const unsigned d[] = {1,  2,   4,   8,   12,   16,   24,   32,    40,    48,     56,     57,
+                              64, 128, 256, 512, 1024, 2048, 4096, 16384, 65536, 262144, 1048576};
         for (unsigned k = 0; k < sizeof d / sizeof d[0]; ++k) sizes[nsizes++] = d[k];
     }
     if (puts_only) nsizes = 0;
@@ -222,11 +225,14 @@ int main(int argc, char** argv) {
             fprintf(stderr, "velo-pingpong: put sizes are 1..%u bytes\n", MAXPUT);
             return 2;
         }
-    for (unsigned k = 0; k < nsizes; ++k)
-        if (sizes[k] < 1 || sizes[k] > 64) {
-            fprintf(stderr, "velo-pingpong: sizes are 1..64 bytes\n");
+    unsigned maxsize = 64;
+    for (unsigned k = 0; k < nsizes; ++k) {
+        if (sizes[k] < 1 || sizes[k] > MAXPUT) {
+            fprintf(stderr, "velo-pingpong: sizes are 1..%u bytes\n", MAXPUT);
             return 2;
         }
+        if (sizes[k] > maxsize) maxsize = sizes[k];
+    }
     if (iters < 1 || stream < 2) {
         usage(stderr);
         return 2;
@@ -259,35 +265,39 @@ int main(int argc, char** argv) {
                me.vpid, peer.node, peer.vpid, info.backend);
 
     struct row rows[MAXSIZES];
-    uint8_t buf[64];
+    uint8_t* buf = malloc(maxsize);
+    if (!buf) die("malloc", -ENOMEM);
     velo_msg_t m;
     for (unsigned si = 0; si < nsizes; ++si) {
         const unsigned len = sizes[si];
         for (unsigned k = 0; k < len; ++k) buf[k] = (uint8_t)(k * 7 + len);
+        // fewer rounds for long messages (each moves 2 x len bytes through the simulation)
+        const unsigned it_n = len <= 4096 ? iters : len <= 65536 ? 8 : 2;
+        const unsigned st_n = len <= 64 ? stream : len <= 4096 ? (stream + 4) / 5 : 4;
         // ping-pong (a few warm-up rounds first: connection requests, first credit returns)
-        const unsigned warm = 4;
+        const unsigned warm = len <= 4096 ? 4 : 1;
         uint64_t t0 = 0;
-        for (unsigned it = 0; it < warm + iters; ++it) {
+        for (unsigned it = 0; it < warm + it_n; ++it) {
             if (rank == 0) {
                 if (it == warm) velo_clock(ep, &t0, NULL);
                 buf[0] = (uint8_t)it;
                 send_all(ep, c, buf, len);
                 int n = recv_one(ep, &m);
-                if ((unsigned)n != len || memcmp(m.data, buf, len) != 0) {
+                if ((unsigned)n != len || memcmp(velo_msg_bytes(&m), buf, len) != 0) {
                     fprintf(stderr, "velo-pingpong: size %u round %u: wrong echo (%d bytes)\n", len, it, n);
                     return 1;
                 }
             } else {
                 int n = recv_one(ep, &m);
-                send_all(ep, c, m.data, (size_t)n);
+                send_all(ep, c, velo_msg_bytes(&m), (size_t)n);
             }
         }
         double halfrtt = 0;
-        if (rank == 0) halfrtt = (double)(last_rx(ep) - t0) / (2.0 * iters);
+        if (rank == 0) halfrtt = (double)(last_rx(ep) - t0) / (2.0 * it_n);
         // streaming: rank 0 sends back to back; rank 1 times the arrivals, answers with them
         double interval = 0;
         if (rank == 0) {
-            for (unsigned k = 0; k < stream; ++k) {
+            for (unsigned k = 0; k < st_n; ++k) {
                 buf[0] = (uint8_t)k;
                 send_all(ep, c, buf, len);
             }
@@ -299,12 +309,12 @@ int main(int argc, char** argv) {
             uint64_t first, last;
             memcpy(&first, m.data, 8);
             memcpy(&last, m.data + 8, 8);
-            interval = (double)(last - first) / (stream - 1);
+            interval = (double)(last - first) / (st_n - 1);
         } else {
             uint64_t first = 0, last = 0;
-            for (unsigned k = 0; k < stream; ++k) {
+            for (unsigned k = 0; k < st_n; ++k) {
                 int n = recv_one(ep, &m);
-                if ((unsigned)n != len || m.data[0] != (uint8_t)k) {
+                if ((unsigned)n != len || *(const uint8_t*)velo_msg_bytes(&m) != (uint8_t)k) {
                     fprintf(stderr, "velo-pingpong: stream message %u of size %u wrong\n", k, len);
                     return 1;
                 }
@@ -325,14 +335,14 @@ int main(int argc, char** argv) {
     if (rank == 0) {
         if (!quiet && nsizes) {
             printf(
-                "\n  size | half RTT | ns @100MHz | ns @250MHz | ping-pong MB/s      | stream cyc/msg | stream MB/s"
+                "\n     size |  half RTT | ns @100MHz | ns @250MHz | ping-pong MB/s      | stream cyc/msg | stream MB/s"
                 "         | msg rate M/s\n");
             printf(
-                "   (B) | (cycles) |            |            | @100MHz   @250MHz   |                | @100MHz  "
+                "      (B) |  (cycles) |            |            | @100MHz   @250MHz   |                | @100MHz  "
                 " @250MHz  | @100MHz @250MHz\n");
             for (unsigned si = 0; si < nsizes; ++si) {
                 const struct row* w = &rows[si];
-                printf("  %4u | %8.1f | %10.0f | %10.0f | %8.1f  %8.1f  | %14.2f | %8.1f  %8.1f  | %6.2f  %6.2f\n",
+                printf("  %7u | %9.1f | %10.0f | %10.0f | %8.1f  %8.1f  | %14.2f | %8.1f  %8.1f  | %6.2f  %6.2f\n",
                        w->size, w->halfrtt, w->halfrtt * 1000 / kMhz[0], w->halfrtt * 1000 / kMhz[1],
                        w->size * kMhz[0] / w->halfrtt, w->size * kMhz[1] / w->halfrtt, w->interval,
                        w->size * kMhz[0] / w->interval, w->size * kMhz[1] / w->interval, kMhz[0] / w->interval,
@@ -422,6 +432,10 @@ int main(int argc, char** argv) {
                     printf("BENCH api.halfrtt_cycles_64B %.1f cycles\n", w->halfrtt);
                     printf("BENCH api.stream_MBps_64B_100MHz %.1f MB/s\n", w->size * kMhz[0] / w->interval);
                 }
+                if (w->size > 64 && w->size % 1024 == 0)
+                    printf("BENCH api.send_halfrtt_cycles_%uKiB %.1f cycles\n", w->size / 1024, w->halfrtt);
+                else if (w->size > 64)
+                    printf("BENCH api.send_halfrtt_cycles_%uB %.1f cycles\n", w->size, w->halfrtt);
             }
         }
     }

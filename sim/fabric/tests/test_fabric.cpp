@@ -463,7 +463,8 @@ TEST(Fabric, bad_inputs) {
         CHECK(rc == 0, "send: %s", velo_strerror(rc));
         CHECK(velo_wait(peer, &m, 10000) == 8, "message");
         CHECK(velo_send(c, b, 0) == -EINVAL, "length 0");
-        CHECK(velo_send(c, b, 65) == -EMSGSIZE, "length 65");
+        std::vector<uint8_t> huge((1u << 20) + 1);  // beyond send_max (the destination's area slot)
+        CHECK(velo_send(c, huge.data(), huge.size()) == -EMSGSIZE, "length 1 MiB + 1");
         CHECK(velo_send(c, nullptr, 4) == -EINVAL, "NULL");
         CHECK(velo_disconnect(c) == 0, "disconnect");
         CHECK(velo_send(c, b, 8) == -ENOTCONN, "send after disconnect");
@@ -583,13 +584,17 @@ TEST(Fabric, cxx_layer) {
             CHECK(c.send(words, 4), "typed send");
             m = b.wait();
             CHECK(m.size() == 16 && std::memcmp(m.data(), words, 16) == 0, "typed payload");
+            const std::string longer(1000, 'L');  // a train: one message at the receiver
+            CHECK(c.send(longer), "1000 bytes");
+            m = b.wait();
+            CHECK(m.size() == 1000 && m.m.len == 0 && m.str() == longer, "long message: %zu", m.size());
             bool threw = false;
             try {
-                c.send(std::string(65, 'x'));
+                c.send(std::string((1u << 20) + 1, 'x'));
             } catch (const velo::Error& e) {
                 threw = e.code().value() == EMSGSIZE;
             }
-            CHECK(threw, "65 bytes must throw EMSGSIZE");
+            CHECK(threw, "1 MiB + 1 bytes must throw EMSGSIZE");
             threw = false;
             try {
                 velo::Endpoint bad("no-such-device");

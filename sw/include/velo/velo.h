@@ -28,7 +28,7 @@
 extern "C" {
 #endif
 
-#define VELO_API_VERSION 1
+#define VELO_API_VERSION 2
 #define VELO_MSG_MAX_BYTES 64
 
 typedef struct velo_ep velo_ep_t;     /* an endpoint: one receive mailbox (data vpid) */
@@ -41,7 +41,11 @@ typedef struct velo_addr {
 } velo_addr_t;
 
 /* A received message. The source is stamped by the sending NIC (node) and the page the
- * sender's driver mapped (vpid): it cannot be forged by the sender. */
+ * sender's driver mapped (vpid): it cannot be forged by the sender.
+ * Up to 64 bytes the message is in data[] (len = its length). A longer one (velo_send of more
+ * than 64 bytes, docs/api.md "Messages longer than 64 bytes") has len = 0, size = its length and
+ * ptr = its bytes in the library's memory, valid until the next velo_poll, velo_wait, velo_connect
+ * or velo_close on the endpoint. velo_msg_bytes() and velo_msg_size() cover both. */
 typedef struct velo_msg {
 #if defined(__cplusplus)
 	alignas(16) uint8_t data[VELO_MSG_MAX_BYTES];
@@ -50,9 +54,18 @@ typedef struct velo_msg {
 #endif
 	uint8_t src_node; /* sending node */
 	uint8_t src_vpid; /* sending endpoint's vpid */
-	uint16_t len;     /* payload bytes, 1..64 */
-	uint32_t rsvd;
+	uint16_t len;     /* payload bytes in data[], 1..64; 0: a longer message (size, ptr) */
+	uint32_t size;    /* len 0: the message's length (65 .. velo_info's send_max) */
+	const void* ptr;  /* len 0: the message's bytes (library memory, see above) */
 } velo_msg_t;
+
+/* The bytes and the length of a received message, short or long. */
+static inline const void* velo_msg_bytes(const velo_msg_t* m) {
+	return m->len ? (const void*)m->data : m->ptr;
+}
+static inline size_t velo_msg_size(const velo_msg_t* m) {
+	return m->len ? (size_t)m->len : (size_t)m->size;
+}
 
 /* Options of velo_open. Initialise with velo_open_attr_init(). */
 typedef struct velo_open_attr {
@@ -89,6 +102,8 @@ int velo_addr(const velo_ep_t* ep, velo_addr_t* addr);
  * destination has no room for another sender, or this endpoint has too many connections),
  * -EBADF (endpoint closed), -EPERM (the driver refuses the grant). */
 #define VELO_CONNECT_NOWAIT 1u
+/* Messages of at most 64 bytes on this connection: the destination keeps no receive area for it. */
+#define VELO_CONNECT_SMALL 2u
 int velo_connect(velo_ep_t* ep, velo_addr_t dst, unsigned flags, velo_conn_t** conn);
 
 /* Give a connection up (the destination reclaims its credits). The handle stays valid until
@@ -98,12 +113,19 @@ int velo_disconnect(velo_conn_t* conn);
 /* The destination of a connection. */
 int velo_conn_addr(const velo_conn_t* conn, velo_addr_t* dst);
 
-/* Send len (1..64) bytes. Never blocks: returns 0 when the message is handed to the NIC;
- * -EAGAIN when the destination has no room for it now (credits are returned as the receiver
- * reads: keep receiving on your own endpoint meanwhile, or two endpoints that wait for each
- * other never make room). Errors: -EINVAL (len 0, NULL pointers), -EMSGSIZE (len > 64),
- * -ENOTCONN (not connected / disconnected / refused), -ECONNRESET (the destination closed),
- * -EBADF (endpoint closed). */
+/* Send len bytes (1 .. velo_info's send_max). Up to 64 bytes: one atomic store burst, never
+ * blocks; returns 0 when the message is handed to the NIC. Longer messages (docs/api.md "Messages
+ * longer than 64 bytes"): up to the crossover (velo_info's crossover, $VELO_SEND_CROSSOVER) a
+ * train of VELO messages the receiver joins, above it an RMA put into the receive area the
+ * destination exposed at connect time; both arrive as one message, in order with the sender's
+ * other messages, and the call returns once buf may be reused (a put: once the data are at the
+ * destination). -EAGAIN when the destination has no room for it now (credits, or both receive
+ * slots of the area still held by its receiver: they are returned as the receiver reads; keep
+ * receiving on your own endpoint meanwhile, or two endpoints that wait for each other never make
+ * room). Errors: -EINVAL (len 0, NULL pointers), -EMSGSIZE (len above what this connection can
+ * carry: 64 without RMA on either side or with VELO_CONNECT_SMALL, else send_max), -ENOTCONN (not
+ * connected / disconnected / refused), -ECONNRESET (the destination closed), -EBADF (endpoint
+ * closed), an RMA put's error (-EFAULT, -EIO, ...) for a message the put failed to deliver. */
 int velo_send(velo_conn_t* conn, const void* buf, size_t len);
 
 /* Receive one message if one is there. Returns its length (1..64) and fills *msg; -EAGAIN if
@@ -124,10 +146,13 @@ typedef struct velo_info {
 	uint32_t node_bits;
 	uint32_t vpid_bits;
 	uint32_t nodes;        /* sim: nodes of the fabric; hw: 0 (unknown) */
-	uint32_t msg_max;      /* 64 */
+	uint32_t msg_max;      /* 64: one store burst */
 	uint32_t ring_lines;   /* this endpoint's mailbox ring */
 	uint32_t credit_lines; /* ring lines granted to one sender */
-	uint32_t rsvd[4];
+	uint32_t send_max;     /* longest velo_send to a destination with a receive area (RMA) */
+	uint32_t crossover;    /* velo_send: longer messages go by RMA, shorter ones as VELO trains */
+	uint32_t train_max;    /* longest VELO train (a full credit window allows) */
+	uint32_t rsvd[1];
 } velo_info_t;
 int velo_info(const velo_ep_t* ep, velo_info_t* info);
 
@@ -145,6 +170,11 @@ typedef struct velo_stats {
 	uint64_t rma_repins;     /* RMA: re-pins after NOT_VALID (the command was issued again) */
 	uint64_t rma_reissues;   /* RMA: commands issued again (NOT_VALID, torn command writes) */
 	uint64_t rma_nq_bad;     /* RMA: malformed or stray notification entries skipped */
+	uint64_t trains_tx;      /* messages > 64 B sent as VELO trains */
+	uint64_t trains_rx;      /* and received */
+	uint64_t large_tx;       /* messages > 64 B sent by RMA into the receiver's area */
+	uint64_t large_rx;       /* and received */
+	uint64_t large_eagain;   /* velo_send found no free slot in the destination's area */
 } velo_stats_t;
 int velo_stats(const velo_ep_t* ep, velo_stats_t* stats);
 

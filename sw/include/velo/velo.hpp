@@ -43,17 +43,18 @@ inline int check(int r, const char* what) {
 
 using Addr = velo_addr_t;
 
-// A received message.
+// A received message, short or long (a long one's bytes are valid until the endpoint's next
+// receive call: docs/api.md "Messages longer than 64 bytes").
 struct Message {
     velo_msg_t m{};
-    const uint8_t* data() const { return m.data; }
-    std::size_t size() const { return m.len; }
-    std::string_view view() const { return {reinterpret_cast<const char*>(m.data), m.len}; }
+    const uint8_t* data() const { return static_cast<const uint8_t*>(velo_msg_bytes(&m)); }
+    std::size_t size() const { return velo_msg_size(&m); }
+    std::string_view view() const { return {reinterpret_cast<const char*>(data()), size()}; }
     std::string str() const { return std::string(view()); }
     Addr source() const { return Addr{m.src_node, m.src_vpid}; }
 #if __cplusplus >= 202002L && __has_include(<span>)
     std::span<const uint8_t> bytes() const {
-        return {m.data, m.len};
+        return {data(), size()};
     }
 #endif
 };
