@@ -92,8 +92,12 @@ static inline unsigned velo__train_pieces(size_t len) {
 #define VELO_SLOT_LOG2_DEFAULT 20u
 #define VELO_SLOT_LOG2_MIN 12u
 #define VELO_SLOT_LOG2_MAX 26u
-/* Measured default of the train/RMA crossover (docs/measurement.md, api.send_crossover_bytes) */
-#define VELO_CROSSOVER_DEFAULT 1024u
+/* Default of the train/RMA crossover: the longest message sent as a train when the destination has
+ * an area. Measured (make bench: api.send_crossover_bytes, docs/measurement.md): on the simulated
+ * fabric the put is slower than a train at every train length up to the train limit (1753 B with
+ * the default ring), so the crossover is that limit. The simulated host charges nothing for the
+ * CPU's stores of a train's pieces: on a board measure it again (VELO_SEND_CROSSOVER overrides). */
+#define VELO_CROSSOVER_DEFAULT 1753u
 
 /* Credit parameters (lines of 64 bytes). */
 #define VELO_CREDIT_WINDOW_MAX 64u /* lines granted to one sender */
