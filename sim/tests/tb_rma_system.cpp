@@ -253,6 +253,58 @@ TEST(RmaSystem, ConcurrentPutsFromTwoNodesToOne) {
     g.clean();
 }
 
+// Ping-pong puts the way velo-pingpong --puts does them, but both at once: node 0 and node 1 put
+// a large buffer (16 KiB..1 MiB, random alignments) into each other's region at the same time,
+// several rounds, every put answered by LOCAL_CPL then REMOTE_CPL and both regions byte-exact.
+// (This stalled: docs/simulator.md, "Put stall"; docs/rma.md §6.1.)
+TEST(RmaSystem, LargePutsBothWaysAtOnce) {
+    auto r = test_rng();
+    Rig g("pair", r);
+    g.open_nq(0, 2);
+    g.open_nq(1, 3);
+    constexpr uint64_t kMax = 1u << 20;
+    // region: [0, kMax + 8) put source, [kMax + 8, 2 kMax + 16) put destination
+    Buf b[2] = {g.region(0, 1, 2, RmaHost::ALL, 2 * kMax + 16), g.region(1, 4, 3, RmaHost::ALL, 2 * kMax + 16)};
+    const unsigned vpid[2] = {2, 3};
+    const std::vector<uint64_t> sizes = {16384, 65536, 1 + r() % 200000, 262144, kMax};
+    uint64_t cookie = 1;
+    for (size_t round = 0; round < sizes.size() * 2; ++round) {
+        const uint64_t n = sizes[round % sizes.size()] - (round >= sizes.size() ? r() % 8 : 0);
+        size_t before[2];
+        uint64_t ck[2];
+        for (unsigned s = 0; s < 2; ++s) {
+            const unsigned d = 1 - s;
+            const uint64_t soff = r() % 8, doff = kMax + 8 + r() % 8;
+            std::vector<uint8_t> src(n);
+            for (auto& x : src) x = static_cast<uint8_t>(r());
+            g.h.write(s, b[s].idx, soff, src);
+            std::copy(src.begin(), src.end(), b[s].shadow.begin() + static_cast<long>(soff));
+            std::copy(src.begin(), src.end(), b[d].shadow.begin() + static_cast<long>(doff));
+            before[s] = g.got[{s, vpid[s]}].size();
+            ck[s] = cookie++;
+            g.h.command(s, vpid[s], g.slot++ % VELO_RMA_SLOTS,
+                        RmaHost::cmd0(kPut, true, true, false, d, static_cast<uint32_t>(n)), g.nla(b[s], soff),
+                        g.nla(b[d], doff), ck[s]);
+        }
+        for (unsigned s = 0; s < 2; ++s) {
+            ASSERT_TRUE(g.wait(s, vpid[s], before[s] + 2, 40 * n + 200000))
+                << "round " << round << ": node " << s << "'s put of " << n << " bytes never completed\n"
+                << g.dump();
+            const auto& q = g.got[{s, vpid[s]}];
+            EXPECT_EQ(q[before[s]].kind(), static_cast<unsigned>(VELO_RMA_NQ_KIND_LOCAL_CPL));
+            EXPECT_EQ(q[before[s] + 1].kind(), static_cast<unsigned>(VELO_RMA_NQ_KIND_REMOTE_CPL))
+                << "err " << q[before[s] + 1].err();
+            EXPECT_EQ(q[before[s] + 1].cookie, ck[s]);
+            EXPECT_EQ(q[before[s] + 1].len(), n);
+        }
+        g.check(b[0], "node 0");
+        g.check(b[1], "node 1");
+        if (HasFailure()) return;
+    }
+    g.clean();
+    std::printf("[ info  ] %llu cycles\n", static_cast<unsigned long long>(g.c.cycle()));
+}
+
 TEST(RmaSystem, NotifiedPutDeliversATargetEntry) {
     auto r = test_rng();
     Rig g("pair", r);
