@@ -6,7 +6,7 @@
 // Spec version.
 `define VELO_SPEC_VERSION 32'h100
 // CRC-32 of spec/velo_spec.json.
-`define VELO_SPEC_HASH 32'hF2D73105
+`define VELO_SPEC_HASH 32'h9A4E984C
 // Width of a node id: up to 2^NODE_BITS nodes (paper: n - t = 8, 256 nodes).
 `define VELO_DEFAULT_NODE_BITS 32'h8
 // Smallest NODE_BITS.
@@ -187,6 +187,8 @@
 `define VELO_RMA_ERR_NQ_DISABLED 4'h9
 // RMA error reason: the RMA unit (RMA CONTROL.ENABLE) or the NIC (CONTROL.ENABLE) is disabled at the node that detected it.
 `define VELO_RMA_ERR_DISABLED 4'hA
+// RMA error reason: the initiator had no free command tag (all 2^TAG_BITS in use, by any vpid); the command was refused at once, nothing executed: software issues it again later (e.g. when one of its own commands completes).
+`define VELO_RMA_ERR_BUSY 4'hB
 // Notification kind: a put's local buffer has been read completely and may be reused.
 `define VELO_RMA_NQ_KIND_LOCAL_CPL 4'h1
 // Notification kind: a put's data are visible at the target (every data DMA write was issued on the target's host port before the acknowledgement left).
@@ -515,8 +517,10 @@
 `define VELO_RMA_CNT_NQ_DROP 32'h10
 // Cycles the notification writer waited for queue space.
 `define VELO_RMA_CNT_NQ_BACKPRESSURE_CYCLES 32'h11
+// Commands refused with BUSY (no free initiator tag).
+`define VELO_RMA_CNT_ERR_BUSY 32'h12
 // Number of RMA counters (RMA block).
-`define VELO_RMA_CNT_NUM 32'h12
+`define VELO_RMA_CNT_NUM 32'h13
 
 // Bit fields: VELO_<FMT>_<FIELD> is a part-select range, _LSB and _W its position and width.
 // Fields whose position depends on a parameter use the parameter's name: a module that uses

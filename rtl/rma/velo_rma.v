@@ -392,6 +392,7 @@ module velo_rma #(
         add[`VELO_RMA_CNT_NQ_ENTRIES] = {10'd0, nq_ev_entry};
         add[`VELO_RMA_CNT_NQ_DROP]    = {10'd0, nq_ev_drop};
         add[`VELO_RMA_CNT_NQ_BACKPRESSURE_CYCLES] = {10'd0, nq_ev_bp};
+        add[`VELO_RMA_CNT_ERR_BUSY]   = {10'd0, i_ev_err && (i_ev_err_reason == `VELO_RMA_ERR_BUSY)};
     end
 
     reg [31:0] cnt [0:NRC-1];

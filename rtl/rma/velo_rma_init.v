@@ -1,9 +1,12 @@
 // RMA initiator engine: executes put and get commands (docs/rma.md §1, §3) and reports their
 // completion.
 //
-// Commands (records of velo_rma_cmd) get a tag from a table of 2^TAG_BITS; out of tags, the command
-// input stalls (nothing is dropped). Intake per command: error records (TORN, BAD_CMD) and commands
-// while disabled become ERROR entries at once; else the route to REM_NODE is read (invalid: ERROR
+// Commands (records of velo_rma_cmd) get a tag from a table of 2^TAG_BITS; a command that finds
+// every tag in use is refused at once with an ERROR entry, reason BUSY (nothing executed; software
+// issues it again), so the command input never waits for a command to end: a BAR4 posted write
+// must not wait for the host reads of the puts holding the tags (docs/rma.md §6.1). Intake per
+// command: error records (TORN, BAD_CMD) and commands while disabled become ERROR entries at once;
+// out of tags: ERROR BUSY; else the route to REM_NODE is read (invalid: ERROR
 // NO_ROUTE) and the whole local buffer is checked with the ATU (PUT: LOCAL_READ, GET: LOCAL_WRITE;
 // a failure is reported with its reason, nothing is sent). The check's translation is given back at
 // once; the buffer is translated again piece by piece when it is used.
@@ -323,6 +326,12 @@ module velo_rma_init #(
                         i_st  <= I_ERR;
                     end else if (have_free) begin
                         i_st <= I_RT;
+                    end else begin
+                        // out of tags: refused at once (ERROR BUSY, software issues it again),
+                        // so the BAR4 write is taken and the posted writes behind it never wait
+                        // for the commands holding the tags (docs/rma.md §6.1)
+                        i_err <= `VELO_RMA_ERR_BUSY;
+                        i_st  <= I_ERR;
                     end
                 end
                 I_RT: begin

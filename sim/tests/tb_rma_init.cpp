@@ -99,6 +99,7 @@ struct Cmd {
     unsigned rsp_err = 0;    // the bench's answer
     // observed
     std::vector<Note> notes;
+    bool refused = false;  // answered ERROR BUSY (out of tags): the bench issues a copy again
     int tag = -1;
     uint32_t sent = 0;  // put: data bytes seen; get: bytes written
     bool first_seen = false, last_seen = false, answered = false;
@@ -125,6 +126,11 @@ class Bench {
     unsigned rsp_delay_max = 300;
     int rsp_err_pct = 5;
     bool enable = true;
+    bool hold_rsp = false;  // no response enters the engine (tags stay in use)
+
+    // refusals (ERROR BUSY): the bench issues the command again, as libvelo does, after a backoff
+    uint64_t busy_refusals = 0, next_cmd_at = 0;
+    uint64_t cmd_wait = 0, max_cmd_wait = 0;  // cycles a command waited at cmd_* (now, most)
 
     std::vector<Cmd> cmds;
     size_t cmd_next = 0;
@@ -381,7 +387,7 @@ class Bench {
     }
     void drive_cmd() {
         if (h->cmd_valid) return;
-        if (cmd_next >= cmds.size() || pct(rng, cmd_gap)) return;
+        if (cmd_next >= cmds.size() || h.cycle() < next_cmd_at || pct(rng, cmd_gap)) return;
         const Cmd& c = cmds[cmd_next];
         auto w = words(h->cmd_data);
         uint64_t c0 = FP(VELO_RMA_CMD0_OP, c.op) | FP(VELO_RMA_CMD0_LCPL, c.lcpl) | FP(VELO_RMA_CMD0_RCPL, c.rcpl) |
@@ -587,10 +593,24 @@ class Bench {
         unsigned kind = static_cast<unsigned>(FG(VELO_RMA_NQ_HDR_KIND, w0));
         unsigned slot = static_cast<unsigned>(FG(VELO_RMA_NQ_HDR_SLOT, w0));
         unsigned vpid = h->n_vpid;
-        // the command: oldest issued command with this slot and vpid that is not finished
+        // the command: oldest issued command with this slot and vpid that is not finished; a
+        // refusal (BUSY) comes at once, for the last one issued with the slot (which may be a
+        // command without any entry of its own, "finished" from the start)
+        // (and the cookie: with refusals a slot may be in use twice, the bench's slots being
+        // the command index mod 128; TORN entries carry no cookie)
         size_t ci = cmds.size();
-        for (size_t i = 0; i < cmd_next; ++i)
-            if (cmds[i].slot == slot && cmds[i].vpid == vpid && !finished(i)) {
+        const bool busy = kind == VELO_RMA_NQ_KIND_ERROR && FG(VELO_RMA_NQ_HDR_ERR, w0) == VELO_RMA_ERR_BUSY;
+        const bool torn = kind == VELO_RMA_NQ_KIND_ERROR && FG(VELO_RMA_NQ_HDR_ERR, w0) == VELO_RMA_ERR_TORN;
+        auto same = [&](size_t i) {
+            return cmds[i].slot == slot && cmds[i].vpid == vpid && (torn || cmds[i].cookie == w.get64(1));
+        };
+        for (size_t i = busy ? cmd_next : 0; busy && i-- > 0;)
+            if (same(i)) {
+                if (cmds[i].notes.empty() && !cmds[i].refused && cmds[i].tag < 0) ci = i;
+                break;
+            }
+        for (size_t i = 0; !busy && i < cmd_next; ++i)
+            if (same(i) && !finished(i)) {
                 ci = i;
                 break;
             }
@@ -618,10 +638,31 @@ class Bench {
                      ull(c.lnla), miss.c_str()));
         }
         if (kind == VELO_RMA_NQ_KIND_REMOTE_CPL && !c.answered) err("REMOTE_CPL before the PUT_RSP");
+        // (last: refuse() adds a command, which may move `c`)
+        if (kind == VELO_RMA_NQ_KIND_ERROR && n.err == VELO_RMA_ERR_BUSY && !c.cmd_err && c.notes.size() == 1)
+            refuse(ci);
     }
     uint64_t err_ev_expect = 0;
+    // Command ci was refused for want of a tag: nothing of it may happen; a copy is issued again
+    // (at the end of the list, after a backoff of 20..200 cycles before the next command).
+    void refuse(size_t ci) {
+        ++busy_refusals;
+        Cmd d = cmds[ci];
+        cmds[ci].refused = true;
+        auto& q = d.op == 1 ? exp_puts : exp_gets;
+        auto it = std::find(q.begin(), q.end(), ci);
+        if (it != q.end()) q.erase(it);
+        d.notes.clear();
+        d.refused = false;
+        d.local_err = 0;
+        d.dma_fault = false;
+        d.rsp_err = 0;
+        add(d);
+        next_cmd_at = h.cycle() + 20 + static_cast<uint64_t>(rnd(rng, 181));
+    }
     std::vector<Note> expected(const Cmd& c) const {
         std::vector<Note> v;
+        if (c.refused) return {{VELO_RMA_NQ_KIND_ERROR, VELO_RMA_ERR_BUSY, false}};
         if (c.cmd_err) return {{VELO_RMA_NQ_KIND_ERROR, c.cmd_err, false}};
         if (c.local_err) return {{VELO_RMA_NQ_KIND_ERROR, c.local_err, false}};
         if (c.op == 1) {
@@ -642,12 +683,12 @@ class Bench {
     bool finished(size_t i) const {
         const Cmd& c = cmds[i];
         return c.notes.size() >= expected(c).size() &&
-               (c.answered || c.cmd_err || c.local_err || !c.notes.empty() || expected(c).empty());
+               (c.answered || c.refused || c.cmd_err || c.local_err || !c.notes.empty() || expected(c).empty());
     }
 
     // ---- responses into the engine
     void drive_rx() {
-        if (!rx_busy) {
+        if (!rx_busy && !hold_rsp) {
             std::vector<unsigned> ready;
             for (auto& [n, q] : rsp_q)
                 if (!q.empty() && q.front().due <= h.cycle()) ready.push_back(n);
@@ -707,6 +748,9 @@ class Bench {
         if (h->cmd_valid && h->cmd_ready) {
             ++cmd_next;
             h->cmd_valid = 0;
+            cmd_wait = 0;
+        } else if (h->cmd_valid) {
+            max_cmd_wait = std::max(max_cmd_wait, ++cmd_wait);
         }
         if (h->pkt_valid && h->pkt_ready) {
             pkt_cur.push_back(h->pkt_data);
@@ -760,6 +804,11 @@ class Bench {
                 s += "; expected";
                 for (auto& n : e) s += strf(" %u/%u/%d", n.kind, n.err, n.remote);
                 err(s);
+            }
+            if (c.refused) {
+                if (c.sent || c.first_seen || c.answered || c.tag >= 0)
+                    err(strf("refused command %zu was executed", i));
+                continue;
             }
             if (!c.cmd_err && !c.local_err && !c.answered) err(strf("command %zu never answered", i));
             if (c.op == 1 && !c.local_err && !c.cmd_err && !c.dma_fault && c.sent != c.len)
@@ -825,6 +874,56 @@ TEST(RmaInit, SmallTagsShortMtuBackPressure) {
     b.rsp_delay_max = 1000;
     random_run(b, 120, true);
     EXPECT_LE(b.max_inflight, 2u);
+}
+
+// A command that finds every tag in use is refused at once with ERROR BUSY (docs/rma.md §6.1): the
+// command input never waits for a command to end. 16 puts hold the 16 tags (their PUT_RSPs are held
+// back), 4 more are refused and their copies too while the tags stay in use; then the responses
+// flow, the copies are issued again and every put completes with all its bytes.
+TEST(RmaInit, CommandsBeyondTheTagsAreRefused) {
+    Big b(4, 48);
+    b.cmd_gap = 0;
+    b.rsp_err_pct = 0;
+    b.hold_rsp = true;
+    for (unsigned i = 0; i < 20; ++i) {
+        Cmd c;
+        c.op = 1;
+        c.lcpl = i & 1;
+        c.rcpl = true;
+        c.node = 1 + i % 4;
+        c.vpid = 1;
+        c.len = 1 + 97 * i;
+        c.lnla = b.nla(0, 1000 * i);
+        c.rnla = (0x5Aull << 56) | (3ull << 40) | (0x1000 + 13 * i);
+        c.cookie = 0xB0000 + i;
+        b.add(c);
+    }
+    for (int i = 0; i < 30000 && !(b.cmd_next >= 20 && b.busy_refusals >= 4); ++i) b.step();
+    ASSERT_GE(b.cmd_next, 20u) << "the command input waited";
+    ASSERT_EQ(b.busy_refusals, 4u) << "commands 16..19 refused, nothing else yet";
+    for (unsigned i = 0; i < 20; ++i) {
+        const Cmd& c = b.cmds[i];
+        EXPECT_EQ(c.refused, i >= 16) << "command " << i;
+        if (i >= 16) {
+            ASSERT_EQ(c.notes.size(), 1u);
+            EXPECT_EQ(c.notes[0].kind, static_cast<unsigned>(VELO_RMA_NQ_KIND_ERROR));
+            EXPECT_EQ(c.notes[0].err, static_cast<unsigned>(VELO_RMA_ERR_BUSY));
+            EXPECT_FALSE(c.notes[0].remote);
+        }
+    }
+    // more refusals of the copies while the tags stay in use; the input never waits for them
+    for (int i = 0; i < 3000; ++i) b.step();
+    EXPECT_GT(b.busy_refusals, 4u);
+    EXPECT_LE(b.max_cmd_wait, 40u) << "a command waited at the input";
+    b.hold_rsp = false;
+    b.run(1000000);
+    b.finish();
+    unsigned done = 0;
+    for (const Cmd& c : b.cmds)
+        if (!c.refused && !c.notes.empty() && c.notes.back().kind == VELO_RMA_NQ_KIND_REMOTE_CPL) ++done;
+    EXPECT_EQ(done, 20u) << "every put completed once";
+    EXPECT_EQ(b.err_ev, b.busy_refusals) << "ev_err counts the refusals";
+    std::printf("[ info  ] %llu refusals\n", static_cast<unsigned long long>(b.busy_refusals));
 }
 
 TEST(RmaInit, DisabledCommandsFail) {

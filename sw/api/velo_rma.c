@@ -44,11 +44,14 @@ _Static_assert(VELO_RMA_R_BAD_CMD == VELO_RMA_ERR_BAD_CMD && VELO_RMA_R_TORN == 
                    VELO_RMA_R_BAD_HANDLE == VELO_RMA_ERR_BAD_HANDLE && VELO_RMA_R_NOT_OWNER == VELO_RMA_ERR_NOT_OWNER &&
                    VELO_RMA_R_PERM == VELO_RMA_ERR_PERM && VELO_RMA_R_RANGE == VELO_RMA_ERR_RANGE &&
                    VELO_RMA_R_NOT_VALID == VELO_RMA_ERR_NOT_VALID && VELO_RMA_R_NO_ROUTE == VELO_RMA_ERR_NO_ROUTE &&
-                   VELO_RMA_R_NQ_DISABLED == VELO_RMA_ERR_NQ_DISABLED && VELO_RMA_R_DISABLED == VELO_RMA_ERR_DISABLED,
+                   VELO_RMA_R_NQ_DISABLED == VELO_RMA_ERR_NQ_DISABLED && VELO_RMA_R_DISABLED == VELO_RMA_ERR_DISABLED &&
+                   VELO_RMA_R_BUSY == VELO_RMA_ERR_BUSY,
                "error reasons are the spec's");
 _Static_assert(VELO_RMA_SLOTS* VELO_RMA_CMD_BYTES == 4096, "one 4 KiB command page per vpid");
 
 #define RMA_RETRY_MAX 4u                    // re-issues of one command (NOT_VALID, torn) before it fails
+#define RMA_BUSY_WAIT_MIN_NS 1000ull        // refused (BUSY) with nothing of ours in flight: first wait,
+#define RMA_BUSY_WAIT_MAX_NS 1000000ull     // doubled at every refusal up to this
 #define RMA_CACHE_DEFAULT 64u               // idle registrations the cache keeps
 #define RMA_EVQ (2u * VELO_RMA_SLOTS + 2u)  // initial room of the completion queue (it grows)
 #define NLA_OFFSET_MASK VELO_FIELD_MASK(VELO_RMA_NLA_OFFSET)
@@ -105,6 +108,9 @@ struct velo_rma {
     int backlog;          // op with pieces not yet issued, or -1
     velo_rma_cpl_t* evq;  // completions not taken yet (a ring of evq_cap)
     unsigned evq_head, evq_len, evq_cap;
+    // commands the NIC refused for want of a tag (BUSY), oldest first; they keep their slots
+    unsigned park[VELO_RMA_SLOTS], park_head, park_len;
+    uint64_t park_due_ns, park_wait_ns;  // re-issue time when none of ours is in flight (0: not set)
     struct rc_ent *lru_head, *lru_tail, *all;
     unsigned ncached, cache_max;
 };
@@ -590,6 +596,8 @@ static int reason_errno(unsigned reason) {
             return -ENOTCONN;
         case VELO_RMA_ERR_DISABLED:
             return -ENETDOWN;
+        case VELO_RMA_ERR_BUSY:
+            return -EBUSY;
         default:
             return -EIO;
     }
@@ -620,6 +628,8 @@ const char* velo_rma_reason_str(unsigned reason) {
             return "NQ_DISABLED: data written, but the target's notification queue is disabled";
         case VELO_RMA_ERR_DISABLED:
             return "DISABLED: the RMA unit or the NIC is disabled";
+        case VELO_RMA_ERR_BUSY:
+            return "BUSY: the NIC had no free command tag (the library issues the command again)";
         default:
             return "unknown RMA error reason";
     }
@@ -718,6 +728,47 @@ static void slot_retry(struct velo_ep* ep, struct velo_rma* s, unsigned k, unsig
     issue_slot(s, k);
 }
 
+// ---- commands refused for want of a tag (ERROR BUSY, docs/rma.md §6.1): the NIC's 2^TAG_BITS
+// command tags are shared by every vpid, so a refused command waits in its slot (still outstanding)
+// and is issued again, oldest first: one each time a command of ours ends (a tag is free again), or,
+// when none of ours is in flight (other vpids hold every tag), after a wait that starts at
+// RMA_BUSY_WAIT_MIN_NS and doubles with every refusal up to RMA_BUSY_WAIT_MAX_NS.
+static uint64_t busy_now_ns(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
+}
+
+static void busy_park(struct velo_rma* s, unsigned k) {
+    s->slot[k].lcpl = 0;
+    s->park[(s->park_head + s->park_len++) % VELO_RMA_SLOTS] = k;
+    s->park_due_ns = 0;
+}
+
+// `ended`: a command of ours just ended. Returns whether a command was issued again.
+static int busy_reissue(struct velo_ep* ep, struct velo_rma* s, int ended) {
+    if (s->park_len == 0) return 0;
+    if (ended) {
+        s->park_wait_ns = 0;
+    } else {
+        if (s->outstanding > s->park_len) return 0;  // one of ours ends first
+        const uint64_t now = busy_now_ns();
+        if (s->park_due_ns == 0) {
+            s->park_wait_ns = s->park_wait_ns ? s->park_wait_ns * 2 : RMA_BUSY_WAIT_MIN_NS;
+            if (s->park_wait_ns > RMA_BUSY_WAIT_MAX_NS) s->park_wait_ns = RMA_BUSY_WAIT_MAX_NS;
+            s->park_due_ns = now + s->park_wait_ns;
+        }
+        if (now < s->park_due_ns) return 0;
+    }
+    s->park_due_ns = 0;
+    const unsigned k = s->park[s->park_head];
+    s->park_head = (s->park_head + 1) % VELO_RMA_SLOTS;
+    --s->park_len;
+    ++ep->st.rma_reissues;
+    issue_slot(s, k);
+    return 1;
+}
+
 #define NQ_RSVD_MASK                                                                   \
     (VELO_FIELD_MASK(VELO_RMA_NQ_HDR_RSVD0) | VELO_FIELD_MASK(VELO_RMA_NQ_HDR_RSVD1) | \
      VELO_FIELD_MASK(VELO_RMA_NQ_HDR_RSVD2) | VELO_FIELD_MASK(VELO_RMA_NQ_HDR_RSVD3))
@@ -782,6 +833,10 @@ static void on_entry(struct velo_ep* ep, struct velo_rma* s, const uint64_t w[4]
             slot_final(ep, s, k, 0, 0);
             return;
         default:  // ERROR
+            if (err == VELO_RMA_ERR_BUSY && !remote) {
+                busy_park(s, k);  // nothing executed: issued again later (busy_reissue)
+                return;
+            }
             if (err == VELO_RMA_ERR_NOT_VALID && !remote && sl->retries < RMA_RETRY_MAX) {
                 // our own region lost its translation (munmap, COW, migration, compaction): re-pin it
                 // and issue the command again (decoupled pinning, docs/rma.md §2.4)
@@ -832,9 +887,12 @@ int velo_rma_poll(velo_ep_t* ep, velo_rma_cpl_t* cpl) {
     if (r == 0) {
         uint64_t w[4];
         while (s->evq_len == 0 && nq_next(s, w)) {
+            const unsigned inflight = s->outstanding;
             on_entry(ep, s, w);
-            if (s->backlog >= 0) issue_more(s, s->backlog);  // slots freed: the rest of a long call
+            if (s->outstanding < inflight) busy_reissue(ep, s, 1);  // one of ours ended: its tag is free
+            if (s->backlog >= 0) issue_more(s, s->backlog);         // slots freed: the rest of a long call
         }
+        busy_reissue(ep, s, 0);
         if (s->evq_len) {
             *cpl = s->evq[s->evq_head];
             s->evq_head = (s->evq_head + 1) % s->evq_cap;
@@ -858,6 +916,8 @@ static int nq_peek(velo_ep_t* ep, const volatile uint64_t** hdr, uint64_t* mask,
         *mask = VELO_FIELD_MASK(VELO_RMA_NQ_HDR_PHASE);
         *val = VELO_FIELD_PREP(VELO_RMA_NQ_HDR_PHASE, ((s->rp >> s->m.nq_log2) & 1u) ^ 1u);
         if (user && s->evq_len) r = -EAGAIN;  // completions queued: poll again at once
+        // refused commands and none of ours in flight: no entry may come, poll for the re-issue
+        if (s->park_len && s->outstanding == s->park_len) r = -EAGAIN;
     }
     pthread_mutex_unlock(&ep->rma_lock);
     return r;
@@ -929,9 +989,12 @@ static int sync_step(velo_ep_t* ep, void* arg) {
     struct velo_rma* s = ep->rma;
     uint64_t w[4];
     while (!p->done && nq_next(s, w)) {
+        const unsigned inflight = s->outstanding;
         on_entry(ep, s, w);
+        if (s->outstanding < inflight) busy_reissue(ep, s, 1);  // one of ours ended: its tag is free
         if (s->backlog >= 0) issue_more(s, s->backlog);
     }
+    busy_reissue(ep, s, 0);
     if (!p->done && s->rp != s->rp_nic) write_rp(s);
     int r = p->done ? 0 : ep->dead ? -EPIPE : -EAGAIN;
     if (r == -EPIPE) s->ops[p->op].sync = NULL;  // nothing will end it: forget the caller's stack

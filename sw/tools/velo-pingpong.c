@@ -61,16 +61,22 @@ static uint64_t last_rx(velo_ep_t* ep) {
 // ---- the put sweep: ping-pong of notified puts (velo_put + VELO_RMA_F_NOTIFY), per size
 #define MAXPUT (1u << 20)
 
-// The next TARGET completion (the peer's notified put into our buffer); other kinds are errors.
-static velo_rma_cpl_t wait_target(velo_ep_t* ep) {
-    velo_rma_cpl_t c;
-    int r = velo_rma_wait(ep, &c, 120000);
-    if (r) die("velo_rma_wait", r);
-    if (c.kind != VELO_RMA_KIND_TARGET) {
+// The next completion of kind `want`: TARGET (the peer's notified put into our buffer) or
+// REMOTE (our last put, the only one that asks for it, is complete). A REMOTE while waiting for a
+// TARGET is counted in *remotes; other kinds are errors.
+static velo_rma_cpl_t wait_kind(velo_ep_t* ep, unsigned want, unsigned* remotes) {
+    for (;;) {
+        velo_rma_cpl_t c;
+        int r = velo_rma_wait(ep, &c, 120000);
+        if (r) die("velo_rma_wait", r);
+        if (c.kind == want) return c;
+        if (c.kind == VELO_RMA_KIND_REMOTE && remotes) {
+            ++*remotes;
+            continue;
+        }
         fprintf(stderr, "velo-pingpong: RMA completion kind %u, reason %s\n", c.kind, velo_rma_reason_str(c.reason));
         exit(1);
     }
-    return c;
 }
 
 // Returns 0; fills halfrtt[k] (cycles) on rank 0.
@@ -100,6 +106,7 @@ static int put_sweep(velo_ep_t* ep, velo_conn_t* c, velo_addr_t peer, int rank, 
         send_all(ep, c, &mine, 8);
     }
     memcpy(&theirs, m.data, 8);
+    unsigned remotes = 0;
     for (unsigned si = 0; si < n; ++si) {
         const unsigned len = sizes[si];
         // fewer rounds for large sizes (each round moves 2 x len bytes through the simulation)
@@ -107,20 +114,24 @@ static int put_sweep(velo_ep_t* ep, velo_conn_t* c, velo_addr_t peer, int rank, 
         const unsigned warm = 1;
         uint64_t t0 = 0;
         for (unsigned it = 0; it < warm + it_n; ++it) {
+            // the very last put of each rank also reports REMOTE: the rank must not deregister
+            // its source or close while that put is still reading it (the NIC still has the
+            // reads to do when the peer has seen the put's first bytes)
+            const unsigned fl = VELO_RMA_F_NOTIFY | (si + 1 == n && it + 1 == warm + it_n ? VELO_RMA_F_REMOTE : 0);
             if (rank == 0) {
                 if (it == warm) velo_clock(ep, &t0, NULL);
                 tx[0] = (uint8_t)it;
-                r = velo_put(ep, peer, rtx, 0, theirs, len, VELO_RMA_F_NOTIFY, it);
+                r = velo_put(ep, peer, rtx, 0, theirs, len, fl, it);
                 if (r) die("velo_put", r);
-                velo_rma_cpl_t k = wait_target(ep);
+                velo_rma_cpl_t k = wait_kind(ep, VELO_RMA_KIND_TARGET, &remotes);
                 if (k.len != len || k.cookie != it || rx[0] != (uint8_t)it || rx[len - 1] != tx[len - 1]) {
                     fprintf(stderr, "velo-pingpong: put size %u round %u: wrong answer\n", len, it);
                     return 1;
                 }
             } else {
-                velo_rma_cpl_t k = wait_target(ep);
+                velo_rma_cpl_t k = wait_kind(ep, VELO_RMA_KIND_TARGET, &remotes);
                 tx[0] = rx[0];
-                r = velo_put(ep, peer, rtx, 0, theirs, k.len, VELO_RMA_F_NOTIFY, k.cookie);
+                r = velo_put(ep, peer, rtx, 0, theirs, k.len, fl, k.cookie);
                 if (r) die("velo_put", r);
             }
         }
@@ -130,7 +141,10 @@ static int put_sweep(velo_ep_t* ep, velo_conn_t* c, velo_addr_t peer, int rank, 
             halfrtt[si] = (double)(t1 - t0) / (2.0 * it_n);
         }
     }
-    // both sides done before the buffers go (the last put into rank 1's buffer was answered)
+    // both sides done before the buffers go: our last put is complete (rank 1's echo put was
+    // still reading its source when rank 1 deregistered it and closed, so the put broke off
+    // part-way and rank 0 waited for its TARGET in vain)
+    if (n && !remotes) wait_kind(ep, VELO_RMA_KIND_REMOTE, NULL);
     velo_rma_cpl_t k;
     while (velo_rma_poll(ep, &k) == 0) {
     }
@@ -151,7 +165,7 @@ static void usage(FILE* f) {
             "               messages up to the crossover ($VELO_SEND_CROSSOVER), RMA puts above it)\n"
             "  --all        every size 1..64\n"
             "  --bench      print BENCH lines (api.halfrtt_cycles_8B, ..., api.put_halfrtt_cycles_<size>)\n"
-            "  --puts       also a put ping-pong sweep, 8 B .. 4 KiB (RMA: notified puts each way)\n"
+            "  --puts       also a put ping-pong sweep, 8 B .. 1 MiB (RMA: notified puts each way)\n"
             "  --put-sizes LIST  sizes of the put sweep (1..1048576; implies --puts)\n"
             "  --put-iters N     rounds per put size (default: 50 up to 4 KiB, 8 up to 64 KiB, else 2)\n"
             "  --puts-only  only the put sweep\n");
@@ -214,11 +228,12 @@ int main(int argc, char** argv) {
     }
     if (puts_only) nsizes = 0;
     if (puts && !nput) {
-        // 8 B .. 4 KiB by default: on the simulated pair, ping-pong puts of more than one page
-        // (16 KiB and up) currently stall in the NIC (docs/simulator.md, velo-pingpong); larger
-        // sizes, up to 1 MiB, with --put-sizes
-        for (unsigned v = 8; v <= 4096; v *= 4) put_sizes[nput++] = v;  // 8, 32, 128, 512, 2048
-        put_sizes[nput++] = 4096;
+        // 8 B .. 1 MiB by default: 8, 32, 128, ..., 512 KiB (times 4), 4 KiB and 1 MiB, ascending
+        for (unsigned v = 8; v <= MAXPUT; v *= 4) {
+            if (v > 4096 && put_sizes[nput - 1] < 4096) put_sizes[nput++] = 4096;
+            put_sizes[nput++] = v;
+        }
+        if (put_sizes[nput - 1] != MAXPUT) put_sizes[nput++] = MAXPUT;
     }
     for (unsigned k = 0; k < nput; ++k)
         if (put_sizes[k] < 1 || put_sizes[k] > MAXPUT) {

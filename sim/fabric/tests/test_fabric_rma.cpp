@@ -106,6 +106,46 @@ int expect_cpl(velo_ep_t* ep, unsigned kind, uint64_t cookie, velo_rma_cpl_t* ou
 
 const velo_addr_t kTarget = {1, 20};
 
+// The target of two sources (in its child): endpoint kTarget with a zeroed buffer of `len` bytes
+// registered for remote writes, its NLA sent to both sources over l0 and l1. 0 or a check failure.
+int open_target(FabricProc& f, size_t len, Link& l0, Link& l1, velo_ep_t** ep, uint8_t** buf, velo_region_t** rg,
+                uint64_t* nla) {
+    l0.keep(1);
+    l1.keep(1);
+    int r = open_ep(f, static_cast<int>(kTarget.node), static_cast<int>(kTarget.vpid), ep);
+    CHECK(r == 0, "open: %s", velo_strerror(r));
+    *buf = static_cast<uint8_t*>(std::calloc(1, len));
+    r = velo_register(*ep, *buf, len, VELO_ACCESS_REMOTE_WRITE, rg);
+    CHECK(r == 0, "register: %s", velo_strerror(r));
+    velo_region_nla(*rg, 0, nla);
+    CHECK(l0.send(1, *nla) && l1.send(1, *nla), "link");
+    return 0;
+}
+
+// Source s (in its child; node 0, vpid 21 + s): its endpoint and the target's NLA from link l
+// (`other` is the other source's link, closed here). 0 or a check failure.
+int open_source(FabricProc& f, unsigned s, Link& l, Link& other, velo_ep_t** ep, uint64_t* nla) {
+    l.keep(0);
+    other.close_all();
+    int r = open_ep(f, 0, 21 + static_cast<int>(s), ep);
+    CHECK(r == 0, "open: %s", velo_strerror(r));
+    CHECK(l.recv(0, nla), "target gone");
+    return 0;
+}
+
+// Start sources 0 and 1 (`source(s, link)` spawns one), then wait for them, the target `t` and
+// the fabric.
+template <class F>
+void run_sources(FabricProc& f, pid_t t, Link& l0, Link& l1, F source) {
+    pid_t s0 = source(0, l0), s1 = source(1, l1);
+    l0.close_all();
+    l1.close_all();
+    EXPECT_EQ(join(s0), 0);
+    EXPECT_EQ(join(s1), 0);
+    EXPECT_EQ(join(t), 0);
+    EXPECT_EQ(f.stop(), 0);
+}
+
 }  // namespace
 
 // Puts and gets between two processes on malloc'd buffers of random sizes and alignments (1 B,
@@ -332,18 +372,11 @@ TEST(FabricRma, concurrent_puts) {
     const unsigned NP = HALF / PIECE;
     Link l0, l1;
     pid_t t = spawn([&] {
-        l0.keep(1);
-        l1.keep(1);
         velo_ep_t* ep;
-        int r = open_ep(f, 1, 20, &ep);
-        CHECK(r == 0, "open: %s", velo_strerror(r));
-        auto* buf = static_cast<uint8_t*>(std::calloc(1, 2 * HALF));
+        uint8_t* buf;
         velo_region_t* rg;
-        r = velo_register(ep, buf, 2 * HALF, VELO_ACCESS_REMOTE_WRITE, &rg);
-        CHECK(r == 0, "register: %s", velo_strerror(r));
         uint64_t nla;
-        velo_region_nla(rg, 0, &nla);
-        CHECK(l0.send(1, nla) && l1.send(1, nla), "link");
+        if (open_target(f, 2 * HALF, l0, l1, &ep, &buf, &rg, &nla)) return 1;
         unsigned seen[2] = {0, 0};
         for (unsigned k = 0; k < 2 * NP; ++k) {
             velo_rma_cpl_t c;
@@ -366,18 +399,13 @@ TEST(FabricRma, concurrent_puts) {
     });
     auto source = [&](unsigned s, Link& l) {
         return spawn([&, s] {
-            l.keep(0);
-            (s ? l0 : l1).close_all();
             velo_ep_t* ep;
-            int r = open_ep(f, 0, 21 + static_cast<int>(s), &ep);
-            CHECK(r == 0, "open: %s", velo_strerror(r));
             uint64_t nla;
-            CHECK(l.recv(0, &nla), "target gone");
+            if (open_source(f, s, l, s ? l0 : l1, &ep, &nla)) return 1;
+            int r;
             std::vector<uint8_t> src(HALF);
             for (size_t i = 0; i < HALF; ++i) src[i] = pat(seed + s, i);
-            // at most W puts outstanding per source: the NIC has 2^RMA_TAG_BITS = 16 command tags;
-            // beyond them its command intake stalls the node's posted writes, and the read
-            // completions the puts wait for queue behind them (docs/simulator.md "RMA", limits)
+            // W puts outstanding per source (more than the NIC's 16 command tags: many_outstanding)
             const unsigned W = 4;
             unsigned issued = 0;
             for (unsigned p = 0; p < NP; ++p) {
@@ -394,13 +422,77 @@ TEST(FabricRma, concurrent_puts) {
             return velo_close(ep);
         });
     };
-    pid_t s0 = source(0, l0), s1 = source(1, l1);
-    l0.close_all();
-    l1.close_all();
-    EXPECT_EQ(join(s0), 0);
-    EXPECT_EQ(join(s1), 0);
-    EXPECT_EQ(join(t), 0);
-    EXPECT_EQ(f.stop(), 0);
+    run_sources(f, t, l0, l1, source);
+}
+
+// More commands outstanding on one NIC than it has command tags (16): two processes on node 0 put
+// 40 pieces each into one target at once. The NIC refuses the commands beyond its tags (ERROR
+// BUSY) and libvelo issues them again (rma_reissues), so every put completes once with REMOTE and
+// the target's buffer is byte-exact.
+TEST(FabricRma, many_outstanding) {
+    const uint64_t seed = test_seed();
+    FabricProc f;
+    const unsigned NP = 40;
+    const size_t PIECE = 6000, HALF = NP * PIECE;
+    Link l0, l1;
+    pid_t t = spawn([&] {
+        velo_ep_t* ep;
+        uint8_t* buf;
+        velo_region_t* rg;
+        uint64_t nla;
+        if (open_target(f, 2 * HALF, l0, l1, &ep, &buf, &rg, &nla)) return 1;
+        uint64_t reissues = 0;
+        for (Link* l : {&l0, &l1}) {
+            uint64_t done, n;
+            CHECK(l->recv(1, &done, &n), "source gone");
+            reissues += n;
+        }
+        for (unsigned s = 0; s < 2; ++s)
+            for (size_t i = 0; i < HALF; ++i) CHECK(buf[s * HALF + i] == pat(seed + s, i), "source %u byte %zu", s, i);
+        CHECK(reissues > 0, "no command was refused and issued again: the test did not test anything");
+        std::printf("many_outstanding: %llu commands issued again\n", (unsigned long long)reissues);
+        CHECK(l0.send(1, 1) && l1.send(1, 1), "link");
+        velo_deregister(rg);
+        return velo_close(ep);
+    });
+    auto source = [&](unsigned s, Link& l) {
+        return spawn([&, s] {
+            velo_ep_t* ep;
+            uint64_t nla;
+            if (open_source(f, s, l, s ? l0 : l1, &ep, &nla)) return 1;
+            int r;
+            std::vector<uint8_t> src(HALF);
+            for (size_t i = 0; i < HALF; ++i) src[i] = pat(seed + s, i);
+            velo_region_t* rs;
+            r = velo_register(ep, src.data(), HALF, VELO_ACCESS_LOCAL_READ, &rs);
+            CHECK(r == 0, "register: %s", velo_strerror(r));
+            for (unsigned p = 0; p < NP; ++p) {
+                r = velo_put(ep, kTarget, rs, p * PIECE, nla + s * HALF + p * PIECE, PIECE, VELO_RMA_F_REMOTE,
+                             1000u * s + p);
+                CHECK(r == 0, "put %u: %s", p, velo_strerror(r));
+            }
+            std::vector<bool> seen(NP);
+            for (unsigned k = 0; k < NP; ++k) {
+                velo_rma_cpl_t c;
+                if (next_cpl(ep, &c)) return 1;
+                const uint64_t p = c.cookie - 1000u * s;
+                CHECK(c.kind == VELO_RMA_KIND_REMOTE && p < NP && !seen[p] && c.len == PIECE,
+                      "kind %u cookie %llu len %llu reason %u (%s)", c.kind, (unsigned long long)c.cookie,
+                      (unsigned long long)c.len, c.reason, velo_rma_reason_str(c.reason));
+                seen[p] = true;
+            }
+            velo_rma_cpl_t c;
+            CHECK(velo_rma_poll(ep, &c) == -EAGAIN, "a completion too many");
+            velo_stats_t st;
+            CHECK(velo_stats(ep, &st) == 0, "stats");
+            CHECK(l.send(0, 1, st.rma_reissues), "link");
+            uint64_t ok;
+            CHECK(l.recv(0, &ok), "target failed");
+            velo_deregister(rs);
+            return velo_close(ep);
+        });
+    };
+    run_sources(f, t, l0, l1, source);
 }
 
 // Errors give the documented negative errno and touch no memory: a stale handle (deregistered),

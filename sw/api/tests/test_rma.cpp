@@ -515,6 +515,51 @@ TEST_F(Rma, TornAndMalformedEntriesRejected) {
     EXPECT_EQ(velo_rma_poll(ep, &c), -EAGAIN);
 }
 
+// ============================================================================ refused: BUSY
+// The NIC refuses a command when all its tags are in use (ERROR BUSY, docs/rma.md §6.1): the
+// library keeps it in its slot and issues it again when a command of ours ends, or after a short
+// wait when none of ours is in flight; the caller sees only the final outcome.
+TEST_F(Rma, BusyRefusalIsIssuedAgain) {
+    velo_region_t* r = reg(0x700000, 8192);
+    ASSERT_EQ(velo_put(ep, kDst, r, 0, kRemote, 100, VELO_RMA_F_REMOTE, 1), 0);
+    ASSERT_EQ(velo_put(ep, kDst, r, 100, kRemote, 200, VELO_RMA_F_REMOTE, 2), 0);
+    const auto w = written();
+    ASSERT_EQ(w.size(), 2u);
+    const unsigned a = w[0], b = w[1];
+    take(a);
+    const auto cmd_b = take(b);
+    post(VELO_RMA_NQ_KIND_ERROR, b, VELO_RMA_OP_PUT, 2, 200, kRemote, VELO_RMA_ERR_BUSY, 0);
+    EXPECT_TRUE(drain().empty()) << "the caller does not see the refusal";
+    EXPECT_FALSE(slot_written(b)) << "issued again only when one of ours ends";
+    post(VELO_RMA_NQ_KIND_REMOTE_CPL, a, VELO_RMA_OP_PUT, 1);
+    auto c = drain();
+    ASSERT_EQ(c.size(), 1u);
+    EXPECT_EQ(c[0].cookie, 1u);
+    ASSERT_TRUE(slot_written(b));
+    EXPECT_EQ(take(b), cmd_b) << "the same command, same slot";
+    EXPECT_EQ(stats().rma_reissues, 1u);
+    // refused again, none of ours in flight now: issued again after a short wait, as often as it
+    // takes (no retry limit: the tags are held by other vpids' commands, which end)
+    for (unsigned round = 0; round < 3; ++round) {
+        post(VELO_RMA_NQ_KIND_ERROR, b, VELO_RMA_OP_PUT, 2, 200, kRemote, VELO_RMA_ERR_BUSY, 0);
+        velo_rma_cpl_t x;
+        EXPECT_EQ(velo_rma_wait(ep, &x, 0), -ETIMEDOUT);
+        for (int i = 0; i < 10000000 && !slot_written(b); ++i) EXPECT_EQ(velo_rma_poll(ep, &x), -EAGAIN);
+        ASSERT_TRUE(slot_written(b));
+        EXPECT_EQ(take(b), cmd_b);
+    }
+    EXPECT_EQ(stats().rma_reissues, 4u);
+    post(VELO_RMA_NQ_KIND_REMOTE_CPL, b, VELO_RMA_OP_PUT, 2);
+    c = drain();
+    ASSERT_EQ(c.size(), 1u);
+    EXPECT_EQ(c[0].kind, unsigned(VELO_RMA_KIND_REMOTE));
+    EXPECT_EQ(c[0].cookie, 2u);
+    EXPECT_EQ(c[0].len, 200u);
+    EXPECT_STREQ(velo_rma_reason_str(VELO_RMA_R_BUSY),
+                 "BUSY: the NIC had no free command tag (the library issues the command again)");
+    velo_deregister(r);
+}
+
 // ============================================================================ errors, re-pin
 TEST_F(Rma, NotValidLocalRepinsAndReissues) {
     velo_region_t* r = reg(0x700000, 8192);

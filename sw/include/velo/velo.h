@@ -168,7 +168,7 @@ typedef struct velo_stats {
 	uint64_t rma_cache_miss; /* RMA: registrations made (REGISTER ioctl) */
 	uint64_t rma_evictions;  /* RMA: idle cached regions deregistered to bound the cache */
 	uint64_t rma_repins;     /* RMA: re-pins after NOT_VALID (the command was issued again) */
-	uint64_t rma_reissues;   /* RMA: commands issued again (NOT_VALID, torn command writes) */
+	uint64_t rma_reissues;   /* RMA: commands issued again (NOT_VALID, torn command writes, BUSY) */
 	uint64_t rma_nq_bad;     /* RMA: malformed or stray notification entries skipped */
 	uint64_t trains_tx;      /* messages > 64 B sent as VELO trains */
 	uint64_t trains_rx;      /* and received */
@@ -275,6 +275,7 @@ int velo_get_buf(velo_ep_t* ep, velo_addr_t src, void* buf, uint64_t remote_nla,
 #define VELO_RMA_R_NO_ROUTE 8    /* no route to the node */
 #define VELO_RMA_R_NQ_DISABLED 9 /* data written, but the target's notification queue is disabled */
 #define VELO_RMA_R_DISABLED 10   /* the RMA unit or the NIC is disabled */
+#define VELO_RMA_R_BUSY 11       /* the NIC had no free command tag (re-issued by the library, never reported) */
 
 /* One completion. */
 typedef struct velo_rma_cpl {

@@ -11,7 +11,7 @@
 /* Spec version. */
 #define VELO_SPEC_VERSION 0x100
 /* CRC-32 of spec/velo_spec.json. */
-#define VELO_SPEC_HASH 0xF2D73105ULL
+#define VELO_SPEC_HASH 0x9A4E984CULL
 /* Width of a node id: up to 2^NODE_BITS nodes (paper: n - t = 8, 256 nodes). */
 #define VELO_DEFAULT_NODE_BITS 0x8
 /* Smallest NODE_BITS. */
@@ -192,6 +192,8 @@
 #define VELO_RMA_ERR_NQ_DISABLED 0x9
 /* RMA error reason: the RMA unit (RMA CONTROL.ENABLE) or the NIC (CONTROL.ENABLE) is disabled at the node that detected it. */
 #define VELO_RMA_ERR_DISABLED 0xA
+/* RMA error reason: the initiator had no free command tag (all 2^TAG_BITS in use, by any vpid); the command was refused at once, nothing executed: software issues it again later (e.g. when one of its own commands completes). */
+#define VELO_RMA_ERR_BUSY 0xB
 /* Notification kind: a put's local buffer has been read completely and may be reused. */
 #define VELO_RMA_NQ_KIND_LOCAL_CPL 0x1
 /* Notification kind: a put's data are visible at the target (every data DMA write was issued on the target's host port before the acknowledgement left). */
@@ -520,8 +522,10 @@
 #define VELO_RMA_CNT_NQ_DROP 0x10
 /* Cycles the notification writer waited for queue space. */
 #define VELO_RMA_CNT_NQ_BACKPRESSURE_CYCLES 0x11
+/* Commands refused with BUSY (no free initiator tag). */
+#define VELO_RMA_CNT_ERR_BUSY 0x12
 /* Number of RMA counters (RMA block). */
-#define VELO_RMA_CNT_NUM 0x12
+#define VELO_RMA_CNT_NUM 0x13
 
 /* Bit fields: _SHIFT and _WIDTH; parametric ones are macros of (vb, nb) = (VPID_BITS, NODE_BITS). */
 /* Byte offset of the store inside the message (0..63). */
@@ -985,6 +989,7 @@ static const char *const velo_rma_counter_names[VELO_RMA_CNT_NUM] = {
 	"nq_entries",
 	"nq_drop",
 	"nq_backpressure_cycles",
+	"err_busy",
 };
 #endif
 
