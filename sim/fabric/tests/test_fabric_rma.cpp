@@ -683,6 +683,106 @@ TEST(FabricRma, deregister_in_flight) {
     EXPECT_EQ(f.stop(), 0);
 }
 
+// munmap of registered memory while a put uses it, at the target and then at the source: the put
+// ends (REMOTE if it was through, else ERROR), nothing outside the put's range changes, the bytes
+// before the hole are the put's or untouched, and the NIC and fabric go on: a put after it
+// arrives whole. (The fabric has no MMU notifier: its DMA into the unmapped pages fails and is
+// answered as a fault, docs/simulator.md; on hardware the driver's notifier withdraws the pages.)
+TEST(FabricRma, munmap_in_flight) {
+    const uint64_t seed = test_seed();
+    FabricProc f;
+    const size_t N = 2u << 20, H = N / 2, S = 64u << 10;
+    Link l;
+    pid_t t = spawn([&] {
+        l.keep(1);
+        velo_ep_t* ep;
+        int r = open_ep(f, 1, 20, &ep);
+        CHECK(r == 0, "open: %s", velo_strerror(r));
+        auto* buf = static_cast<uint8_t*>(mmap(nullptr, N, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
+        CHECK(buf != MAP_FAILED, "mmap");
+        std::memset(buf, 0x77, N);
+        velo_region_t* rg;
+        r = velo_register(ep, buf, N, VELO_ACCESS_REMOTE_WRITE, &rg);
+        CHECK(r == 0, "register: %s", velo_strerror(r));
+        uint64_t nla;
+        velo_region_nla(rg, 0, &nla);
+        CHECK(l.send(1, nla), "link");
+        uint64_t go;
+        CHECK(l.recv(1, &go), "initiator gone");
+        usleep(100000);                            // the put is under way
+        CHECK(munmap(buf + H, H) == 0, "munmap");  // the upper half goes, still registered
+        uint64_t outcome;
+        CHECK(l.recv(1, &outcome), "initiator gone");  // the put ended
+        size_t written = 0;
+        for (size_t i = 0; i < H; ++i) {
+            CHECK(buf[i] == 0x77 || buf[i] == pat(seed, i), "byte %zu: 0x%02x is not the put's", i, buf[i]);
+            written += buf[i] != 0x77;
+        }
+        std::printf("target munmap: %zu bytes of the lower half written, put ended with kind %llu\n", written,
+                    (unsigned long long)outcome);
+        velo_deregister(rg);
+        // phase 2: the source's memory goes; then a last put must arrive whole
+        std::vector<uint8_t> dst(N + S, 0x55);
+        r = velo_register(ep, dst.data(), dst.size(), VELO_ACCESS_REMOTE_WRITE, &rg);
+        CHECK(r == 0, "register: %s", velo_strerror(r));
+        velo_region_nla(rg, 0, &nla);
+        CHECK(l.send(1, nla), "link");
+        CHECK(l.recv(1, &outcome), "initiator gone");  // both puts ended
+        for (size_t i = 0; i < H; ++i)
+            CHECK(dst[i] == 0x55 || dst[i] == pat(seed + 1, i), "byte %zu: 0x%02x is not the put's", i, dst[i]);
+        for (size_t i = 0; i < S; ++i)
+            CHECK(dst[N + i] == pat(seed + 2, i), "last put: byte %zu is 0x%02x", i, dst[N + i]);
+        CHECK(l.send(1, 1), "link");
+        return velo_close(ep);
+    });
+    pid_t ini = spawn([&] {
+        l.keep(0);
+        velo_ep_t* ep;
+        int r = open_ep(f, 0, 21, &ep);
+        CHECK(r == 0, "open: %s", velo_strerror(r));
+        uint64_t nla;
+        CHECK(l.recv(0, &nla), "target gone");
+        std::vector<uint8_t> src(N);
+        fill(src.data(), N, seed);
+        r = velo_put_buf(ep, kTarget, src.data(), nla, N, VELO_RMA_F_REMOTE, 1);
+        CHECK(r == 0, "put: %s", velo_strerror(r));
+        CHECK(l.send(0, 1), "link");
+        velo_rma_cpl_t c;
+        if (next_cpl(ep, &c)) return 1;
+        CHECK(c.cookie == 1 && (c.kind == VELO_RMA_KIND_REMOTE || (c.kind == VELO_RMA_KIND_ERROR && c.remote)),
+              "put into unmapped memory: kind %u status %d remote %u", c.kind, c.status, c.remote);
+        CHECK(l.send(0, c.kind), "link");
+        // phase 2: our source's upper half goes while the put reads it
+        CHECK(l.recv(0, &nla), "target gone");
+        auto* s2 = static_cast<uint8_t*>(mmap(nullptr, N, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
+        CHECK(s2 != MAP_FAILED, "mmap");
+        fill(s2, N, seed + 1);
+        r = velo_put_buf(ep, kTarget, s2, nla, N, VELO_RMA_F_REMOTE, 2);
+        CHECK(r == 0, "put: %s", velo_strerror(r));
+        usleep(100000);
+        CHECK(munmap(s2 + H, H) == 0, "munmap");
+        if (next_cpl(ep, &c)) return 1;
+        CHECK(c.cookie == 2 && (c.kind == VELO_RMA_KIND_REMOTE || c.kind == VELO_RMA_KIND_ERROR),
+              "put from unmapped memory: kind %u", c.kind);
+        std::printf("source munmap: put ended with kind %u (%s)\n", c.kind,
+                    c.kind == VELO_RMA_KIND_ERROR ? velo_rma_reason_str(c.reason) : "complete");
+        std::vector<uint8_t> s3(S);
+        fill(s3.data(), S, seed + 2);
+        r = velo_put_buf(ep, kTarget, s3.data(), nla + N, S, VELO_RMA_F_REMOTE, 3);
+        CHECK(r == 0, "put: %s", velo_strerror(r));
+        if (expect_cpl(ep, VELO_RMA_KIND_REMOTE, 3)) return 1;
+        CHECK(l.send(0, 1), "link");
+        uint64_t ok;
+        CHECK(l.recv(0, &ok), "target failed");
+        return velo_close(ep);
+    });
+    l.close_all();
+    EXPECT_EQ(join(ini), 0);
+    EXPECT_EQ(join(t), 0);
+    EXPECT_TRUE(f.alive());
+    EXPECT_EQ(f.stop(), 0);
+}
+
 // Clients killed mid-transfer (the initiator of a 2 MiB put, then the target of one): the
 // fabric survives, and new clients on the same vpids put and get byte-exact.
 TEST(FabricRma, client_killed) {
