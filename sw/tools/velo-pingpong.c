@@ -400,7 +400,7 @@ int main(int argc, char** argv) {
                             "set terminal pngcairo size 1200,900 noenhanced\n"
                             "set output '%s'\nset datafile separator ','\nset key top left\nset grid\n"
                             "set multiplot layout 2,2 title 'VELO (simulated RTL): NetPIPE-style sweep'\n"
-                            "set xlabel 'message size (bytes)'\n"
+                            "set xlabel 'message size (bytes)'\nset logscale x 2\n"
                             "set ylabel 'half round trip (ns)'\n"
                             "plot '%s' using 1:3 every ::1 with linespoints title '100 MHz', '' using 1:4 every ::1 "
                             "with linespoints title '250 MHz'\n"

@@ -10,11 +10,14 @@ trap 'rm -rf "$tmp"' EXIT
 unset VELO_DEVICE || true
 
 # ping-pong through velo-run: rank 0 prints the table and writes the CSV
-"$T/velo-run" -n 2 -- "$T/velo-pingpong" --sizes 1,8,64 --iters 20 --stream 40 --csv "$tmp/pp.csv" --bench \
+"$T/velo-run" -n 2 -- "$T/velo-pingpong" --sizes 1,8,64,1000,20000 --iters 20 --stream 40 --csv "$tmp/pp.csv" --bench \
     > "$tmp/out" 2> "$tmp/err"
 grep -q '^\[0\] BENCH api.halfrtt_cycles_8B ' "$tmp/out" || { echo "no BENCH line with a rank prefix"; cat "$tmp/out" "$tmp/err"; exit 1; }
 [ "$(head -n 1 "$tmp/pp.csv" | cut -d, -f1-2)" = "size,halfrtt_cycles" ] || { echo "CSV header"; exit 1; }
-[ "$(wc -l < "$tmp/pp.csv")" -eq 4 ] || { echo "CSV rows"; cat "$tmp/pp.csv"; exit 1; }
+[ "$(wc -l < "$tmp/pp.csv")" -eq 6 ] || { echo "CSV rows"; cat "$tmp/pp.csv"; exit 1; }
+# velo_send of more than 64 bytes: a train (1000 B) and a put into the receive area (20000 B)
+grep -q '^\[0\] BENCH api.send_halfrtt_cycles_1000B ' "$tmp/out" || { echo "no 1000-byte row"; cat "$tmp/out"; exit 1; }
+awk -F, '$1 == 20000 && $2 > 20000 / 2 { ok = 1 } END { exit !ok }' "$tmp/pp.csv" || { echo "20000-byte row"; cat "$tmp/pp.csv"; exit 1; }
 # the 8-byte half round trip is a positive number of cycles
 awk -F, '$1 == 8 && $2 > 0 { ok = 1 } END { exit !ok }' "$tmp/pp.csv" || { echo "8-byte row"; exit 1; }
 # no fabric left behind
