@@ -357,6 +357,7 @@ int velo__mock_connect(struct velo_ep* ep, velo_addr_t dst, uint8_t* window, uin
     c->vpid = dst.vpid;
     c->win = window;
     c->ctl_page = -1;
+    pthread_mutex_init(&c->big_lock, NULL);  // (no window granted: messages > 64 B get -EMSGSIZE)
     atomic_store(&c->left, (int32_t)credit);
     c->credit = &c->left;
     c->limit_seen = credit;
