@@ -984,7 +984,7 @@ static VELO_COLD int send_big(velo_conn_t* c, const void* buf, size_t len) {
     else if (st == CONN_PENDING)
         r = -EAGAIN;  // (the area, if any, is known when the connection opens)
     else {
-        const int train_ok = velo__train_pieces(len) <= c->window / 2 && len <= VELO_TRAIN_MAX;
+        const int train_ok = len <= VELO_TRAIN_MAX && velo__train_pieces(len) <= c->window / 2;
         const int area_ok = c->slot_log2 && len <= (size_t)1 << c->slot_log2;
         if (train_ok && (len <= ep->crossover || !area_ok))
             r = send_train(c, buf, len);
