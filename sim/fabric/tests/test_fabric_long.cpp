@@ -363,7 +363,7 @@ TEST(FabricLong, queued_during_connect) {
     ASSERT_EQ(pipe(connected), 0);
     ASSERT_EQ(pipe(deaf), 0);
     ASSERT_EQ(pipe(sent), 0);
-    const std::vector<size_t> s = {300, 9, 50000, 70000, 12, 1500};  // (1500: above the crossover)
+    const std::vector<size_t> s = {300, 9, 50000, 70000, 12, 3000};  // (3000: above the train limit)
     pid_t a = spawn([&] {
         Peer p;
         int r = open_ep(f, 0, 8, &p.ep);
