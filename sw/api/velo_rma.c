@@ -525,8 +525,10 @@ static int xfer(velo_ep_t* ep, unsigned op, velo_addr_t peer, const velo_region_
     return r;
 }
 
+// A transfer from/to a plain buffer, registered through the region cache. 0; with `sync` (velo_send's
+// puts: no completion is reported, *sync gets the outcome) the op's index.
 static int xfer_buf(velo_ep_t* ep, unsigned op, velo_addr_t peer, const void* buf, uint64_t remote_nla, size_t len,
-                    unsigned flags, uint64_t cookie) {
+                    unsigned flags, uint64_t cookie, int* sync) {
     if (!ep) return -EINVAL;
     if (ep->closed) return -EBADF;
     const unsigned allowed =
@@ -546,8 +548,8 @@ static int xfer_buf(velo_ep_t* ep, unsigned op, velo_addr_t peer, const void* bu
     }
     if (r == 0) {
         const uint64_t lnla = e ? e->nla + ((uintptr_t)buf - e->addr) : 0;
-        r = submit(ep, s, op, peer, e, lnla, remote_nla, len, flags, cookie, NULL);
-        r = r < 0 ? r : 0;
+        r = submit(ep, s, op, peer, e, lnla, remote_nla, len, flags, cookie, sync);
+        r = r < 0 || sync ? r : 0;
     }
     pthread_mutex_unlock(&ep->rma_lock);
     return r;
@@ -565,12 +567,12 @@ int velo_get(velo_ep_t* ep, velo_addr_t src, const velo_region_t* local, size_t 
 
 int velo_put_buf(velo_ep_t* ep, velo_addr_t dst, const void* buf, uint64_t remote_nla, size_t len, unsigned flags,
                  uint64_t cookie) {
-    return xfer_buf(ep, VELO_RMA_OP_PUT, dst, buf, remote_nla, len, flags, cookie);
+    return xfer_buf(ep, VELO_RMA_OP_PUT, dst, buf, remote_nla, len, flags, cookie, NULL);
 }
 
 int velo_get_buf(velo_ep_t* ep, velo_addr_t src, void* buf, uint64_t remote_nla, size_t len, unsigned flags,
                  uint64_t cookie) {
-    return xfer_buf(ep, VELO_RMA_OP_GET, src, buf, remote_nla, len, flags, cookie);
+    return xfer_buf(ep, VELO_RMA_OP_GET, src, buf, remote_nla, len, flags, cookie, NULL);
 }
 
 // ============================================================================ completions
@@ -1004,18 +1006,9 @@ static int sync_step(velo_ep_t* ep, void* arg) {
 
 int velo__rma_put_sync(struct velo_ep* ep, velo_addr_t dst, const void* buf, uint64_t remote_nla, size_t len) {
     struct sync_put p = {-1, 0};
-    pthread_mutex_lock(&ep->rma_lock);
-    struct velo_rma* s;
-    int r = rma_get(ep, &s);
-    if (r == 0) r = check_remote(ep, s, dst, remote_nla, len);
-    if (r == 0) r = room(s);
-    struct rc_ent* e = NULL;
-    if (r == 0) r = rc_acquire(ep, s, (uintptr_t)buf, len, VELO_ACCESS_LOCAL_READ, &e);
-    if (r == 0)
-        p.op =
-            submit(ep, s, VELO_RMA_OP_PUT, dst, e, e->nla + ((uintptr_t)buf - e->addr), remote_nla, len, 0, 0, &p.done);
-    pthread_mutex_unlock(&ep->rma_lock);
-    if (r) return r;
+    int r = xfer_buf(ep, VELO_RMA_OP_PUT, dst, buf, remote_nla, len, 0, 0, &p.done);
+    if (r < 0) return r;
+    p.op = r;
     r = wait_loop(ep, sync_step, &p, 0, -1);
     return r < 0 ? r : p.done < 0 ? p.done : 0;
 }

@@ -103,6 +103,22 @@ struct Peer {
         ++rx_seq;
         return 0;
     }
+    // Open vpid `vpid` on node `rank` and connect to the same vpid on the other node of the pair.
+    int open_pair(const FabricProc& f, int rank, int vpid, unsigned flags = 0) {
+        int r = open_ep(f, rank, vpid, &ep);
+        CHECK(r == 0, "open: %s", velo_strerror(r));
+        r = connect_to(ep, {static_cast<uint32_t>(1 - rank), static_cast<uint32_t>(vpid)}, &c, flags);
+        CHECK(r == 0, "connect: %s", velo_strerror(r));
+        return 0;
+    }
+    // The receiver's end: tell the sender everything is in, linger until it closes, close.
+    int ack_and_close() {
+        uint8_t ack = 1;
+        CHECK(velo_send(c, &ack, 1) == 0, "ack");
+        velo_msg_t m;
+        velo_wait(ep, &m, 2000);
+        return velo_close(ep) == 0 ? 0 : 1;
+    }
     int recv_some(int timeout_ms) {
         velo_msg_t m;
         int n = velo_wait(ep, &m, timeout_ms);
@@ -132,10 +148,8 @@ void exchange(unsigned n, size_t max, uint64_t seed) {
     auto side = [&](int rank) {
         return spawn([&, rank] {
             Peer p;
-            int r = open_ep(f, rank, 4, &p.ep);
-            CHECK(r == 0, "open: %s", velo_strerror(r));
-            r = connect_to(p.ep, {static_cast<uint32_t>(1 - rank), 4}, &p.c);
-            CHECK(r == 0, "connect: %s", velo_strerror(r));
+            if (p.open_pair(f, rank, 4)) return 1;
+            int r;
             velo_info_t info;
             velo_info(p.ep, &info);
             CHECK(info.send_max == 1u << 20 && info.crossover > 64 && info.train_max > 1000,
@@ -202,10 +216,7 @@ TEST(FabricLong, crossover_override) {
                 setenv("VELO_SEND_CROSSOVER", x, 1);
                 setenv("VELO_SEND_MAX", "65536", 1);
                 Peer p;
-                int r = open_ep(f, rank, 5, &p.ep);
-                CHECK(r == 0, "open: %s", velo_strerror(r));
-                r = connect_to(p.ep, {static_cast<uint32_t>(1 - rank), 5}, &p.c);
-                CHECK(r == 0, "connect: %s", velo_strerror(r));
+                if (p.open_pair(f, rank, 5)) return 1;
                 velo_info_t info;
                 velo_info(p.ep, &info);
                 CHECK(info.send_max == 65536, "send_max %u", info.send_max);
@@ -227,15 +238,11 @@ TEST(FabricLong, crossover_override) {
                     velo_msg_t m;
                     int n = velo_wait(p.ep, &m, 60000);  // the receiver's "all in"
                     CHECK(n == 1, "ack: %d", n);
-                } else {
-                    while (p.rx_seq < s.size())
-                        if (p.recv_some(60000)) return 1;
-                    uint8_t ack = 1;
-                    CHECK(velo_send(p.c, &ack, 1) == 0, "ack");
-                    velo_msg_t m;
-                    velo_wait(p.ep, &m, 2000);  // until the sender closes
+                    return velo_close(p.ep) == 0 ? 0 : 1;
                 }
-                return velo_close(p.ep) == 0 ? 0 : 1;
+                while (p.rx_seq < s.size())
+                    if (p.recv_some(60000)) return 1;
+                return p.ack_and_close();
             });
         };
         pid_t a = side(0), b = side(1);
@@ -254,10 +261,7 @@ TEST(FabricLong, no_area) {
             return spawn([&, rank] {
                 if (mode == 1 && rank == 1) setenv("VELO_SEND_MAX", "0", 1);
                 Peer p;
-                int r = open_ep(f, rank, 6, &p.ep);
-                CHECK(r == 0, "open: %s", velo_strerror(r));
-                r = connect_to(p.ep, {static_cast<uint32_t>(1 - rank), 6}, &p.c, mode == 0 ? VELO_CONNECT_SMALL : 0);
-                CHECK(r == 0, "connect: %s", velo_strerror(r));
+                if (p.open_pair(f, rank, 6, mode == 0 ? VELO_CONNECT_SMALL : 0)) return 1;
                 velo_info_t info;
                 velo_info(p.ep, &info);
                 p.tag = p.from_tag = 3;
@@ -276,10 +280,7 @@ TEST(FabricLong, no_area) {
                     CHECK(st.trains_rx == 1 && st.large_rx == 0 && st.ctl_bad == 0, "trains %llu large %llu bad %llu",
                           (unsigned long long)st.trains_rx, (unsigned long long)st.large_rx,
                           (unsigned long long)st.ctl_bad);
-                    uint8_t ack = 1;
-                    CHECK(velo_send(p.c, &ack, 1) == 0, "ack");
-                    velo_msg_t m;
-                    velo_wait(p.ep, &m, 2000);
+                    return p.ack_and_close();
                 }
                 return velo_close(p.ep) == 0 ? 0 : 1;
             });
@@ -345,10 +346,7 @@ TEST(FabricLong, held_until_next_receive) {
             if (p.recv_some(60000)) return 1;
         r = connect_to(p.ep, {0, 7}, &p.c);  // (only now: the sender answers from its velo_wait)
         CHECK(r == 0, "connect: %s", velo_strerror(r));
-        uint8_t ack = 1;
-        CHECK(velo_send(p.c, &ack, 1) == 0, "ack");
-        velo_wait(p.ep, &m, 2000);
-        return velo_close(p.ep) == 0 ? 0 : 1;
+        return p.ack_and_close();
     });
     EXPECT_EQ(join(a), 0);
     EXPECT_EQ(join(b), 0);
@@ -412,10 +410,7 @@ TEST(FabricLong, queued_during_connect) {
         velo_stats(p.ep, &st);
         CHECK(st.large_rx == 3 && st.trains_rx == 1, "large %llu trains %llu", (unsigned long long)st.large_rx,
               (unsigned long long)st.trains_rx);
-        uint8_t ack = 1;
-        CHECK(velo_send(p.c, &ack, 1) == 0, "ack");
-        velo_wait(p.ep, &m, 2000);
-        return velo_close(p.ep) == 0 ? 0 : 1;
+        return p.ack_and_close();
     });
     EXPECT_EQ(join(a), 0);
     EXPECT_EQ(join(b), 0);

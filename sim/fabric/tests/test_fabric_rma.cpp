@@ -106,6 +106,25 @@ int expect_cpl(velo_ep_t* ep, unsigned kind, uint64_t cookie, velo_rma_cpl_t* ou
 
 const velo_addr_t kTarget = {1, 20};
 
+// One side of a two-process test (in its child): side 1 is the target kTarget (node 1, vpid 20),
+// side 0 the initiator (node 0, vpid 21); it keeps its end of link l. 0 or a check failure.
+int open_side(FabricProc& f, Link& l, int side, velo_ep_t** ep) {
+    l.keep(side);
+    int r =
+        side ? open_ep(f, static_cast<int>(kTarget.node), static_cast<int>(kTarget.vpid), ep) : open_ep(f, 0, 21, ep);
+    CHECK(r == 0, "open: %s", velo_strerror(r));
+    return 0;
+}
+
+// The end of a two-process test: both children succeeded, the fabric is alive and stops cleanly.
+void end_pair(FabricProc& f, Link& l, pid_t ini, pid_t t) {
+    l.close_all();
+    EXPECT_EQ(join(ini), 0);
+    EXPECT_EQ(join(t), 0);
+    EXPECT_TRUE(f.alive());
+    EXPECT_EQ(f.stop(), 0);
+}
+
 // The target of two sources (in its child): endpoint kTarget with a zeroed buffer of `len` bytes
 // registered for remote writes, its NLA sent to both sources over l0 and l1. 0 or a check failure.
 int open_target(FabricProc& f, size_t len, Link& l0, Link& l1, velo_ep_t** ep, uint8_t** buf, velo_region_t** rg,
@@ -163,10 +182,9 @@ TEST(FabricRma, put_get_random) {
     fill(shadow, TB, seed ^ 0x1234);
     Link l;
     pid_t t = spawn([&] {
-        l.keep(1);
         velo_ep_t* ep;
-        int r = open_ep(f, 1, 20, &ep);
-        CHECK(r == 0, "open: %s", velo_strerror(r));
+        if (open_side(f, l, 1, &ep)) return 1;
+        int r;
         auto* buf = static_cast<uint8_t*>(std::malloc(TB + 3)) + 3;  // off the allocator's alignment
         fill(buf, TB, seed ^ 0x1234);
         velo_region_t* rg;
@@ -183,10 +201,9 @@ TEST(FabricRma, put_get_random) {
         return velo_close(ep);
     });
     pid_t ini = spawn([&] {
-        l.keep(0);
         velo_ep_t* ep;
-        int r = open_ep(f, 0, 21, &ep);
-        CHECK(r == 0, "open: %s", velo_strerror(r));
+        if (open_side(f, l, 0, &ep)) return 1;
+        int r;
         uint64_t nla;
         CHECK(l.recv(0, &nla), "target gone");
         std::mt19937_64 rng(seed);
@@ -244,10 +261,9 @@ TEST(FabricRma, put_8MiB) {
     const size_t N = 8u << 20, G = 4096;
     Link l;
     pid_t t = spawn([&] {
-        l.keep(1);
         velo_ep_t* ep;
-        int r = open_ep(f, 1, 20, &ep);
-        CHECK(r == 0, "open: %s", velo_strerror(r));
+        if (open_side(f, l, 1, &ep)) return 1;
+        int r;
         auto* buf = static_cast<uint8_t*>(std::malloc(N + 2 * G + 5)) + 5;
         std::memset(buf, 0x3C, N + 2 * G);
         velo_region_t* rg;
@@ -267,10 +283,9 @@ TEST(FabricRma, put_8MiB) {
         return velo_close(ep);
     });
     pid_t ini = spawn([&] {
-        l.keep(0);
         velo_ep_t* ep;
-        int r = open_ep(f, 0, 21, &ep);
-        CHECK(r == 0, "open: %s", velo_strerror(r));
+        if (open_side(f, l, 0, &ep)) return 1;
+        int r;
         uint64_t nla;
         CHECK(l.recv(0, &nla), "target gone");
         auto* src = static_cast<uint8_t*>(std::malloc(N + 1)) + 1;
@@ -302,10 +317,9 @@ TEST(FabricRma, notified_put) {
     const int K = 12;
     Link l;
     pid_t t = spawn([&] {
-        l.keep(1);
         velo_ep_t* ep;
-        int r = open_ep(f, 1, 20, &ep);
-        CHECK(r == 0, "open: %s", velo_strerror(r));
+        if (open_side(f, l, 1, &ep)) return 1;
+        int r;
         auto* buf = static_cast<uint8_t*>(std::calloc(1, TB));
         velo_region_t* rg;
         r = velo_register(ep, buf, TB, VELO_ACCESS_REMOTE_WRITE, &rg);
@@ -334,10 +348,9 @@ TEST(FabricRma, notified_put) {
         return velo_close(ep);
     });
     pid_t ini = spawn([&] {
-        l.keep(0);
         velo_ep_t* ep;
-        int r = open_ep(f, 0, 21, &ep);
-        CHECK(r == 0, "open: %s", velo_strerror(r));
+        if (open_side(f, l, 0, &ep)) return 1;
+        int r;
         uint64_t nla;
         CHECK(l.recv(0, &nla), "target gone");
         std::vector<std::vector<uint8_t>> bufs;
@@ -503,10 +516,9 @@ TEST(FabricRma, errors) {
     const size_t B = 16 << 10;
     Link l;
     pid_t t = spawn([&] {
-        l.keep(1);
         velo_ep_t* ep;
-        int r = open_ep(f, 1, 20, &ep);
-        CHECK(r == 0, "open: %s", velo_strerror(r));
+        if (open_side(f, l, 1, &ep)) return 1;
+        int r;
         // -EFAULT: unmapped memory, read-only memory for a write access
         const size_t pg = 4096;
         void* m = mmap(nullptr, 4 * pg, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -553,10 +565,9 @@ TEST(FabricRma, errors) {
         return velo_close(ep);
     });
     pid_t ini = spawn([&] {
-        l.keep(0);
         velo_ep_t* ep;
-        int r = open_ep(f, 0, 21, &ep);
-        CHECK(r == 0, "open: %s", velo_strerror(r));
+        if (open_side(f, l, 0, &ep)) return 1;
+        int r;
         uint64_t n[4];
         CHECK(l.recv(0, &n[0], &n[1]) && l.recv(0, &n[2], &n[3]), "target gone");
         std::vector<uint8_t> src(B, 0xEE), dst(B + 64, 0x11);
@@ -621,10 +632,9 @@ TEST(FabricRma, deregister_in_flight) {
     const size_t N = 1u << 20;
     Link l;
     pid_t t = spawn([&] {
-        l.keep(1);
         velo_ep_t* ep;
-        int r = open_ep(f, 1, 20, &ep);
-        CHECK(r == 0, "open: %s", velo_strerror(r));
+        if (open_side(f, l, 1, &ep)) return 1;
+        int r;
         auto* buf = static_cast<uint8_t*>(std::malloc(N));
         std::memset(buf, 0x77, N);
         velo_region_t* rg;
@@ -653,10 +663,9 @@ TEST(FabricRma, deregister_in_flight) {
         return velo_close(ep);
     });
     pid_t ini = spawn([&] {
-        l.keep(0);
         velo_ep_t* ep;
-        int r = open_ep(f, 0, 21, &ep);
-        CHECK(r == 0, "open: %s", velo_strerror(r));
+        if (open_side(f, l, 0, &ep)) return 1;
+        int r;
         uint64_t nla;
         CHECK(l.recv(0, &nla), "target gone");
         std::vector<uint8_t> src(N);
@@ -676,11 +685,7 @@ TEST(FabricRma, deregister_in_flight) {
         CHECK(l.send(0, c.kind), "link");
         return velo_close(ep);
     });
-    l.close_all();
-    EXPECT_EQ(join(ini), 0);
-    EXPECT_EQ(join(t), 0);
-    EXPECT_TRUE(f.alive());
-    EXPECT_EQ(f.stop(), 0);
+    end_pair(f, l, ini, t);
 }
 
 // munmap of registered memory while a put uses it, at the target and then at the source: the put
@@ -694,10 +699,9 @@ TEST(FabricRma, munmap_in_flight) {
     const size_t N = 2u << 20, H = N / 2, S = 64u << 10;
     Link l;
     pid_t t = spawn([&] {
-        l.keep(1);
         velo_ep_t* ep;
-        int r = open_ep(f, 1, 20, &ep);
-        CHECK(r == 0, "open: %s", velo_strerror(r));
+        if (open_side(f, l, 1, &ep)) return 1;
+        int r;
         auto* buf = static_cast<uint8_t*>(mmap(nullptr, N, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
         CHECK(buf != MAP_FAILED, "mmap");
         std::memset(buf, 0x77, N);
@@ -743,10 +747,9 @@ TEST(FabricRma, munmap_in_flight) {
         return velo_close(ep);
     });
     pid_t ini = spawn([&] {
-        l.keep(0);
         velo_ep_t* ep;
-        int r = open_ep(f, 0, 21, &ep);
-        CHECK(r == 0, "open: %s", velo_strerror(r));
+        if (open_side(f, l, 0, &ep)) return 1;
+        int r;
         uint64_t nla;
         CHECK(l.recv(0, &nla), "target gone");
         std::vector<uint8_t> src(N);
@@ -783,11 +786,7 @@ TEST(FabricRma, munmap_in_flight) {
         CHECK(l.recv(0, &ok), "target failed");
         return velo_close(ep);
     });
-    l.close_all();
-    EXPECT_EQ(join(ini), 0);
-    EXPECT_EQ(join(t), 0);
-    EXPECT_TRUE(f.alive());
-    EXPECT_EQ(f.stop(), 0);
+    end_pair(f, l, ini, t);
 }
 
 // Clients killed mid-transfer (the initiator of a 2 MiB put, then the target of one): the
@@ -852,10 +851,9 @@ TEST(FabricRma, client_killed) {
     // new clients work
     Link l;
     pid_t t = spawn([&] {
-        l.keep(1);
         velo_ep_t* ep;
-        int r = open_ep(f, 1, 20, &ep);
-        CHECK(r == 0, "open: %s", velo_strerror(r));
+        if (open_side(f, l, 1, &ep)) return 1;
+        int r;
         std::vector<uint8_t> buf(64 << 10);
         fill(buf.data(), buf.size(), seed + 9);
         velo_region_t* rg;
@@ -872,10 +870,9 @@ TEST(FabricRma, client_killed) {
         return velo_close(ep);
     });
     pid_t ini = spawn([&] {
-        l.keep(0);
         velo_ep_t* ep;
-        int r = open_ep(f, 0, 21, &ep);
-        CHECK(r == 0, "open: %s", velo_strerror(r));
+        if (open_side(f, l, 0, &ep)) return 1;
+        int r;
         uint64_t nla;
         CHECK(l.recv(0, &nla), "target gone");
         std::vector<uint8_t> got(64 << 10), src(1000);
@@ -891,9 +888,5 @@ TEST(FabricRma, client_killed) {
         CHECK(l.recv(0, &ok), "target failed");
         return velo_close(ep);
     });
-    l.close_all();
-    EXPECT_EQ(join(ini), 0);
-    EXPECT_EQ(join(t), 0);
-    EXPECT_TRUE(f.alive());
-    EXPECT_EQ(f.stop(), 0);
+    end_pair(f, l, ini, t);
 }
