@@ -330,10 +330,11 @@ module velo_rma #(
     wire         tw_valid, tw_ready, tw_sop, tw_eop, t_busy;
     wire [127:0] tw_hdr;
     wire [63:0]  tw_data;
-    wire         t_ev_put_pkt, t_ev_get, t_ev_bad, t_ev_err, t_ev_no_route, t_ev_put_rsp;
+    wire         t_ev_put_pkt, t_ev_get, t_ev_bad, t_ev_err, t_ev_gerr, t_ev_put_rsp;
+    wire [1:0]   t_ev_no_route;
     wire [9:0]   t_ev_wr_bytes;
     wire [7:0]   t_ev_rd_bytes;
-    wire [3:0]   t_ev_err_code;
+    wire [3:0]   t_ev_err_code, t_ev_gerr_code;
 
     velo_rma_tgt #(.TLP_W(64), .NODE_BITS(NODE_BITS), .VPID_BITS(VPID_BITS), .REGION_BITS(REGION_BITS), .MTU(MTU),
                    .MPS(MPS), .SLOTS_LOG2(SLOTS_LOG2), .CTX_W(TCTX)) u_tgt (
@@ -352,7 +353,8 @@ module velo_rma #(
         .n_valid(t_n_valid), .n_ready(t_n_ready), .n_vpid(t_n_vpid), .n_entry(t_n_entry), .n_done(n_done),
         .n_drop(n_drop),
         .busy(t_busy), .ev_put_pkt(t_ev_put_pkt), .ev_get(t_ev_get), .ev_bad(t_ev_bad), .ev_wr_bytes(t_ev_wr_bytes),
-        .ev_rd_bytes(t_ev_rd_bytes), .ev_err(t_ev_err), .ev_err_code(t_ev_err_code), .ev_no_route(t_ev_no_route),
+        .ev_rd_bytes(t_ev_rd_bytes), .ev_err(t_ev_err), .ev_err_code(t_ev_err_code), .ev_gerr(t_ev_gerr),
+        .ev_gerr_code(t_ev_gerr_code), .ev_no_route(t_ev_no_route),
         .ev_put_rsp(t_ev_put_rsp));
 
     // ---------------------------------------------------------------- upstream TLPs
@@ -386,9 +388,10 @@ module velo_rma #(
         // ERR_* counters are in reason order: BAD_HANDLE (3) .. DISABLED (10) at 7 .. 14
         for (k = 3; k <= 10; k = k + 1) begin
             add[k + 4] = {10'd0, i_ev_err && (i_ev_err_reason == k[3:0])} +
-                         {10'd0, t_ev_err && (t_ev_err_code == k[3:0])};
+                         {10'd0, t_ev_err && (t_ev_err_code == k[3:0])} +
+                         {10'd0, t_ev_gerr && (t_ev_gerr_code == k[3:0])};
         end
-        add[`VELO_RMA_CNT_ERR_NO_ROUTE] = add[`VELO_RMA_CNT_ERR_NO_ROUTE] + {10'd0, t_ev_no_route};
+        add[`VELO_RMA_CNT_ERR_NO_ROUTE] = add[`VELO_RMA_CNT_ERR_NO_ROUTE] + {9'd0, t_ev_no_route};
         add[`VELO_RMA_CNT_NQ_ENTRIES] = {10'd0, nq_ev_entry};
         add[`VELO_RMA_CNT_NQ_DROP]    = {10'd0, nq_ev_drop};
         add[`VELO_RMA_CNT_NQ_BACKPRESSURE_CYCLES] = {10'd0, nq_ev_bp};

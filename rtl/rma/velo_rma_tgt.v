@@ -136,9 +136,11 @@ module velo_rma_tgt #(
     output reg                    ev_bad,     // a packet was dropped: marked bad or malformed
     output reg  [9:0]             ev_wr_bytes,// bytes of a DMA write issued this cycle
     output reg  [7:0]             ev_rd_bytes,// data bytes of a GET_RSP packet built this cycle
-    output reg                    ev_err,     // an error response (PUT_RSP or GET_RSP) was generated
+    output reg                    ev_err,     // an error PUT_RSP was generated (reason ev_err_code)
     output reg  [3:0]             ev_err_code,
-    output reg                    ev_no_route,// a response was dropped: no valid route
+    output reg                    ev_gerr,    // an error GET_RSP was generated (reason ev_gerr_code); both
+    output reg  [3:0]             ev_gerr_code, // kinds can happen in one cycle, so they are separate
+    output reg  [1:0]             ev_no_route,// responses dropped this cycle (0..2): no valid route
     output reg                    ev_put_rsp  // a PUT_RSP was generated
 );
     // ================================================================ sizes
@@ -971,7 +973,9 @@ module velo_rma_tgt #(
             ev_rd_bytes <= 8'd0;
             ev_err      <= 1'b0;
             ev_err_code <= 4'd0;
-            ev_no_route <= 1'b0;
+            ev_gerr     <= 1'b0;
+            ev_gerr_code <= 4'd0;
+            ev_no_route <= 2'd0;
             ev_put_rsp  <= 1'b0;
         end else begin
             ev_put_pkt  <= w_take;
@@ -979,9 +983,11 @@ module velo_rma_tgt #(
             ev_bad      <= t_drop;
             ev_wr_bytes <= (issue && e_beat == 6'd0) ? {1'b0, c_len} : 10'd0;
             ev_rd_bytes <= p_done ? p_n : 8'd0;
-            ev_err      <= (w_rsp_go && w_fail) || (g_final_go && g_fail);
-            ev_err_code <= (w_rsp_go && w_fail) ? w_reason : g_err;
-            ev_no_route <= (w_rsp_go && !w_route[14]) || (g_start && !q_route[14]);
+            ev_err      <= w_rsp_go && w_fail;
+            ev_err_code <= w_reason;
+            ev_gerr     <= g_final_go && g_fail;
+            ev_gerr_code <= g_err;
+            ev_no_route <= {1'b0, w_rsp_go && !w_route[14]} + {1'b0, g_start && !q_route[14]};
             ev_put_rsp  <= w_rsp_go && w_route[14];
         end
     end

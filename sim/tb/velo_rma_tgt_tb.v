@@ -75,7 +75,9 @@ module velo_rma_tgt_tb #(
     output wire [7:0]             ev_rd_bytes,
     output wire                   ev_err,
     output wire [3:0]             ev_err_code,
-    output wire                   ev_no_route,
+    output wire                   ev_gerr,
+    output wire [3:0]             ev_gerr_code,
+    output wire [1:0]             ev_no_route,
     output wire                   ev_put_rsp
 );
     wire                   lk_valid, lk_ready, lk_tag, rs_valid, rs_ready, rs_tag, rel_valid;
@@ -120,7 +122,8 @@ module velo_rma_tgt_tb #(
         .tx_data(tx_data),
         .n_valid(n_valid), .n_ready(n_ready), .n_vpid(n_vpid), .n_entry(n_entry), .n_done(n_done), .n_drop(n_drop),
         .busy(busy), .ev_put_pkt(ev_put_pkt), .ev_get(ev_get), .ev_bad(ev_bad), .ev_wr_bytes(ev_wr_bytes),
-        .ev_rd_bytes(ev_rd_bytes), .ev_err(ev_err), .ev_err_code(ev_err_code), .ev_no_route(ev_no_route),
+        .ev_rd_bytes(ev_rd_bytes), .ev_err(ev_err), .ev_err_code(ev_err_code), .ev_gerr(ev_gerr),
+        .ev_gerr_code(ev_gerr_code), .ev_no_route(ev_no_route),
         .ev_put_rsp(ev_put_rsp));
 
     wire atu_cfg_bad;
