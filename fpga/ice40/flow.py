@@ -43,7 +43,7 @@ BOARD_NAME = "ice40-hx8k-breakout"
 BOARD_PART = "ice40hx8k-ct256"
 
 # the board's NIC configuration (docs/board-guide.md); velo_ice40_top's defaults say the same
-BOARD_PARAMS = {"NODE_BITS": 4, "VPID_BITS": 4, "COUNTERS": 0, "LINK_COUNTERS": 0}
+BOARD_PARAMS = {"NODE_BITS": 4, "VPID_BITS": 4, "COUNTERS": 0, "LINK_COUNTERS": 0, "PIPE": 1}
 
 
 class FlowError(Exception):

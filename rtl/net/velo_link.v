@@ -34,7 +34,8 @@ module velo_link #(
     parameter integer TS_COUNT       = 8,    // TS2 symbols sent and received for link-up
     parameter integer ACK_URGENT     = 8,    // unacknowledged packets that make an ACK pre-empt data
     parameter integer CREDIT_MARGIN  = 8,    // flits of slack before a CREDIT pre-empts data
-    parameter integer CTL_AGE        = 32    // cycles a changed ACK/CREDIT may wait for an idle slot
+    parameter integer CTL_AGE        = 32,   // cycles a changed ACK/CREDIT may wait for an idle slot
+    parameter integer PIPE           = 0     // 1: register stages for smaller devices (docs/board-guide.md); 0: none
 ) (
     input  wire                 clk,
     input  wire                 rst,          // synchronous, active high
@@ -130,7 +131,7 @@ module velo_link #(
     wire go_down  = up && (silent || got_ts1 || retry_fail || (got_ts2 && ts_ep && !ep));
 
     velo_link_rx #(.LINK_W(LINK_W), .NVC(NVC), .VC_DEPTH(VC_DEPTH), .MAX_AREA(MAX_AREA), .CUB(CUB),
-                   .NACK_TIMEOUT(NACK_TIMEOUT)) u_rx (
+                   .NACK_TIMEOUT(NACK_TIMEOUT), .PIPE(PIPE)) u_rx (
         .clk(clk), .rst(rst), .phy_rx(phy_rx),
         .rx_valid(rx_valid), .rx_data(rx_data), .rx_last(rx_last), .rx_bad(rx_bad), .rx_vc(rx_vc),
         .rx_free(rx_free), .link_up(up), .rep_en(up || going_up), .epoch(going_up && ep),
@@ -142,7 +143,8 @@ module velo_link #(
     velo_link_tx #(.LINK_W(LINK_W), .NVC(NVC), .VC_DEPTH(VC_DEPTH), .MAX_AREA(MAX_AREA), .CUB(CUB),
                    .REPLAY_DEPTH(REPLAY_DEPTH),
                    .REPLAY_TIMEOUT(REPLAY_TIMEOUT), .SYNC_TIMEOUT(SYNC_TIMEOUT), .SYNC_RETRIES(SYNC_RETRIES),
-                   .ACK_URGENT(ACK_URGENT), .CREDIT_MARGIN(CREDIT_MARGIN), .CTL_AGE(CTL_AGE)) u_tx (
+                   .ACK_URGENT(ACK_URGENT), .CREDIT_MARGIN(CREDIT_MARGIN), .CTL_AGE(CTL_AGE),
+                   .PIPE(PIPE)) u_tx (
         .clk(clk), .rst(rst), .phy_tx(phy_tx),
         .tx_valid(tx_valid), .tx_ready(tx_ready), .tx_data(tx_data), .tx_last(tx_last), .tx_bad(tx_bad),
         .tx_start_ok(tx_start_ok),
