@@ -56,6 +56,7 @@ module velo_link_rx #(
     input  wire                 epoch,     // pulse: the link goes up in a new epoch
     // decoded symbol of this cycle (combinational from phy_rx)
     output wire                 sym_ok,    // a valid symbol: a data flit or a control symbol passing its checks
+    output wire                 sym_nx,    // PIPE: sym_ok of the next cycle (the word being registered); else sym_ok
     output wire                 ctl_ok,    // a valid control symbol
     output wire [1:0]           ctl_type,  // its LINK_CTL TYPE
     output wire [8:0]           ctl_val,   // its LINK_CTL VALUE
@@ -121,26 +122,36 @@ module velo_link_rx #(
     wire unused_rv = &{1'b0, r_val};
     wire r_ctl_ok  = (phy_rx[LINK_W+1:LINK_W] == `VELO_LINK_SYNC_CTL) && r_upper0 &&
                      (c5 == r_d[`VELO_LINK_CTL_CRC5]) && r_rsvd_ok;
+    wire r_sym_ok  = (phy_rx[LINK_W+1:LINK_W] == `VELO_LINK_SYNC_DATA) || r_ctl_ok;
+    wire r_rep     = r_ctl_ok && (r_d[`VELO_LINK_CTL_TYPE] == `VELO_LINK_CTL_TYPE_LINK) &&
+                     (r_val[`VELO_LINK_CTLV_SUB] == `VELO_LINK_SUB_REPLAY);
     wire [LINK_W+1:0] px;      // the symbol decoded this cycle
     wire              px_ok;   // ... is a control symbol passing its checks
+    wire              px_rep;  // ... is a valid REPLAY
     generate
         if (PIPE != 0) begin : g_pipe
             reg [LINK_W+1:0] px_q;
-            reg              px_ok_q;
+            reg              px_ok_q, px_rep_q;
             always @(posedge clk) begin
                 if (rst) begin
-                    px_q    <= {(LINK_W+2){1'b0}};  // "no signal"
-                    px_ok_q <= 1'b0;
+                    px_q     <= {(LINK_W+2){1'b0}};  // "no signal"
+                    px_ok_q  <= 1'b0;
+                    px_rep_q <= 1'b0;
                 end else begin
-                    px_q    <= phy_rx;
-                    px_ok_q <= r_ctl_ok;
+                    px_q     <= phy_rx;
+                    px_ok_q  <= r_ctl_ok;
+                    px_rep_q <= r_rep;
                 end
             end
-            assign px    = px_q;
-            assign px_ok = px_ok_q;
+            assign px     = px_q;
+            assign px_ok  = px_ok_q;
+            assign px_rep = px_rep_q;
+            assign sym_nx = r_sym_ok && !rst;
         end else begin : g_nopipe
-            assign px    = phy_rx;
-            assign px_ok = r_ctl_ok;
+            assign px     = phy_rx;
+            assign px_ok  = r_ctl_ok;
+            assign px_rep = r_rep;
+            assign sym_nx = r_sym_ok;  // = sym_ok
         end
     endgenerate
     wire [1:0]        sync = px[LINK_W+1:LINK_W];
@@ -194,8 +205,7 @@ module velo_link_rx #(
     assign fcnt    = fc;
 
     wire down_edge = lu_q && !link_up;
-    wire rep_now   = ctl_ok && (ctl_type == `VELO_LINK_CTL_TYPE_LINK) &&
-                     (ctl_val[`VELO_LINK_CTLV_SUB] == `VELO_LINK_SUB_REPLAY);
+    wire rep_now   = px_rep;
     wire [6:0] rep_e   = ctl_val[`VELO_LINK_CTLV_SEQ];
     wire [6:0] rep_age = exp_q - rep_e;
     wire ad_eff  = adopt || epoch;
