@@ -44,7 +44,8 @@ module velo_link_tx #(
     parameter integer CTL_AGE        = 32,   // cycles a changed ACK/CREDIT value may wait for an idle slot
     // 0: a flit written while the sender has caught up is sent in the same cycle; 1: (smaller
     // devices, docs/board-guide.md) it goes through the aux register first, one cycle later, so
-    // that the switch's handshake does not reach the slot choice
+    // that the switch's handshake does not reach the slot choice, and the ACK/CREDIT pending and
+    // urgent flags of the slot choice are registered (a change is seen one cycle later)
     parameter integer PIPE           = 0
 ) (
     input  wire                 clk,
