@@ -35,7 +35,7 @@ TOP = "velo_ice40_top"
 NIC_CLOCK = "clk"  # the PLL output net in velo_ice40_top
 REF_MHZ = 12.0
 # the board's NIC clock: the highest 3 MHz step that meets timing with margin (docs/board-guide.md)
-DEFAULT_MHZ = 36.0
+DEFAULT_MHZ = 42.0
 
 # the board's name and FPGA part in the bitstream's manifest (velo_ice40.bin.json, format 1 of
 # velo-flash's manifests, docs/board-tools.md): what the image was built for
@@ -43,7 +43,7 @@ BOARD_NAME = "ice40-hx8k-breakout"
 BOARD_PART = "ice40hx8k-ct256"
 
 # the board's NIC configuration (docs/board-guide.md); velo_ice40_top's defaults say the same
-BOARD_PARAMS = {"NODE_BITS": 4, "VPID_BITS": 4, "COUNTERS": 0, "LINK_COUNTERS": 0}
+BOARD_PARAMS = {"NODE_BITS": 4, "VPID_BITS": 4, "COUNTERS": 0, "LINK_COUNTERS": 0, "PIPE": 1}
 
 
 class FlowError(Exception):

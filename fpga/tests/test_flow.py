@@ -5,6 +5,7 @@ import importlib.util
 import io
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -90,7 +91,7 @@ class PllAndUart(unittest.TestCase):
 
     @unittest.skipUnless(shutil.which("icepll"), "icepll not installed")
     def test_icepll_agrees_with_the_pll_formula(self):
-        for mhz in (24.0, 27.0, 30.0, 33.0):
+        for mhz in (24.0, 27.0, 30.0, 33.0, flow.DEFAULT_MHZ):
             p = flow.pll_params(mhz)
             self.assertAlmostEqual(12.0 * (p["DIVF"] + 1) / 2 ** p["DIVQ"], mhz, places=3)
 
@@ -99,6 +100,21 @@ class PllAndUart(unittest.TestCase):
         self.assertEqual(flow.uart_divider(30.0, 3000000), 10)
         with self.assertRaisesRegex(flow.FlowError, "cannot make"):
             flow.uart_divider(26.0, 3000000)  # 8.67 cycles per bit: 4 % off
+
+    def test_default_clock_agrees_with_makefile_and_top(self):
+        # the board's clock (docs/board-guide.md): flow.py, fpga/Makefile and velo_ice40_top's defaults
+        self.assertEqual(flow.DEFAULT_MHZ, 42.0)
+        with open(os.path.join(FPGA, "Makefile")) as f:
+            m = re.search(r"^ICE40_MHZ\s*\?=\s*(\S+)", f.read(), re.M)
+        self.assertIsNotNone(m)
+        self.assertEqual(float(m.group(1)), flow.DEFAULT_MHZ)
+        self.assertEqual(flow.uart_divider(flow.DEFAULT_MHZ, 3000000), 14)
+        with open(os.path.join(FPGA, "..", "rtl", "board", "ice40", "velo_ice40_top.v")) as f:
+            top = f.read()
+        divf = int(re.search(r"PLL_DIVF\s*=\s*7'd(\d+)", top).group(1))
+        divq = int(re.search(r"PLL_DIVQ\s*=\s*3'd(\d+)", top).group(1))
+        self.assertAlmostEqual(12.0 * (divf + 1) / 2 ** divq, flow.DEFAULT_MHZ, places=3)
+        self.assertEqual(int(re.search(r"CLKS_PER_BIT\s*=\s*(\d+)", top).group(1)), 14)
 
 
 class Cells(unittest.TestCase):

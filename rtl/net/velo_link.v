@@ -34,7 +34,8 @@ module velo_link #(
     parameter integer TS_COUNT       = 8,    // TS2 symbols sent and received for link-up
     parameter integer ACK_URGENT     = 8,    // unacknowledged packets that make an ACK pre-empt data
     parameter integer CREDIT_MARGIN  = 8,    // flits of slack before a CREDIT pre-empts data
-    parameter integer CTL_AGE        = 32    // cycles a changed ACK/CREDIT may wait for an idle slot
+    parameter integer CTL_AGE        = 32,   // cycles a changed ACK/CREDIT may wait for an idle slot
+    parameter integer PIPE           = 0     // 1: register stages for smaller devices (docs/board-guide.md); 0: none
 ) (
     input  wire                 clk,
     input  wire                 rst,          // synchronous, active high
@@ -95,7 +96,7 @@ module velo_link #(
         end
     endgenerate
 
-    wire             sym_ok, ctl_ok;
+    wire             sym_ok, sym_nx, ctl_ok;
     wire [1:0]       ctl_type;
     wire [8:0]       ctl_val;
     wire [6:0]       exp_seq;
@@ -124,17 +125,20 @@ module velo_link #(
     wire got_other = ctl_ok && !got_ts;                 // only a trained peer sends these
     wire ep_req   = got_ts && ts_ep && !ep;             // the peer asks for an epoch
     wire got_ts2m = got_ts2 && (ts_ep || !ep);          // a TS2 with our epoch bit (after ep_req)
-    wire silent   = !sym_ok && (silence == DTO);
+    // PIPE: silent registered, from the next cycle's sym_ok (the receiver's input register) and
+    // the next cycle's silence count
+    reg  silent_q;
+    wire silent   = (PIPE != 0) ? silent_q : (!sym_ok && (silence == DTO));
     wire go_up    = (ts2_tx == TSN) && ((ts2_rx == TSN) || peer_up);
     wire going_up = !up && !silent && go_up;
     wire go_down  = up && (silent || got_ts1 || retry_fail || (got_ts2 && ts_ep && !ep));
 
     velo_link_rx #(.LINK_W(LINK_W), .NVC(NVC), .VC_DEPTH(VC_DEPTH), .MAX_AREA(MAX_AREA), .CUB(CUB),
-                   .NACK_TIMEOUT(NACK_TIMEOUT)) u_rx (
+                   .NACK_TIMEOUT(NACK_TIMEOUT), .PIPE(PIPE)) u_rx (
         .clk(clk), .rst(rst), .phy_rx(phy_rx),
         .rx_valid(rx_valid), .rx_data(rx_data), .rx_last(rx_last), .rx_bad(rx_bad), .rx_vc(rx_vc),
         .rx_free(rx_free), .link_up(up), .rep_en(up || going_up), .epoch(going_up && ep),
-        .sym_ok(sym_ok), .ctl_ok(ctl_ok), .ctl_type(ctl_type), .ctl_val(ctl_val),
+        .sym_ok(sym_ok), .sym_nx(sym_nx), .ctl_ok(ctl_ok), .ctl_type(ctl_type), .ctl_val(ctl_val),
         .exp_seq(exp_seq), .unsync(unsync), .rcnt(rcnt), .scnt(scnt), .fcnt(fcnt),
         .req_nack(req_nack), .req_sync(req_sync),
         .ev_crc_err(ev_crc_err), .ev_stomp(ev_stomp), .ev_rx_pkt(ev_rx_pkt), .ev_ctl_drop(ev_ctl_drop));
@@ -142,7 +146,8 @@ module velo_link #(
     velo_link_tx #(.LINK_W(LINK_W), .NVC(NVC), .VC_DEPTH(VC_DEPTH), .MAX_AREA(MAX_AREA), .CUB(CUB),
                    .REPLAY_DEPTH(REPLAY_DEPTH),
                    .REPLAY_TIMEOUT(REPLAY_TIMEOUT), .SYNC_TIMEOUT(SYNC_TIMEOUT), .SYNC_RETRIES(SYNC_RETRIES),
-                   .ACK_URGENT(ACK_URGENT), .CREDIT_MARGIN(CREDIT_MARGIN), .CTL_AGE(CTL_AGE)) u_tx (
+                   .ACK_URGENT(ACK_URGENT), .CREDIT_MARGIN(CREDIT_MARGIN), .CTL_AGE(CTL_AGE),
+                   .PIPE(PIPE)) u_tx (
         .clk(clk), .rst(rst), .phy_tx(phy_tx),
         .tx_valid(tx_valid), .tx_ready(tx_ready), .tx_data(tx_data), .tx_last(tx_last), .tx_bad(tx_bad),
         .tx_start_ok(tx_start_ok),
@@ -164,6 +169,7 @@ module velo_link #(
             ts2_tx       <= {TCW{1'b0}};
             peer_seq     <= 6'd0;
             silence      <= {DW{1'b0}};
+            silent_q     <= 1'b0;
             disc_left    <= 8'd0;
             ev_link_down <= 1'b0;
         end else begin
@@ -171,6 +177,7 @@ module velo_link #(
             ev_link_down <= go_down || (disc_left != 8'd0);
             disc_left    <= disc_left + (disc_ld ? {1'b0, disc_num} : 8'd0)
                             - {7'd0, !go_down && (disc_left != 8'd0)};
+            silent_q <= !sym_nx && !sym_ok && ((silence == DTO) || (silence == DTO - 1'b1));
             if (sym_ok)
                 silence <= {DW{1'b0}};
             else if (silence != DTO)

@@ -34,7 +34,11 @@ module velo_link_rx #(
     parameter integer VC_DEPTH     = 64,  // switch input buffer per VC in flits = credits per VC
     parameter integer MAX_AREA     = 64,  // largest payload area in bytes (RMA packets; 64..256, multiple of 8)
     parameter integer CUB          = 0,   // log2 of the credit unit in flits (CREDIT/SYNC counts; velo_link)
-    parameter integer NACK_TIMEOUT = 256  // cycles between NACKs while waiting for a REPLAY
+    parameter integer NACK_TIMEOUT = 256, // cycles between NACKs while waiting for a REPLAY
+    // 0: the symbol is decoded from phy_rx in the cycle it arrives; 1: (smaller devices,
+    // docs/board-guide.md) phy_rx and its control-symbol check (CRC-5) are registered first, one
+    // more cycle on the wire
+    parameter integer PIPE         = 0
 ) (
     input  wire                 clk,
     input  wire                 rst,       // synchronous, active high
@@ -52,6 +56,7 @@ module velo_link_rx #(
     input  wire                 epoch,     // pulse: the link goes up in a new epoch
     // decoded symbol of this cycle (combinational from phy_rx)
     output wire                 sym_ok,    // a valid symbol: a data flit or a control symbol passing its checks
+    output wire                 sym_nx,    // PIPE: sym_ok of the next cycle (the word being registered); else sym_ok
     output wire                 ctl_ok,    // a valid control symbol
     output wire [1:0]           ctl_type,  // its LINK_CTL TYPE
     output wire [8:0]           ctl_val,   // its LINK_CTL VALUE
@@ -97,26 +102,74 @@ module velo_link_rx #(
     localparam integer NTW     = $clog2(NACK_TIMEOUT + 1);
 
     // ------------------------------------------------------------------ symbol decode
-    wire [1:0]        sync = phy_rx[LINK_W+1:LINK_W];
-    wire [LINK_W-1:0] d    = phy_rx[LINK_W-1:0];
+    // the control-symbol check of the word on phy_rx (r_*), used at once or (PIPE) registered
+    // with the word (px)
+    wire [LINK_W-1:0] r_d  = phy_rx[LINK_W-1:0];
+    wire r_upper0;  // flit bits above the 16-bit symbol / CRC are zero
+    generate
+        if (LINK_W > 16) begin : g_up
+            assign r_upper0 = ~|r_d[LINK_W-1:16];
+        end else begin : g_noup
+            assign r_upper0 = 1'b1;
+        end
+    endgenerate
+    wire [4:0] c5;
+    velo_crc5 u_c5 (.data(r_d[15:5]), .crc(c5));
+    // ACK has no SUB field: its bits must be zero
+    wire [8:0]  r_val = r_d[`VELO_LINK_CTL_VALUE];
+    wire r_rsvd_ok = (r_d[`VELO_LINK_CTL_TYPE] != `VELO_LINK_CTL_TYPE_ACK) ||
+                     (r_val[`VELO_LINK_CTLV_SUB] == 2'b00);
+    wire unused_rv = &{1'b0, r_val};
+    wire r_ctl_ok  = (phy_rx[LINK_W+1:LINK_W] == `VELO_LINK_SYNC_CTL) && r_upper0 &&
+                     (c5 == r_d[`VELO_LINK_CTL_CRC5]) && r_rsvd_ok;
+    wire r_sym_ok  = (phy_rx[LINK_W+1:LINK_W] == `VELO_LINK_SYNC_DATA) || r_ctl_ok;
+    wire r_rep     = r_ctl_ok && (r_d[`VELO_LINK_CTL_TYPE] == `VELO_LINK_CTL_TYPE_LINK) &&
+                     (r_val[`VELO_LINK_CTLV_SUB] == `VELO_LINK_SUB_REPLAY);
+    wire [LINK_W+1:0] px;      // the symbol decoded this cycle
+    wire              px_ok;   // ... is a control symbol passing its checks
+    wire              px_rep;  // ... is a valid REPLAY
+    generate
+        if (PIPE != 0) begin : g_pipe
+            reg [LINK_W+1:0] px_q;
+            reg              px_ok_q, px_rep_q;
+            always @(posedge clk) begin
+                if (rst) begin
+                    px_q     <= {(LINK_W+2){1'b0}};  // "no signal"
+                    px_ok_q  <= 1'b0;
+                    px_rep_q <= 1'b0;
+                end else begin
+                    px_q     <= phy_rx;
+                    px_ok_q  <= r_ctl_ok;
+                    px_rep_q <= r_rep;
+                end
+            end
+            assign px     = px_q;
+            assign px_ok  = px_ok_q;
+            assign px_rep = px_rep_q;
+            assign sym_nx = r_sym_ok && !rst;
+        end else begin : g_nopipe
+            assign px     = phy_rx;
+            assign px_ok  = r_ctl_ok;
+            assign px_rep = r_rep;
+            assign sym_nx = r_sym_ok;  // = sym_ok
+        end
+    endgenerate
+    wire [1:0]        sync = px[LINK_W+1:LINK_W];
+    wire [LINK_W-1:0] d    = px[LINK_W-1:0];
     wire is_data  = (sync == `VELO_LINK_SYNC_DATA);
     wire is_ctl   = (sync == `VELO_LINK_SYNC_CTL);
     wire bad_sync = !is_data && !is_ctl;
     wire upper0;  // flit bits above the 16-bit symbol / CRC are zero
     generate
-        if (LINK_W > 16) begin : g_up
+        if (LINK_W > 16) begin : g_up2
             assign upper0 = ~|d[LINK_W-1:16];
-        end else begin : g_noup
+        end else begin : g_noup2
             assign upper0 = 1'b1;
         end
     endgenerate
-    wire [4:0] c5;
-    velo_crc5 u_c5 (.data(d[15:5]), .crc(c5));
     assign ctl_type = d[`VELO_LINK_CTL_TYPE];
     assign ctl_val  = d[`VELO_LINK_CTL_VALUE];
-    // ACK has no SUB field: its bits must be zero
-    wire rsvd_ok = (ctl_type != `VELO_LINK_CTL_TYPE_ACK) || (ctl_val[`VELO_LINK_CTLV_SUB] == 2'b00);
-    assign ctl_ok = is_ctl && upper0 && (c5 == d[`VELO_LINK_CTL_CRC5]) && rsvd_ok;
+    assign ctl_ok = px_ok;
     assign sym_ok = is_data || ctl_ok;
 
     // ------------------------------------------------------------------ state
@@ -152,8 +205,7 @@ module velo_link_rx #(
     assign fcnt    = fc;
 
     wire down_edge = lu_q && !link_up;
-    wire rep_now   = ctl_ok && (ctl_type == `VELO_LINK_CTL_TYPE_LINK) &&
-                     (ctl_val[`VELO_LINK_CTLV_SUB] == `VELO_LINK_SUB_REPLAY);
+    wire rep_now   = px_rep;
     wire [6:0] rep_e   = ctl_val[`VELO_LINK_CTLV_SEQ];
     wire [6:0] rep_age = exp_q - rep_e;
     wire ad_eff  = adopt || epoch;

@@ -41,7 +41,12 @@ module velo_link_tx #(
     parameter integer SYNC_RETRIES   = 4,    // REPLAYs answered by no SYNC at all before the link is declared down
     parameter integer ACK_URGENT     = 8,    // packets received but not acknowledged that make an ACK urgent
     parameter integer CREDIT_MARGIN  = 8,    // flits of slack: CREDIT is urgent when the peer may run short
-    parameter integer CTL_AGE        = 32    // cycles a changed ACK/CREDIT value may wait for an idle slot
+    parameter integer CTL_AGE        = 32,   // cycles a changed ACK/CREDIT value may wait for an idle slot
+    // 0: a flit written while the sender has caught up is sent in the same cycle; 1: (smaller
+    // devices, docs/board-guide.md) it goes through the aux register first, one cycle later, so
+    // that the switch's handshake does not reach the slot choice, and the ACK/CREDIT pending and
+    // urgent flags of the slot choice are registered (a change is seen one cycle later)
+    parameter integer PIPE           = 0
 ) (
     input  wire                 clk,
     input  wire                 rst,          // synchronous, active high
@@ -279,8 +284,8 @@ module velo_link_tx #(
     // ------------------------------------------------------------------ sender
     wire          caught = (rd_ptr == wr_ptr);
     wire          direct = caught && w_en;
-    wire          cur_v  = rv || av || direct;
-    wire [PW-1:0] cur    = rv ? rb_rd : (av ? aux : w_word);
+    wire          cur_v  = rv || av || (direct && PIPE == 0);
+    wire [PW-1:0] cur    = rv ? rb_rd : ((av || PIPE != 0) ? aux : w_word);
     wire [1:0]    cur_vc = s_in ? s_vc : cur[1:0];
     // S - F <= ROOM of every VC from the registers, then the one of cur_vc (the comparisons do not
     // wait for the flit to be chosen); a VC >= NVC has no counts, S - F reads 0 there as before
@@ -318,8 +323,14 @@ module velo_link_tx #(
             need[i+1] = (rdiff > CURG);
         end
     end
-    wire [NI-1:0] urg    = (pend & need) | ((age >= AGE) ? (pend | dirty) : {NI{1'b0}});
-    wire [NI-1:0] ctlset = (|urg) ? urg : ((|pend) ? pend : {NI{1'b1}});
+    // PIPE: the slot choice uses pend and need registered (last cycle's), without the item sent
+    // last cycle (its value was just sent): a change shows one cycle later. The bookkeeping
+    // (dirty, age) uses the exact pend.
+    reg  [NI-1:0] pend_q, need_q, sent_q;
+    wire [NI-1:0] pend_c = (PIPE != 0) ? (pend_q & ~sent_q) : pend;
+    wire [NI-1:0] need_c = (PIPE != 0) ? need_q : need;
+    wire [NI-1:0] urg    = (pend_c & need_c) | ((age >= AGE) ? (pend_c | dirty) : {NI{1'b0}});
+    wire [NI-1:0] ctlset = (|urg) ? urg : ((|pend_c) ? pend_c : {NI{1'b1}});
     // rotate: first item of ctlset at or after rr
     wire [2*NI-1:0] set2 = {ctlset, ctlset} >> rr;
     reg  [3:0] j;
@@ -423,6 +434,17 @@ module velo_link_tx #(
     wire [PW-1:0] ctl_flit = {SY_C, {(LINK_W - 16){1'b0}}, ctl16};
     wire [PW-1:0] crc_flit = {SY_D, {(LINK_W - 16){1'b0}}, crc_s ^ (bad_s ? STOMP : 16'h0000)};
     wire          send_item = (kind == K_CTL);
+    always @(posedge clk) begin
+        if (rst) begin
+            pend_q <= {NI{1'b0}};
+            need_q <= {NI{1'b0}};
+            sent_q <= {NI{1'b0}};
+        end else begin
+            pend_q <= pend;
+            need_q <= need;
+            sent_q <= send_item ? ({{(NI-1){1'b0}}, 1'b1} << pick) : {NI{1'b0}};
+        end
+    end
 
     // ------------------------------------------------------------------ replay RAM read (prefetch)
     always @(*) begin

@@ -60,7 +60,10 @@ module velo_nic #(
     parameter integer NVC           = `VELO_NVC, // virtual channels (1..4): VCs 0..NVC-1 (spec NVC: 4)
     parameter integer SWITCH_LITE   = 0,   // 1: velo_switch_lite instead of velo_switch (NP = 1 only)
     parameter integer COUNTERS      = 1,   // 1: the 16 event counters; 0: they read as 0
-    parameter integer LINK_COUNTERS = 1    // 1: the links' counters (8 per port); 0: they read as 0
+    parameter integer LINK_COUNTERS = 1,   // 1: the links' counters (8 per port); 0: they read as 0
+    // 1: register stages in the completer's decision and the links (smaller, slower devices such as
+    // the iCE40 board, docs/board-guide.md: a few cycles more latency); 0: none (the latency figures)
+    parameter integer PIPE          = 0
 ) (
     input  wire              clk,
     input  wire              rst,          // synchronous, active high
@@ -336,7 +339,7 @@ module velo_nic #(
         for (gp = 0; gp < NP; gp = gp + 1) begin : g_link
             wire ev_crc_err, ev_nack, ev_replay, ev_stomp, ev_link_down, ev_ctl_drop, ev_rx_pkt;
             velo_link #(.LINK_W(LINK_W), .NVC(NVC), .MAX_AREA(MAX_AREA), .VC_DEPTH(VC_DEPTH),
-                        .REPLAY_DEPTH(REPLAY_DEPTH)) u_link (
+                        .REPLAY_DEPTH(REPLAY_DEPTH), .PIPE(PIPE)) u_link (
                 .clk(clk), .rst(rst),
                 .phy_tx(phy_tx[gp*PW +: PW]), .phy_rx(phy_rx[gp*PW +: PW]),
                 .tx_valid(so_valid[gp]), .tx_ready(so_ready[gp]), .tx_data(so_data[gp*LINK_W +: LINK_W]),
@@ -409,7 +412,7 @@ module velo_nic #(
         .flit_valid(l2o_valid), .flit_ready(l2o_ready), .flit_data(l2o_data), .flit_last(l2o_last),
         .pkt_valid(ri_valid), .pkt_ready(ri_ready), .pkt_data(ri_data), .pkt_last(ri_last), .pkt_lnb(ri_lnb));
 
-    velo_completer #(.TLP_W(TLP_W), .VPID_BITS(VPID_BITS)) u_cpl (
+    velo_completer #(.TLP_W(TLP_W), .VPID_BITS(VPID_BITS), .PIPE(PIPE)) u_cpl (
         .clk(clk), .rst(rst), .enable(enable), .req_id(cfg_id),
         .pkt_valid(r_valid), .pkt_ready(r_ready), .pkt_data(r_data), .pkt_last(r_last), .pkt_bad(r_bad),
         .tbl_re(tbl_re), .tbl_vpid(tbl_vpid), .tbl_base(tbl_base), .tbl_en(tbl_en),

@@ -31,7 +31,12 @@
 `include "velo_spec.vh"
 module velo_completer #(
     parameter integer TLP_W         = 64,  // TLP stream data width: 64 or 128
-    parameter integer VPID_BITS     = 8    // vpid width (spec param VPID_BITS)
+    parameter integer VPID_BITS     = 8,   // vpid width (spec param VPID_BITS)
+    // 0: the decision is taken from the table RAM's read data in the cycle they arrive (the
+    // NIC's latency figures); 1: (smaller devices, docs/board-guide.md) the row is registered and
+    // the room check registered once more, so the decision comes two cycles after the read data
+    // (hidden behind the payload's arrival, except when the lookup could not start early)
+    parameter integer PIPE          = 0
 ) (
     input  wire                 clk,
     input  wire                 rst,        // synchronous, active high
@@ -86,8 +91,9 @@ module velo_completer #(
     localparam integer R = TLP_W / 64;  // words per TLP beat
     // slot states: free, being filled, complete (not decided), decided (being emitted)
     localparam [1:0] S_FREE = 2'd0, S_FILL = 2'd1, S_FULL = 2'd2, S_EMIT = 2'd3;
-    // table lookup of the head packet: none, read issued (data on tbl_* now), data captured
-    localparam [1:0] L_NONE = 2'd0, L_PEND = 2'd1, L_HAVE = 2'd2;
+    // table lookup of the head packet: none, read issued (data on tbl_* now), data captured,
+    // (PIPE only) room check registered
+    localparam [1:0] L_NONE = 2'd0, L_PEND = 2'd1, L_HAVE = 2'd2, L_RDY = 2'd3;
     localparam [3:0] TAIL_BEATS = (R == 1) ? 4'd2 : 4'd1;
 
     // payload area of a header in bytes: (FRAG_OFF % 4) + FRAG_LEN, 1..67 (over 64 is bad)
@@ -219,12 +225,12 @@ module velo_completer #(
     wire        look_hdr  = (lk == L_NONE) && in_hdr && (in_slot == h_slot);   // header arriving now
     wire        look_slot = (lk == L_NONE) && h_avail;                         // header already in
     wire        d_wait;
-    wire        reread    = (lk == L_HAVE) && d_wait && rr;
+    wire        reread    = (lk == ((PIPE != 0) ? L_RDY : L_HAVE)) && d_wait && rr;
     assign tbl_re   = look_hdr || look_slot || reread;
     assign tbl_vpid = look_hdr ? in_dst8[VPID_BITS-1:0] : h_vpid;
 
     // the table row: straight from the RAM in the cycle after the read, else as captured
-    wire        live   = (lk == L_PEND);
+    wire        live   = (PIPE == 0) && (lk == L_PEND);
     wire [57:0] d_base = live ? tbl_base : t_base;
     wire        d_en   = live ? tbl_en   : t_en;
     wire [4:0]  d_log2 = live ? tbl_log2 : t_log2;
@@ -242,7 +248,11 @@ module velo_completer #(
     wire [16:0] d_size  = 17'd1 << d_log2;
     wire [16:0] d_used  = d_wp - d_rp;
     wire        log2_ok = (d_log2 >= `VELO_MBOX_LOG2_MIN) && (d_log2 <= `VELO_MBOX_LOG2_MAX);
-    wire        room    = (d_used <= d_size) && ((d_size - d_used) >= {15'd0, h_lines});
+    wire        room_c  = (d_used <= d_size) && ((d_size - d_used) >= {15'd0, h_lines});
+    // PIPE: the check from the captured row (t_*), registered; the row changes only with a new read
+    reg         room_q, lg_ok_q;
+    wire        room    = (PIPE != 0) ? room_q : room_c;
+    wire        log2_ok_d = (PIPE != 0) ? lg_ok_q : log2_ok;
 
     wire type_ok = (hh[`VELO_PKT_HDR_TYPE] == `VELO_PKT_TYPE_VELO);
 
@@ -251,11 +261,11 @@ module velo_completer #(
     // words are read from the slot buffer from the next cycle on)
     wire h_in     = (h_st == S_FULL) || (in_done && in_slot == h_slot && R == 1);
     wire h_bad    = (h_st == S_FULL) ? slot_bad[h_slot] : in_bad;
-    wire dec      = h_in && (lk != L_NONE);
+    wire dec      = h_in && ((PIPE != 0) ? (lk == L_RDY) : (lk != L_NONE));
     wire d_bad    = !type_ok || h_bad;
     wire d_dis    = !d_bad && !enable;
-    wire d_vpid   = !d_bad && enable && (h_vpid_oor || !d_en || !log2_ok);
-    wire d_ok     = !d_bad && enable && !h_vpid_oor && d_en && log2_ok;
+    wire d_vpid   = !d_bad && enable && (h_vpid_oor || !d_en || !log2_ok_d);
+    wire d_ok     = !d_bad && enable && !h_vpid_oor && d_en && log2_ok_d;
     assign d_wait = dec && d_ok && !room;
     assign d_drop = dec && !d_ok;
 
@@ -299,6 +309,7 @@ module velo_completer #(
         end else begin
             // lookup
             if (lk == L_PEND) lk <= L_HAVE;
+            if (PIPE != 0 && lk == L_HAVE) lk <= L_RDY;
             if (tbl_re) lk <= L_PEND;
             if (tbl_re) rr <= sw_wr && (sw_wr_vpid == tbl_vpid);
             else if (lk != L_NONE && sw_wr && sw_wr_vpid == h_vpid) rr <= 1'b1;
@@ -331,6 +342,10 @@ module velo_completer #(
 
     always @(posedge clk) begin
         if (tbl_re) fx_wp <= wp_data;
+        if (lk == L_HAVE) begin
+            room_q  <= room_c;
+            lg_ok_q <= log2_ok;
+        end
         if (lk == L_PEND) begin
             t_base <= tbl_base;
             t_en   <= tbl_en;
@@ -403,7 +418,19 @@ module velo_completer #(
     endgenerate
 
     // ---- DMA TLP header
-    wire [57:0] line  = j_base + {41'd0, o_ptr & (j_size - 17'd1)};
+    // PIPE: the two lines an entry may write (first line, second line) are added up at the
+    // decision (from the captured row) and registered, not in front of the TLP header
+    wire [16:0] d_mask  = d_size - 17'd1;
+    wire [16:0] d_wp1   = d_wp + 17'd1;
+    reg  [57:0] j_line0, j_line1;
+    always @(posedge clk) begin
+        if (d_go) begin
+            j_line0 <= d_base + {41'd0, d_wp & d_mask};
+            j_line1 <= d_base + {41'd0, d_wp1 & d_mask};
+        end
+    end
+    wire [57:0] line  = (PIPE != 0) ? (o_tail ? j_line1 : j_line0)
+                                    : j_base + {41'd0, o_ptr & (j_size - 17'd1)};
     wire [63:0] waddr = {line, 6'd0};
     wire        w64   = (waddr[63:32] != 32'd0);
     wire [9:0]  len_dw = o_tail ? 10'd4 : {5'd0, j_hw, 1'b0};

@@ -14,3 +14,10 @@ endif()
 velo_model(tb_link256 Vlink16r velo_link PARAMS -GLINK_W=16 -GMAX_AREA=256 -GVC_DEPTH=192 -GREPLAY_DEPTH=512)
 velo_model(tb_link256 Vlink32r velo_link PARAMS -GLINK_W=32 -GMAX_AREA=256 -GVC_DEPTH=128 -GREPLAY_DEPTH=256)
 velo_model(tb_link256 Vlink64r velo_link PARAMS -GLINK_W=64 -GMAX_AREA=256 -GVC_DEPTH=88 -GREPLAY_DEPTH=256)
+# tb_link_pipe: the iCE40 board's link (PIPE = 1: one more register in the receiver's symbol decode
+# and in the transmitter's cut-through, ACK/CREDIT urgency registered), same source and tests
+velo_tb(tb_link_pipe tests/tb_link.cpp)
+if(TARGET tb_link_pipe)
+  target_compile_definitions(tb_link_pipe PRIVATE VELO_LINK_PIPE=1)
+endif()
+velo_model(tb_link_pipe Vlink16p velo_link PARAMS -GLINK_W=16 -GPIPE=1)

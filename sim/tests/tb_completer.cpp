@@ -37,6 +37,7 @@
 
 #include "Vcpl128.h"
 #include "Vcpl64.h"
+#include "Vcpl64p.h"
 #include "harness.hpp"
 #include "host.hpp"
 #include "tlp.hpp"
@@ -655,13 +656,18 @@ class Env {
 struct ModelNames {
     template <class T>
     static std::string GetName(int) {
-        return std::is_same_v<T, Vcpl64> ? "W64" : "W128";
+        return std::is_same_v<T, Vcpl64> ? "W64" : std::is_same_v<T, Vcpl64p> ? "W64Pipe" : "W128";
     }
 };
 
+// Cycles the PIPE = 1 model (the iCE40 board's) may add to a decision the lookup could not hide:
+// the table row and the room check are registered before the decision.
+template <class M>
+constexpr unsigned kPipe = std::is_same_v<M, Vcpl64p> ? 2u : 0u;
+
 template <class M>
 class Cpl : public ::testing::Test {};
-using Models = ::testing::Types<Vcpl64, Vcpl128>;
+using Models = ::testing::Types<Vcpl64, Vcpl128, Vcpl64p>;
 TYPED_TEST_SUITE(Cpl, Models, ModelNames);
 
 // A good packet of payload area `area` for vpid v.
@@ -1181,20 +1187,22 @@ TYPED_TEST(Cpl, Latency) {
     const uint64_t lat = env.tlp_end_cycle.back() - env.pkt_end_cycle.back();
     std::printf("[ perf  ] TLP_W=%u: 8-byte message, last word in -> last DMA beat out: %llu cycles\n", 64 * R,
                 static_cast<unsigned long long>(lat));
-    EXPECT_LE(lat, 3u);
+    EXPECT_LE(lat, 3u + kPipe<TypeParam>);
     // every area: the lookup is hidden, at most one cycle more than the DMA beats themselves
     for (unsigned area = 1; area <= 64; ++area) {
         env.run(3);
         env.send(good_pkt(r, v, area));
         ASSERT_TRUE(env.drain());
         const uint64_t l = env.tlp_end_cycle.back() - env.pkt_end_cycle.back();
-        EXPECT_LE(l, dma_beats(area, R) + 1) << "area " << area;
+        EXPECT_LE(l, dma_beats(area, R) + 1 + kPipe<TypeParam>) << "area " << area;
     }
     env.check_all();
 }
 
 // Throughput: back-to-back packets of one size to one vpid, host always ready: the input waits
-// only as long as the DMA needs more beats than the packets have words.
+// only as long as the DMA needs more beats than the packets have words (the PIPE model up to
+// kPipe cycles more per packet: at one word per cycle a short packet's lookup is not hidden; the
+// board's 16-bit link delivers a word every 4 cycles at most).
 TYPED_TEST(Cpl, Throughput) {
     Env<TypeParam> env;
     auto& r = env.rng;
@@ -1210,7 +1218,8 @@ TYPED_TEST(Cpl, Throughput) {
         ASSERT_TRUE(env.run_until([&] { return env.queued() == 0; }, 10000));
         const unsigned words = 1 + area_words(area), beats = dma_beats(area, R);
         const uint64_t waited = env.in_wait - w0, need = N * (beats > words ? beats - words : 0);
-        EXPECT_LE(waited, need + kSlack) << "area " << area << ": " << words << " words, " << beats << " beats";
+        EXPECT_LE(waited, need + kSlack + N * kPipe<TypeParam>)
+            << "area " << area << ": " << words << " words, " << beats << " beats";
         worst = std::max(worst, static_cast<unsigned>(waited > need ? waited - need : 0));
         ASSERT_TRUE(env.drain());
     }

@@ -15,14 +15,15 @@
 // one LED period (2^LED_BITS clock cycles) so that single pulses are visible.
 `default_nettype none
 module velo_ice40_board #(
-    parameter integer CLKS_PER_BIT  = 12,       // NIC clock cycles per UART bit (36 MHz / 3 Mbaud)
+    parameter integer CLKS_PER_BIT  = 14,       // NIC clock cycles per UART bit (42 MHz / 3 Mbaud)
     parameter integer NODE_BITS     = 4,        // node id width (spec param NODE_BITS): 16 nodes
     parameter integer VPID_BITS     = 4,        // vpid width (spec param VPID_BITS): 16 vpids
     parameter integer COUNTERS      = 0,        // the 16 event counters (1) or reads of 0 (0)
     parameter integer LINK_COUNTERS = 0,        // the link's 8 counters (1) or reads of 0 (0)
     parameter [15:0]  CFG_ID        = 16'h0100, // the NIC's PCIe-style id (bus 1, device 0, function 0)
     parameter integer ELASTIC_AW    = 4,        // log2 of the elastic buffer depth in words
-    parameter integer LED_BITS      = 20        // LED period: 2^LED_BITS NIC clock cycles
+    parameter integer LED_BITS      = 20,       // LED period: 2^LED_BITS NIC clock cycles
+    parameter integer PIPE          = 1         // velo_nic's register stages for timing (1), or none (0)
 ) (
     input  wire         clk,         // NIC clock
     input  wire         rst,         // synchronous to clk, active high
@@ -56,7 +57,7 @@ module velo_ice40_board #(
     // velo_switch_lite, one virtual channel, counters as the parameters say
     velo_nic #(.NODE_BITS(NODE_BITS), .VPID_BITS(VPID_BITS), .TLP_W(64), .LINK_W(LINK_W), .NP(1),
                .VC_DEPTH(64), .REPLAY_DEPTH(256), .NVC(1), .SWITCH_LITE(1), .RMA(0),
-               .COUNTERS(COUNTERS), .LINK_COUNTERS(LINK_COUNTERS)) u_nic (
+               .COUNTERS(COUNTERS), .LINK_COUNTERS(LINK_COUNTERS), .PIPE(PIPE)) u_nic (
         .clk(clk), .rst(rst), .cfg_id(CFG_ID),
         .rx_valid(rx_valid), .rx_ready(rx_ready), .rx_sop(rx_sop), .rx_eop(rx_eop),
         .rx_hdr(rx_hdr), .rx_bar(rx_bar), .rx_data(rx_data),

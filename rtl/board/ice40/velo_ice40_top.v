@@ -13,14 +13,15 @@
 // at that clock. UART: F / CLKS_PER_BIT baud.
 `default_nettype none
 module velo_ice40_top #(
-    parameter [6:0]   PLL_DIVF     = 7'd47,    // feedback divider (36 MHz: 47, VCO 576 MHz)
-    parameter [2:0]   PLL_DIVQ     = 3'd4,     // output divider: VCO / 2^DIVQ (36 MHz: 4)
+    parameter [6:0]   PLL_DIVF     = 7'd55,    // feedback divider (42 MHz: 55, VCO 672 MHz)
+    parameter [2:0]   PLL_DIVQ     = 3'd4,     // output divider: VCO / 2^DIVQ (42 MHz: 4)
     parameter [2:0]   PLL_FILTER   = 3'd1,     // loop filter range for a 12 MHz reference
-    parameter integer CLKS_PER_BIT = 12,       // NIC clock cycles per UART bit (36 MHz / 3 Mbaud)
+    parameter integer CLKS_PER_BIT = 14,       // NIC clock cycles per UART bit (42 MHz / 3 Mbaud)
     parameter integer NODE_BITS    = 4,        // node id width (spec param NODE_BITS): 16 nodes
     parameter integer VPID_BITS    = 4,        // vpid width (spec param VPID_BITS): 16 vpids
     parameter integer COUNTERS     = 0,        // the 16 event counters (1) or reads of 0 (0)
-    parameter integer LINK_COUNTERS = 0        // the link's 8 counters (1) or reads of 0 (0)
+    parameter integer LINK_COUNTERS = 0,       // the link's 8 counters (1) or reads of 0 (0)
+    parameter integer PIPE          = 1        // velo_nic's register stages for timing (1), or none (0)
 ) (
     input  wire        clk_12m,     // 12 MHz oscillator (ball J3)
     // FT2232H channel B (UART)
@@ -66,7 +67,7 @@ module velo_ice40_top #(
 
     // ---------------------------------------------------------------- board
     velo_ice40_board #(.CLKS_PER_BIT(CLKS_PER_BIT), .NODE_BITS(NODE_BITS), .VPID_BITS(VPID_BITS),
-                       .COUNTERS(COUNTERS), .LINK_COUNTERS(LINK_COUNTERS)) u_board (
+                       .COUNTERS(COUNTERS), .LINK_COUNTERS(LINK_COUNTERS), .PIPE(PIPE)) u_board (
         .clk(clk), .rst(rst),
         .uart_rxd(uart_rx), .uart_txd(uart_tx), .uart_cts_n(uart_cts_n),
         .net_tx(net_tx), .net_rx_clk(net_rx_clk), .net_rx(net_rx),

@@ -8,7 +8,7 @@
 //   txd <- velo_uart_tx <- velo_uart_up (TLPs, PONG, ERROR, IRQ -> SLIP frames) <- NIC tx stream
 `default_nettype none
 module velo_uart_bridge #(
-    parameter integer CLKS_PER_BIT = 12  // clock cycles per UART bit (clock / baud rate: 36 MHz / 3 Mbaud)
+    parameter integer CLKS_PER_BIT = 12  // clock cycles per UART bit (clock / baud rate: 36 MHz / 3 Mbaud; the board passes its own)
 ) (
     input  wire         clk,
     input  wire         rst,        // synchronous, active high
