@@ -243,11 +243,17 @@ module velo_link_tx #(
     wire             unused_l9 = &{1'b0, w_ln9};
     wire             w_lk_n  = w_lk || w_lenf;
     wire [XW-1:0]    w_li_n  = w_lenf ? w_lnew : w_lidx;
-    wire             w_atl   = w_lk_n && (w_idx == w_li_n);          // the header's last flit
+    // The header's last flit. The length field is in the header's last flit (LENIX = HF - 1) and a
+    // packet's last flit is at HF or later (w_lnew >= HFX), so the flit holding the length is never
+    // the last: w_atl needs the length known from an earlier flit (w_lk, which implies acc_in, so
+    // w_idx = w_pos) and is a comparison of two registers, not the length parse of this cycle
+    // (timing). Padding (wpad implies w_lk) ends on the same comparison.
+    wire             w_peq   = (w_pos == w_lidx);
+    wire             w_atl   = w_lk && w_peq;
     wire             w_early = tx_last && !w_atl;                   // ends before its length
     wire             w_en    = (wpad && room) || (acc && !wdrop);   // a flit is written this cycle
-    wire             w_plast = (w_pos == w_lidx);                   // padding: the last filler
-    wire             w_last  = wpad ? w_plast : w_atl;
+    wire             w_plast = w_peq;                               // padding: the last filler
+    wire             w_last  = w_lk && w_peq;                       // = wpad ? w_plast : w_atl
     wire             w_bad   = wpad ? w_plast : (w_atl && (w_ovlq || !(tx_last && !tx_bad)));
     wire [LINK_W-1:0] w_dat  = wpad ? {LINK_W{1'b0}} : (w_ovl ? (tx_data & ~(w_rma ? LENMASK8 : LENMASK6)) : tx_data);
     wire [PW-1:0]    w_word  = {w_bad, w_last, w_dat};
