@@ -128,29 +128,34 @@ module velo_link_rx #(
     wire [LINK_W+1:0] px;      // the symbol decoded this cycle
     wire              px_ok;   // ... is a control symbol passing its checks
     wire              px_rep;  // ... is a valid REPLAY
+    wire              upper0;  // ... has its flit bits above the 16-bit symbol / CRC zero
     generate
         if (PIPE != 0) begin : g_pipe
             reg [LINK_W+1:0] px_q;
-            reg              px_ok_q, px_rep_q;
+            reg              px_ok_q, px_rep_q, px_up0_q;
             always @(posedge clk) begin
                 if (rst) begin
                     px_q     <= {(LINK_W+2){1'b0}};  // "no signal"
                     px_ok_q  <= 1'b0;
                     px_rep_q <= 1'b0;
+                    px_up0_q <= 1'b1;
                 end else begin
                     px_q     <= phy_rx;
                     px_ok_q  <= r_ctl_ok;
                     px_rep_q <= r_rep;
+                    px_up0_q <= r_upper0;
                 end
             end
             assign px     = px_q;
             assign px_ok  = px_ok_q;
             assign px_rep = px_rep_q;
+            assign upper0 = px_up0_q;
             assign sym_nx = r_sym_ok && !rst;
         end else begin : g_nopipe
             assign px     = phy_rx;
             assign px_ok  = r_ctl_ok;
             assign px_rep = r_rep;
+            assign upper0 = r_upper0;
             assign sym_nx = r_sym_ok;  // = sym_ok
         end
     endgenerate
@@ -159,14 +164,6 @@ module velo_link_rx #(
     wire is_data  = (sync == `VELO_LINK_SYNC_DATA);
     wire is_ctl   = (sync == `VELO_LINK_SYNC_CTL);
     wire bad_sync = !is_data && !is_ctl;
-    wire upper0;  // flit bits above the 16-bit symbol / CRC are zero
-    generate
-        if (LINK_W > 16) begin : g_up2
-            assign upper0 = ~|d[LINK_W-1:16];
-        end else begin : g_noup2
-            assign upper0 = 1'b1;
-        end
-    endgenerate
     assign ctl_type = d[`VELO_LINK_CTL_TYPE];
     assign ctl_val  = d[`VELO_LINK_CTL_VALUE];
     assign ctl_ok = px_ok;
