@@ -418,15 +418,28 @@ module velo_completer #(
     endgenerate
 
     // ---- DMA TLP header
-    // PIPE: the two lines an entry may write (first line, second line) are added up at the
-    // decision (from the captured row) and registered, not in front of the TLP header
+    // PIPE: the two lines an entry may write (first line, second line) are added up before the
+    // decision and registered at it, not in front of the TLP header. The sums are split at bit 17
+    // (the ring offset has 17 bits): in L_HAVE, from the captured row (which changes only with a
+    // new read, like room_q), the low 17 bits with their carry and the base's upper bits plus one
+    // are registered; the decision only selects (timing: no 58-bit carry chain behind the room
+    // check and the decision)
     wire [16:0] d_mask  = d_size - 17'd1;
     wire [16:0] d_wp1   = d_wp + 17'd1;
+    reg  [17:0] p_lo0, p_lo1;  // {carry, low 17 bits} of base + offset, first and second line
+    reg  [40:0] p_hi1;         // base[57:17] + 1
+    always @(posedge clk) begin
+        if (lk == L_HAVE) begin
+            p_lo0 <= {1'b0, d_base[16:0]} + {1'b0, d_wp & d_mask};
+            p_lo1 <= {1'b0, d_base[16:0]} + {1'b0, d_wp1 & d_mask};
+            p_hi1 <= d_base[57:17] + 41'd1;
+        end
+    end
     reg  [57:0] j_line0, j_line1;
     always @(posedge clk) begin
         if (d_go) begin
-            j_line0 <= d_base + {41'd0, d_wp & d_mask};
-            j_line1 <= d_base + {41'd0, d_wp1 & d_mask};
+            j_line0 <= {p_lo0[17] ? p_hi1 : d_base[57:17], p_lo0[16:0]};
+            j_line1 <= {p_lo1[17] ? p_hi1 : d_base[57:17], p_lo1[16:0]};
         end
     end
     wire [57:0] line  = (PIPE != 0) ? (o_tail ? j_line1 : j_line0)
