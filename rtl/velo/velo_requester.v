@@ -20,7 +20,11 @@
 module velo_requester #(
     parameter integer TLP_W     = 64,  // TLP stream data width: 64 or 128
     parameter integer NODE_BITS = 8,   // node id width (spec param NODE_BITS)
-    parameter integer VPID_BITS = 8    // vpid width (spec param VPID_BITS)
+    parameter integer VPID_BITS = 8,   // vpid width (spec param VPID_BITS)
+    // 0: a TLP is decoded (drop or forward) in the cycle its first beat arrives; 1: (smaller
+    // devices, docs/board-guide.md) the decision is registered first, so the header's decode does
+    // not reach in_ready: one cycle more per TLP (latency, and one idle output cycle per TLP)
+    parameter integer PIPE      = 0
 ) (
     input  wire             clk,
     input  wire             rst,            // synchronous, active high
@@ -123,12 +127,39 @@ module velo_requester #(
     wire        is_frag   = (off != 6'd0) || (frag_len != msg_len);
 
     // one reason per dropped write, in this order
-    wire drop_dis  = !enable;
-    wire drop_mal  = !is_mwr || ep || !fbe_ok || !lbe_ok;
-    wire drop_long = too_big;
-    wire drop_page = cross_pg;
-    wire drop_line = cross_ln;
-    wire drop_beyond = beyond;
+    wire c_dis  = !enable;
+    wire c_mal  = !is_mwr || ep || !fbe_ok || !lbe_ok;
+    wire c_long = too_big;
+    wire c_page = cross_pg;
+    wire c_line = cross_ln;
+    wire c_beyond = beyond;
+    // the decision and its reasons as used: from this cycle's first beat, or (PIPE) registered
+    // from the cycle before (the first beat waits on the input meanwhile, unchanged); d_known says
+    // the decision of the waiting first beat is there
+    wire drop_dis, drop_mal, drop_long, drop_page, drop_line, drop_beyond, d_known;
+    wire new_tlp;
+    wire sop_fire;
+    generate
+        if (PIPE != 0) begin : g_pipe
+            reg       dk_q;
+            reg [5:0] dr_q;
+            always @(posedge clk) begin
+                if (rst) begin
+                    dk_q <= 1'b0;
+                    dr_q <= 6'd0;
+                end else begin
+                    dk_q <= new_tlp && !sop_fire;
+                    dr_q <= {c_dis, c_mal, c_long, c_page, c_line, c_beyond};
+                end
+            end
+            assign {drop_dis, drop_mal, drop_long, drop_page, drop_line, drop_beyond} = dr_q;
+            assign d_known = dk_q;
+        end else begin : g_nopipe
+            assign {drop_dis, drop_mal, drop_long, drop_page, drop_line, drop_beyond} =
+                {c_dis, c_mal, c_long, c_page, c_line, c_beyond};
+            assign d_known = 1'b1;
+        end
+    endgenerate
     wire drop = drop_dis || drop_mal || drop_long || drop_page || drop_line || drop_beyond;
 
     wire [VPID_BITS-1:0] dst_vpid = addr[`VELO_SEND_ADDR_DST_VPID];
@@ -159,10 +190,10 @@ module velo_requester #(
     reg [R-1:0] lane;      // next 64-bit lane of the current beat (0 when R == 1)
 
     wire o_free    = !pkt_valid || pkt_ready;
-    wire new_tlp   = in_valid && in_sop && !st_in;
+    assign new_tlp = in_valid && in_sop && !st_in;
     wire drop_new  = drop && !hdr_done;   // decided once: a header already sent commits the TLP
     wire fwd_beat  = new_tlp ? hdr_done : (st_in && st_fwd);
-    wire send_hdr  = new_tlp && !drop && !hdr_done && o_free;
+    wire send_hdr  = new_tlp && d_known && !drop && !hdr_done && o_free;
     wire send_word = in_valid && fwd_beat && (words_left != 4'd0) && o_free;
     wire last_lane = (R == 1) ? 1'b1 : (lane == R[R-1:0] - 1'b1);
     wire beat_done = send_word && (last_lane || words_left == 4'd1);
@@ -171,7 +202,7 @@ module velo_requester #(
 
     always @(*) begin
         if (new_tlp)
-            in_ready = drop_new ? 1'b1 : beat_done;
+            in_ready = !d_known ? 1'b0 : (drop_new ? 1'b1 : beat_done);
         else if (st_in && st_fwd && words_left != 4'd0)
             in_ready = beat_done;
         else
@@ -179,7 +210,7 @@ module velo_requester #(
     end
 
     wire in_fire  = in_valid && in_ready;
-    wire sop_fire = in_fire && new_tlp;
+    assign sop_fire = in_fire && new_tlp;
     wire drop_ev  = sop_fire && drop_new;
 
     always @(posedge clk) begin

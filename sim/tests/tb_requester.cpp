@@ -21,6 +21,7 @@
 
 #include "Vreq128.h"
 #include "Vreq64.h"
+#include "Vreq_pipe.h"
 #include "Vreq_small.h"
 #include "harness.hpp"
 #include "host.hpp"
@@ -40,18 +41,24 @@ template <class M>
 struct Cfg;
 template <>
 struct Cfg<Vreq64> {
-    static constexpr unsigned vb = 8, nb = 8, tlp_w = 64;
+    static constexpr unsigned vb = 8, nb = 8, tlp_w = 64, pipe = 0;
     static constexpr const char* name = "W64";
 };
 template <>
 struct Cfg<Vreq128> {
-    static constexpr unsigned vb = 8, nb = 8, tlp_w = 128;
+    static constexpr unsigned vb = 8, nb = 8, tlp_w = 128, pipe = 0;
     static constexpr const char* name = "W128";
 };
 template <>
 struct Cfg<Vreq_small> {
-    static constexpr unsigned vb = 4, nb = 3, tlp_w = 64;
+    static constexpr unsigned vb = 4, nb = 3, tlp_w = 64, pipe = 0;
     static constexpr const char* name = "Small";
+};
+// the iCE40 board's configuration: PIPE = 1, the decision registered (one cycle more per TLP)
+template <>
+struct Cfg<Vreq_pipe> {
+    static constexpr unsigned vb = 4, nb = 4, tlp_w = 64, pipe = 1;
+    static constexpr const char* name = "Pipe";
 };
 
 // ------------------------------------------------------------------------------ reference model
@@ -566,7 +573,7 @@ struct ModelNames {
         return Cfg<T>::name;
     }
 };
-using Models = ::testing::Types<Vreq64, Vreq128, Vreq_small>;
+using Models = ::testing::Types<Vreq64, Vreq128, Vreq_small, Vreq_pipe>;
 
 template <class M>
 class Requester : public ::testing::Test {};
@@ -902,19 +909,21 @@ TYPED_TEST(Requester, EnableToggle) {
 }
 
 // Output always ready, input always valid, no TLP dropped or clipped: one packet word every cycle
-// from the first header to the last word.
+// from the first header to the last word (PIPE: and one idle cycle before each TLP's header, the
+// decision's, no other).
 TYPED_TEST(Requester, Throughput) {
     using M = TypeParam;
     constexpr unsigned VB = Cfg<M>::vb, NB = Cfg<M>::nb;
     auto rng = velo::sim::test_rng();
     Bench<M> b(rng);
-    uint64_t first = ~0ull, last = 0;
+    uint64_t first = ~0ull, last = 0, idle = 0;
     b.hook = [&] {
         if (b.h->pkt_valid) {
             first = std::min(first, b.h.cycle());
             last = b.h.cycle();
         } else if (first != ~0ull && b.sink.packets.size() < b.fwd_expected) {
-            ADD_FAILURE() << "idle output cycle " << b.h.cycle();
+            ++idle;
+            if (!Cfg<M>::pipe) ADD_FAILURE() << "idle output cycle " << b.h.cycle();
         }
     };
     for (int i = 0; i < 300; ++i) {
@@ -927,7 +936,8 @@ TYPED_TEST(Requester, Throughput) {
     }
     b.run();
     b.check();
-    EXPECT_EQ(b.sink.words, last - first + 1) << "words out vs cycles";
+    EXPECT_EQ(b.sink.words + idle, last - first + 1) << "words out vs cycles";
+    EXPECT_EQ(idle, Cfg<M>::pipe * (b.items.size() - 1)) << "idle output cycles";
     std::printf("[ info  ] %s: %llu words in %llu cycles\n", Cfg<M>::name,
                 static_cast<unsigned long long>(b.sink.words), static_cast<unsigned long long>(last - first + 1));
 }
@@ -946,7 +956,7 @@ TYPED_TEST(Requester, DropsAtFullRate) {
     }
     uint64_t start = b.h.cycle();
     while (!b.drv.idle() && b.h.cycle() - start < 100000) b.step();
-    EXPECT_EQ(b.h.cycle() - start, beats) << "cycles to eat " << beats << " beats of dropped TLPs";
+    EXPECT_EQ(b.h.cycle() - start, beats + 100 * Cfg<M>::pipe) << "cycles to eat " << beats << " beats of dropped TLPs";
     b.run();
     b.check();
     // 64-byte writes of 1-byte messages: one header and one word out, the other beats eaten
@@ -954,14 +964,16 @@ TYPED_TEST(Requester, DropsAtFullRate) {
     for (int i = 0; i < 50; ++i) c.push(raw_mwr(velo::sim::send_offset(VB, NB, 0, 0, 0, 1), 16, 0xF, 0xF, rng));
     start = c.h.cycle();
     while (!c.drv.idle() && c.h.cycle() - start < 100000) c.step();
-    // per TLP: one cycle for the header, then 16/(2R) beats, the first with the payload word
-    EXPECT_EQ(c.h.cycle() - start, 50 * (1 + 8 / R));
+    // per TLP: one cycle for the header, then 16/(2R) beats, the first with the payload word (PIPE:
+    // and the decision's cycle)
+    EXPECT_EQ(c.h.cycle() - start, 50 * (1 + 8 / R + Cfg<M>::pipe));
     c.run();
     c.check();
 }
 
 // Latency: the first beat of a TLP arrives at cycle t, its header word is valid at t + 1, the first
-// payload word at t + 2 (the first beat is taken at t + 1, or t + 2 at 128 bits with two words).
+// payload word at t + 2 (the first beat is taken at t + 1, or t + 2 at 128 bits with two words);
+// one cycle later each with PIPE.
 TYPED_TEST(Requester, Latency) {
     using M = TypeParam;
     constexpr unsigned VB = Cfg<M>::vb, NB = Cfg<M>::nb, R = Cfg<M>::tlp_w / 64;
@@ -987,16 +999,18 @@ TYPED_TEST(Requester, Latency) {
         b.run();
         b.hook = nullptr;
         ASSERT_NE(arrive, ~0ull);
-        EXPECT_EQ(hdr, arrive + 1) << "header latency (len " << len << ")";
+        constexpr unsigned P = Cfg<M>::pipe;
+        EXPECT_EQ(hdr, arrive + 1 + P) << "header latency (len " << len << ")";
         // the first beat is taken with its last needed word: lane 0 at 64 bits, lane 1 at 128 if used
         const unsigned lanes = std::min<unsigned>(R, b.items.back().e.words());
-        EXPECT_EQ(taken, arrive + lanes) << "first beat taken";
-        EXPECT_EQ(word1, arrive + 2) << "first payload word";
+        EXPECT_EQ(taken, arrive + lanes + P) << "first beat taken";
+        EXPECT_EQ(word1, arrive + 2 + P) << "first payload word";
         const unsigned idle = rnd(rng, 4);
         for (unsigned k = 0; k < idle; ++k) b.step();  // idle cycles between
     }
     b.check();
-    std::printf("[ info  ] %s: requester latency 1 cycle (first beat in -> header word valid)\n", Cfg<M>::name);
+    std::printf("[ info  ] %s: requester latency %u cycle(s) (first beat in -> header word valid)\n", Cfg<M>::name,
+                1 + Cfg<M>::pipe);
 }
 
 }  // namespace
