@@ -45,7 +45,11 @@ module velo_regfile #(
     parameter integer RMA         = 0,  // 1: the RMA block, tables and ports are implemented
     parameter integer REGION_BITS = 8,  // RMA: ATU region index width (reported in RMA.CAPS)
     parameter integer PTE_BITS    = 12, // RMA: ATU page table index width (reported)
-    parameter integer RMA_MTU     = 48  // RMA: data bytes per packet (reported)
+    parameter integer RMA_MTU     = 48, // RMA: data bytes per packet (reported)
+    // 0: the address of a register access is decoded in the cycle it is used; 1: (smaller devices,
+    // docs/board-guide.md) the decode (which block, table or register range) is registered, and
+    // an access waits one cycle after its address is set (each DW one cycle longer)
+    parameter integer PIPE        = 0
 ) (
     input  wire                 clk,
     input  wire                 rst,          // synchronous, active high
@@ -274,30 +278,37 @@ module velo_regfile #(
                                             : (12'd4 - {10'd0, lead} + {9'd0, ltop});
 
     // ------------------------------------------------------------------ address map
-    wire in_np   = (a >= NP_LO) && ({11'd0, a} < NP_HI);
-    wire in_rt   = (a >= RT_LO) && ({11'd0, a} < RT_HI);
-    wire in_glob = (a < TBL_LO) || in_np;
+    // The decode of the access address a (dc_*), used as it is or (PIPE) registered: then a_ok is
+    // low in the cycle after a changes, and every use of the decode (the states R_WR and R_RD and
+    // the table and RAM ports they drive) waits for it
+    wire in_np, in_rt, in_glob, in_tbl, in_user, in_cnt, in_rblk, in_rcnt, in_nq, in_nqrp, in_rg,
+         in_pte, in_pnd, np_cnt;
+    wire a_ok;
+    reg  a_new;  // a was set in the last cycle (PIPE)
+    wire dc_np = (a >= NP_LO) && ({11'd0, a} < NP_HI);
+    wire dc_rt = (a >= RT_LO) && ({11'd0, a} < RT_HI);
+    wire dc_glob = (a < TBL_LO) || dc_np;
     wire [20:0] np_off = a - NP_LO;
     wire [2:0]  np_port = np_off[6 +: 3];   // port - 1
     wire [5:0]  np_reg  = np_off[5:0];
-    wire        np_cnt  = (np_reg >= 6'h10) && ({26'd0, np_reg} < 32'h10 + 32'd4 * `VELO_NET_PORT_COUNTERS);
+    wire        dc_npcnt = (np_reg >= 6'h10) && ({26'd0, np_reg} < 32'h10 + 32'd4 * `VELO_NET_PORT_COUNTERS);
     wire [5:0]  np_cidx = np_reg - 6'h10;
     assign ncnt_idx = {np_port, np_cidx[4:2]};
     wire [NODE_BITS-1:0] rt_sw_node = a[2 +: NODE_BITS];
     wire [7:0]  up8 = {{(8-NP){1'b0}}, port_up};
-    wire in_tbl  = (a >= TBL_LO) && ({11'd0, a} < TBL_HI);
-    wire in_user = (a >= USR_LO) && ({11'd0, a} < USR_HI) && (a[11:0] == 12'd0);
+    wire dc_tbl = (a >= TBL_LO) && ({11'd0, a} < TBL_HI);
+    wire dc_user = (a >= USR_LO) && ({11'd0, a} < USR_HI) && (a[11:0] == 12'd0);
     wire [VPID_BITS-1:0] tv = in_user ? a[12 +: VPID_BITS] : a[4 +: VPID_BITS];
     wire [1:0] tfield = a[3:2];
-    wire in_cnt  = (a >= CNT_LO) && ({11'd0, a} < CNT_HI);
+    wire dc_cnt = (a >= CNT_LO) && ({11'd0, a} < CNT_HI);
     // RMA address ranges (none with RMA = 0)
     wire has_rma = (RMA != 0);
-    wire in_rblk = has_rma && (a >= RB_LO) && (a < RB_LO + 21'h100);
-    wire in_rcnt = has_rma && (a >= RC_LO) && ({11'd0, a} < RC_HI);
-    wire in_nq   = has_rma && (a >= NQ_LO) && ({11'd0, a} < NQ_HI);
-    wire in_nqrp = has_rma && (a >= USR_LO) && ({11'd0, a} < USR_HI) && (a[11:0] == 12'd4);
-    wire in_rg   = has_rma && (a >= RG_LO) && ({11'd0, a} < RG_HI);
-    wire in_pte  = has_rma && (a >= PTE_LO) && ({11'd0, a} < PTE_HI);
+    wire dc_rblk = has_rma && (a >= RB_LO) && (a < RB_LO + 21'h100);
+    wire dc_rcnt = has_rma && (a >= RC_LO) && ({11'd0, a} < RC_HI);
+    wire dc_nq = has_rma && (a >= NQ_LO) && ({11'd0, a} < NQ_HI);
+    wire dc_nqrp = has_rma && (a >= USR_LO) && ({11'd0, a} < USR_HI) && (a[11:0] == 12'd4);
+    wire dc_rg = has_rma && (a >= RG_LO) && ({11'd0, a} < RG_HI);
+    wire dc_pte = has_rma && (a >= PTE_LO) && ({11'd0, a} < PTE_HI);
     wire [VPID_BITS-1:0] ntv = in_nqrp ? a[12 +: VPID_BITS] : a[4 +: VPID_BITS];
     wire [20:0] rc_off  = a - RC_LO;
     wire [20:0] rg_off  = a - RG_LO;
@@ -305,8 +316,27 @@ module velo_regfile #(
     assign rcnt_idx = rc_off[6:2];
     assign rma_enable = rma_en;
     assign rq_region  = rma_qregion;
-    wire in_pnd  = (a >= PND_LO) && ({11'd0, a} < PND_HI);
+    wire dc_pnd = (a >= PND_LO) && ({11'd0, a} < PND_HI);
     wire [20:0] pnd_off = a - PND_LO;
+    generate
+        if (PIPE != 0) begin : g_dpipe
+            reg [13:0] dq;
+            always @(posedge clk) begin
+                if (rst) dq <= 14'd0;
+                else     dq <= {dc_np, dc_rt, dc_glob, dc_tbl, dc_user, dc_cnt, dc_rblk, dc_rcnt, dc_nq,
+                                dc_nqrp, dc_rg, dc_pte, dc_pnd, dc_npcnt};
+            end
+            assign {in_np, in_rt, in_glob, in_tbl, in_user, in_cnt, in_rblk, in_rcnt, in_nq, in_nqrp,
+                    in_rg, in_pte, in_pnd, np_cnt} = dq;
+            assign a_ok = !a_new;
+        end else begin : g_dnopipe
+            assign {in_np, in_rt, in_glob, in_tbl, in_user, in_cnt, in_rblk, in_rcnt, in_nq, in_nqrp,
+                    in_rg, in_pte, in_pnd, np_cnt} = {dc_np, dc_rt, dc_glob, dc_tbl, dc_user, dc_cnt,
+                    dc_rblk, dc_rcnt, dc_nq, dc_nqrp, dc_rg, dc_pte, dc_pnd, dc_npcnt};
+            assign a_ok = 1'b1;
+            wire unused_an = &{1'b0, a_new};
+        end
+    endgenerate
     wire [PWA-1:0] pnd_w = pnd_off[2 +: PWA];   // pending word
     reg  [31:0] pnd_mem [0:(1<<PWA)-1];         // the pending bitmap (see below)
     wire [31:0] pnd_rd   = pnd_mem[pnd_w];
@@ -454,13 +484,14 @@ module velo_regfile #(
 
     // ------------------------------------------------------------------ table RAMs
     wire        init_busy = (st == R_INIT);
-    wire        sw_re     = (st == R_RD) && (in_tbl || in_user) && !tbl_re;
-    wire        rt_sw_re  = (st == R_RD) && in_rt && !rt_re;
-    wire        nq_sw_re  = (st == R_RD) && (in_nq || in_nqrp) && !nq_re;
+    wire        rd_go     = (st == R_RD) && a_ok;
+    wire        sw_re     = rd_go && (in_tbl || in_user) && !tbl_re;
+    wire        rt_sw_re  = rd_go && in_rt && !rt_re;
+    wire        nq_sw_re  = rd_go && (in_nq || in_nqrp) && !nq_re;
     wire        ram_re    = tbl_re || sw_re;
     wire [VPID_BITS-1:0] ram_ra = tbl_re ? tbl_vpid : tv;
 
-    wire        do_wr   = (st == R_WR);
+    wire        do_wr   = (st == R_WR) && a_ok;
     wire        wr_tbl  = do_wr && in_tbl;
     wire        wr_user = do_wr && in_user;
     wire        wp_busy = wr_tbl && tfield == 2'd3 && wp_we;  // the completer has the port
@@ -704,10 +735,12 @@ module velo_regfile #(
             rcnt_clr_idx   <= 5'd0;
             ev_rma_read    <= 1'b0;
             a              <= 21'd0;
+            a_new          <= 1'b0;
             two            <= 1'b0;
             second         <= 1'b0;
             ur             <= 1'b0;
         end else begin
+            a_new          <= 1'b0;
             sw_wr          <= 1'b0;
             cnt_clr        <= 1'b0;
             ncnt_clr       <= 1'b0;
@@ -728,6 +761,7 @@ module velo_regfile #(
                 R_IDLE: begin
                     if (in_fire && in_sop) begin
                         a      <= req_addr[20:0];
+                        a_new  <= 1'b1;
                         two    <= (len_dw == 10'd2);
                         second <= 1'b0;
                         ur     <= 1'b0;
@@ -758,7 +792,7 @@ module velo_regfile #(
                 end
                 R_DRAIN: if (in_fire && in_eop) st <= st_after_drain;
                 R_WR: begin
-                    if (!wr_busy) begin
+                    if (a_ok && !wr_busy) begin
                         if (in_glob) begin
                             if (!g_wr_ok) ev_bad_access <= 1'b1;
                             case (a)
@@ -801,12 +835,13 @@ module velo_regfile #(
                         if (two && !second) begin
                             second <= 1'b1;
                             a      <= a + 21'd4;
+                            a_new  <= 1'b1;
                         end else begin
                             st <= R_IDLE;
                         end
                     end
                 end
-                R_RD: begin
+                R_RD: if (a_ok) begin
                     if (in_tbl || in_user || in_rt || in_nq || in_nqrp) begin
                         // RAM-backed: use the read port when the completer (requester) leaves it free
                         if (sw_re || rt_sw_re || nq_sw_re) st <= R_RDW;
@@ -816,6 +851,7 @@ module velo_regfile #(
                         if (two && !second) begin
                             second <= 1'b1;
                             a      <= a + 21'd4;
+                            a_new  <= 1'b1;
                         end else begin
                             st <= R_CPL;
                         end
@@ -827,6 +863,7 @@ module velo_regfile #(
                     if (two && !second) begin
                         second <= 1'b1;
                         a      <= a + 21'd4;
+                        a_new  <= 1'b1;
                         st     <= R_RD;
                     end else begin
                         st <= R_CPL;

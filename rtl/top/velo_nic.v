@@ -61,8 +61,9 @@ module velo_nic #(
     parameter integer SWITCH_LITE   = 0,   // 1: velo_switch_lite instead of velo_switch (NP = 1 only)
     parameter integer COUNTERS      = 1,   // 1: the 16 event counters; 0: they read as 0
     parameter integer LINK_COUNTERS = 1,   // 1: the links' counters (8 per port); 0: they read as 0
-    // 1: register stages in the completer's decision and the links (smaller, slower devices such as
-    // the iCE40 board, docs/board-guide.md: a few cycles more latency); 0: none (the latency figures)
+    // 1: register stages in the register file's address decode, the requester's and the
+    // completer's decisions and the links (smaller, slower devices such as the iCE40 board,
+    // docs/board-guide.md: a few cycles more latency); 0: none (the latency figures)
     parameter integer PIPE          = 0
 ) (
     input  wire              clk,
@@ -170,7 +171,7 @@ module velo_nic #(
     velo_regfile #(.TLP_W(TLP_W), .VPID_BITS(VPID_BITS), .NODE_BITS(NODE_BITS), .LINK_W(LINK_W),
                    .CNT_IDX_W(5), .NP(NP), .PB(PB), .NVC(NVC), .VC_DEPTH(VC_DEPTH),
                    .NCNT_IDX_W(6), .RMA(RMA), .REGION_BITS(RMA_REGION_BITS), .PTE_BITS(RMA_PTE_BITS),
-                   .RMA_MTU(RMA_MTU)) u_regs (
+                   .RMA_MTU(RMA_MTU), .PIPE(PIPE)) u_regs (
         .clk(clk), .rst(rst), .cpl_id(cfg_id),
         .in_valid(reg_valid), .in_ready(reg_ready), .in_sop(reg_sop), .in_eop(reg_eop),
         .in_hdr(reg_hdr), .in_bar(reg_bar), .in_data(reg_data),
@@ -205,7 +206,7 @@ module velo_nic #(
     wire [2:0]  p_lnb;
     wire ev_tx_msg, ev_tx_frag, ev_tx_dis, ev_tx_mal, ev_tx_long, ev_tx_page;
 
-    velo_requester #(.TLP_W(TLP_W), .NODE_BITS(NODE_BITS), .VPID_BITS(VPID_BITS)) u_req (
+    velo_requester #(.TLP_W(TLP_W), .NODE_BITS(NODE_BITS), .VPID_BITS(VPID_BITS), .PIPE(PIPE)) u_req (
         .clk(clk), .rst(rst), .enable(enable), .node_id(node_id),
         .rt_re(rt_re), .rt_node(rt_node), .rt_data(rt_data),
         .in_valid(req_valid), .in_ready(req_ready), .in_sop(req_sop), .in_eop(req_eop),

@@ -48,7 +48,14 @@ constexpr unsigned kInit = kNv > kNn ? kNv : kNn;  // cycles of the table clear 
 // fields all differ, so a field in the wrong place shows)
 constexpr unsigned kNp = 4, kPb = 3, kNvc = 2, kVcDepth = 100;
 constexpr unsigned kLinkCnt = VELO_NET_PORT_COUNTERS;  // link counters per port
-constexpr unsigned kNcntIdx = 64;                      // 2^NCNT_IDX_W link counter indices
+#ifdef VELO_REGFILE_PIPE
+// tb_regfile_pipe: the model built with PIPE = 1 (the iCE40 board's): the address decode is
+// registered, so each DW of an access is performed one cycle later than its address is set
+constexpr unsigned kPipe = 1;
+#else
+constexpr unsigned kPipe = 0;
+#endif
+constexpr unsigned kNcntIdx = 64;  // 2^NCNT_IDX_W link counter indices
 constexpr uint32_t kRt = VELO_TBL_ROUTE_TABLE_BASE;
 constexpr uint32_t kRtValid = static_cast<uint32_t>(VELO_FIELD_MASK(VELO_TBL_ROUTE_TABLE_ROUTE_VALID));
 constexpr uint32_t kRtRoute = static_cast<uint32_t>(VELO_FIELD_MASK(VELO_TBL_ROUTE_TABLE_ROUTE_ROUTE));
@@ -482,7 +489,11 @@ class Bench {
     }
     uint16_t req_id() { return static_cast<uint16_t>(rng()); }
     // a commit report of vpid v in a coming cycle (one per cycle, in order, before random ones)
-    void commit(unsigned v) { cmt_q_.push_back(v); }
+    // (PIPE: kPipe cycles later, as the register writes it is scripted against are performed later)
+    void commit(unsigned v) {
+        for (unsigned i = 0; i < kPipe; ++i) cmt_q_.push_back(-1);
+        cmt_q_.push_back(static_cast<int>(v));
+    }
     // ... of vpid v in the cycle after the next request is taken
     void commit_on_accept(unsigned v) { cmt_on_accept_ = static_cast<int>(v); }
 
@@ -566,8 +577,8 @@ class Bench {
         bool cm = pct(rng, cmt_pct);
         unsigned cv = vpid();
         if (!cmt_q_.empty()) {
-            cm = true;
-            cv = cmt_q_.front();
+            cm = cmt_q_.front() >= 0;  // -1: a scripted cycle without a report
+            if (cm) cv = static_cast<unsigned>(cmt_q_.front());
             cmt_q_.pop_front();
         }
         h->cmt_valid = cm;
@@ -610,7 +621,7 @@ class Bench {
             ASSERT_FALSE(queued_.empty());
             on_accept(queued_.front(), queued_wp_.front(), c);
             if (cmt_on_accept_ >= 0) {
-                cmt_q_.push_back(static_cast<unsigned>(cmt_on_accept_));
+                commit(static_cast<unsigned>(cmt_on_accept_));
                 cmt_on_accept_ = -1;
             }
             queued_.pop_front();
@@ -625,7 +636,7 @@ class Bench {
         }
         // registers read in this cycle, as the model is now
         for (ExpCpl& e : exp_cpl_)
-            if (e.live && e.captured < e.req.len_dw && e.due + e.captured == c) {
+            if (e.live && e.captured < e.req.len_dw && e.due + e.captured * (1 + kPipe) == c) {
                 e.val[e.captured] = m.rd(static_cast<uint32_t>(e.req.addr & 0x1FFFFF) + 4 * e.captured);
                 ++e.captured;
             }
@@ -831,7 +842,7 @@ class Bench {
     std::multiset<unsigned> wp_blocked_;
     std::deque<Tlp> got_;
     std::deque<RawBeat> raw_;
-    std::deque<unsigned> cmt_q_;  // scripted commit reports
+    std::deque<int> cmt_q_;  // scripted commit reports (vpid, or -1: none in that cycle)
     int cmt_on_accept_ = -1;
     bool pc_v_ = false, pc_armed_ = false;  // last cycle's commit report, and its arm bit
     unsigned pc_vpid_ = 0;
@@ -853,7 +864,7 @@ class Bench {
             for (unsigned d = 0; d < t.len_dw; ++d) {
                 uint32_t v = 0;
                 for (unsigned i = 0; i < 4; ++i) v |= static_cast<uint32_t>(t.payload[4 * d + i]) << (8 * i);
-                apply_write(off + 4 * d, v, c + 1 + d);
+                apply_write(off + 4 * d, v, c + 1 + d + kPipe * (d + 1));
             }
             return;
         }
@@ -867,7 +878,7 @@ class Bench {
                 e.ur = false;
             if (!e.ur && !ram_backed(off)) {
                 e.live = true;
-                e.due = c + 1;
+                e.due = c + 1 + kPipe;
             }
         } else {
             ++x_unsup;
