@@ -189,8 +189,10 @@ module velo_uart_down #(
     // hdr, cleared first), checks the frame's length against the header, then moves the payload
     // lane by lane into 64-bit beats (two cycles per lane: fetch, shift into the beat; the lanes
     // after the last DW of an odd count are zero) and hands each beat to the NIC.
+    // (X_CHECK registers the frame checks, X_DEC acts on them: the checks' adders and comparisons
+    // do not reach the beat and handshake registers; one cycle per frame)
     localparam [2:0] X_IDLE = 3'd0, X_LEN = 3'd1, X_HDR = 3'd2, X_CHECK = 3'd3, X_FILL = 3'd4,
-                     X_BEAT = 3'd5, X_DONE = 3'd6;
+                     X_BEAT = 3'd5, X_DONE = 3'd6, X_DEC = 3'd7;
     reg  [2:0]    xs;
     reg  [PW-1:0] ra;        // next ring byte to fetch
     reg  [7:0]    flen;      // frame bytes incl. type and CRC
@@ -215,6 +217,7 @@ module velo_uart_down #(
                    (ldw != 10'd0 || !hdata);
     wire ok_ping = ftype == T_PING && plen == 8'd2;
     wire known   = ftype == T_TLP || ftype == T_PING;
+    reg  ok_tlp_q, ok_ping_q, known_q;  // the checks, registered in X_CHECK
 
     // payload: lane position pos of the beat being filled
     reg  [7:0]  pos;
@@ -255,6 +258,9 @@ module velo_uart_down #(
             tlp_eop    <= 1'b0;
             pong_valid <= 1'b0;
             x_err      <= 1'b0;
+            ok_tlp_q   <= 1'b0;
+            ok_ping_q  <= 1'b0;
+            known_q    <= 1'b0;
         end else begin
             x_err <= 1'b0;
             if (pong_ack) pong_valid <= 1'b0;
@@ -279,16 +285,22 @@ module velo_uart_down #(
                     if (!hdr_fetch && !kv) xs <= X_CHECK;
                 end
                 X_CHECK: begin
-                    if (ok_ping) begin
+                    ok_tlp_q  <= ok_tlp;
+                    ok_ping_q <= ok_ping;
+                    known_q   <= known;
+                    xs        <= X_DEC;
+                end
+                X_DEC: begin
+                    if (ok_ping_q) begin
                         pong_valid <= 1'b1;
                         pong_token <= fbar;
                         xs <= X_DONE;
-                    end else if (ok_tlp && hdata) begin
+                    end else if (ok_tlp_q && hdata) begin
                         pos   <= 8'd0;
                         pv    <= 1'b0;
                         first <= 1'b1;
                         xs    <= X_FILL;
-                    end else if (ok_tlp) begin
+                    end else if (ok_tlp_q) begin
                         tlp_valid <= 1'b1;
                         tlp_sop   <= 1'b1;
                         tlp_eop   <= 1'b1;
@@ -296,7 +308,7 @@ module velo_uart_down #(
                         xs        <= X_BEAT;
                     end else begin
                         x_err  <= 1'b1;
-                        x_code <= known ? E_LEN : E_TYPE;
+                        x_code <= known_q ? E_LEN : E_TYPE;
                         xs     <= X_DONE;
                     end
                 end
