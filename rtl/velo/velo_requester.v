@@ -179,6 +179,37 @@ module velo_requester #(
         hdr_word[`VELO_PKT_HDR_FRAG]        = is_frag;
     end
 
+    // what send_hdr stores: the header word, the payload word count, the last word's valid bytes
+    // minus one and the fragment flag, formed from this cycle's first beat or (PIPE) registered
+    // with the decision (data registers, qualified by d_known: no reset needed)
+    wire [63:0] s_hdr;
+    wire [3:0]  s_nwords;
+    wire [2:0]  s_lnb;
+    wire        s_frag;
+    generate
+        if (PIPE != 0) begin : g_hpipe
+            reg [63:0] hw_q;
+            reg [3:0]  nw_q;
+            reg [2:0]  lb_q;
+            reg        fr_q;
+            always @(posedge clk) begin
+                hw_q <= hdr_word;
+                nw_q <= nwords;
+                lb_q <= area_m1[2:0];
+                fr_q <= is_frag;
+            end
+            assign s_hdr    = hw_q;
+            assign s_nwords = nw_q;
+            assign s_lnb    = lb_q;
+            assign s_frag   = fr_q;
+        end else begin : g_hnopipe
+            assign s_hdr    = hdr_word;
+            assign s_nwords = nwords;
+            assign s_lnb    = area_m1[2:0];
+            assign s_frag   = is_frag;
+        end
+    endgenerate
+
     // ---------------------------------------------------------------- datapath
     // No copy of the TLP is kept: the first beat waits on the input while the header word goes
     // out, then each beat is accepted with its last needed word.
@@ -230,8 +261,8 @@ module velo_requester #(
                 pkt_last   <= 1'b0;
                 pkt_lnb    <= 3'd7;
                 hdr_done   <= 1'b1;
-                words_left <= nwords;
-                lnb_q      <= area_m1[2:0];
+                words_left <= s_nwords;
+                lnb_q      <= s_lnb;
                 lane       <= {R{1'b0}};
             end else if (send_word) begin
                 pkt_valid  <= 1'b1;
@@ -258,7 +289,7 @@ module velo_requester #(
     // data register: no reset needed (qualified by pkt_valid)
     reg [63:0] data_q;
     always @(posedge clk) begin
-        if (send_hdr)       data_q <= hdr_word;
+        if (send_hdr)       data_q <= s_hdr;
         else if (send_word) data_q <= in_data[lane*64 +: 64];
     end
 
@@ -300,8 +331,8 @@ module velo_requester #(
             ev_drop_too_long   <= 1'b0;
             ev_drop_cross_page <= 1'b0;
         end else begin
-            ev_tx_msg          <= send_hdr && !is_frag;
-            ev_tx_frag         <= send_hdr && is_frag;
+            ev_tx_msg          <= send_hdr && !s_frag;
+            ev_tx_frag         <= send_hdr && s_frag;
             ev_drop_disabled   <= drop_ev && drop_dis;
             ev_drop_malformed  <= drop_ev && !drop_dis && (drop_mal || (!drop_long && !drop_page && !drop_line && drop_beyond));
             ev_drop_too_long   <= drop_ev && !drop_dis && !drop_mal && (drop_long || (!drop_page && drop_line));
