@@ -6,12 +6,17 @@
 //   completions (answers to the NIC's reads)  -> RMA DMA read engine      (RMA = 1; it checks them
 //                                                and counts the ones it does not expect)
 //   writes to other BARs, messages, stray completions (RMA = 0) -> dropped here and counted
-// The route is chosen on the first beat and held to the last; zero latency.
+// The route is chosen on the first beat and held to the last; zero latency (PIPE = 0), or (PIPE = 1)
+// chosen and registered while the first beat waits one cycle, so that the header's decode does not
+// reach in_ready and the units' valid inputs.
 `default_nettype none
 `include "velo_spec.vh"
 module velo_tlp_rx_demux #(
     parameter integer TLP_W = 64,  // TLP stream data width: 64 or 128
-    parameter integer RMA   = 0    // 1: route BAR4 writes and completions to the RMA ports
+    parameter integer RMA   = 0,   // 1: route BAR4 writes and completions to the RMA ports
+    // 0: the first beat goes to its unit in the cycle it arrives; 1: (smaller devices,
+    // docs/board-guide.md) one cycle later, from the registered route
+    parameter integer PIPE  = 0
 ) (
     input  wire             clk,
     input  wire             rst,        // synchronous, active high
@@ -55,7 +60,9 @@ module velo_tlp_rx_demux #(
     output reg              ev_bad_bar,
     output reg              ev_unsupported
 );
-    localparam [2:0] RT_DROP = 3'd0, RT_REQ = 3'd1, RT_REG = 3'd2, RT_RMA = 3'd3, RT_CPL = 3'd4;
+    // RT_WAIT (PIPE): the first beat waits for its registered route
+    localparam [2:0] RT_DROP = 3'd0, RT_REQ = 3'd1, RT_REG = 3'd2, RT_RMA = 3'd3, RT_CPL = 3'd4,
+                     RT_WAIT = 3'd7;
 
     wire [7:0] ft      = in_hdr[`VELO_TLP_HDR_FMT_TYPE];
     wire is_mwr        = (ft == `VELO_TLP_FMT_TYPE_MWR32) || (ft == `VELO_TLP_FMT_TYPE_MWR64);
@@ -77,7 +84,27 @@ module velo_tlp_rx_demux #(
 
     reg        in_pkt;  // inside a TLP
     reg  [2:0] rt_q;
-    wire [2:0] rt = (in_sop && !in_pkt) ? rt_new : rt_q;
+    wire       fire;
+    wire [2:0] rt_first;  // the route of a first beat
+    generate
+        if (PIPE != 0) begin : g_pipe
+            reg       dk_q;  // the first beat on the input was there last cycle: rn_q is its route
+            reg [2:0] rn_q;
+            always @(posedge clk) begin
+                if (rst) begin
+                    dk_q <= 1'b0;
+                    rn_q <= RT_DROP;
+                end else begin
+                    dk_q <= in_valid && in_sop && !in_pkt && !fire;
+                    rn_q <= rt_new;
+                end
+            end
+            assign rt_first = dk_q ? rn_q : RT_WAIT;
+        end else begin : g_nopipe
+            assign rt_first = rt_new;
+        end
+    endgenerate
+    wire [2:0] rt = (in_sop && !in_pkt) ? rt_first : rt_q;
 
     always @(*) begin
         case (rt)
@@ -85,6 +112,7 @@ module velo_tlp_rx_demux #(
             RT_REG:  in_ready = reg_ready;
             RT_RMA:  in_ready = rma_ready;
             RT_CPL:  in_ready = cpl_ready;
+            RT_WAIT: in_ready = 1'b0;
             default: in_ready = 1'b1;
         endcase
     end
@@ -99,7 +127,7 @@ module velo_tlp_rx_demux #(
     assign rma_sop = in_sop;  assign rma_eop = in_eop;  assign rma_hdr = in_hdr;  assign rma_data = in_data;
     assign cpl_sop = in_sop;  assign cpl_eop = in_eop;  assign cpl_hdr = in_hdr;  assign cpl_data = in_data;
 
-    wire fire = in_valid && in_ready;
+    assign fire = in_valid && in_ready;
     always @(posedge clk) begin
         if (rst) begin
             in_pkt         <= 1'b0;
@@ -111,7 +139,7 @@ module velo_tlp_rx_demux #(
             ev_unsupported <= 1'b0;
             if (fire) begin
                 if (in_sop && !in_pkt) begin
-                    rt_q           <= rt_new;
+                    rt_q           <= rt_first;
                     ev_bad_bar     <= is_mwr && rt_new == RT_DROP;
                     ev_unsupported <= is_msg || (is_cpl && RMA == 0);
                 end

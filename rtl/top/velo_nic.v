@@ -113,7 +113,7 @@ module velo_nic #(
     wire [127:0]     w4_hdr, hc_hdr;
     wire [TLP_W-1:0] w4_data, hc_data;
 
-    velo_tlp_rx_demux #(.TLP_W(TLP_W), .RMA(RMA)) u_demux (
+    velo_tlp_rx_demux #(.TLP_W(TLP_W), .RMA(RMA), .PIPE(PIPE)) u_demux (
         .clk(clk), .rst(rst),
         .in_valid(rx_valid), .in_ready(rx_ready), .in_sop(rx_sop), .in_eop(rx_eop),
         .in_hdr(rx_hdr), .in_bar(rx_bar), .in_data(rx_data),
