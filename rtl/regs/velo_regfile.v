@@ -278,11 +278,13 @@ module velo_regfile #(
                                             : (12'd4 - {10'd0, lead} + {9'd0, ltop});
 
     // ------------------------------------------------------------------ address map
-    // The decode of the access address a (dc_*), used as it is or (PIPE) registered: then a_ok is
-    // low in the cycle after a changes, and every use of the decode (the states R_WR and R_RD and
-    // the table and RAM ports they drive) waits for it
+    // The decode of the access address a and its write data (dc_*), used as it is or (PIPE)
+    // registered: then a_ok is low in the cycle after a changes (wd changes only with a), and every
+    // use of the decode (the states R_WR and R_RD and the table and RAM ports they drive) waits for it
     wire in_np, in_rt, in_glob, in_tbl, in_user, in_cnt, in_rblk, in_rcnt, in_nq, in_nqrp, in_rg,
          in_pte, in_pnd, np_cnt;
+    wire arm_ok;  // the DW written names a vpid (an IRQ.ARM value)
+    wire is_arm;  // a is IRQ.ARM
     wire a_ok;
     reg  a_new;  // a was set in the last cycle (PIPE)
     wire dc_np = (a >= NP_LO) && ({11'd0, a} < NP_HI);
@@ -318,30 +320,32 @@ module velo_regfile #(
     assign rq_region  = rma_qregion;
     wire dc_pnd = (a >= PND_LO) && ({11'd0, a} < PND_HI);
     wire [20:0] pnd_off = a - PND_LO;
-    generate
-        if (PIPE != 0) begin : g_dpipe
-            reg [13:0] dq;
-            always @(posedge clk) begin
-                if (rst) dq <= 14'd0;
-                else     dq <= {dc_np, dc_rt, dc_glob, dc_tbl, dc_user, dc_cnt, dc_rblk, dc_rcnt, dc_nq,
-                                dc_nqrp, dc_rg, dc_pte, dc_pnd, dc_npcnt};
-            end
-            assign {in_np, in_rt, in_glob, in_tbl, in_user, in_cnt, in_rblk, in_rcnt, in_nq, in_nqrp,
-                    in_rg, in_pte, in_pnd, np_cnt} = dq;
-            assign a_ok = !a_new;
-        end else begin : g_dnopipe
-            assign {in_np, in_rt, in_glob, in_tbl, in_user, in_cnt, in_rblk, in_rcnt, in_nq, in_nqrp,
-                    in_rg, in_pte, in_pnd, np_cnt} = {dc_np, dc_rt, dc_glob, dc_tbl, dc_user, dc_cnt,
-                    dc_rblk, dc_rcnt, dc_nq, dc_nqrp, dc_rg, dc_pte, dc_pnd, dc_npcnt};
-            assign a_ok = 1'b1;
-            wire unused_an = &{1'b0, a_new};
-        end
-    endgenerate
     wire [PWA-1:0] pnd_w = pnd_off[2 +: PWA];   // pending word
     reg  [31:0] pnd_mem [0:(1<<PWA)-1];         // the pending bitmap (see below)
     wire [31:0] pnd_rd   = pnd_mem[pnd_w];
     wire [31:0] wd      = second ? wdata[63:32] : wdata[31:0];  // write data of the current DW
-    wire        arm_ok  = (wd >> VPID_BITS) == 32'd0;          // an ARM value names a vpid
+    wire        dc_armok = (wd >> VPID_BITS) == 32'd0;         // an ARM value names a vpid
+    wire        dc_isarm = (a == `VELO_REG_IRQ_ARM);
+    generate
+        if (PIPE != 0) begin : g_dpipe
+            reg [15:0] dq;
+            always @(posedge clk) begin
+                if (rst) dq <= 16'd0;
+                else     dq <= {dc_np, dc_rt, dc_glob, dc_tbl, dc_user, dc_cnt, dc_rblk, dc_rcnt, dc_nq,
+                                dc_nqrp, dc_rg, dc_pte, dc_pnd, dc_npcnt, dc_armok, dc_isarm};
+            end
+            assign {in_np, in_rt, in_glob, in_tbl, in_user, in_cnt, in_rblk, in_rcnt, in_nq, in_nqrp,
+                    in_rg, in_pte, in_pnd, np_cnt, arm_ok, is_arm} = dq;
+            assign a_ok = !a_new;
+        end else begin : g_dnopipe
+            assign {in_np, in_rt, in_glob, in_tbl, in_user, in_cnt, in_rblk, in_rcnt, in_nq, in_nqrp,
+                    in_rg, in_pte, in_pnd, np_cnt, arm_ok, is_arm} = {dc_np, dc_rt, dc_glob, dc_tbl,
+                    dc_user, dc_cnt, dc_rblk, dc_rcnt, dc_nq, dc_nqrp, dc_rg, dc_pte, dc_pnd, dc_npcnt,
+                    dc_armok, dc_isarm};
+            assign a_ok = 1'b1;
+            wire unused_an = &{1'b0, a_new};
+        end
+    endgenerate
     wire [20:0] cnt_off = a - CNT_LO;
     assign cnt_idx = cnt_off[2 +: CNT_IDX_W];
     wire unused_ok = &{1'b0, req_addr[31:21], cnt_off, np_off, np_cidx[5], np_cidx[1:0], pnd_off,
@@ -613,7 +617,7 @@ module velo_regfile #(
     reg                 fw_d;     // ... with this value
     wire                r_arm;
     wire c_hit      = c_v && (fw_v ? fw_d : r_arm);   // the entry consumes the arm
-    wire arm_sw_set = do_wr && (a == `VELO_REG_IRQ_ARM) && arm_ok;
+    wire arm_sw_set = do_wr && is_arm && arm_ok;
     wire arm_sw_clr = wr_tbl && tfield == 2'd2;        // every MB_CFG write disarms
     assign arm_busy = c_hit && (arm_sw_set || arm_sw_clr);
     wire arm_we     = init_busy || c_hit || arm_sw_set || arm_sw_clr;
