@@ -222,7 +222,10 @@ module velo_completer #(
     reg  [16:0] t_rp;
 
     wire [7:0]  in_dst8   = pkt_data[`VELO_PKT_HDR_DST_VPID];
-    wire        look_hdr  = (lk == L_NONE) && in_hdr && (in_slot == h_slot);   // header arriving now
+    // (PIPE: not from the arriving header word, so that the input's handshake and word count do not
+    // reach the table RAM's read port and the write-pointer bypass; the lookup starts a cycle later,
+    // from the slot's stored header)
+    wire        look_hdr  = (PIPE == 0) && (lk == L_NONE) && in_hdr && (in_slot == h_slot);  // header arriving now
     wire        look_slot = (lk == L_NONE) && h_avail;                         // header already in
     wire        d_wait;
     wire        reread    = (lk == ((PIPE != 0) ? L_RDY : L_HAVE)) && d_wait && rr;

@@ -661,9 +661,10 @@ struct ModelNames {
 };
 
 // Cycles the PIPE = 1 model (the iCE40 board's) may add to a decision the lookup could not hide:
-// the table row and the room check are registered before the decision.
+// the lookup starts from the stored header (one cycle after it arrived), and the table row and the
+// room check are registered before the decision.
 template <class M>
-constexpr unsigned kPipe = std::is_same_v<M, Vcpl64p> ? 2u : 0u;
+constexpr unsigned kPipe = std::is_same_v<M, Vcpl64p> ? 3u : 0u;
 
 template <class M>
 class Cpl : public ::testing::Test {};
