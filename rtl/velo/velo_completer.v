@@ -262,7 +262,9 @@ module velo_completer #(
     // the decision, once the whole packet is in; with one word per beat an entry starts in the
     // cycle its last word arrives (the first beat of its first TLP is a header word, the payload
     // words are read from the slot buffer from the next cycle on)
-    wire h_in     = (h_st == S_FULL) || (in_done && in_slot == h_slot && R == 1);
+    // (PIPE: only once the packet is stored complete, a cycle after its last word, so that the
+    // input's word count and length checks do not reach the decision)
+    wire h_in     = (h_st == S_FULL) || (PIPE == 0 && in_done && in_slot == h_slot && R == 1);
     wire h_bad    = (h_st == S_FULL) ? slot_bad[h_slot] : in_bad;
     wire dec      = h_in && ((PIPE != 0) ? (lk == L_RDY) : (lk != L_NONE));
     wire d_bad    = !type_ok || h_bad;

@@ -661,10 +661,11 @@ struct ModelNames {
 };
 
 // Cycles the PIPE = 1 model (the iCE40 board's) may add to a decision the lookup could not hide:
-// the lookup starts from the stored header (one cycle after it arrived), and the table row and the
-// room check are registered before the decision.
+// the lookup starts from the stored header (one cycle after it arrived), the table row and the
+// room check are registered before the decision, and the decision waits until the packet is
+// stored complete (the cycle after its last word).
 template <class M>
-constexpr unsigned kPipe = std::is_same_v<M, Vcpl64p> ? 3u : 0u;
+constexpr unsigned kPipe = std::is_same_v<M, Vcpl64p> ? 4u : 0u;
 
 template <class M>
 class Cpl : public ::testing::Test {};
