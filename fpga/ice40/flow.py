@@ -35,7 +35,7 @@ TOP = "velo_ice40_top"
 NIC_CLOCK = "clk"  # the PLL output net in velo_ice40_top
 REF_MHZ = 12.0
 # the board's NIC clock: the highest 3 MHz step that meets timing with margin (docs/board-guide.md)
-DEFAULT_MHZ = 42.0
+DEFAULT_MHZ = 48.0
 
 # the board's name and FPGA part in the bitstream's manifest (velo_ice40.bin.json, format 1 of
 # velo-flash's manifests, docs/board-tools.md): what the image was built for

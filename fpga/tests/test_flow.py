@@ -103,18 +103,18 @@ class PllAndUart(unittest.TestCase):
 
     def test_default_clock_agrees_with_makefile_and_top(self):
         # the board's clock (docs/board-guide.md): flow.py, fpga/Makefile and velo_ice40_top's defaults
-        self.assertEqual(flow.DEFAULT_MHZ, 42.0)
+        self.assertEqual(flow.DEFAULT_MHZ, 48.0)
         with open(os.path.join(FPGA, "Makefile")) as f:
             m = re.search(r"^ICE40_MHZ\s*\?=\s*(\S+)", f.read(), re.M)
         self.assertIsNotNone(m)
         self.assertEqual(float(m.group(1)), flow.DEFAULT_MHZ)
-        self.assertEqual(flow.uart_divider(flow.DEFAULT_MHZ, 3000000), 14)
+        self.assertEqual(flow.uart_divider(flow.DEFAULT_MHZ, 3000000), 16)
         with open(os.path.join(FPGA, "..", "rtl", "board", "ice40", "velo_ice40_top.v")) as f:
             top = f.read()
         divf = int(re.search(r"PLL_DIVF\s*=\s*7'd(\d+)", top).group(1))
         divq = int(re.search(r"PLL_DIVQ\s*=\s*3'd(\d+)", top).group(1))
         self.assertAlmostEqual(12.0 * (divf + 1) / 2 ** divq, flow.DEFAULT_MHZ, places=3)
-        self.assertEqual(int(re.search(r"CLKS_PER_BIT\s*=\s*(\d+)", top).group(1)), 14)
+        self.assertEqual(int(re.search(r"CLKS_PER_BIT\s*=\s*(\d+)", top).group(1)), 16)
 
 
 class Cells(unittest.TestCase):

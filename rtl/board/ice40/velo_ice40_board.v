@@ -15,7 +15,7 @@
 // one LED period (2^LED_BITS clock cycles) so that single pulses are visible.
 `default_nettype none
 module velo_ice40_board #(
-    parameter integer CLKS_PER_BIT  = 14,       // NIC clock cycles per UART bit (42 MHz / 3 Mbaud)
+    parameter integer CLKS_PER_BIT  = 16,       // NIC clock cycles per UART bit (48 MHz / 3 Mbaud)
     parameter integer NODE_BITS     = 4,        // node id width (spec param NODE_BITS): 16 nodes
     parameter integer VPID_BITS     = 4,        // vpid width (spec param VPID_BITS): 16 vpids
     parameter integer COUNTERS      = 0,        // the 16 event counters (1) or reads of 0 (0)

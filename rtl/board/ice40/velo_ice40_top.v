@@ -13,10 +13,10 @@
 // at that clock. UART: F / CLKS_PER_BIT baud.
 `default_nettype none
 module velo_ice40_top #(
-    parameter [6:0]   PLL_DIVF     = 7'd55,    // feedback divider (42 MHz: 55, VCO 672 MHz)
-    parameter [2:0]   PLL_DIVQ     = 3'd4,     // output divider: VCO / 2^DIVQ (42 MHz: 4)
+    parameter [6:0]   PLL_DIVF     = 7'd63,    // feedback divider (48 MHz: 63, VCO 768 MHz)
+    parameter [2:0]   PLL_DIVQ     = 3'd4,     // output divider: VCO / 2^DIVQ (48 MHz: 4)
     parameter [2:0]   PLL_FILTER   = 3'd1,     // loop filter range for a 12 MHz reference
-    parameter integer CLKS_PER_BIT = 14,       // NIC clock cycles per UART bit (42 MHz / 3 Mbaud)
+    parameter integer CLKS_PER_BIT = 16,       // NIC clock cycles per UART bit (48 MHz / 3 Mbaud)
     parameter integer NODE_BITS    = 4,        // node id width (spec param NODE_BITS): 16 nodes
     parameter integer VPID_BITS    = 4,        // vpid width (spec param VPID_BITS): 16 vpids
     parameter integer COUNTERS     = 0,        // the 16 event counters (1) or reads of 0 (0)
