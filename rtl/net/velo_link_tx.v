@@ -249,14 +249,12 @@ module velo_link_tx #(
     // w_idx = w_pos) and is a comparison of two registers, not the length parse of this cycle
     // (timing). Padding (wpad implies w_lk) ends on the same comparison.
     wire             w_peq   = (w_pos == w_lidx);
-    wire             w_atl   = w_lk && w_peq;
+    wire             w_atl   = w_lk && w_peq;                       // ... or the last filler
     wire             w_early = tx_last && !w_atl;                   // ends before its length
     wire             w_en    = (wpad && room) || (acc && !wdrop);   // a flit is written this cycle
-    wire             w_plast = w_peq;                               // padding: the last filler
-    wire             w_last  = w_lk && w_peq;                       // = wpad ? w_plast : w_atl
-    wire             w_bad   = wpad ? w_plast : (w_atl && (w_ovlq || !(tx_last && !tx_bad)));
+    wire             w_bad   = wpad ? w_peq : (w_atl && (w_ovlq || !(tx_last && !tx_bad)));
     wire [LINK_W-1:0] w_dat  = wpad ? {LINK_W{1'b0}} : (w_ovl ? (tx_data & ~(w_rma ? LENMASK8 : LENMASK6)) : tx_data);
-    wire [PW-1:0]    w_word  = {w_bad, w_last, w_dat};
+    wire [PW-1:0]    w_word  = {w_bad, w_atl, w_dat};
     wire [1:0]       avc     = (acc_in || wpad) ? acc_vc : tx_data[`VELO_PKT_HDR_VC];
 
     // per-sequence RAM: {VC, end address} of every accepted packet, read for the ACKs
@@ -265,7 +263,7 @@ module velo_link_tx #(
     wire [6:0]    sr_ra  = ack_busy ? ack_nx : ack_seq;
     wire [RA+2:0] sr_rd;
     velo_sdp_ram #(.W(RA + 3), .ADDR_W(7)) u_seq (
-        .clk(clk), .we(w_en && w_last), .waddr(done_seq), .wdata({avc, wr_ptr + 1'b1}),
+        .clk(clk), .we(w_en && w_atl), .waddr(done_seq), .wdata({avc, wr_ptr + 1'b1}),
         .re(sr_re), .raddr(sr_ra), .rdata(sr_rd));
     wire [1:0]  f_vc  = sr_rd[RA+2:RA+1];
     wire [RA:0] f_end = sr_rd[RA:0];
@@ -274,7 +272,7 @@ module velo_link_tx #(
     // CU, in T when its last flit is written, in S when its CRC flit goes out, and in the replay
     // buffer's per-VC count (ucnt) from its last write until it is freed
     wire [UW-1:0] w_cidx = wpad ? w_pos[UW-1:0] : w_idx[UW-1:0];  // index of the flit written, mod CU
-    wire [UW-1:0] w_rnd  = (CUB > 0 && w_en && w_last) ? ~w_cidx : {UW{1'b0}};  // (-(idx+1)) mod CU
+    wire [UW-1:0] w_rnd  = (CUB > 0 && w_en && w_atl) ? ~w_cidx : {UW{1'b0}};  // (-(idx+1)) mod CU
     wire [UW-1:0] f_rnd  = (CUB > 0) ? (~f_len[UW-1:0] + 1'b1) : {UW{1'b0}};            // (-len) mod CU
     wire [RA:0]   f_lenr = f_len + {{(RA+1-UW){1'b0}}, f_rnd};
     wire        ack_done = !ack_busy && (ack_seq == ack_tgt);
@@ -600,11 +598,11 @@ module velo_link_tx #(
 
             // ---- write side
             if (w_en) wr_ptr <= wr_ptr + 1'b1;
-            if (w_en && w_last) done_seq <= done_seq + 1'b1;
+            if (w_en && w_atl) done_seq <= done_seq + 1'b1;
             if (wpad) begin
                 if (room) begin
                     w_pos <= w_pos + 1'b1;
-                    if (w_plast) begin
+                    if (w_peq) begin
                         wpad   <= 1'b0;
                         acc_in <= 1'b0;
                         w_lk   <= 1'b0;
