@@ -25,9 +25,13 @@ std::string test_name() {
     return n;
 }
 
+std::mt19937_64 test_rng(uint64_t seed, const std::string& name) {
+    uint64_t h = std::hash<std::string>{}(name);
+    return std::mt19937_64(seed ^ (h * 0x9E3779B97F4A7C15ull));
+}
+
 std::mt19937_64 test_rng() {
-    uint64_t h = std::hash<std::string>{}(test_name());
-    return std::mt19937_64(test_seed() ^ (h * 0x9E3779B97F4A7C15ull));
+    return test_rng(test_seed(), test_name());
 }
 
 }  // namespace velo::sim

@@ -26,6 +26,9 @@ uint64_t test_seed();
 // A random generator seeded from test_seed() and the current test's name, so each test replays
 // on its own with the same SEED.
 std::mt19937_64 test_rng();
+// The generator test `name` ("Suite.Name") gets with SEED=seed: a failing seed replayed as a
+// directed regression test under another name.
+std::mt19937_64 test_rng(uint64_t seed, const std::string& name);
 
 // Uniform integer in [0, n) and "true p percent of the time", for random stimulus.
 inline int rnd(std::mt19937_64& r, int n) {
