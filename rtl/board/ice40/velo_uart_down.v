@@ -190,7 +190,9 @@ module velo_uart_down #(
     // lane by lane into 64-bit beats (two cycles per lane: fetch, shift into the beat; the lanes
     // after the last DW of an odd count are zero) and hands each beat to the NIC.
     // (X_CHECK registers the frame checks, X_DEC acts on them: the checks' adders and comparisons
-    // do not reach the beat and handshake registers; one cycle per frame)
+    // do not reach the beat and handshake registers; one cycle per frame. A beat taken by the NIC
+    // clears tlp_valid at once and moves the executor on in the next cycle, from the registered
+    // took_q: the NIC's tlp_ready reaches two registers only; one cycle per beat)
     localparam [2:0] X_IDLE = 3'd0, X_LEN = 3'd1, X_HDR = 3'd2, X_CHECK = 3'd3, X_FILL = 3'd4,
                      X_BEAT = 3'd5, X_DONE = 3'd6, X_DEC = 3'd7;
     reg  [2:0]    xs;
@@ -225,6 +227,7 @@ module velo_uart_down #(
     reg         pin;       // ... and it is a payload byte (else a zero pad byte)
     reg  [63:0] beat;
     reg         first;     // the next beat is the TLP's first
+    reg         took_q;    // the NIC took the beat last cycle
     wire        in_rng = pos < nbyte;
     wire [7:0]  nlast  = nbyte - 8'd1;                 // the last payload byte
     wire        last_lane = pos[7:3] == nlast[7:3];     // a position in the beat of the last payload byte
@@ -261,8 +264,11 @@ module velo_uart_down #(
             ok_tlp_q   <= 1'b0;
             ok_ping_q  <= 1'b0;
             known_q    <= 1'b0;
+            took_q     <= 1'b0;
         end else begin
             x_err <= 1'b0;
+            took_q <= tlp_valid && tlp_ready;
+            if (tlp_valid && tlp_ready) tlp_valid <= 1'b0;
             if (pong_ack) pong_valid <= 1'b0;
             if (ram_re) ra <= ram_ra + 1'b1;
             case (xs)
@@ -329,10 +335,9 @@ module velo_uart_down #(
                     end
                 end
                 X_BEAT: begin
-                    if (tlp_ready) begin
-                        tlp_valid <= 1'b0;
-                        first     <= 1'b0;
-                        xs        <= tlp_eop ? X_DONE : X_FILL;
+                    if (took_q) begin
+                        first <= 1'b0;
+                        xs    <= tlp_eop ? X_DONE : X_FILL;
                     end
                 end
                 default: begin  // X_DONE

@@ -12,9 +12,10 @@
 // Every frame starts and ends with END, so the host can resynchronise at any time. One frame at a
 // time; when several are waiting: error, pong, interrupt, TLP. The header bytes are taken from
 // the stream's header field while the TLP's first beat waits (a valid beat does not change until
-// it is taken); each beat is taken when its last byte goes out. So the interrupt request, which
-// the NIC raises only after every TLP of its mailbox entry was taken, always follows those TLPs'
-// frames.
+// it is taken); each beat is taken in the cycle after its last byte went into the encoder's
+// register (tlp_ready is a register: the NIC's stream handshake does not depend on this module's
+// byte counters; the generator pauses for that cycle). So the interrupt request, which the NIC
+// raises only after every TLP of its mailbox entry was taken, always follows those TLPs' frames.
 `default_nettype none
 `include "velo_spec.vh"
 module velo_uart_up #(
@@ -93,10 +94,12 @@ module velo_uart_up #(
     wire        b_take;
     // a payload byte needs its beat on the stream (the first beat, carrying the header, stays
     // valid from the start of the frame until it is taken)
-    wire        have      = !kind || i <= hlast || tlp_valid;
+    // (not while the beat whose last byte was just generated is being taken: tlp_ready, below)
+    reg         ack_q;
+    wire        have      = (!kind || i <= hlast || tlp_valid) && !ack_q;
     wire        take      = busy && have && (!bv || b_take);
 
-    wire start     = !busy;
+    wire start     = !busy && !ack_q;
     wire start_err = start && err_valid;
     wire start_png = start && !err_valid && pong_valid;
     wire start_irq = start && !err_valid && !pong_valid && irq_valid;
@@ -105,9 +108,14 @@ module velo_uart_up #(
     assign pong_ack  = start_png;
     assign irq_ready = start_irq;
 
-    // a beat is taken with its last byte; a TLP without payload with its last header byte
-    assign tlp_ready = kind && take && (in_hdr ? (i == hlast && dcnt == 12'd0)
-                                               : (lane == 3'd7 || dcnt == 12'd1));
+    // a beat is taken in the cycle after its last byte was generated; a TLP without payload in
+    // the cycle after its last header byte
+    assign tlp_ready = ack_q;
+    always @(posedge clk) begin
+        if (rst) ack_q <= 1'b0;
+        else     ack_q <= kind && take && (in_hdr ? (i == hlast && dcnt == 12'd0)
+                                                  : (lane == 3'd7 || dcnt == 12'd1));
+    end
 
     always @(posedge clk) begin
         if (rst) begin
