@@ -88,6 +88,10 @@ module velo_link #(
         if (VC_DEPTH < MAXF || VC_DEPTH + MAXF + (1 << CUB) - 1 > 127 * (1 << CUB)) begin : g_bad_vc_depth
             velo_link_error_VC_DEPTH_out_of_range u_err ();
         end
+        // PIPE's registered credit check needs a credit unit of room beyond a largest packet
+        if (PIPE != 0 && VC_DEPTH < (MAXF + (1 << CUB) - 1) / (1 << CUB) * (1 << CUB) + (1 << CUB)) begin : g_bad_pipe_depth
+            velo_link_error_VC_DEPTH_too_small_for_PIPE u_err ();
+        end
         if (REPLAY_DEPTH < 2 * MAXF || (REPLAY_DEPTH & (REPLAY_DEPTH - 1)) != 0) begin : g_bad_replay_depth
             velo_link_error_REPLAY_DEPTH_out_of_range u_err ();
         end

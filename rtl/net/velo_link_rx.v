@@ -37,7 +37,7 @@ module velo_link_rx #(
     parameter integer NACK_TIMEOUT = 256, // cycles between NACKs while waiting for a REPLAY
     // 0: the symbol is decoded from phy_rx in the cycle it arrives; 1: (smaller devices,
     // docs/board-guide.md) phy_rx and its control-symbol check (CRC-5) are registered first, one
-    // more cycle on the wire
+    // more cycle on the wire, and the NACK timer restarts a cycle later (from registers)
     parameter integer PIPE         = 0
 ) (
     input  wire                 clk,
@@ -544,8 +544,12 @@ module velo_link_rx #(
             fc        <= fc_nx;
             cu_n      <= p_end ? {UW{1'b0}} : cu_nx;
             if (e_sync) snap <= rc_nx;  // R up to the REPLAY: what the SYNCs report
-            // NACK at once on an error, then every NACK_TIMEOUT cycles until the REPLAY
-            if (!link_up || !n_wait || e_nack || ntmr == NACK_TIMEOUT[NTW-1:0] - 1'b1) begin
+            // NACK at once on an error, then every NACK_TIMEOUT cycles until the REPLAY (PIPE: the
+            // timer restarts from registers, a cycle after the NACK or the end of the wait, so that
+            // the receiver's next-state logic does not reach it; the timeout NACK comes
+            // NACK_TIMEOUT + 1 cycles after the previous one)
+            if (!link_up || ((PIPE != 0) ? (!wait_rep || req_nack) : (!n_wait || e_nack)) ||
+                ntmr == NACK_TIMEOUT[NTW-1:0] - 1'b1) begin
                 ntmr <= {NTW{1'b0}};
             end else if (wait_rep && !pad) begin
                 ntmr <= ntmr + 1'b1;

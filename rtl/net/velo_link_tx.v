@@ -44,8 +44,11 @@ module velo_link_tx #(
     parameter integer CTL_AGE        = 32,   // cycles a changed ACK/CREDIT value may wait for an idle slot
     // 0: a flit written while the sender has caught up is sent in the same cycle; 1: (smaller
     // devices, docs/board-guide.md) it goes through the aux register first, one cycle later, so
-    // that the switch's handshake does not reach the slot choice, and the ACK/CREDIT pending and
-    // urgent flags of the slot choice are registered (a change is seen one cycle later)
+    // that the switch's handshake does not reach the slot choice, the ACK/CREDIT pending and
+    // urgent flags of the slot choice are registered (a change is seen one cycle later), and so is
+    // the credit check of a packet's first flit (S - F <= ROOM - CU of the last cycle: S grows by
+    // at most CU flits a cycle, F never shrinks but at an epoch; none in the cycle after a SYNC or
+    // an epoch moved the counts)
     parameter integer PIPE           = 0
 ) (
     input  wire                 clk,
@@ -117,6 +120,8 @@ module velo_link_tx #(
     localparam integer BROOM_I = REPLAY_DEPTH - MAXF;
     localparam integer URG_I   = ROOM_I - CREDIT_MARGIN;
     localparam [CW-1:0] ROOM   = ROOM_I[CW-1:0];            // credits: start while T - F <= ROOM
+    localparam integer ROOMP_I = (ROOM_I >= CU) ? ROOM_I - CU : 0;
+    localparam [CW-1:0] ROOMP  = ROOMP_I[CW-1:0];           // PIPE: registered first-flit check (velo_link: ROOM >= CU)
     localparam [CW-1:0] VCD    = VC_DEPTH[CW-1:0];
     localparam [2:0]    NVC3   = NVC[2:0];
     localparam [RA:0]   BROOM  = BROOM_I[RA:0];             // replay buffer: start while used <= BROOM
@@ -292,15 +297,17 @@ module velo_link_tx #(
     wire [PW-1:0] cur    = rv ? rb_rd : ((av || PIPE != 0) ? aux : w_word);
     wire [1:0]    cur_vc = s_in ? s_vc : cur[1:0];
     // S - F <= ROOM of every VC from the registers, then the one of cur_vc (the comparisons do not
-    // wait for the flit to be chosen); a VC >= NVC has no counts, S - F reads 0 there as before
-    reg  [NVC-1:0] sf_ok;
+    // wait for the flit to be chosen); a VC >= NVC has no counts, S - F reads 0 there as before.
+    // PIPE: the registered check (sf_okq, at the counters below)
+    reg  [NVC-1:0] sf_ok, sf_okp, sf_okq;
     reg            cur_sf_ok;
     integer i;
     always @(*) begin
         cur_sf_ok = 1'b1;
         for (i = 0; i < NVC; i = i + 1) begin
-            sf_ok[i] = (scnt[i*CW +: CW] - fcnt[i*CW +: CW] <= ROOM);
-            if (cur_vc == i[1:0]) cur_sf_ok = sf_ok[i];
+            sf_ok[i]  = (scnt[i*CW +: CW] - fcnt[i*CW +: CW] <= ROOM);
+            sf_okp[i] = (scnt[i*CW +: CW] - fcnt[i*CW +: CW] <= ROOMP);
+            if (cur_vc == i[1:0]) cur_sf_ok = (PIPE != 0) ? sf_okq[i] : sf_ok[i];
         end
     end
     wire sending  = (st == ST_SEND) || (st == ST_WSYNC);
@@ -564,6 +571,7 @@ module velo_link_tx #(
             tcnt      <= {NVC*CW{1'b0}};
             scnt      <= {NVC*CW{1'b0}};
             fcnt      <= {NVC*CW{1'b0}};
+            sf_okq    <= {NVC{1'b0}};
             srep      <= {NVC*CW{1'b0}};
             rv        <= 1'b0;
             av        <= 1'b0;
@@ -666,6 +674,9 @@ module velo_link_tx #(
                     fcnt[v*CW +: CW] <= {CW{1'b0}};
                 else if (c_credit && c_good && c_sub == v[1:0])
                     fcnt[v*CW +: CW] <= s_base;
+                // PIPE's first-flit check for the next cycle: this cycle's S and F, with room for
+                // this cycle's growth of S; none while an epoch or a SYNC moves S or F
+                sf_okq[v] <= sf_okp[v] && !tr_ep && !take_sync;
             end
 
             // ---- sender
