@@ -191,14 +191,19 @@ module velo_completer #(
 
     // with the header, what the decision needs of its length (from hdr_area, so that the head's
     // decision does not wait for the area adder): second line needed, head TLP words
+    // (and whether its first TLP is a single beat: the decision's first beat is then its last,
+    // without the beat count's arithmetic behind the decision)
     reg        slot_two [0:1];
     reg [3:0]  slot_hw  [0:1];
+    reg        slot_one [0:1];
     wire       hdr_two = (hdr_area > 7'd56);
+    wire [3:0] hdr_hw  = words_of(hdr_area) + 4'd1;
     always @(posedge clk) begin
         if (in_hdr) begin
             slot_hdr[in_slot] <= pkt_data;
             slot_two[in_slot] <= hdr_two;
-            slot_hw[in_slot]  <= hdr_two ? 4'd8 : words_of(hdr_area) + 4'd1;
+            slot_hw[in_slot]  <= hdr_two ? 4'd8 : hdr_hw;
+            slot_one[in_slot] <= hdr_two ? (TAIL_BEATS == 4'd1) : (head_beats(hdr_hw) == 4'd1);
         end
     end
 
@@ -210,6 +215,7 @@ module velo_completer #(
     wire        h_two    = slot_two[h_slot];   // second line needed (area > 56 bytes)
     wire [1:0]  h_lines  = h_two ? 2'd2 : 2'd1;
     wire [3:0]  h_hw     = slot_hw[h_slot];    // head TLP words: 8, or 1 + words_of(area)
+    wire        h_one    = slot_one[h_slot];   // its first TLP is one beat
     wire [1:0]  h_st     = slot_st[h_slot];
     wire        h_avail  = (h_st == S_FILL) || (h_st == S_FULL);
 
@@ -270,7 +276,11 @@ module velo_completer #(
     wire d_bad    = !type_ok || h_bad;
     wire d_dis    = !d_bad && !enable;
     wire d_vpid   = !d_bad && enable && (h_vpid_oor || !d_en || !log2_ok_d);
-    wire d_ok     = !d_bad && enable && !h_vpid_oor && d_en && log2_ok_d;
+    // PIPE: what the decision needs of the header and the table row, registered with room_q (the
+    // slot's header and the captured row do not change until the decision)
+    reg  vok_q;
+    wire vok_c    = type_ok && !h_vpid_oor && d_en && log2_ok;
+    wire d_ok     = (PIPE != 0) ? (!h_bad && enable && vok_q) : (!d_bad && enable && !h_vpid_oor && d_en && log2_ok_d);
     assign d_wait = dec && d_ok && !room;
     assign d_drop = dec && !d_ok;
 
@@ -291,9 +301,8 @@ module velo_completer #(
     wire       i_tail  = d_go ? h_two  : sq_tail;
     wire [3:0] i_beat  = d_go ? 4'd0   : sq_beat;
     wire       i_slot  = d_go ? h_slot : j_slot;
-    wire [3:0] i_hw    = d_go ? h_hw   : j_hw;
-    wire [3:0] i_nb    = i_tail ? TAIL_BEATS : head_beats(i_hw);
-    wire       i_last  = (i_beat == i_nb - 4'd1);
+    wire [3:0] sq_nb   = sq_tail ? TAIL_BEATS : head_beats(j_hw);
+    wire       i_last  = d_go ? h_one : (sq_beat == sq_nb - 4'd1);
     wire [3:0] rd_beat = i_tail ? 4'd15 : i_beat;
 
     assign final_hs = o_valid && tx_ready && o_eop && !o_tail;
@@ -350,6 +359,7 @@ module velo_completer #(
         if (lk == L_HAVE) begin
             room_q  <= room_c;
             lg_ok_q <= log2_ok;
+            vok_q   <= vok_c;
         end
         if (lk == L_PEND) begin
             t_base <= tbl_base;
