@@ -4,8 +4,10 @@
   report.py [--build DIR] [--jobs N]   tables: every unit and the whole NIC synthesized by Yosys
                                        0.23 for Virtex-4 (next to the paper's Table 1 and the
                                        XC4VFX60), 7-series and iCE40; the iCE40-HX8K bitstream's
-                                       logic cells, block RAMs and Fmax per clock (nextpnr-ice40)
-  report.py --bench [--build DIR]      BENCH lines: fpga.ice40.fmax_mhz, fpga.ice40.lc_used,
+                                       logic cells, block RAMs, Fmax per clock (nextpnr-ice40)
+                                       and the NIC clock's endpoints over 10 ns per unit
+  report.py --bench [--build DIR]      BENCH lines: fpga.ice40.fmax_mhz,
+                                       fpga.ice40.endpoints_over_10ns, fpga.ice40.lc_used,
                                        fpga.ice40.lc_total, fpga.xc4v.nic.ff, fpga.xc4v.nic.lut
 
 The per-unit synthesis is scripts/synth.py's (same units, scripts, counting rules), with its logs
@@ -133,11 +135,30 @@ def board_lines(summary):
     for clk in sorted(summary["fmax_mhz"]):
         name = "NIC clock (PLL)" if clk == summary["nic_clock"] else clk
         w("| %s | %.2f MHz | %.2f MHz |" % (name, summary["constraint_mhz"][clk], summary["fmax_mhz"][clk]))
+    e = summary.get("endpoints")
+    if e:
+        w("")
+        w("NIC clock, register endpoints against %.1f ns (the paper's 100 MHz), from nextpnr's SDF "
+          "(fpga/ice40/sdf_sta.py):" % e["period_ns"])
+        w("")
+        lines = sdf_table(e)
+        w(lines[0])
+        w("")
+        out.extend(lines[1:])
     w("")
     w("bitstream: %s (%d bytes), built in %d s (synthesis %d s, place and route %d s)"
       % (summary["bitstream"], summary["bitstream_bytes"], summary["seconds"]["total"], summary["seconds"]["synth"],
          summary["seconds"]["pnr"]))
     return out
+
+
+def sdf_table(e, limit=12):
+    """The endpoint profile's lines (fpga/ice40/sdf_sta.py's table), the units with the most
+    endpoints over the period first."""
+    spec = importlib.util.spec_from_file_location("velo_sdf_sta", os.path.join(ROOT, "fpga", "ice40", "sdf_sta.py"))
+    sta = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(sta)
+    return sta.table(e, limit)
 
 
 def bench(mod, summary):
@@ -150,6 +171,8 @@ def bench(mod, summary):
     print("# fpga: iCE40-HX8K bitstream built for %g MHz (the paper's clock: 100 MHz); whole NIC on xc4v, "
           "XC4VFX60 has %d LUTs" % (summary["clock_mhz"], FX60["lut"]))
     print("BENCH fpga.ice40.fmax_mhz %.2f MHz" % summary["fmax_mhz"][clk])
+    if "endpoints" in summary:
+        print("BENCH fpga.ice40.endpoints_over_10ns %d endpoints" % summary["endpoints"]["over"])
     print("BENCH fpga.ice40.lc_used %d lc" % lc["used"])
     print("BENCH fpga.ice40.lc_total %d lc" % lc["available"])
     print("BENCH fpga.xc4v.nic.ff %d ff" % r["ff"])

@@ -11,7 +11,9 @@ Steps (each logged to DIR/ice40/<step>.log, progress on stdout):
   3. pnr    nextpnr-ice40 --hx8k --package ct256 --freq F, pins from
             fpga/ice40/constraints/hx8k-breakout.pcf, timing report as JSON
   4. check  every clock's achieved Fmax from the report >= its constraint (nextpnr's own check
-            too: it exits non-zero on a timing failure); the NIC clock must be among them
+            too: it exits non-zero on a timing failure); the NIC clock must be among them. Then
+            the NIC clock's register endpoints from nextpnr's SDF (sdf_sta.py): how many miss
+            10 ns (the paper's 100 MHz) in which unit; its worst path must be nextpnr's
   5. pack   icepack: DIR/ice40/velo_ice40.bin, and its manifest velo_ice40.bin.json (velo-flash's
             sidecar format 1: board, part, design version, spec hash, CRC-32; docs/board-tools.md)
 
@@ -28,6 +30,9 @@ import threading
 import time
 import zlib
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import sdf_sta  # noqa: E402  (fpga/ice40/sdf_sta.py)
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 PCF = os.path.join(HERE, "constraints", "hx8k-breakout.pcf")
@@ -36,6 +41,8 @@ NIC_CLOCK = "clk"  # the PLL output net in velo_ice40_top
 REF_MHZ = 12.0
 # the board's NIC clock: the highest 3 MHz step that meets timing with margin (docs/board-guide.md)
 DEFAULT_MHZ = 48.0
+# the clock target the endpoint profile counts against: the paper's 100 MHz
+TARGET_NS = 10.0
 
 # the board's name and FPGA part in the bitstream's manifest (velo_ice40.bin.json, format 1 of
 # velo-flash's manifests, docs/board-tools.md): what the image was built for
@@ -122,6 +129,21 @@ def check_timing(report, mhz):
     if fails:
         raise FlowError("timing failed: " + "; ".join(fails))
     return out
+
+
+def endpoint_profile(sdf, fmax_mhz):
+    """The NIC clock's endpoint profile (sdf_sta.profile) from nextpnr's SDF; FlowError if its
+    worst path does not give nextpnr's Fmax (within 1 %): the two analyses must agree."""
+    try:
+        with open(sdf) as f:
+            p = sdf_sta.profile(f, clock="pll", period_ns=TARGET_NS)
+    except (OSError, sdf_sta.StaError) as e:
+        raise FlowError("endpoint profile from %s: %s" % (sdf, e))
+    mhz = 1000.0 / p["worst_ns"]
+    if abs(mhz - fmax_mhz) > 0.01 * fmax_mhz:
+        raise FlowError("the SDF's worst path (%.2f ns, %.2f MHz) is not nextpnr's Fmax %.2f MHz"
+                        % (p["worst_ns"], mhz, fmax_mhz))
+    return p
 
 
 def yosys_cells(log_text):
@@ -246,7 +268,7 @@ def main(argv):
     os.makedirs(out, exist_ok=True)
     t0 = time.time()
     for stale in ("summary.json", "velo_ice40.bin", "velo_ice40.bin.json", "velo_ice40.asc", "timing.json",
-                  "velo_ice40.json"):
+                  "velo_ice40.json", "velo_ice40.sdf"):
         if os.path.exists(os.path.join(out, stale)):
             os.remove(os.path.join(out, stale))
     try:
@@ -270,8 +292,10 @@ def main(argv):
 
         asc = os.path.join(out, "velo_ice40.asc")
         rep = os.path.join(out, "timing.json")
+        sdf = os.path.join(out, "velo_ice40.sdf")
         t_pnr = run_step(3, 5, "pnr", ["nextpnr-ice40", "--hx8k", "--package", "ct256", "--json", js, "--pcf", PCF,
-                                       "--freq", "%g" % a.mhz, "--seed", str(a.seed), "--report", rep, "--asc", asc],
+                                       "--freq", "%g" % a.mhz, "--seed", str(a.seed), "--report", rep, "--asc", asc,
+                                       "--sdf", sdf],
                          os.path.join(out, "pnr.log"), ROOT, " (nextpnr-ice40 --hx8k --package ct256 --freq %g)" % a.mhz)
 
         print("[ice40] 4/5 check: timing at %g MHz" % a.mhz, flush=True)
@@ -280,6 +304,9 @@ def main(argv):
         fmax = check_timing(report, a.mhz)
         for clk, (ach, con) in sorted(fmax.items()):
             print("[ice40]     %-34s Fmax %7.2f MHz (constraint %.2f MHz) PASS" % (clk, ach, con), flush=True)
+        prof = endpoint_profile(sdf, fmax[NIC_CLOCK][0])
+        for line in sdf_sta.table(prof, limit=8):
+            print("[ice40]     %s" % line, flush=True)
 
         binf = os.path.join(out, "velo_ice40.bin")
         t_pack = run_step(5, 5, "pack", ["icepack", asc, binf], os.path.join(out, "pack.log"), ROOT, " (icepack)")
@@ -301,7 +328,7 @@ def main(argv):
             "clock_mhz": a.mhz, "uart_baud": a.baud, "pll": pll, "params": params, "seed": a.seed,
             "fmax_mhz": {k: v[0] for k, v in fmax.items()},
             "constraint_mhz": {k: v[1] for k, v in fmax.items()},
-            "nic_clock": NIC_CLOCK,
+            "nic_clock": NIC_CLOCK, "endpoints": prof,
             "utilization": util, "cells": cells,
             "bitstream": os.path.relpath(binf, ROOT) if binf.startswith(ROOT) else binf,
             "bitstream_bytes": os.path.getsize(binf), "manifest": man,

@@ -26,6 +26,7 @@ def load(name, path):
 
 
 flow = load("velo_ice40_flow", os.path.join(FPGA, "ice40", "flow.py"))
+sta = load("velo_sdf_sta", os.path.join(FPGA, "ice40", "sdf_sta.py"))
 report = load("velo_fpga_report", os.path.join(FPGA, "report.py"))
 
 
@@ -206,6 +207,102 @@ class Verify(unittest.TestCase):
             flow.verify(self.out, 30.0)
 
 
+def sdf(cells, nets):
+    """A small SDF in nextpnr's layout: cells (type, instance, [iopath], [setup]) and nets
+    (source pin, destination pin, ps)."""
+    out = ['(DELAYFILE', '  (SDFVERSION "3.0")', '  (TIMESCALE 1ps)', '  (CELL', '    (CELLTYPE "top")',
+           '    (INSTANCE )', '    (DELAY', '      (ABSOLUTE']
+    out += ["        (INTERCONNECT %s %s (%d:%d:%d) (%d:%d:%d))" % (a, b, d, d, d, d, d, d) for a, b, d in nets]
+    out += ['      )', '    )', '    )']
+    for ctype, inst, iop, setups in cells:
+        out += ['  (CELL', '    (CELLTYPE "%s")' % ctype, '    (INSTANCE %s)' % inst, '    (DELAY', '      (ABSOLUTE']
+        out += ["        (IOPATH %s %s (%d:%d:%d) (%d:%d:%d))" % (a, b, d, d, d, d, d, d) for a, b, d in iop]
+        out += ['      )', '    )']
+        if setups:
+            out += ['    (TIMINGCHECK']
+            for pin, ck, d in setups:
+                out += ["      (SETUPHOLD (posedge %s) (posedge %s) (%d:%d:%d) (0:0:0))" % (pin, ck, d, d, d),
+                        "      (SETUPHOLD (negedge %s) (posedge %s) (%d:%d:%d) (0:0:0))" % (pin, ck, d, d, d)]
+            out += ['    )']
+        out += ['    )']
+    out += [')']
+    return "\n".join(out).splitlines(True)
+
+
+def ff(inst):
+    return ("ICESTORM_LC", inst, [("CLK", "O", 540)], [("I0", "CLK", 470)])
+
+
+def lut(inst, d=450):
+    return ("ICESTORM_LC", inst, [("I0", "O", d), ("I1", "O", d - 50)], [])
+
+
+class EndpointProfile(unittest.TestCase):
+    # u_board.u_nic.u_a.q -> lut1 -> lut2 -> u_board.u_nic.u_b.g_x.r (PLL domain, 0.54 + 1.0 + 0.45 +
+    # 1.2 + 0.45 + 0.8 + 0.47 = 4.91 ns); u_a.q -> u_a.s directly (0.54 + 0.3 + 0.47 = 1.31 ns);
+    # a register of the other clock feeding u_b.r2 is not timed; a block RAM read port is a start
+    # point and its address input an endpoint
+    CELLS = [ff("u_board.u_nic.u_a.q_DFFLC"), ff("u_board.u_nic.u_a.s_DFFLC"),
+             lut("u_board.u_nic.u_a.l1_LC"), lut("u_board.u_nic.u_b.l2_LC"),
+             ff("u_board.u_nic.u_b.g_x.r_DFFLC"), ff("u_board.u_nic.u_b.r2_DFFLC"), ff("u_board.u_el.w_DFFLC"),
+             ("ICESTORM_RAM", "u_board.u_nic.u_b.mem.0.0_RAM", [("RCLK", "RDATA_0", 2146)], [("RADDR_0", "RCLK", 100)]),
+             ("SB_GB", "$gbuf_u_pll_pllout_a", [("USER_SIGNAL_TO_GLOBAL_BUFFER", "GLOBAL_BUFFER_OUTPUT", 0)], []),
+             ("SB_GB", "$gbuf_net_rx_clk$glb_clk", [("USER_SIGNAL_TO_GLOBAL_BUFFER", "GLOBAL_BUFFER_OUTPUT", 0)], [])]
+    PLL = "$gbuf_u_pll_pllout_a/GLOBAL_BUFFER_OUTPUT"
+    RXC = "$gbuf_net_rx_clk$glb_clk/GLOBAL_BUFFER_OUTPUT"
+    NETS = [(PLL, "u_board.u_nic.u_a.q_DFFLC/CLK", 0), (PLL, "u_board.u_nic.u_a.s_DFFLC/CLK", 0),
+            (PLL, "u_board.u_nic.u_b.g_x.r_DFFLC/CLK", 0), (PLL, "u_board.u_nic.u_b.r2_DFFLC/CLK", 0),
+            (PLL, "u_board.u_nic.u_b.mem.0.0_RAM/RCLK", 0), (RXC, "u_board.u_el.w_DFFLC/CLK", 0),
+            ("u_board.u_nic.u_a.q_DFFLC/O", "u_board.u_nic.u_a.l1_LC/I0", 1000),
+            ("u_board.u_nic.u_a.l1_LC/O", "u_board.u_nic.u_b.l2_LC/I0", 1200),
+            ("u_board.u_nic.u_b.l2_LC/O", "u_board.u_nic.u_b.g_x.r_DFFLC/I0", 800),
+            ("u_board.u_nic.u_a.q_DFFLC/O", "u_board.u_nic.u_a.s_DFFLC/I0", 300),
+            ("u_board.u_el.w_DFFLC/O", "u_board.u_nic.u_b.r2_DFFLC/I0", 9000),
+            ("u_board.u_nic.u_b.mem.0.0_RAM/RDATA_0", "u_board.u_nic.u_b.mem.0.0_RAM/RADDR_0", 3000)]
+
+    def test_arrivals_units_and_domains(self):
+        p = sta.profile(sdf(self.CELLS, self.NETS), clock="pll", period_ns=4.0)
+        self.assertEqual(p["clock_source"], self.PLL)
+        self.assertEqual(p["endpoints"], 3)  # q has no input path, r2 only one from another clock
+        self.assertAlmostEqual(p["worst_ns"], 5.246)  # the RAM: 2.146 + 3.0 + 0.1
+        self.assertEqual(p["over"], 2)
+        self.assertEqual(p["units"]["u_nic.u_a"], [0, 1, 1.31])
+        self.assertEqual(p["units"]["u_nic.u_b"], [2, 2, 5.25])  # g_x and mem fold into u_b
+        p = sta.profile(sdf(self.CELLS, self.NETS), clock="pll", period_ns=5.0)
+        self.assertEqual(p["over"], 1)
+        self.assertEqual(p["worst_endpoint"], "u_board.u_nic.u_b.mem.0.0_RAM")
+        lines = sta.table(p)
+        self.assertIn("1 of 3 register endpoints over 5.0 ns (worst 5.25 ns", lines[0])
+        self.assertEqual(lines[3], "| u_nic.u_b | 1 | 2 | 5.25 |")
+
+    def test_the_longer_of_two_paths(self):
+        nets = [n for n in self.NETS if "RAM" not in n[1]]
+        p = sta.profile(sdf(self.CELLS, nets), clock="pll", period_ns=10.0)
+        self.assertAlmostEqual(p["worst_ns"], 4.91)
+        self.assertEqual(p["worst_start"], "u_board.u_nic.u_a.q_DFFLC")
+        self.assertEqual(p["over"], 0)
+
+    def test_unknown_clock_and_loop_fail(self):
+        with self.assertRaisesRegex(sta.StaError, "matches 0"):
+            sta.profile(sdf(self.CELLS, self.NETS), clock="nosuch")
+        loop = self.NETS + [("u_board.u_nic.u_b.l2_LC/O", "u_board.u_nic.u_a.l1_LC/I1", 100)]
+        with self.assertRaisesRegex(sta.StaError, "loop"):
+            sta.profile(sdf(self.CELLS, loop), clock="pll")
+
+    def test_flow_requires_agreement_with_nextpnr(self):
+        d = tempfile.mkdtemp()
+        try:
+            f = os.path.join(d, "x.sdf")
+            with open(f, "w") as fh:
+                fh.writelines(sdf(self.CELLS, self.NETS))
+            p = flow.endpoint_profile(f, 1000.0 / 5.246)
+            self.assertEqual(p["endpoints"], 3)
+            with self.assertRaisesRegex(flow.FlowError, "not nextpnr's Fmax"):
+                flow.endpoint_profile(f, 150.0)
+        finally:
+            shutil.rmtree(d)
+
+
 class FlowCommandLine(unittest.TestCase):
     def test_unbuildable_clock_stops_before_synthesis(self):
         d = tempfile.mkdtemp()
@@ -225,6 +322,13 @@ class ReportTables(unittest.TestCase):
         self.assertIn("ICESTORM_LC     6700 /  7680  (87 %)", text)
         self.assertIn("| NIC clock (PLL) | 27.00 MHz | 29.00 MHz |", text)
         self.assertIn("NODE_BITS 4, VPID_BITS 4", text)
+        s = summary()
+        s["endpoints"] = {"period_ns": 10.0, "endpoints": 2700, "over": 1100, "worst_ns": 15.7,
+                          "worst_start": "a", "worst_endpoint": "b", "units": {"u_nic.u_x": [1000, 2000, 15.7],
+                                                                              "u_nic.u_y": [100, 700, 11.0]}}
+        text = "\n".join(report.board_lines(s))
+        self.assertIn("1100 of 2700 register endpoints over 10.0 ns (worst 15.70 ns: a -> b)", text)
+        self.assertIn("| u_nic.u_x | 1000 | 2000 | 15.70 |\n| u_nic.u_y | 100 | 700 | 11.00 |", text)
 
     def test_board_not_built(self):
         self.assertIn("not built", "\n".join(report.board_lines(None)))
