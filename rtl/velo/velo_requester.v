@@ -22,8 +22,10 @@ module velo_requester #(
     parameter integer NODE_BITS = 8,   // node id width (spec param NODE_BITS)
     parameter integer VPID_BITS = 8,   // vpid width (spec param VPID_BITS)
     // 0: a TLP is decoded (drop or forward) in the cycle its first beat arrives; 1: (smaller
-    // devices, docs/board-guide.md) the decision is registered first, so the header's decode does
-    // not reach in_ready: one cycle more per TLP (latency, and one idle output cycle per TLP)
+    // devices, docs/board-guide.md) the header's fields, then the decision and the header word are
+    // registered while the first beat waits, so neither the header's format select nor its
+    // arithmetic reaches in_ready or the packet register: two cycles more per TLP (latency, and
+    // two idle output cycles per TLP)
     parameter integer PIPE      = 0
 ) (
     input  wire             clk,
@@ -62,16 +64,40 @@ module velo_requester #(
     localparam integer R = TLP_W / 64;  // 64-bit words per TLP beat
 
     // ---------------------------------------------------------------- decode of the first beat
+    // the header's fields: from in_hdr, or (PIPE) registered from it every cycle (stage A: while a
+    // first beat waits, its header; the decision and the header word are registered from these,
+    // stage B, a cycle later)
     wire        is4dw   = in_hdr[`VELO_TLP_HDR_FMT_TYPE_LSB + 5];
-    wire [31:0] addr_lo = is4dw ? {in_hdr[`VELO_TLP_HDR_ADDR64_LO], 2'b00}
+    wire [31:0] h_alo   = is4dw ? {in_hdr[`VELO_TLP_HDR_ADDR64_LO], 2'b00}
                                 : {in_hdr[`VELO_TLP_HDR_ADDR32], 2'b00};
-    wire [31:0] addr_hi = is4dw ? in_hdr[`VELO_TLP_HDR_ADDR64_HI] : 32'd0;
-    wire [63:0] addr    = {addr_hi, addr_lo};
-    wire [7:0]  fmt_type = in_hdr[`VELO_TLP_HDR_FMT_TYPE];
-    wire [9:0]  len_dw  = in_hdr[`VELO_TLP_HDR_LENGTH];
-    wire [3:0]  fbe     = in_hdr[`VELO_TLP_HDR_FIRST_BE];
-    wire [3:0]  lbe     = in_hdr[`VELO_TLP_HDR_LAST_BE];
-    wire        ep      = in_hdr[`VELO_TLP_HDR_EP_LSB];
+    wire [31:0] h_ahi   = is4dw ? in_hdr[`VELO_TLP_HDR_ADDR64_HI] : 32'd0;
+    wire [63:0] addr;
+    wire [7:0]  fmt_type;
+    wire [9:0]  len_dw;
+    wire [3:0]  fbe, lbe;
+    wire        ep;
+    generate
+        if (PIPE != 0) begin : g_apipe
+            reg [63:0] addr_q;
+            reg [7:0]  ft_q;
+            reg [9:0]  len_q;
+            reg [3:0]  fbe_q, lbe_q;
+            reg        ep_q;
+            always @(posedge clk) begin
+                addr_q <= {h_ahi, h_alo};
+                ft_q   <= in_hdr[`VELO_TLP_HDR_FMT_TYPE];
+                len_q  <= in_hdr[`VELO_TLP_HDR_LENGTH];
+                fbe_q  <= in_hdr[`VELO_TLP_HDR_FIRST_BE];
+                lbe_q  <= in_hdr[`VELO_TLP_HDR_LAST_BE];
+                ep_q   <= in_hdr[`VELO_TLP_HDR_EP_LSB];
+            end
+            assign {addr, fmt_type, len_dw, fbe, lbe, ep} = {addr_q, ft_q, len_q, fbe_q, lbe_q, ep_q};
+        end else begin : g_anopipe
+            assign {addr, fmt_type, len_dw, fbe, lbe, ep} =
+                {h_ahi, h_alo, in_hdr[`VELO_TLP_HDR_FMT_TYPE], in_hdr[`VELO_TLP_HDR_LENGTH],
+                 in_hdr[`VELO_TLP_HDR_FIRST_BE], in_hdr[`VELO_TLP_HDR_LAST_BE], in_hdr[`VELO_TLP_HDR_EP_LSB]};
+        end
+    endgenerate
 
     wire is_mwr = (fmt_type == `VELO_TLP_FMT_TYPE_MWR32) || (fmt_type == `VELO_TLP_FMT_TYPE_MWR64);
     wire one_dw = (len_dw == 10'd1);
@@ -134,22 +160,25 @@ module velo_requester #(
     wire c_line = cross_ln;
     wire c_beyond = beyond;
     // the decision and its reasons as used: from this cycle's first beat, or (PIPE) registered
-    // from the cycle before (the first beat waits on the input meanwhile, unchanged); d_known says
-    // the decision of the waiting first beat is there
+    // from the stage-A fields of the cycle before (the first beat waits on the input meanwhile,
+    // unchanged: two cycles); d_known says the decision of the waiting first beat is there
     wire drop_dis, drop_mal, drop_long, drop_page, drop_line, drop_beyond, d_known;
     wire new_tlp;
     wire sop_fire;
     generate
         if (PIPE != 0) begin : g_pipe
+            reg       dka_q;  // the waiting first beat's header is in the stage-A fields
             reg       dk_q;
             reg [5:0] dr_q;
             always @(posedge clk) begin
                 if (rst) begin
-                    dk_q <= 1'b0;
-                    dr_q <= 6'd0;
+                    dka_q <= 1'b0;
+                    dk_q  <= 1'b0;
+                    dr_q  <= 6'd0;
                 end else begin
-                    dk_q <= new_tlp && !sop_fire;
-                    dr_q <= {c_dis, c_mal, c_long, c_page, c_line, c_beyond};
+                    dka_q <= new_tlp && !sop_fire;
+                    dk_q  <= new_tlp && !sop_fire && dka_q;
+                    dr_q  <= {c_dis, c_mal, c_long, c_page, c_line, c_beyond};
                 end
             end
             assign {drop_dis, drop_mal, drop_long, drop_page, drop_line, drop_beyond} = dr_q;
