@@ -326,57 +326,103 @@ module velo_regfile #(
     wire [31:0] wd      = second ? wdata[63:32] : wdata[31:0];  // write data of the current DW
     wire        dc_armok = (wd >> VPID_BITS) == 32'd0;         // an ARM value names a vpid
     wire        dc_isarm = (a == `VELO_REG_IRQ_ARM);
+    // the global registers' items (g_sel; G_NONE: the address ranges of the value's default branch)
+    localparam [5:0] G_NONE                = 6'd0,
+                     G_ID_TYPE             = 6'd1,
+                     G_ID_VERSION          = 6'd2,
+                     G_ID_NEXT             = 6'd3,
+                     G_ID_DESIGN_VERSION   = 6'd4,
+                     G_ID_CAPS             = 6'd5,
+                     G_ID_SPEC_HASH        = 6'd6,
+                     G_CTRL_TYPE           = 6'd7,
+                     G_CTRL_VERSION        = 6'd8,
+                     G_CTRL_NEXT           = 6'd9,
+                     G_CTRL_NODE_ID        = 6'd10,
+                     G_CTRL_CONTROL        = 6'd11,
+                     G_CTRL_STATUS         = 6'd12,
+                     G_CTRL_QUIESCE_VPID   = 6'd13,
+                     G_CTRL_QUIESCE_STATUS = 6'd14,
+                     G_CTRL_SCRATCH        = 6'd15,
+                     G_COUNTERS_TYPE       = 6'd16,
+                     G_COUNTERS_VERSION    = 6'd17,
+                     G_COUNTERS_NEXT       = 6'd18,
+                     G_COUNTERS_COUNT      = 6'd19,
+                     G_VPID_TYPE           = 6'd20,
+                     G_VPID_VERSION        = 6'd21,
+                     G_VPID_NEXT           = 6'd22,
+                     G_VPID_NUM_VPIDS      = 6'd23,
+                     G_VPID_TABLE_OFFSET   = 6'd24,
+                     G_VPID_TABLE_STRIDE   = 6'd25,
+                     G_VPID_USER_OFFSET    = 6'd26,
+                     G_VPID_USER_STRIDE    = 6'd27,
+                     G_NET_TYPE            = 6'd28,
+                     G_NET_VERSION         = 6'd29,
+                     G_NET_NEXT            = 6'd30,
+                     G_NET_PORTS           = 6'd31,
+                     G_NET_LINK_STATUS     = 6'd32,
+                     G_NET_ROUTE_OFFSET    = 6'd33,
+                     G_NET_PORT_OFFSET     = 6'd34,
+                     G_NET_PORT_STRIDE     = 6'd35,
+                     G_NET_DROP_NO_ROUTE   = 6'd36,
+                     G_IRQ_TYPE            = 6'd37,
+                     G_IRQ_VERSION         = 6'd38,
+                     G_IRQ_NEXT            = 6'd39,
+                     G_IRQ_CTRL            = 6'd40,
+                     G_IRQ_ARM             = 6'd41,
+                     G_IRQ_COUNT           = 6'd42,
+                     G_IRQ_PENDING_OFFSET  = 6'd43,
+                     G_IRQ_PENDING_WORDS   = 6'd44;
     // global registers: which one a names (its item in the value's case below; 0: none, the
     // ranges of that case's default branch), used as it is or (PIPE) registered with the decode
     reg [5:0] g_sel;
     always @(*) begin
-        g_sel = 6'd0;
+        g_sel = G_NONE;
         case (a)
-            `VELO_BLK_ID_BASE + `VELO_BLKHDR_TYPE:        g_sel = 6'd1;
-            `VELO_BLK_ID_BASE + `VELO_BLKHDR_VERSION:     g_sel = 6'd2;
-            `VELO_BLK_ID_BASE + `VELO_BLKHDR_NEXT:        g_sel = 6'd3;
-            `VELO_REG_ID_DESIGN_VERSION:                  g_sel = 6'd4;
-            `VELO_REG_ID_CAPS:                            g_sel = 6'd5;
-            `VELO_REG_ID_SPEC_HASH:                       g_sel = 6'd6;
-            `VELO_BLK_CTRL_BASE + `VELO_BLKHDR_TYPE:      g_sel = 6'd7;
-            `VELO_BLK_CTRL_BASE + `VELO_BLKHDR_VERSION:   g_sel = 6'd8;
-            `VELO_BLK_CTRL_BASE + `VELO_BLKHDR_NEXT:      g_sel = 6'd9;
-            `VELO_REG_CTRL_NODE_ID:                       g_sel = 6'd10;
-            `VELO_REG_CTRL_CONTROL:                       g_sel = 6'd11;
-            `VELO_REG_CTRL_STATUS:                        g_sel = 6'd12;
-            `VELO_REG_CTRL_QUIESCE_VPID:                  g_sel = 6'd13;
-            `VELO_REG_CTRL_QUIESCE_STATUS:                g_sel = 6'd14;
-            `VELO_REG_CTRL_SCRATCH:                       g_sel = 6'd15;
-            `VELO_BLK_COUNTERS_BASE + `VELO_BLKHDR_TYPE:  g_sel = 6'd16;
-            `VELO_BLK_COUNTERS_BASE + `VELO_BLKHDR_VERSION:  g_sel = 6'd17;
-            `VELO_BLK_COUNTERS_BASE + `VELO_BLKHDR_NEXT:  g_sel = 6'd18;
-            `VELO_REG_COUNTERS_COUNT:                     g_sel = 6'd19;
-            `VELO_BLK_VPID_BASE + `VELO_BLKHDR_TYPE:      g_sel = 6'd20;
-            `VELO_BLK_VPID_BASE + `VELO_BLKHDR_VERSION:   g_sel = 6'd21;
-            `VELO_BLK_VPID_BASE + `VELO_BLKHDR_NEXT:      g_sel = 6'd22;
-            `VELO_REG_VPID_NUM_VPIDS:                     g_sel = 6'd23;
-            `VELO_REG_VPID_TABLE_OFFSET:                  g_sel = 6'd24;
-            `VELO_REG_VPID_TABLE_STRIDE:                  g_sel = 6'd25;
-            `VELO_REG_VPID_USER_OFFSET:                   g_sel = 6'd26;
-            `VELO_REG_VPID_USER_STRIDE:                   g_sel = 6'd27;
-            `VELO_BLK_NET_BASE + `VELO_BLKHDR_TYPE:       g_sel = 6'd28;
-            `VELO_BLK_NET_BASE + `VELO_BLKHDR_VERSION:    g_sel = 6'd29;
-            `VELO_BLK_NET_BASE + `VELO_BLKHDR_NEXT:       g_sel = 6'd30;
-            `VELO_REG_NET_PORTS:                          g_sel = 6'd31;
-            `VELO_REG_NET_LINK_STATUS:                    g_sel = 6'd32;
-            `VELO_REG_NET_ROUTE_OFFSET:                   g_sel = 6'd33;
-            `VELO_REG_NET_PORT_OFFSET:                    g_sel = 6'd34;
-            `VELO_REG_NET_PORT_STRIDE:                    g_sel = 6'd35;
-            `VELO_REG_NET_DROP_NO_ROUTE:                  g_sel = 6'd36;
-            `VELO_BLK_IRQ_BASE + `VELO_BLKHDR_TYPE:       g_sel = 6'd37;
-            `VELO_BLK_IRQ_BASE + `VELO_BLKHDR_VERSION:    g_sel = 6'd38;
-            `VELO_BLK_IRQ_BASE + `VELO_BLKHDR_NEXT:       g_sel = 6'd39;
-            `VELO_REG_IRQ_CTRL:                           g_sel = 6'd40;
-            `VELO_REG_IRQ_ARM:                            g_sel = 6'd41;
-            `VELO_REG_IRQ_COUNT:                          g_sel = 6'd42;
-            `VELO_REG_IRQ_PENDING_OFFSET:                 g_sel = 6'd43;
-            `VELO_REG_IRQ_PENDING_WORDS:                  g_sel = 6'd44;
-            default: g_sel = 6'd0;
+            `VELO_BLK_ID_BASE + `VELO_BLKHDR_TYPE:          g_sel = G_ID_TYPE;
+            `VELO_BLK_ID_BASE + `VELO_BLKHDR_VERSION:       g_sel = G_ID_VERSION;
+            `VELO_BLK_ID_BASE + `VELO_BLKHDR_NEXT:          g_sel = G_ID_NEXT;
+            `VELO_REG_ID_DESIGN_VERSION:                    g_sel = G_ID_DESIGN_VERSION;
+            `VELO_REG_ID_CAPS:                              g_sel = G_ID_CAPS;
+            `VELO_REG_ID_SPEC_HASH:                         g_sel = G_ID_SPEC_HASH;
+            `VELO_BLK_CTRL_BASE + `VELO_BLKHDR_TYPE:        g_sel = G_CTRL_TYPE;
+            `VELO_BLK_CTRL_BASE + `VELO_BLKHDR_VERSION:     g_sel = G_CTRL_VERSION;
+            `VELO_BLK_CTRL_BASE + `VELO_BLKHDR_NEXT:        g_sel = G_CTRL_NEXT;
+            `VELO_REG_CTRL_NODE_ID:                         g_sel = G_CTRL_NODE_ID;
+            `VELO_REG_CTRL_CONTROL:                         g_sel = G_CTRL_CONTROL;
+            `VELO_REG_CTRL_STATUS:                          g_sel = G_CTRL_STATUS;
+            `VELO_REG_CTRL_QUIESCE_VPID:                    g_sel = G_CTRL_QUIESCE_VPID;
+            `VELO_REG_CTRL_QUIESCE_STATUS:                  g_sel = G_CTRL_QUIESCE_STATUS;
+            `VELO_REG_CTRL_SCRATCH:                         g_sel = G_CTRL_SCRATCH;
+            `VELO_BLK_COUNTERS_BASE + `VELO_BLKHDR_TYPE:    g_sel = G_COUNTERS_TYPE;
+            `VELO_BLK_COUNTERS_BASE + `VELO_BLKHDR_VERSION: g_sel = G_COUNTERS_VERSION;
+            `VELO_BLK_COUNTERS_BASE + `VELO_BLKHDR_NEXT:    g_sel = G_COUNTERS_NEXT;
+            `VELO_REG_COUNTERS_COUNT:                       g_sel = G_COUNTERS_COUNT;
+            `VELO_BLK_VPID_BASE + `VELO_BLKHDR_TYPE:        g_sel = G_VPID_TYPE;
+            `VELO_BLK_VPID_BASE + `VELO_BLKHDR_VERSION:     g_sel = G_VPID_VERSION;
+            `VELO_BLK_VPID_BASE + `VELO_BLKHDR_NEXT:        g_sel = G_VPID_NEXT;
+            `VELO_REG_VPID_NUM_VPIDS:                       g_sel = G_VPID_NUM_VPIDS;
+            `VELO_REG_VPID_TABLE_OFFSET:                    g_sel = G_VPID_TABLE_OFFSET;
+            `VELO_REG_VPID_TABLE_STRIDE:                    g_sel = G_VPID_TABLE_STRIDE;
+            `VELO_REG_VPID_USER_OFFSET:                     g_sel = G_VPID_USER_OFFSET;
+            `VELO_REG_VPID_USER_STRIDE:                     g_sel = G_VPID_USER_STRIDE;
+            `VELO_BLK_NET_BASE + `VELO_BLKHDR_TYPE:         g_sel = G_NET_TYPE;
+            `VELO_BLK_NET_BASE + `VELO_BLKHDR_VERSION:      g_sel = G_NET_VERSION;
+            `VELO_BLK_NET_BASE + `VELO_BLKHDR_NEXT:         g_sel = G_NET_NEXT;
+            `VELO_REG_NET_PORTS:                            g_sel = G_NET_PORTS;
+            `VELO_REG_NET_LINK_STATUS:                      g_sel = G_NET_LINK_STATUS;
+            `VELO_REG_NET_ROUTE_OFFSET:                     g_sel = G_NET_ROUTE_OFFSET;
+            `VELO_REG_NET_PORT_OFFSET:                      g_sel = G_NET_PORT_OFFSET;
+            `VELO_REG_NET_PORT_STRIDE:                      g_sel = G_NET_PORT_STRIDE;
+            `VELO_REG_NET_DROP_NO_ROUTE:                    g_sel = G_NET_DROP_NO_ROUTE;
+            `VELO_BLK_IRQ_BASE + `VELO_BLKHDR_TYPE:         g_sel = G_IRQ_TYPE;
+            `VELO_BLK_IRQ_BASE + `VELO_BLKHDR_VERSION:      g_sel = G_IRQ_VERSION;
+            `VELO_BLK_IRQ_BASE + `VELO_BLKHDR_NEXT:         g_sel = G_IRQ_NEXT;
+            `VELO_REG_IRQ_CTRL:                             g_sel = G_IRQ_CTRL;
+            `VELO_REG_IRQ_ARM:                              g_sel = G_IRQ_ARM;
+            `VELO_REG_IRQ_COUNT:                            g_sel = G_IRQ_COUNT;
+            `VELO_REG_IRQ_PENDING_OFFSET:                   g_sel = G_IRQ_PENDING_OFFSET;
+            `VELO_REG_IRQ_PENDING_WORDS:                    g_sel = G_IRQ_PENDING_WORDS;
+            default: g_sel = G_NONE;
         endcase
     end
     wire [5:0] g_su;  // the item used
@@ -393,7 +439,7 @@ module velo_regfile #(
             assign a_ok = !a_new;
             reg [5:0] g_sq;
             always @(posedge clk) begin
-                if (rst) g_sq <= 6'd0;
+                if (rst) g_sq <= G_NONE;
                 else     g_sq <= g_sel;
             end
             assign g_su = g_sq;
@@ -464,64 +510,64 @@ module velo_regfile #(
         g_rd = 32'd0;
         g_wr_ok = 1'b0;
         case (g_su)
-            6'd1:       g_rd = `VELO_BLK_ID_TYPE;
-            6'd2:    g_rd = `VELO_BLK_ID_VERSION;
-            6'd3:       g_rd = {11'd0, `VELO_BLK_ID_NEXT};
-            6'd4:                 g_rd = `VELO_SPEC_VERSION;
-            6'd5: begin
+            G_ID_TYPE:             g_rd = `VELO_BLK_ID_TYPE;
+            G_ID_VERSION:          g_rd = `VELO_BLK_ID_VERSION;
+            G_ID_NEXT:             g_rd = {11'd0, `VELO_BLK_ID_NEXT};
+            G_ID_DESIGN_VERSION:   g_rd = `VELO_SPEC_VERSION;
+            G_ID_CAPS:             begin
                 g_rd[`VELO_REG_ID_CAPS_NODE_BITS]  = NODE_BITS[3:0];
                 g_rd[`VELO_REG_ID_CAPS_VPID_BITS]  = VPID_BITS[3:0];
                 g_rd[`VELO_REG_ID_CAPS_TLP_BYTES]  = TLP_W[10:3];
                 g_rd[`VELO_REG_ID_CAPS_LINK_BYTES] = LINK_W[10:3];
                 g_rd[`VELO_REG_ID_CAPS_MSG_MAX]    = MSG_MAX[7:0];
             end
-            6'd6:                      g_rd = `VELO_SPEC_HASH;
-            6'd7:     g_rd = `VELO_BLK_CTRL_TYPE;
-            6'd8:  g_rd = `VELO_BLK_CTRL_VERSION;
-            6'd9:     g_rd = {11'd0, `VELO_BLK_CTRL_NEXT};
-            6'd10:        begin g_rd = {24'd0, node_id}; g_wr_ok = 1'b1; end
-            6'd11:        begin g_rd[`VELO_REG_CTRL_CONTROL_ENABLE] = ctrl_enable; g_wr_ok = 1'b1; end
-            6'd12: begin
+            G_ID_SPEC_HASH:        g_rd = `VELO_SPEC_HASH;
+            G_CTRL_TYPE:           g_rd = `VELO_BLK_CTRL_TYPE;
+            G_CTRL_VERSION:        g_rd = `VELO_BLK_CTRL_VERSION;
+            G_CTRL_NEXT:           g_rd = {11'd0, `VELO_BLK_CTRL_NEXT};
+            G_CTRL_NODE_ID:        begin g_rd = {24'd0, node_id}; g_wr_ok = 1'b1; end
+            G_CTRL_CONTROL:        begin g_rd[`VELO_REG_CTRL_CONTROL_ENABLE] = ctrl_enable; g_wr_ok = 1'b1; end
+            G_CTRL_STATUS:         begin
                 g_rd[`VELO_REG_CTRL_STATUS_LINK_UP]  = link_up;
                 g_rd[`VELO_REG_CTRL_STATUS_CPL_BUSY] = cpl_busy;
             end
-            6'd13:   begin g_rd = {{(32-VPID_BITS){1'b0}}, quiesce_vpid}; g_wr_ok = 1'b1; end
-            6'd14: g_rd[`VELO_REG_CTRL_QUIESCE_STATUS_BUSY] = q_busy;
-            6'd15:        begin g_rd = scratch; g_wr_ok = 1'b1; end
-            6'd16:    g_rd = `VELO_BLK_COUNTERS_TYPE;
-            6'd17: g_rd = `VELO_BLK_COUNTERS_VERSION;
-            6'd18:    g_rd = {11'd0, `VELO_BLK_COUNTERS_NEXT};
-            6'd19:                       g_rd = `VELO_CNT_NUM;
-            6'd20:        g_rd = `VELO_BLK_VPID_TYPE;
-            6'd21:     g_rd = `VELO_BLK_VPID_VERSION;
-            6'd22:        g_rd = {11'd0, `VELO_BLK_VPID_NEXT};
-            6'd23:                       g_rd = NV;
-            6'd24:                    g_rd = {11'd0, `VELO_TBL_VPID_TABLE_BASE};
-            6'd25:                    g_rd = {11'd0, `VELO_TBL_VPID_TABLE_STRIDE};
-            6'd26:                     g_rd = {11'd0, `VELO_TBL_VPID_USER_BASE};
-            6'd27:                     g_rd = {11'd0, `VELO_TBL_VPID_USER_STRIDE};
-            6'd28:         g_rd = `VELO_BLK_NET_TYPE;
-            6'd29:      g_rd = `VELO_BLK_NET_VERSION;
-            6'd30:         g_rd = {11'd0, `VELO_BLK_NET_NEXT};
-            6'd31: begin
+            G_CTRL_QUIESCE_VPID:   begin g_rd = {{(32-VPID_BITS){1'b0}}, quiesce_vpid}; g_wr_ok = 1'b1; end
+            G_CTRL_QUIESCE_STATUS: g_rd[`VELO_REG_CTRL_QUIESCE_STATUS_BUSY] = q_busy;
+            G_CTRL_SCRATCH:        begin g_rd = scratch; g_wr_ok = 1'b1; end
+            G_COUNTERS_TYPE:       g_rd = `VELO_BLK_COUNTERS_TYPE;
+            G_COUNTERS_VERSION:    g_rd = `VELO_BLK_COUNTERS_VERSION;
+            G_COUNTERS_NEXT:       g_rd = {11'd0, `VELO_BLK_COUNTERS_NEXT};
+            G_COUNTERS_COUNT:      g_rd = `VELO_CNT_NUM;
+            G_VPID_TYPE:           g_rd = `VELO_BLK_VPID_TYPE;
+            G_VPID_VERSION:        g_rd = `VELO_BLK_VPID_VERSION;
+            G_VPID_NEXT:           g_rd = {11'd0, `VELO_BLK_VPID_NEXT};
+            G_VPID_NUM_VPIDS:      g_rd = NV;
+            G_VPID_TABLE_OFFSET:   g_rd = {11'd0, `VELO_TBL_VPID_TABLE_BASE};
+            G_VPID_TABLE_STRIDE:   g_rd = {11'd0, `VELO_TBL_VPID_TABLE_STRIDE};
+            G_VPID_USER_OFFSET:    g_rd = {11'd0, `VELO_TBL_VPID_USER_BASE};
+            G_VPID_USER_STRIDE:    g_rd = {11'd0, `VELO_TBL_VPID_USER_STRIDE};
+            G_NET_TYPE:            g_rd = `VELO_BLK_NET_TYPE;
+            G_NET_VERSION:         g_rd = `VELO_BLK_NET_VERSION;
+            G_NET_NEXT:            g_rd = {11'd0, `VELO_BLK_NET_NEXT};
+            G_NET_PORTS:           begin
                 g_rd[`VELO_REG_NET_PORTS_NP]       = NP4;
                 g_rd[`VELO_REG_NET_PORTS_PB]       = PB4;
                 g_rd[`VELO_REG_NET_PORTS_NVC]      = NVC4;
                 g_rd[`VELO_REG_NET_PORTS_VC_DEPTH] = VCD8;
             end
-            6'd32:   g_rd = {{(32-NP){1'b0}}, port_up};
-            6'd33:  g_rd = {11'd0, `VELO_TBL_ROUTE_TABLE_BASE};
-            6'd34:   g_rd = {11'd0, `VELO_TBL_NET_PORT_BASE};
-            6'd35:   g_rd = {11'd0, `VELO_TBL_NET_PORT_STRIDE};
-            6'd36: begin g_rd = no_route; g_wr_ok = 1'b1; end
-            6'd37:    g_rd = `VELO_BLK_IRQ_TYPE;
-            6'd38: g_rd = `VELO_BLK_IRQ_VERSION;
-            6'd39:    g_rd = has_rma ? {11'd0, `VELO_BLK_IRQ_NEXT} : 32'd0;
-            6'd40:  begin g_rd[`VELO_REG_IRQ_CTRL_ENABLE] = irq_en; g_wr_ok = 1'b1; end
-            6'd41:   g_wr_ok = arm_ok;
-            6'd42: begin g_rd = irq_count; g_wr_ok = 1'b1; end
-            6'd43: g_rd = {11'd0, `VELO_TBL_IRQ_PENDING_BASE};
-            6'd44:  g_rd = NPW32;
+            G_NET_LINK_STATUS:     g_rd = {{(32-NP){1'b0}}, port_up};
+            G_NET_ROUTE_OFFSET:    g_rd = {11'd0, `VELO_TBL_ROUTE_TABLE_BASE};
+            G_NET_PORT_OFFSET:     g_rd = {11'd0, `VELO_TBL_NET_PORT_BASE};
+            G_NET_PORT_STRIDE:     g_rd = {11'd0, `VELO_TBL_NET_PORT_STRIDE};
+            G_NET_DROP_NO_ROUTE:   begin g_rd = no_route; g_wr_ok = 1'b1; end
+            G_IRQ_TYPE:            g_rd = `VELO_BLK_IRQ_TYPE;
+            G_IRQ_VERSION:         g_rd = `VELO_BLK_IRQ_VERSION;
+            G_IRQ_NEXT:            g_rd = has_rma ? {11'd0, `VELO_BLK_IRQ_NEXT} : 32'd0;
+            G_IRQ_CTRL:            begin g_rd[`VELO_REG_IRQ_CTRL_ENABLE] = irq_en; g_wr_ok = 1'b1; end
+            G_IRQ_ARM:             g_wr_ok = arm_ok;
+            G_IRQ_COUNT:           begin g_rd = irq_count; g_wr_ok = 1'b1; end
+            G_IRQ_PENDING_OFFSET:  g_rd = {11'd0, `VELO_TBL_IRQ_PENDING_BASE};
+            G_IRQ_PENDING_WORDS:   g_rd = NPW32;
             default: begin
                 if (in_rblk) begin
                     g_rd = rma_rd;
