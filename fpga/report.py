@@ -33,11 +33,20 @@ PAPER_SYSTEM_PCT = 60
 ICE40_LC_NAME = "ICESTORM_LC"
 
 
-def load_synth(build):
-    """scripts/synth.py as a module, its logs redirected under the build directory."""
-    spec = importlib.util.spec_from_file_location("velo_synth", os.path.join(ROOT, "scripts", "synth.py"))
+def load_module(name, *path):
+    """A Python file of the tree (path below ROOT) as a module."""
+    spec = importlib.util.spec_from_file_location(name, os.path.join(ROOT, *path))
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
+    return mod
+
+
+STA = load_module("velo_sdf_sta", "fpga", "ice40", "sdf_sta.py")  # the endpoint profile's table
+
+
+def load_synth(build):
+    """scripts/synth.py as a module, its logs redirected under the build directory."""
+    mod = load_module("velo_synth", "scripts", "synth.py")
     mod.LOG = os.path.join(build, "synth")
     return mod
 
@@ -141,7 +150,7 @@ def board_lines(summary):
         w("NIC clock, register endpoints against %.1f ns (the paper's 100 MHz), from nextpnr's SDF "
           "(fpga/ice40/sdf_sta.py):" % e["period_ns"])
         w("")
-        lines = sdf_table(e)
+        lines = STA.table(e, 12)
         w(lines[0])
         w("")
         out.extend(lines[1:])
@@ -150,15 +159,6 @@ def board_lines(summary):
       % (summary["bitstream"], summary["bitstream_bytes"], summary["seconds"]["total"], summary["seconds"]["synth"],
          summary["seconds"]["pnr"]))
     return out
-
-
-def sdf_table(e, limit=12):
-    """The endpoint profile's lines (fpga/ice40/sdf_sta.py's table), the units with the most
-    endpoints over the period first."""
-    spec = importlib.util.spec_from_file_location("velo_sdf_sta", os.path.join(ROOT, "fpga", "ice40", "sdf_sta.py"))
-    sta = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(sta)
-    return sta.table(e, limit)
 
 
 def bench(mod, summary):
