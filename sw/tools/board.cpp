@@ -21,6 +21,8 @@ extern "C" {
 #include <pci/pci.h>
 }
 
+#include <nlohmann/json.hpp>
+
 #include "velo/velo_hw.h"
 
 namespace velo::board {
@@ -685,246 +687,176 @@ bool parse_bit_header(const std::vector<uint8_t>& f, BitHeader& h, std::string& 
     return true;
 }
 
-// ---------------------------------------------------------------- manifest (a small JSON reader)
+// ---------------------------------------------------------------- manifest (JSON, nlohmann-json)
 
 namespace {
-struct Json {
-    enum Type { Null, Bool, Number, String, Array, Object } type = Null;
-    bool b = false;
-    std::string s;  // string value, or the number's text
-    std::vector<Json> arr;
-    std::vector<std::pair<std::string, Json>> obj;
-};
+using ojson = nlohmann::ordered_json;
 
-class JsonParser {
-  public:
-    explicit JsonParser(const std::string& t) : t_(t) {}
-    bool parse(Json& out, std::string& err) {
-        if (!value(out, 0)) {
-            err = where() + ": " + err_;
-            return false;
+// "line L column C" of a byte offset (columns count bytes from 1).
+std::string where(const std::string& t, size_t off) {
+    int line = 1, col = 1;
+    for (size_t i = 0; i < off && i < t.size(); i++) {
+        if (t[i] == '\n') {
+            line++;
+            col = 1;
+        } else {
+            col++;
         }
-        ws();
-        if (p_ != t_.size()) {
-            err = where() + ": unexpected text after the JSON value";
-            return false;
+    }
+    return "line " + std::to_string(line) + " column " + std::to_string(col);
+}
+
+// Start of the token that ends at byte `end` (a string, a number or literal, or one structural
+// character): the parser's errors and the duplicate-key check point at a token's first byte.
+size_t token_start(const std::string& t, size_t end) {
+    if (end == 0 || end > t.size()) return std::min(end, t.size());
+    size_t p = end - 1;
+    if (t[p] == '"') {
+        // back to the opening quote: the first quote not escaped by an odd run of backslashes
+        while (p > 0) {
+            size_t q = --p, bs = 0;
+            if (t[q] != '"') continue;
+            while (q > bs && t[q - bs - 1] == '\\') bs++;
+            if (bs % 2 == 0) return q;
+        }
+        return 0;
+    }
+    while (p > 0 && (isalnum((unsigned char)t[p - 1]) || strchr(".+-", t[p - 1]))) p--;
+    return p;
+}
+
+// Turns one of nlohmann-json's parse errors (byte = bytes read, one past the end for the end of
+// the input) into "line L column C: what", the position being the offending token's first byte
+// (for a bad character inside a string: that character, or the end of the escape).
+std::string parse_error_text(const std::string& t, const ojson::parse_error& e) {
+    const std::string m = e.what();
+    auto has = [&](const char* s) { return m.find(s) != std::string::npos; };
+    const size_t end = std::min<size_t>(e.byte, t.size());
+    const bool eof = e.byte > t.size();
+    size_t at = eof ? t.size() : token_start(t, end);
+    const bool bad_literal = has("invalid literal");
+    if (bad_literal) {
+        // the lexer stops at the first character that does not continue a literal; where a value
+        // was expected, the error is at the start of the word
+        at = eof ? t.size() : end - 1;
+        if (has("while parsing value -"))
+            while (at > 0 && isalpha((unsigned char)t[at - 1])) at--;
+    }
+    std::string what;
+    if (has("; expected end of input")) {
+        what = "unexpected text after the JSON value";
+    } else if (has("invalid string: control character")) {
+        at = end - 1;
+        what = "control character in a string";
+    } else if (has("invalid string: missing closing quote")) {
+        at = t.size();
+        what = "unterminated string";
+    } else if (has("invalid string: forbidden character after backslash")) {
+        at = end;
+        what = std::string("bad escape \\") + t[end - 1];
+    } else if (has("must be followed by 4 hex digits")) {
+        at = eof ? t.rfind("\\u") + 2 : end;
+        what = eof ? "truncated \\u escape" : "bad \\u escape";
+    } else if (has("invalid string: ")) {
+        at = end;
+        what = m.substr(m.find("invalid string: ") + 16);
+        what = what.substr(0, what.find("; last read"));
+    } else if (bad_literal && has("while parsing value -") && at < t.size()) {
+        what = std::string("unexpected character '") + t[at] + "'";
+    } else if (has("invalid number")) {
+        what = "bad number";
+    } else if (has("while parsing object separator")) {
+        what = "expected ':'";
+    } else if (has("while parsing object key")) {
+        what = "expected a string key";
+    } else if (has("while parsing object -")) {
+        what = "expected ',' or '}'";
+    } else if (has("while parsing array -")) {
+        what = "expected ',' or ']'";
+    } else if (eof) {
+        what = "unexpected end of input";
+    } else {
+        what = std::string("unexpected character '") + t[at] + "'";
+    }
+    return where(t, at) + ": " + what;
+}
+
+// Parses text into j. nlohmann-json keeps the last of repeated keys and nests without a limit: the
+// callback refuses both (a manifest with two "board" keys is ambiguous), at the first offender.
+bool parse_json(const std::string& text, ojson& j, std::string& err) {
+    std::istringstream in(text);
+    std::vector<std::vector<std::string>> keys;  // the keys of each open object
+    std::string first;
+    auto note = [&](size_t off, const std::string& what) {
+        if (first.empty()) first = where(text, off) + ": " + what;
+    };
+    auto cb = [&](int depth, ojson::parse_event_t ev, ojson& v) {
+        const size_t read = (size_t)in.tellg();
+        if (ev == ojson::parse_event_t::object_start || ev == ojson::parse_event_t::array_start) {
+            if (depth > 32) note(read - 1, "nested too deeply");
+            if (ev == ojson::parse_event_t::object_start) keys.emplace_back();
+        } else if (ev == ojson::parse_event_t::value) {
+            // a number ends where the lexer read one character past it
+            if (depth > 32) note(token_start(text, v.is_number() && !in.eof() ? read - 1 : read), "nested too deeply");
+        } else if (ev == ojson::parse_event_t::object_end) {
+            keys.pop_back();
+        } else if (ev == ojson::parse_event_t::key) {
+            std::vector<std::string>& seen = keys.back();
+            const std::string& k = v.get_ref<const std::string&>();
+            if (std::find(seen.begin(), seen.end(), k) != seen.end())
+                note(token_start(text, read), "duplicate key \"" + k + "\"");
+            seen.push_back(k);
         }
         return true;
-    }
-
-  private:
-    const std::string& t_;
-    size_t p_ = 0;
-    std::string err_;
-
-    std::string where() const {
-        int line = 1, col = 1;
-        for (size_t i = 0; i < p_ && i < t_.size(); i++) {
-            if (t_[i] == '\n') {
-                line++;
-                col = 1;
-            } else {
-                col++;
-            }
-        }
-        return "line " + std::to_string(line) + " column " + std::to_string(col);
-    }
-    bool fail(const std::string& m) {
-        err_ = m;
+    };
+    try {
+        j = ojson::parse(in, cb);
+    } catch (const ojson::parse_error& e) {
+        // the callback's error, if any, lies before the parser's
+        err = first.empty() ? parse_error_text(text, e) : first;
         return false;
     }
-    void ws() {
-        while (p_ < t_.size() && (t_[p_] == ' ' || t_[p_] == '\t' || t_[p_] == '\n' || t_[p_] == '\r')) p_++;
+    if (!first.empty()) {
+        err = first;
+        return false;
     }
-    bool lit(const char* w) {
-        size_t n = strlen(w);
-        if (t_.compare(p_, n, w) != 0) return false;
-        p_ += n;
-        return true;
-    }
-    bool string(std::string& out) {
-        p_++;  // opening quote
-        while (p_ < t_.size()) {
-            char c = t_[p_];
-            if ((unsigned char)c < 0x20) return fail("control character in a string");
-            p_++;
-            if (c == '"') return true;
-            if (c != '\\') {
-                out += c;
-                continue;
-            }
-            if (p_ >= t_.size()) break;
-            char e = t_[p_++];
-            switch (e) {
-                case '"':
-                    out += '"';
-                    break;
-                case '\\':
-                    out += '\\';
-                    break;
-                case '/':
-                    out += '/';
-                    break;
-                case 'b':
-                    out += '\b';
-                    break;
-                case 'f':
-                    out += '\f';
-                    break;
-                case 'n':
-                    out += '\n';
-                    break;
-                case 'r':
-                    out += '\r';
-                    break;
-                case 't':
-                    out += '\t';
-                    break;
-                case 'u': {
-                    if (p_ + 4 > t_.size()) return fail("truncated \\u escape");
-                    unsigned v = 0;
-                    for (int i = 0; i < 4; i++) {
-                        char h = t_[p_++];
-                        if (!isxdigit((unsigned char)h)) return fail("bad \\u escape");
-                        v = v * 16 + (unsigned)(isdigit((unsigned char)h) ? h - '0' : (tolower(h) - 'a' + 10));
-                    }
-                    if (v >= 0x80) return fail("only ASCII \\u escapes are supported");
-                    out += (char)v;
-                    break;
-                }
-                default:
-                    return fail(std::string("bad escape \\") + e);
-            }
-        }
-        return fail("unterminated string");
-    }
-    bool value(Json& v, int depth) {
-        if (depth > 32) return fail("nested too deeply");
-        ws();
-        if (p_ >= t_.size()) return fail("unexpected end of input");
-        char c = t_[p_];
-        if (c == '{') {
-            v.type = Json::Object;
-            p_++;
-            ws();
-            if (p_ < t_.size() && t_[p_] == '}') {
-                p_++;
-                return true;
-            }
-            for (;;) {
-                ws();
-                if (p_ >= t_.size() || t_[p_] != '"') return fail("expected a string key");
-                std::string k;
-                size_t kpos = p_;
-                if (!string(k)) return false;
-                for (auto& kv : v.obj)
-                    if (kv.first == k) {
-                        p_ = kpos;
-                        return fail("duplicate key \"" + k + "\"");
-                    }
-                ws();
-                if (p_ >= t_.size() || t_[p_] != ':') return fail("expected ':'");
-                p_++;
-                Json x;
-                if (!value(x, depth + 1)) return false;
-                v.obj.emplace_back(k, std::move(x));
-                ws();
-                if (p_ < t_.size() && t_[p_] == ',') {
-                    p_++;
-                    continue;
-                }
-                if (p_ < t_.size() && t_[p_] == '}') {
-                    p_++;
-                    return true;
-                }
-                return fail("expected ',' or '}'");
-            }
-        }
-        if (c == '[') {
-            v.type = Json::Array;
-            p_++;
-            ws();
-            if (p_ < t_.size() && t_[p_] == ']') {
-                p_++;
-                return true;
-            }
-            for (;;) {
-                Json x;
-                if (!value(x, depth + 1)) return false;
-                v.arr.push_back(std::move(x));
-                ws();
-                if (p_ < t_.size() && t_[p_] == ',') {
-                    p_++;
-                    continue;
-                }
-                if (p_ < t_.size() && t_[p_] == ']') {
-                    p_++;
-                    return true;
-                }
-                return fail("expected ',' or ']'");
-            }
-        }
-        if (c == '"') {
-            v.type = Json::String;
-            return string(v.s);
-        }
-        if (lit("true")) {
-            v.type = Json::Bool;
-            v.b = true;
-            return true;
-        }
-        if (lit("false")) {
-            v.type = Json::Bool;
-            return true;
-        }
-        if (lit("null")) return true;
-        if (c == '-' || isdigit((unsigned char)c)) {
-            size_t s = p_;
-            if (t_[p_] == '-') p_++;
-            while (p_ < t_.size() && (isdigit((unsigned char)t_[p_]) || strchr(".eE+-", t_[p_]))) p_++;
-            v.type = Json::Number;
-            v.s = t_.substr(s, p_ - s);
-            return true;
-        }
-        return fail(std::string("unexpected character '") + c + "'");
-    }
-};
-
-const Json* member(const Json& o, const char* k) {
-    for (auto& kv : o.obj)
-        if (kv.first == k) return &kv.second;
-    return nullptr;
+    return true;
 }
 }  // namespace
 
 bool parse_manifest(const std::string& text, Manifest& m, std::string& err) {
     m = Manifest();
-    Json j;
-    if (!JsonParser(text).parse(j, err)) return false;
-    if (j.type != Json::Object) {
+    ojson j;
+    if (!parse_json(text, j, err)) return false;
+    if (!j.is_object()) {
         err = "the manifest must be a JSON object";
         return false;
     }
+    auto missing = [&](const char* k, bool required) {
+        if (required) err = std::string("missing \"") + k + "\"";
+        return !required;
+    };
     auto str = [&](const char* k, std::string& out, bool required) {
-        const Json* v = member(j, k);
-        if (!v) {
-            if (required) err = std::string("missing \"") + k + "\"";
-            return !required;
-        }
-        if (v->type != Json::String || v->s.empty()) {
+        auto v = j.find(k);
+        if (v == j.end()) return missing(k, required);
+        if (!v->is_string() || v->get_ref<const std::string&>().empty()) {
             err = std::string("\"") + k + "\" must be a non-empty string";
             return false;
         }
-        out = v->s;
+        out = v->get<std::string>();
         return true;
     };
     auto u32 = [&](const char* k, uint32_t& out, bool required, bool* have) {
-        const Json* v = member(j, k);
-        if (!v) {
-            if (required) err = std::string("missing \"") + k + "\"";
-            return !required;
+        auto v = j.find(k);
+        if (v == j.end()) return missing(k, required);
+        bool ok = false;
+        if (v->is_string()) {
+            ok = parse_u32(v->get<std::string>(), out);
+        } else if (v->is_number_unsigned() && v->get<uint64_t>() <= 0xffffffffull) {
+            out = (uint32_t)v->get<uint64_t>();
+            ok = true;
         }
-        if ((v->type != Json::String && v->type != Json::Number) || !parse_u32(v->s, out)) {
+        if (!ok) {
             err = std::string("\"") + k + "\" must be a 32-bit number (\"0x1234abcd\" or decimal)";
             return false;
         }
@@ -943,34 +875,17 @@ bool parse_manifest(const std::string& text, Manifest& m, std::string& err) {
            u32("crc32", m.crc32, false, &m.have_crc);
 }
 
-static std::string json_str(const std::string& v) {
-    std::string o = "\"";
-    for (char c : v) {
-        if (c == '"' || c == '\\') {
-            o += '\\';
-            o += c;
-        } else if ((unsigned char)c < 0x20) {
-            char b[8];
-            snprintf(b, sizeof b, "\\u%04x", (unsigned char)c);
-            o += b;
-        } else {
-            o += c;
-        }
-    }
-    return o + "\"";
-}
-
 std::string manifest_json(const Manifest& m) {
-    std::string s = "{\n";
-    s += "  \"velo_manifest\": 1,\n";
-    s += "  \"board\": " + json_str(m.board) + ",\n";
-    s += "  \"part\": " + json_str(m.part) + ",\n";
-    if (!m.bitstream.empty()) s += "  \"bitstream\": " + json_str(m.bitstream) + ",\n";
-    s += "  \"design_version\": \"" + hex32(m.design_version) + "\",\n";
-    s += "  \"spec_hash\": \"" + hex32(m.spec_hash) + "\"";
-    if (m.have_crc) s += ",\n  \"crc32\": \"" + hex32(m.crc32) + "\"";
-    s += "\n}\n";
-    return s;
+    ojson j;
+    j["velo_manifest"] = 1;
+    j["board"] = m.board;
+    j["part"] = m.part;
+    if (!m.bitstream.empty()) j["bitstream"] = m.bitstream;
+    j["design_version"] = hex32(m.design_version);
+    j["spec_hash"] = hex32(m.spec_hash);
+    if (m.have_crc) j["crc32"] = hex32(m.crc32);
+    // a file name that is not UTF-8 is written with U+FFFD in place of the bad bytes
+    return j.dump(2, ' ', false, ojson::error_handler_t::replace) + "\n";
 }
 
 }  // namespace velo::board

@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "board.hpp"
+#include "board_cli.hpp"
 #include "velo/velo_hw.h"
 
 extern char** environ;
@@ -356,18 +357,15 @@ int write_manifest(const Options& o, const BoardInfo& b) {
 
 int main(int argc, char** argv) {
     Options o;
-    std::string root, sysfs, procfs, debugfs, timeout;
+    MachineOptions mo;
+    std::string timeout;
     bool list = false;
-    for (int i = 1; i < argc; i++) {
-        std::string a = argv[i];
-        auto next = [&](std::string& v) {
-            if (i + 1 >= argc) {
-                fprintf(stderr, "velo-flash: %s needs an argument\n", a.c_str());
-                return false;
-            }
-            v = argv[++i];
-            return true;
-        };
+    Args args("velo-flash", argc, argv);
+    while (args.more()) {
+        std::string a = args.next();
+        Taken t = mo.take(a, args);
+        if (t == Taken::error) return EXIT_USAGE;
+        if (t == Taken::yes) continue;
         bool ok = true;
         if (a == "-h" || a == "--help") {
             usage(stdout);
@@ -375,11 +373,11 @@ int main(int argc, char** argv) {
         } else if (a == "--list-boards") {
             list = true;
         } else if (a == "--board") {
-            ok = next(o.board);
+            ok = args.value(a, o.board);
         } else if (a == "--manifest") {
-            ok = next(o.manifest);
+            ok = args.value(a, o.manifest);
         } else if (a == "-s") {
-            ok = next(o.sel);
+            ok = args.value(a, o.sel);
         } else if (a == "--dry-run") {
             o.dry_run = true;
         } else if (a == "--force-unbind") {
@@ -387,37 +385,24 @@ int main(int argc, char** argv) {
         } else if (a == "--flash") {
             o.flash = true;
         } else if (a == "--cable") {
-            ok = next(o.cable);
+            ok = args.value(a, o.cable);
         } else if (a == "--loader") {
-            ok = next(o.loader);
+            ok = args.value(a, o.loader);
         } else if (a == "--no-detect") {
             o.detect = false;
         } else if (a == "--any-spec") {
             o.any_spec = true;
         } else if (a == "--timeout") {
-            ok = next(timeout);
-        } else if (a == "--pci-dump") {
-            ok = next(o.before.dump);
+            ok = args.value(a, timeout);
         } else if (a == "--pci-dump-after") {
-            ok = next(o.after.dump);
+            ok = args.value(a, o.after.dump);
             o.have_after = true;
-        } else if (a == "--pci-method") {
-            ok = next(o.before.method);
-            o.after.method = o.before.method;
-        } else if (a == "--root") {
-            ok = next(root);
-        } else if (a == "--sysfs-root") {
-            ok = next(sysfs);
-        } else if (a == "--proc-root") {
-            ok = next(procfs);
-        } else if (a == "--debugfs-root") {
-            ok = next(debugfs);
         } else if (a == "--write-manifest") {
             o.write_manifest = true;
         } else if (a == "--design-version") {
-            ok = next(o.design_version);
+            ok = args.value(a, o.design_version);
         } else if (a == "--spec-hash") {
-            ok = next(o.spec_hash);
+            ok = args.value(a, o.spec_hash);
         } else if (!a.empty() && a[0] == '-') {
             fprintf(stderr, "velo-flash: unknown option '%s'\n", a.c_str());
             usage(stderr);
@@ -434,11 +419,9 @@ int main(int argc, char** argv) {
         for (const BoardInfo& b : boards()) printf("%-14s %-16s %s\n", b.name, b.part, b.doc);
         return EXIT_OK;
     }
-    if (!root.empty()) o.roots = Roots::under(root);
-    if (!sysfs.empty()) o.roots.sysfs = sysfs;
-    if (!procfs.empty()) o.roots.procfs = procfs;
-    if (!debugfs.empty()) o.roots.debugfs = debugfs;
-    if (o.after.method.empty()) o.after.method = o.before.method;
+    o.roots = mo.roots();
+    o.before = mo.pci;
+    o.after.method = o.before.method;
     if (!timeout.empty()) {
         char* end = nullptr;
         o.timeout = strtod(timeout.c_str(), &end);
@@ -491,10 +474,7 @@ int main(int argc, char** argv) {
     const PciDevice* dev = nullptr;
     std::vector<const PciDevice*> velo;
     std::optional<PciAddr> want;
-    if (!o.sel.empty()) {
-        want = parse_pci_addr(o.sel);
-        if (!want) return fail(EXIT_USAGE, "bad PCI address '" + o.sel + "' (expected [domain:]bus:dev.fn)");
-    }
+    if (!parse_selection(o.sel, want, err)) return fail(EXIT_USAGE, err);
     for (const PciDevice& d : devs) {
         if (want && d.addr == *want) dev = &d;
         if (d.is_velo()) velo.push_back(&d);

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "board.hpp"
+#include "board_cli.hpp"
 #include "velo/velo_hw.h"
 
 using namespace velo::board;
@@ -155,60 +156,35 @@ void print_board(const PciDevice& d, const Roots& roots, Report& rep) {
 }  // namespace
 
 int main(int argc, char** argv) {
-    PciSource src;
-    Roots roots;
-    std::string sel, sysfs, procfs, debugfs;
-    for (int i = 1; i < argc; i++) {
-        std::string a = argv[i];
-        auto next = [&](std::string& v) {
-            if (i + 1 >= argc) {
-                fprintf(stderr, "velo-info: %s needs an argument\n", a.c_str());
-                return false;
-            }
-            v = argv[++i];
-            return true;
-        };
-        std::string root;
-        bool ok = true;
+    MachineOptions mo;
+    std::string sel;
+    Args args("velo-info", argc, argv);
+    while (args.more()) {
+        std::string a = args.next();
+        Taken t = mo.take(a, args);
+        if (t == Taken::error) return 2;
+        if (t == Taken::yes) continue;
         if (a == "-h" || a == "--help") {
             usage(stdout);
             return 0;
         } else if (a == "-s") {
-            ok = next(sel);
-        } else if (a == "--pci-dump") {
-            ok = next(src.dump);
-        } else if (a == "--pci-method") {
-            ok = next(src.method);
-        } else if (a == "--root") {
-            ok = next(root);
-            if (ok) roots = Roots::under(root);
-        } else if (a == "--sysfs-root") {
-            ok = next(sysfs);
-        } else if (a == "--proc-root") {
-            ok = next(procfs);
-        } else if (a == "--debugfs-root") {
-            ok = next(debugfs);
+            if (!args.value(a, sel)) return 2;
         } else {
             fprintf(stderr, "velo-info: unknown argument '%s'\n", a.c_str());
             usage(stderr);
             return 2;
         }
-        if (!ok) return 2;
     }
-    if (!sysfs.empty()) roots.sysfs = sysfs;
-    if (!procfs.empty()) roots.procfs = procfs;
-    if (!debugfs.empty()) roots.debugfs = debugfs;
+    const PciSource& src = mo.pci;
+    const Roots roots = mo.roots();
     std::optional<PciAddr> want;
-    if (!sel.empty()) {
-        want = parse_pci_addr(sel);
-        if (!want) {
-            fprintf(stderr, "velo-info: bad PCI address '%s' (expected [domain:]bus:dev.fn)\n", sel.c_str());
-            return 2;
-        }
+    std::string err;
+    if (!parse_selection(sel, want, err)) {
+        fprintf(stderr, "velo-info: %s\n", err.c_str());
+        return 2;
     }
 
     std::vector<PciDevice> devs;
-    std::string err;
     if (!scan(src, roots, devs, err)) {
         fprintf(stderr, "velo-info: %s\n", err.c_str());
         return 2;
