@@ -791,7 +791,8 @@ bool parse_json(const std::string& text, ojson& j, std::string& err) {
         if (first.empty()) first = where(text, off) + ": " + what;
     };
     auto cb = [&](int depth, ojson::parse_event_t ev, ojson& v) {
-        const size_t read = (size_t)in.tellg();
+        // bytes the parser has taken (from the buffer: tellg() would fail once the end was read)
+        const size_t read = (size_t)in.rdbuf()->pubseekoff(0, std::ios_base::cur, std::ios_base::in);
         if (ev == ojson::parse_event_t::object_start || ev == ojson::parse_event_t::array_start) {
             if (depth > 32) note(read - 1, "nested too deeply");
             if (ev == ojson::parse_event_t::object_start) keys.emplace_back();
