@@ -5,7 +5,8 @@
 In the documents' code (fenced blocks and `inline code`) it finds
   - make targets: `make X`, `make -C DIR X` (X a rule of the top-level Makefile or of DIR/Makefile),
   - CMake targets: `cmake --build build --target X` and the tools `velo-*` (add_executable,
-    add_library or add_custom_target of a CMakeLists.txt or *.cmake file of the tree),
+    add_library or add_custom_target of a CMakeLists.txt or *.cmake file of the tree), and the
+    long options given to a tool (`velo-flash --dry-run`: "--dry-run" or "dry-run" in a source),
   - tests: test benches `tb_*` (ctest tests of that name) and dotted names whose first part is that of a ctest test (`rtl.lint`, `fabric.*`), which
     must match a test of `ctest -N` in the build directory or, for the figures of `make bench`
     (`hw.e2e_latency_cycles`), stand in a file of the tree; the regexes of `ctest -R`, which must
@@ -45,6 +46,7 @@ INLINE = re.compile(r"`([^`\n]+)`")
 MAKE = re.compile(r"(?<![\w./-])make((?:[ \t]+[^\s#;&|)`'\"]+)*)")
 CMAKE_TARGET = re.compile(r"cmake --build \S+((?: +--?[\w-]+(?: +[^-\s]\S*)?)*)")
 BINARY = re.compile(r"(?<![\w./<$-])(velo-[a-z0-9]+(?:-[a-z0-9]+)*)(?![\w./<>-])")
+BINARY_ARGS = re.compile(r"(?<![\w./<$-])(velo-[a-z0-9-]+)((?:[ \t]+(?!--(?:\s|$))[^\s#;&|`]+)*)")
 BENCH_BIN = re.compile(r"(?<![\w.-])(tb_[a-z0-9_]+)(?![\w./-])")
 DOTTED = re.compile(r"(?<![\w./$-])([a-z][a-z0-9_]*(?:\.[A-Za-z0-9_*-]+)+)")
 CTEST_R = re.compile(r"ctest\b[^\n]*?-R +('[^']+'|\"[^\"]+\"|\S+)")
@@ -172,6 +174,15 @@ def check_code(tree, code, where, errors):
     for m in BINARY.finditer(code):
         if m.group(1) not in tree.cmake:
             errors.append(f"{where}: '{m.group(1)}' is not a target of the build")
+    for m in BINARY_ARGS.finditer(code):
+        # an option after another option may be that option's value (--mpi-arg --mca)
+        prev = ""
+        for word in m.group(2).split():
+            if word.startswith("--") and len(word) > 2 and not prev.startswith("-"):
+                opt = word.split("=")[0]
+                if not tree.source_has('"' + opt) and not tree.source_has('"' + opt[2:] + '"'):
+                    errors.append(f"{where}: {m.group(1)}: option '{opt}' is in no source of the tree")
+            prev = word
     for m in BENCH_BIN.finditer(code):
         tb = m.group(1)
         if tb not in tree.cmake and not any(t == tb or t.startswith(tb + ".") for t in tree.tests):
@@ -268,7 +279,7 @@ def selftest():
     """A document with one wrong name of each kind fails on each, its right twin passes."""
     tests = ["rtl.lint", "tools.velo_info.parsers", "fabric.pingpong", "tb_link"]
     good = ("```\nmake test\nmake -C fpga ice40\nctest -R 'tools|rtl' --test-dir build\n"
-            "cmake --build build --target velo-info\n```\n"
+            "cmake --build build --target velo-info\nvelo-flash --board ac701 --any X -- ./app --other\n```\n"
             "`rtl.lint`, `tools.velo_info.*`, `rtl/net/velo_link.v`, `sim/model/host.{hpp,cpp}`, "
             "`build/bench/results.txt`, `velo-flash`, `hw.e2e_latency_cycles`, `tb_link --gtest_filter=X`\n"
             "## A heading, with punctuation\nsee [it](#a-heading-with-punctuation), [good.md](good.md), "
@@ -278,6 +289,7 @@ def selftest():
         "fpga make target": "`make -C fpga no_such_board`\n",
         "cmake target": "`cmake --build build --target velo-nosuch`\n",
         "binary": "run `velo-nosuch` on each node\n",
+        "option": "`velo-flash --board ac701 --no-such-option`\n",
         "ctest test": "`rtl.no_such_test`\n",
         "ctest glob": "`fabric.nosuch*`\n",
         "ctest regex": "`ctest -R '^nosuch'`\n",
@@ -298,6 +310,7 @@ def selftest():
             fpga_makefile = f.read()
         files = {"Makefile": makefile, "fpga/Makefile": fpga_makefile,
                  "CMakeLists.txt": "add_executable(velo-info${v} x.cpp)\nadd_executable(velo-flash x.cpp)\n",
+                 "x.cpp": 'opt("--board"); opt("any");\n',
                  "rtl/net/velo_link.v": "", "sim/model/host.hpp": "", "sim/model/host.cpp": "",
                  "sim/bench/bench.cpp": 'puts("hw.e2e_latency_cycles");\n', "docs/good.md": good}
         for kind, text in bad.items():
