@@ -31,8 +31,8 @@ const char* velo_strerror(int err) {
                    "handle of another endpoint or region index beyond the NIC's, or an unknown VELO_DEVICE: use "
                    "hw:/dev/veloN or sim:<socket>)";
         case EMSGSIZE:
-            return "message too long: velo_send carries 1 to send_max bytes (velo_info), one mailbox message 1..64 "
-                   "bytes";
+            return "message too long: velo_send carries up to velo_info's send_max bytes (64 when either side has "
+                   "no RMA or the connection is VELO_CONNECT_SMALL)";
         case ENOTCONN:
             return "not connected to that destination (never connected, disconnected, or refused)";
         case ECONNRESET:
@@ -106,21 +106,21 @@ static int env_int(const char* name, int dflt, int* out) {
 }
 
 // Messages > 64 B: the crossover and the receive area's slot size (docs/api.md).
-static int env_long_messages(struct velo_ep* ep) {
+static int env_long_messages(uint32_t* crossover, uint32_t* slot_log2) {
     int x, smax;
     if (env_int("VELO_SEND_CROSSOVER", VELO_CROSSOVER_DEFAULT, &x) || x < 0) return -EINVAL;
     if (env_int("VELO_SEND_MAX", 1 << VELO_SLOT_LOG2_DEFAULT, &smax) || smax < 0 ||
         (smax && (smax < 1 << VELO_SLOT_LOG2_MIN || smax > 1 << VELO_SLOT_LOG2_MAX)))
         return -EINVAL;
-    ep->crossover = (uint32_t)x;
-    ep->slot_log2 = 0;
+    *crossover = (uint32_t)x;
+    *slot_log2 = 0;
     if (smax)
-        while ((1u << ep->slot_log2) < (unsigned)smax) ++ep->slot_log2;
+        while ((1u << *slot_log2) < (unsigned)smax) ++*slot_log2;
     return 0;
 }
 
 static int ep_init(struct velo_ep* ep, const velo_open_attr_t* a) {
-    if (env_long_messages(ep)) return -EINVAL;
+    if (env_long_messages(&ep->crossover, &ep->slot_log2)) return -EINVAL;
     ep->counts = calloc(1u << 16, sizeof(uint32_t));
     if (!ep->counts) return -ENOMEM;
     pthread_mutex_init(&ep->lock, NULL);
@@ -236,8 +236,8 @@ int velo_open(const velo_open_attr_t* attr, velo_ep_t** out) {
     const char* arg;
     int r = pick_backend(a.device ? a.device : getenv("VELO_DEVICE"), &be, &arg);
     if (r < 0) {
-        struct velo_ep probe;  // (the environment's errors come first, as they always did)
-        return env_long_messages(&probe) ? -EINVAL : r;
+        uint32_t x, s;  // (the environment's errors come first, as they always did)
+        return env_long_messages(&x, &s) ? -EINVAL : r;
     }
     return velo__ep_open(be, arg, &a, out);
 }
