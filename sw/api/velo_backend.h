@@ -17,9 +17,10 @@
  * carry an rp_reg runs velo_send and velo_poll without calls into it; one without mappings
  * (sim) gets every store through store().
  *
- * Threads: the core serialises grant/revoke/close and the control ring's operations under its
- * endpoint lock; store() and write_rp() may be called from any thread (velo_send from several
- * threads at once); the RMA operations are called under the endpoint's RMA lock.
+ * Threads: grant() may run in velo_connect and, at the same time, in the thread that receives (a
+ * connection request to answer); store() from any thread (velo_send from several threads at
+ * once): a backend locks what these share (sim: its socket). The RMA operations run under the
+ * endpoint's RMA lock; close() runs once.
  */
 #ifndef VELO_BACKEND_H
 #define VELO_BACKEND_H
@@ -40,7 +41,7 @@ struct velo_be_ring {
 };
 
 /* The endpoint as a backend's open() leaves it. The core owns the storage; the backend fills
- * every field but `be` in open() and afterwards writes `dead` only. */
+ * every field but `be` in open(); afterwards it writes only `dead` (and `dev` in close()). */
 struct velo_be {
     const struct velo_backend* be; /* set by the core */
     struct velo_dev* dev;          /* the backend's state, handed back to every operation */
