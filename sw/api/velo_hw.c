@@ -1,8 +1,7 @@
 // SPDX-License-Identifier: MIT
 // The hw backend: a VELO NIC behind the Linux driver (/dev/veloN, ABI in velo/velo_uapi.h).
 // Rings and the read-pointer user pages are mapped from the driver, each granted send-window
-// page is mapped write-combined; sends and polls then run without the kernel. The "mock"
-// variant puts the same fast paths on plain memory (tests, instruction-count benchmark).
+// page is mapped write-combined; sends and polls then run without the kernel (velo_backend.h).
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -10,42 +9,57 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
-#include <time.h>
 #include <unistd.h>
 
+#include "velo/velo_hw.h"
 #include "velo/velo_uapi.h"
-#include "velo_internal.h"
+#include "velo_backend.h"
 
-struct velo_hw_state {
+struct velo_dev {
     int fd;
-    int mock;
     void* ring;
     size_t ring_bytes;
     void* ctl_ring;
     size_t ctl_ring_bytes;
     void* user_page;
     void* ctl_user_page;
-    volatile uint32_t mock_rp[2];  // mock: the MB_RP registers
     // RMA (after RMA_SETUP): the notification queue and the command page
     void* nq;
     size_t nq_bytes;
     void* rma_cmd;
-    // mock RMA: test memory and a test driver for the RMA ioctls
-    void* mock_nq;
-    unsigned mock_nq_log2;
-    void* mock_cmd;
-    int (*mock_ioctl)(void* ctx, unsigned long req, void* arg);
-    void* mock_ctx;
-    volatile uint32_t mock_nq_rp;  // mock: NQ_RP
+    // the mapped window pages (unmapped at close)
+    uint8_t** wins;
+    unsigned nwins, wins_cap;
 };
 
 static int neg_errno(void) {
     return errno ? -errno : -EIO;
 }
 
-static int hw_grant(struct velo_ep* ep, unsigned from, unsigned node, unsigned vpid, uint8_t** win) {
-    struct velo_hw_state* h = ep->hw;
-    if (h->mock) return -EOPNOTSUPP;
+static int win_add(struct velo_dev* h, uint8_t* w) {
+    if (h->nwins == h->wins_cap) {
+        unsigned n = h->wins_cap ? 2 * h->wins_cap : 16;
+        uint8_t** a = realloc(h->wins, n * sizeof *a);
+        if (!a) return -ENOMEM;
+        h->wins = a;
+        h->wins_cap = n;
+    }
+    h->wins[h->nwins++] = w;
+    return 0;
+}
+
+static void win_del(struct velo_dev* h, uint8_t* w) {
+    for (unsigned i = 0; i < h->nwins; ++i)
+        if (h->wins[i] == w) {
+            h->wins[i] = h->wins[--h->nwins];
+            return;
+        }
+}
+
+static int hw_revoke(struct velo_be* b, int page, uint8_t* win);
+
+static int hw_grant(struct velo_be* b, unsigned from, unsigned node, unsigned vpid, uint8_t** win) {
+    struct velo_dev* h = b->dev;
     struct velo_uapi_grant g;
     memset(&g, 0, sizeof g);
     g.argsz = sizeof g;
@@ -60,56 +74,49 @@ static int hw_grant(struct velo_ep* ep, unsigned from, unsigned node, unsigned v
         ioctl(h->fd, VELO_IOC_REVOKE, &rv);
         return e;
     }
+    if (win_add(h, (uint8_t*)p)) {
+        hw_revoke(b, (int)g.grant_id, (uint8_t*)p);
+        return -ENOMEM;
+    }
     *win = (uint8_t*)p;
     return (int)g.grant_id;
 }
 
-static int hw_revoke(struct velo_ep* ep, int page, uint8_t* win) {
-    struct velo_hw_state* h = ep->hw;
-    if (h->mock) return 0;
-    if (win) munmap(win, 4096);
+static int hw_revoke(struct velo_be* b, int page, uint8_t* win) {
+    struct velo_dev* h = b->dev;
+    if (win) {
+        win_del(h, win);
+        munmap(win, 4096);
+    }
     struct velo_uapi_revoke rv = {.argsz = sizeof rv, .flags = 0, .grant_id = (uint32_t)page, .rsvd = 0};
     return ioctl(h->fd, VELO_IOC_REVOKE, &rv) < 0 ? neg_errno() : 0;
 }
 
-static int hw_store(struct velo_ep* ep, int page, uint8_t* win, unsigned off, const void* data, unsigned bytes) {
-    (void)ep;
+static int hw_store(struct velo_be* b, int page, uint8_t* win, unsigned off, const void* data, unsigned bytes) {
+    (void)b;
     (void)page;
     if (!win || off + bytes > 4096) return -EINVAL;
-    velo__hw_store_slow(win + off, data, bytes);
+    velo__wc_store(win + off, data, bytes);
     return 0;
 }
 
-static int hw_write_rp(struct velo_ep* ep, struct velo_ring* r, uint32_t rp) {
-    (void)ep;
-    // an uncached store into the vpid's own BAR0 page, posted in order behind earlier sends
-    *r->rp_reg = rp & ((1u << VELO_MBOX_PTR_BITS) - 1);
-    return 0;
-}
-
-static int hw_sleep(struct velo_ep* ep, int64_t timeout_ns) {
-    struct velo_hw_state* h = ep->hw;
-    if (h->mock) {
-        const int64_t t = timeout_ns < 0 || timeout_ns > 100000 ? 100000 : timeout_ns;
-        struct timespec ts = {0, (long)t};
-        nanosleep(&ts, NULL);
-        return 0;
-    }
-    if (ep->divert) return 0;
+static int hw_sleep(struct velo_be* b, const struct velo_be_wait* wt, int64_t timeout_ns) {
+    struct velo_dev* h = b->dev;
+    if (wt->pending) return 0;
     // both rings: a credit or a connection answer on the control ring wakes us as well (the
     // driver arms the NIC's interrupt for both vpids, checks the lines again, then sleeps)
     struct velo_uapi_wait w;
     memset(&w, 0, sizeof w);
     w.argsz = sizeof w;
     w.flags = VELO_WAIT_DATA | VELO_WAIT_CTL;
-    w.rp = velo__ring_rp(&ep->data, ep->cur);
-    w.ctl_rp = velo__ring_rp(&ep->ctl, ep->ctl.cur);
+    w.rp = wt->data_rp;
+    w.ctl_rp = wt->ctl_rp;
     w.timeout_ns = timeout_ns < 0 ? VELO_WAIT_FOREVER : (uint64_t)timeout_ns;
     if (ioctl(h->fd, VELO_IOC_WAIT, &w) < 0) {
         if (errno == ETIMEDOUT) return 0;
         if (errno == EINTR) return -EINTR;
         if (errno == ENODEV) {
-            ep->dead = 1;
+            b->dead = 1;
             return -EPIPE;
         }
         return neg_errno();
@@ -117,53 +124,36 @@ static int hw_sleep(struct velo_ep* ep, int64_t timeout_ns) {
     return 0;
 }
 
-static int hw_clock(const struct velo_ep* ep, uint64_t* now, uint64_t* last_rx) {
-    (void)ep;
+static int hw_clock(const struct velo_be* b, uint64_t* now, uint64_t* last_rx) {
+    (void)b;
     (void)now;
     (void)last_rx;
     return -EOPNOTSUPP;
 }
 
-static void hw_close(struct velo_ep* ep) {
-    struct velo_hw_state* h = ep->hw;
-    if (!h) return;
-    if (h->mock) {
-        free(h->ring);
-        free(h->ctl_ring);
-    } else {
-        for (struct velo_conn* c = ep->conns; c; c = c->all_next) {
-            if (c->win) munmap(c->win, 4096);
-            if (c->ctl_win) munmap(c->ctl_win, 4096);
-        }
-        for (unsigned i = 0; i < 256; ++i)
-            for (struct velo_peer* p = ep->peer_hash[i]; p; p = p->hnext)
-                if (p->reply_win) munmap(p->reply_win, 4096);
-        if (h->ring) munmap(h->ring, h->ring_bytes);
-        if (h->ctl_ring) munmap(h->ctl_ring, h->ctl_ring_bytes);
-        if (h->user_page) munmap(h->user_page, 4096);
-        if (h->ctl_user_page) munmap(h->ctl_user_page, 4096);
-        if (h->nq) munmap(h->nq, h->nq_bytes);
-        if (h->rma_cmd) munmap(h->rma_cmd, 4096);
-        close(h->fd);  // the driver disables and quiesces both vpids before freeing the rings
-    }
+static void hw_free(struct velo_dev* h) {
+    for (unsigned i = 0; i < h->nwins; ++i) munmap(h->wins[i], 4096);
+    free(h->wins);
+    if (h->ring) munmap(h->ring, h->ring_bytes);
+    if (h->ctl_ring) munmap(h->ctl_ring, h->ctl_ring_bytes);
+    if (h->user_page) munmap(h->user_page, 4096);
+    if (h->ctl_user_page) munmap(h->ctl_user_page, 4096);
+    if (h->nq) munmap(h->nq, h->nq_bytes);
+    if (h->rma_cmd) munmap(h->rma_cmd, 4096);
+    close(h->fd);  // the driver disables and quiesces both vpids before freeing the rings
     free(h);
-    ep->hw = NULL;
+}
+
+static void hw_close(struct velo_be* b) {
+    if (!b->dev) return;
+    hw_free(b->dev);
+    b->dev = NULL;
 }
 
 // RMA: the data vpid's notification queue and its BAR4 command page (docs/driver.md "RMA").
-static int hw_rma_map(struct velo_ep* ep, struct velo_rma_map* m) {
-    struct velo_hw_state* h = ep->hw;
+static int hw_rma_map(struct velo_be* b, struct velo_rma_map* m) {
+    struct velo_dev* h = b->dev;
     memset(m, 0, sizeof *m);
-    if (h->mock) {
-        if (!h->mock_nq) return -EOPNOTSUPP;
-        m->nq = (const volatile uint8_t*)h->mock_nq;
-        m->nq_log2 = h->mock_nq_log2;
-        m->nq_rp = &h->mock_nq_rp;
-        m->cmd_page = (uint8_t*)h->mock_cmd;
-        m->region_bits = VELO_DEFAULT_RMA_REGION_BITS;
-        m->max_regions = 1u << VELO_DEFAULT_RMA_REGION_BITS;
-        return 0;
-    }
     struct velo_uapi_rma_setup st;
     memset(&st, 0, sizeof st);
     st.argsz = sizeof st;
@@ -197,42 +187,30 @@ static int hw_rma_map(struct velo_ep* ep, struct velo_rma_map* m) {
     return 0;
 }
 
-static int hw_rma_ioctl(struct velo_ep* ep, unsigned long req, void* arg) {
-    struct velo_hw_state* h = ep->hw;
-    if (h->mock) return h->mock_ioctl ? h->mock_ioctl(h->mock_ctx, req, arg) : -EOPNOTSUPP;
+static int hw_rma_ioctl(struct velo_be* b, unsigned long req, void* arg) {
+    struct velo_dev* h = b->dev;
     if (ioctl(h->fd, req, arg) < 0) {
-        if (errno == ENODEV) ep->dead = 1;
+        if (errno == ENODEV) b->dead = 1;
         return neg_errno();
     }
     return 0;
 }
 
-static const struct velo_backend hw_backend = {
-    .name = "hw",
-    .grant = hw_grant,
-    .revoke = hw_revoke,
-    .store = hw_store,
-    .write_rp = hw_write_rp,
-    .sleep = hw_sleep,
-    .spin_polls = 20000,
-    .clock = hw_clock,
-    .close = hw_close,
-    .rma_map = hw_rma_map,
-    .rma_ioctl = hw_rma_ioctl,
-};
+static int hw_probe(void) {
+    return access(VELO_DEV_PREFIX "0", F_OK) == 0;
+}
 
-int velo__hw_open(struct velo_ep* ep, const char* dev, const velo_open_attr_t* a) {
+static int hw_open(struct velo_be* b, const char* dev, const velo_open_attr_t* a) {
     if (a->node >= 0) return -EINVAL;  // the node is the board's
+    if (!dev) dev = VELO_DEV_PREFIX "0";
     int fd = open(dev, O_RDWR | O_CLOEXEC);
     if (fd < 0) return errno == ENOENT || errno == ENXIO ? -ENODEV : neg_errno();
-    struct velo_hw_state* h = calloc(1, sizeof *h);
+    struct velo_dev* h = calloc(1, sizeof *h);
     if (!h) {
         close(fd);
         return -ENOMEM;
     }
     h->fd = fd;
-    ep->hw = h;
-    ep->be = &hw_backend;
     int r;
     struct velo_uapi_info info;
     memset(&info, 0, sizeof info);
@@ -283,118 +261,34 @@ int velo__hw_open(struct velo_ep* ep, const char* dev, const velo_open_attr_t* a
         if (h->ctl_user_page == MAP_FAILED) h->ctl_user_page = NULL;
         goto fail;
     }
-    ep->node = info.node_id;
-    ep->node_bits = info.node_bits;
-    ep->vpid_bits = info.vpid_bits;
-    ep->nodes = 0;
-    ep->vpid = o.out_vpid;
-    ep->ctl_vpid = o.out_ctl_vpid;
-    velo__ring_init(&ep->data, (uint8_t*)h->ring, o.out_log2_lines);
-    velo__ring_init(&ep->ctl, (uint8_t*)h->ctl_ring, o.out_ctl_log2_lines);
-    ep->data.rp_reg = (volatile uint32_t*)((uint8_t*)h->user_page + o.user_page_off);
-    ep->ctl.rp_reg = (volatile uint32_t*)((uint8_t*)h->ctl_user_page + o.user_page_off);
-    velo__ep_set_data_ring(ep);
+    b->dev = h;
+    b->node = info.node_id;
+    b->node_bits = info.node_bits;
+    b->vpid_bits = info.vpid_bits;
+    b->nodes = 0;
+    b->vpid = o.out_vpid;
+    b->ctl_vpid = o.out_ctl_vpid;
+    b->data = (struct velo_be_ring){(uint8_t*)h->ring, o.out_log2_lines,
+                                    (volatile uint32_t*)((uint8_t*)h->user_page + o.user_page_off)};
+    b->ctl = (struct velo_be_ring){(uint8_t*)h->ctl_ring, o.out_ctl_log2_lines,
+                                   (volatile uint32_t*)((uint8_t*)h->ctl_user_page + o.user_page_off)};
     return 0;
 fail:
-    hw_close(ep);
+    hw_free(h);
     return r;
 }
 
-// ---------------------------------------------------------------------------- mock mapping
-int velo__mock_open(struct velo_ep** out, unsigned node, unsigned vpid, unsigned log2_lines) {
-    velo_open_attr_t a;
-    velo_open_attr_init(&a);
-    struct velo_ep* ep = calloc(1, sizeof *ep);
-    struct velo_hw_state* h = calloc(1, sizeof *h);
-    if (!ep || !h) {
-        free(ep);
-        free(h);
-        return -ENOMEM;
-    }
-    if (velo__ep_init(ep, &a)) {
-        free(ep);
-        free(h);
-        return -ENOMEM;
-    }
-    h->mock = 1;
-    h->fd = -1;
-    h->ring_bytes = (size_t)64 << log2_lines;
-    h->ctl_ring_bytes = (size_t)64 << VELO_RING_LOG2_MIN;
-    h->ring = aligned_alloc(4096, h->ring_bytes < 4096 ? 4096 : h->ring_bytes);
-    h->ctl_ring = aligned_alloc(4096, 4096);
-    if (!h->ring || !h->ctl_ring) {
-        free(h->ring);
-        free(h->ctl_ring);
-        free(h);
-        free(ep);
-        return -ENOMEM;
-    }
-    memset(h->ring, 0, h->ring_bytes);
-    memset(h->ctl_ring, 0, 4096);
-    ep->hw = h;
-    ep->be = &hw_backend;
-    ep->node = node;
-    ep->vpid = vpid;
-    ep->node_bits = VELO_DEFAULT_NODE_BITS;
-    ep->vpid_bits = VELO_DEFAULT_VPID_BITS;
-    ep->ctl_vpid = VELO_CTL_VPID(vpid, ep->vpid_bits);
-    velo__ring_init(&ep->data, (uint8_t*)h->ring, log2_lines);
-    velo__ring_init(&ep->ctl, (uint8_t*)h->ctl_ring, VELO_RING_LOG2_MIN);
-    ep->data.rp_reg = &h->mock_rp[0];
-    ep->ctl.rp_reg = &h->mock_rp[1];
-    velo__ep_set_data_ring(ep);
-    // the same thresholds as velo_open
-    velo__ep_finish(ep);
-    *out = ep;
-    return 0;
-}
-
-int velo__mock_connect(struct velo_ep* ep, velo_addr_t dst, uint8_t* window, uint32_t credit, velo_conn_t** out) {
-    struct velo_conn* c = calloc(1, sizeof *c);
-    if (!c) return -ENOMEM;
-    c->ep = ep;
-    c->node = dst.node;
-    c->vpid = dst.vpid;
-    c->win = window;
-    c->ctl_page = -1;
-    pthread_mutex_init(&c->big_lock, NULL);  // (no window granted: messages > 64 B get -EMSGSIZE)
-    atomic_store(&c->left, (int32_t)credit);
-    c->credit = &c->left;
-    c->limit_seen = credit;
-    atomic_store(&c->state, CONN_OPEN);
-    c->all_next = ep->conns;
-    ep->conns = c;
-    ++ep->nconns;
-    *out = c;
-    return 0;
-}
-
-uint8_t* velo__mock_ring(struct velo_ep* ep) {
-    return ep->data.base;
-}
-
-uint32_t velo__mock_rp(struct velo_ep* ep) {
-    return ep->hw ? ep->hw->mock_rp[0] : 0;
-}
-
-uint32_t velo__mock_batch(struct velo_ep* ep) {
-    return ep->batch;
-}
-
-// RMA on the mock: the notification queue (2^log2 entries, written by the test), the command
-// page (4096 bytes) and a test driver answering REGISTER / DEREGISTER / REPIN (0 or -errno).
-int velo__mock_rma(struct velo_ep* ep, void* nq, unsigned log2, void* cmd_page,
-                   int (*fn)(void* ctx, unsigned long req, void* arg), void* ctx) {
-    struct velo_hw_state* h = ep->hw;
-    if (!h || !h->mock) return -EINVAL;
-    h->mock_nq = nq;
-    h->mock_nq_log2 = log2;
-    h->mock_cmd = cmd_page;
-    h->mock_ioctl = fn;
-    h->mock_ctx = ctx;
-    return 0;
-}
-
-uint32_t velo__mock_nq_rp(struct velo_ep* ep) {
-    return ep->hw ? ep->hw->mock_nq_rp : 0;
-}
+const struct velo_backend velo__backend_hw = {
+    .name = "hw",
+    .probe = hw_probe,
+    .open = hw_open,
+    .grant = hw_grant,
+    .revoke = hw_revoke,
+    .store = hw_store,
+    .sleep = hw_sleep,
+    .spin_polls = 20000,
+    .clock = hw_clock,
+    .close = hw_close,
+    .rma_map = hw_rma_map,
+    .rma_ioctl = hw_rma_ioctl,
+};

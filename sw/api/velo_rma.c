@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
-// libvelo RMA (docs/rma.md, docs/api.md "RMA"): registrations through the driver with a bounded
-// LRU region cache, put/get as 32-byte commands in the vpid's BAR4 page, completions from the
+// libvelo RMA transfers (docs/rma.md, docs/api.md "RMA"; registrations and their bounded LRU cache
+// are in velo_rma_reg.c): put/get as 32-byte commands in the vpid's BAR4 page, completions from the
 // notification queue, re-pin and re-issue of commands that failed with NOT_VALID (decoupled
 // pinning) and of torn command writes.
 //
@@ -20,7 +20,7 @@
 #include <time.h>
 
 #include "velo/velo_uapi.h"
-#include "velo_internal.h"
+#include "velo_rma_state.h"
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
@@ -49,344 +49,6 @@ _Static_assert(VELO_RMA_R_BAD_CMD == VELO_RMA_ERR_BAD_CMD && VELO_RMA_R_TORN == 
                "error reasons are the spec's");
 _Static_assert(VELO_RMA_SLOTS* VELO_RMA_CMD_BYTES == 4096, "one 4 KiB command page per vpid");
 
-#define RMA_RETRY_MAX 4u                    // re-issues of one command (NOT_VALID, torn) before it fails
-#define RMA_BUSY_WAIT_MIN_NS 1000ull        // refused (BUSY) with nothing of ours in flight: first wait,
-#define RMA_BUSY_WAIT_MAX_NS 1000000ull     // doubled at every refusal up to this
-#define RMA_CACHE_DEFAULT 64u               // idle registrations the cache keeps
-#define RMA_EVQ (2u * VELO_RMA_SLOTS + 2u)  // initial room of the completion queue (it grows)
-#define NLA_OFFSET_MASK VELO_FIELD_MASK(VELO_RMA_NLA_OFFSET)
-#define NLA_LIMIT (1ull << VELO_RMA_NLA_OFFSET_WIDTH)
-
-// A registration (one driver region), in the lookup list while `cached`.
-struct rc_ent {
-    uintptr_t addr;
-    size_t len;
-    uint64_t nla;  // NLA of addr (offset 0)
-    unsigned access;
-    unsigned refs;                       // handles and calls in flight
-    int cached;                          // found by lookups (else: deregistered by its owner, waits for refs = 0)
-    struct rc_ent *prev, *next;          // LRU list (MRU first) while cached
-    struct rc_ent *all_prev, *all_next;  // every entry of the endpoint
-};
-
-struct velo_region {
-    struct velo_ep* ep;
-    struct rc_ent* e;
-    uintptr_t addr;  // the caller's range
-    size_t len;
-    unsigned access;
-};
-
-struct rma_op {
-    uint64_t cookie, len, issued;  // issued: bytes handed to commands
-    uint64_t local_nla, remote_nla;
-    uint32_t node, vpid;
-    unsigned op, flags;
-    unsigned total, nissued, lcpl_seen, final_seen;
-    unsigned reason, remote, local_reported;
-    struct rc_ent* e;  // the local registration (a reference), or NULL
-    int* sync;         // velo__rma_put_sync's result (1 done, -errno failed); no completions reported
-    int next_free;
-};
-
-struct rma_slot {
-    uint64_t w[4];  // the command as stored
-    int op;
-    unsigned retries;
-    int busy, lcpl;
-};
-
-struct velo_rma {
-    struct velo_ep* ep;
-    struct velo_rma_map m;
-    uint32_t mask, rp, rp_nic, rp_batch;
-    unsigned limit, outstanding, next_slot;
-    uint32_t piece_max;
-    struct rma_slot slot[VELO_RMA_SLOTS];
-    struct rma_op* ops;
-    int op_free;
-    int backlog;          // op with pieces not yet issued, or -1
-    velo_rma_cpl_t* evq;  // completions not taken yet (a ring of evq_cap)
-    unsigned evq_head, evq_len, evq_cap;
-    // commands the NIC refused for want of a tag (BUSY), oldest first; they keep their slots
-    unsigned park[VELO_RMA_SLOTS], park_head, park_len;
-    uint64_t park_due_ns, park_wait_ns;  // re-issue time when none of ours is in flight (0: not set)
-    struct rc_ent *lru_head, *lru_tail, *all;
-    unsigned ncached, cache_max;
-};
-
-// ============================================================================ setup
-static int rma_get(struct velo_ep* ep, struct velo_rma** out) {
-    if (ep->rma) {
-        *out = ep->rma;
-        return 0;
-    }
-    if (ep->dead) return -EPIPE;
-    if (!ep->be->rma_map || !ep->be->rma_ioctl) return -ENOTSUP;
-    struct velo_rma_map m;
-    int r = ep->be->rma_map(ep, &m);
-    if (r < 0) return r;
-    if (m.nq_log2 < VELO_RMA_NQ_LOG2_MIN || m.nq_log2 > VELO_RMA_NQ_LOG2_MAX || !m.nq ||
-        (!m.cmd_page && !ep->be->rma_cmd) || (!m.nq_rp && !ep->be->rma_write_rp))
-        return -EPROTO;
-    struct velo_rma* s = calloc(1, sizeof *s);
-    if (!s) return -ENOMEM;
-    s->ep = ep;
-    s->m = m;
-    s->mask = (1u << m.nq_log2) - 1;
-    s->rp_batch = (1u << m.nq_log2) / 4 ? (1u << m.nq_log2) / 4 : 1;
-    const unsigned half = (1u << m.nq_log2) / 2;
-    s->limit = half < VELO_RMA_SLOTS ? half : VELO_RMA_SLOTS;
-    if (s->limit == 0) s->limit = 1;
-    s->piece_max = VELO_RMA_LEN_MAX & ~0xFFFu;
-    s->ops = calloc(s->limit, sizeof *s->ops);
-    s->evq = calloc(RMA_EVQ, sizeof *s->evq);
-    s->evq_cap = RMA_EVQ;
-    if (!s->ops || !s->evq) {
-        free(s->ops);
-        free(s->evq);
-        free(s);
-        return -ENOMEM;
-    }
-    for (unsigned i = 0; i < s->limit; ++i) s->ops[i].next_free = i + 1 < s->limit ? (int)i + 1 : -1;
-    s->op_free = 0;
-    s->backlog = -1;
-    s->cache_max = m.max_regions && m.max_regions < RMA_CACHE_DEFAULT ? m.max_regions : RMA_CACHE_DEFAULT;
-    ep->rma = s;
-    *out = s;
-    return 0;
-}
-
-int velo__rma_set_limits(struct velo_ep* ep, unsigned cache_max, uint32_t piece_max) {
-    struct velo_rma* s;
-    pthread_mutex_lock(&ep->rma_lock);
-    int r = rma_get(ep, &s);
-    if (r == 0) {
-        s->cache_max = cache_max;
-        if (piece_max) s->piece_max = piece_max;
-    }
-    pthread_mutex_unlock(&ep->rma_lock);
-    return r;
-}
-
-// ============================================================================ region cache
-static int drv_deregister(struct velo_ep* ep, uint64_t nla) {
-    struct velo_uapi_deregister d;
-    memset(&d, 0, sizeof d);
-    d.argsz = sizeof d;
-    d.nla = nla;
-    return ep->be->rma_ioctl(ep, VELO_IOC_DEREGISTER, &d);
-}
-
-static int drv_repin(struct velo_ep* ep, uint64_t nla) {
-    struct velo_uapi_repin p;
-    memset(&p, 0, sizeof p);
-    p.argsz = sizeof p;
-    p.nla = nla & ~NLA_OFFSET_MASK;
-    return ep->be->rma_ioctl(ep, VELO_IOC_REPIN, &p);
-}
-
-static void lru_unlink(struct velo_rma* s, struct rc_ent* e) {
-    if (e->prev)
-        e->prev->next = e->next;
-    else
-        s->lru_head = e->next;
-    if (e->next)
-        e->next->prev = e->prev;
-    else
-        s->lru_tail = e->prev;
-    e->prev = e->next = NULL;
-}
-
-static void lru_front(struct velo_rma* s, struct rc_ent* e) {
-    e->prev = NULL;
-    e->next = s->lru_head;
-    if (s->lru_head) s->lru_head->prev = e;
-    s->lru_head = e;
-    if (!s->lru_tail) s->lru_tail = e;
-}
-
-// Out of the lookup list (the registration itself stays until its last reference).
-static void rc_uncache(struct velo_rma* s, struct rc_ent* e) {
-    if (!e->cached) return;
-    lru_unlink(s, e);
-    e->cached = 0;
-    --s->ncached;
-}
-
-static int rc_free(struct velo_ep* ep, struct velo_rma* s, struct rc_ent* e) {
-    int r = drv_deregister(ep, e->nla);
-    if (e->all_prev)
-        e->all_prev->all_next = e->all_next;
-    else
-        s->all = e->all_next;
-    if (e->all_next) e->all_next->all_prev = e->all_prev;
-    free(e);
-    return r;
-}
-
-// Evict least recently used idle registrations while the cache holds more than `keep`.
-static void rc_trim(struct velo_ep* ep, struct velo_rma* s, unsigned keep) {
-    struct rc_ent* e = s->lru_tail;
-    while (e && s->ncached > keep) {
-        struct rc_ent* p = e->prev;
-        if (e->refs == 0) {
-            rc_uncache(s, e);
-            rc_free(ep, s, e);
-            ++ep->st.rma_evictions;
-        }
-        e = p;
-    }
-}
-
-static int rc_put(struct velo_ep* ep, struct velo_rma* s, struct rc_ent* e) {
-    if (--e->refs) return 0;
-    if (!e->cached) return rc_free(ep, s, e);
-    if (s->ncached > s->cache_max) rc_trim(ep, s, s->cache_max);
-    return 0;
-}
-
-static struct rc_ent* rc_lookup(struct velo_rma* s, uintptr_t addr, size_t len, unsigned access) {
-    for (struct rc_ent* e = s->lru_head; e; e = e->next) {
-        if (e->addr <= addr && addr - e->addr <= e->len && len <= e->len - (addr - e->addr) &&
-            (e->access & access) == access) {
-            if (e != s->lru_head) {
-                lru_unlink(s, e);
-                lru_front(s, e);
-            }
-            return e;
-        }
-    }
-    return NULL;
-}
-
-// A registration containing [addr, addr + len) with `access`, referenced (refs + 1).
-static int rc_acquire(struct velo_ep* ep, struct velo_rma* s, uintptr_t addr, size_t len, unsigned access,
-                      struct rc_ent** out) {
-    struct rc_ent* e = rc_lookup(s, addr, len, access);
-    if (e) {
-        ++ep->st.rma_cache_hits;
-        ++e->refs;
-        *out = e;
-        return 0;
-    }
-    struct velo_uapi_register g;
-    int r = 0;
-    for (int attempt = 0; attempt < 2; ++attempt) {
-        memset(&g, 0, sizeof g);
-        g.argsz = sizeof g;
-        g.flags = access;
-        g.addr = (uint64_t)addr;
-        g.len = (uint64_t)len;
-        r = ep->be->rma_ioctl(ep, VELO_IOC_REGISTER, &g);
-        if (r != -ENOSPC || attempt) break;
-        rc_trim(ep, s, 0);  // no room in the NIC: give the idle registrations back, try again
-    }
-    if (r < 0) return r;
-    e = calloc(1, sizeof *e);
-    if (!e) {
-        drv_deregister(ep, g.nla);
-        return -ENOMEM;
-    }
-    ++ep->st.rma_cache_miss;
-    e->addr = addr;
-    e->len = len;
-    e->nla = g.nla;
-    e->access = access;
-    e->refs = 1;
-    e->cached = 1;
-    lru_front(s, e);
-    ++s->ncached;
-    e->all_next = s->all;
-    if (s->all) s->all->all_prev = e;
-    s->all = e;
-    if (s->ncached > s->cache_max) rc_trim(ep, s, s->cache_max);
-    *out = e;
-    return 0;
-}
-
-static int check_range(const void* addr, size_t len) {
-    if (!addr || len == 0) return -EINVAL;
-    if ((uint64_t)len > VELO_REG_LEN_MAX || (uintptr_t)addr + len < (uintptr_t)addr) return -EINVAL;
-    return 0;
-}
-
-int velo_register(velo_ep_t* ep, const void* addr, size_t len, unsigned access, velo_region_t** region) {
-    if (!ep || !region) return -EINVAL;
-    *region = NULL;
-    if (ep->closed) return -EBADF;
-    int r = check_range(addr, len);
-    if (r) return r;
-    if (access == 0 || (access & ~VELO_ACCESS_ALL)) return -EINVAL;
-    struct velo_region* h = calloc(1, sizeof *h);
-    if (!h) return -ENOMEM;
-    pthread_mutex_lock(&ep->rma_lock);
-    struct velo_rma* s;
-    r = rma_get(ep, &s);
-    struct rc_ent* e = NULL;
-    if (r == 0) {
-        e = rc_lookup(s, (uintptr_t)addr, len, access);
-        if (e) {
-            // handed out: make it valid now (the owner's side of decoupled pinning, docs/rma.md §2.4)
-            r = drv_repin(ep, e->nla);
-            if (r == 0) {
-                ++e->refs;
-                ++ep->st.rma_cache_hits;
-            } else {
-                rc_uncache(s, e);  // the driver lost it: forget it, register anew
-                if (e->refs == 0) rc_free(ep, s, e);
-                e = NULL;
-            }
-        }
-        if (!e) r = rc_acquire(ep, s, (uintptr_t)addr, len, access, &e);
-    }
-    pthread_mutex_unlock(&ep->rma_lock);
-    if (r < 0) {
-        free(h);
-        return r;
-    }
-    h->ep = ep;
-    h->e = e;
-    h->addr = (uintptr_t)addr;
-    h->len = len;
-    h->access = access;
-    *region = h;
-    return 0;
-}
-
-// Drop a handle: its registration leaves the cache first when `uncache` (velo_deregister), and is
-// deregistered once nothing else uses it.
-static int region_drop(velo_region_t* h, int uncache) {
-    if (!h) return -EINVAL;
-    struct velo_ep* ep = h->ep;
-    if (ep->closed) {
-        free(h);
-        return -EBADF;
-    }
-    pthread_mutex_lock(&ep->rma_lock);
-    struct velo_rma* s = ep->rma;  // set: the handle came from velo_register
-    if (uncache) rc_uncache(s, h->e);
-    int r = rc_put(ep, s, h->e);
-    pthread_mutex_unlock(&ep->rma_lock);
-    free(h);
-    return r;
-}
-
-int velo_deregister(velo_region_t* h) {
-    return region_drop(h, 1);
-}
-
-int velo_region_release(velo_region_t* h) {
-    return region_drop(h, 0);  // stays cached unless deregistered meanwhile (then freed)
-}
-
-int velo_region_nla(const velo_region_t* h, size_t offset, uint64_t* nla) {
-    if (!h || !nla) return -EINVAL;
-    if (offset > h->len) return -ERANGE;
-    *nla = h->e->nla + (h->addr - h->e->addr) + offset;
-    return 0;
-}
-
 // ============================================================================ commands
 // One command into its slot: two 16-byte stores to the same 32-byte aligned half line, then a
 // store fence, so the write-combining buffer drains it as one burst (docs/rma.md §1).
@@ -411,7 +73,7 @@ static void issue_slot(struct velo_rma* s, unsigned k) {
     if (VELO_LIKELY(s->m.cmd_page != NULL))
         store_cmd(s->m.cmd_page + (size_t)k * VELO_RMA_CMD_BYTES, s->slot[k].w);
     else  // sim: one store of 32 bytes through the backend (one write-combined burst)
-        s->ep->be->rma_cmd(s->ep, k * VELO_RMA_CMD_BYTES, s->slot[k].w);
+        s->ep->be->rma_cmd(&s->ep->b, k * VELO_RMA_CMD_BYTES, s->slot[k].w);
 }
 
 // Issue the pieces of op `i` that fit. A notified put split into several commands sends its
@@ -479,8 +141,8 @@ static int submit(struct velo_ep* ep, struct velo_rma* s, unsigned op, velo_addr
 // Argument checks shared by put and get; 0 or the errno of the first bad argument.
 static int check_remote(const struct velo_ep* ep, const struct velo_rma* s, velo_addr_t peer, uint64_t nla,
                         size_t len) {
-    if (peer.node >= (1u << ep->node_bits) || peer.vpid >= (1u << ep->vpid_bits) ||
-        VELO_IS_CTL_VPID(peer.vpid, ep->vpid_bits))
+    if (peer.node >= (1u << ep->b.node_bits) || peer.vpid >= (1u << ep->b.vpid_bits) ||
+        VELO_IS_CTL_VPID(peer.vpid, ep->b.vpid_bits))
         return -EINVAL;
     if (VELO_FIELD_GET(VELO_RMA_NLA_REGION, nla) >= (1ull << s->m.region_bits)) return -EINVAL;
     const uint64_t off = VELO_FIELD_GET(VELO_RMA_NLA_OFFSET, nla);
@@ -504,7 +166,7 @@ static int xfer(velo_ep_t* ep, unsigned op, velo_addr_t peer, const velo_region_
     if (local && local->ep != ep) return -EINVAL;
     pthread_mutex_lock(&ep->rma_lock);
     struct velo_rma* s;
-    int r = rma_get(ep, &s);
+    int r = velo__rma_get(ep, &s);
     if (r == 0) r = check_remote(ep, s, peer, remote_nla, len);
     if (r == 0 && local) {
         const unsigned need = op == VELO_RMA_OP_PUT ? VELO_ACCESS_LOCAL_READ : VELO_ACCESS_LOCAL_WRITE;
@@ -535,16 +197,16 @@ static int xfer_buf(velo_ep_t* ep, unsigned op, velo_addr_t peer, const void* bu
         op == VELO_RMA_OP_PUT ? VELO_RMA_F_LOCAL | VELO_RMA_F_REMOTE | VELO_RMA_F_NOTIFY : VELO_RMA_F_LOCAL;
     if (flags & ~allowed) return -EINVAL;
     if (op == VELO_RMA_OP_GET && len == 0) return -EINVAL;
-    if (len && check_range(buf, len)) return -EINVAL;
+    if (len && velo__rma_check_range(buf, len)) return -EINVAL;
     pthread_mutex_lock(&ep->rma_lock);
     struct velo_rma* s;
-    int r = rma_get(ep, &s);
+    int r = velo__rma_get(ep, &s);
     if (r == 0) r = check_remote(ep, s, peer, remote_nla, len);
     if (r == 0) r = room(s);
     struct rc_ent* e = NULL;
     if (r == 0 && len) {
         const unsigned need = op == VELO_RMA_OP_PUT ? VELO_ACCESS_LOCAL_READ : VELO_ACCESS_LOCAL_WRITE;
-        r = rc_acquire(ep, s, (uintptr_t)buf, len, need, &e);
+        r = velo__rc_acquire(ep, s, (uintptr_t)buf, len, need, &e);
     }
     if (r == 0) {
         const uint64_t lnla = e ? e->nla + ((uintptr_t)buf - e->addr) : 0;
@@ -710,7 +372,7 @@ static void slot_final(struct velo_ep* ep, struct velo_rma* s, unsigned k, unsig
         } else if (o->flags & VELO_RMA_F_LOCAL) {
             ev_op(s, o, VELO_RMA_KIND_GET_DONE);
         }
-        if (o->e) rc_put(ep, s, o->e);
+        if (o->e) velo__rc_put(ep, s, o->e);
         o->e = NULL;
         if (s->backlog == i) s->backlog = -1;
         o->next_free = s->op_free;
@@ -842,7 +504,7 @@ static void on_entry(struct velo_ep* ep, struct velo_rma* s, const uint64_t w[4]
             if (err == VELO_RMA_ERR_NOT_VALID && !remote && sl->retries < RMA_RETRY_MAX) {
                 // our own region lost its translation (munmap, COW, migration, compaction): re-pin it
                 // and issue the command again (decoupled pinning, docs/rma.md §2.4)
-                if (drv_repin(ep, sl->w[1]) == 0) {
+                if (velo__rma_repin(ep, sl->w[1]) == 0) {
                     ++ep->st.rma_repins;
                     slot_retry(ep, s, k, err);
                     return;
@@ -858,7 +520,7 @@ static void write_rp(struct velo_rma* s) {
     if (s->m.nq_rp)
         *s->m.nq_rp = v;
     else
-        s->ep->be->rma_write_rp(s->ep, v);
+        s->ep->be->rma_write_rp(&s->ep->b, v);
     s->rp_nic = s->rp;
 }
 
@@ -885,7 +547,7 @@ int velo_rma_poll(velo_ep_t* ep, velo_rma_cpl_t* cpl) {
     if (ep->closed) return -EBADF;
     pthread_mutex_lock(&ep->rma_lock);
     struct velo_rma* s;
-    int r = rma_get(ep, &s);
+    int r = velo__rma_get(ep, &s);
     if (r == 0) {
         uint64_t w[4];
         while (s->evq_len == 0 && nq_next(s, w)) {
@@ -901,7 +563,7 @@ int velo_rma_poll(velo_ep_t* ep, velo_rma_cpl_t* cpl) {
             --s->evq_len;
         } else {
             if (s->rp != s->rp_nic) write_rp(s);  // idle: give the NIC all the room
-            r = ep->dead ? -EPIPE : -EAGAIN;
+            r = ep->b.dead ? -EPIPE : -EAGAIN;
         }
     }
     pthread_mutex_unlock(&ep->rma_lock);
@@ -932,7 +594,7 @@ static int nq_peek(velo_ep_t* ep, const volatile uint64_t** hdr, uint64_t* mask,
 static int wait_loop(velo_ep_t* ep, int (*step)(velo_ep_t*, void*), void* arg, int user, int timeout_ms) {
     const struct velo_backend* be = ep->closed ? NULL : ep->be;
     const int sleeper = be && be->rma_sleep;
-    if (sleeper && be->wait_state) be->wait_state(ep, 1);
+    if (sleeper && be->wait_state) be->wait_state(&ep->b, 1);
     struct timespec t0;
     clock_gettime(CLOCK_MONOTONIC, &t0);
     int r;
@@ -953,7 +615,7 @@ static int wait_loop(velo_ep_t* ep, int (*step)(velo_ep_t*, void*), void* arg, i
             const volatile uint64_t* hdr;
             uint64_t mask, val;
             if (nq_peek(ep, &hdr, &mask, &val, user) == 0) {
-                const int e = be->rma_sleep(ep, hdr, mask, val, left_ns);
+                const int e = be->rma_sleep(&ep->b, hdr, mask, val, left_ns);
                 if (e < 0) {
                     r = e;
                     break;
@@ -964,7 +626,7 @@ static int wait_loop(velo_ep_t* ep, int (*step)(velo_ep_t*, void*), void* arg, i
             nanosleep(&ts, NULL);
         }
     }
-    if (sleeper && be->wait_state && !ep->closed) be->wait_state(ep, 0);
+    if (sleeper && be->wait_state && !ep->closed) be->wait_state(&ep->b, 0);
     return r;
 }
 
@@ -998,7 +660,7 @@ static int sync_step(velo_ep_t* ep, void* arg) {
     }
     busy_reissue(ep, s, 0);
     if (!p->done && s->rp != s->rp_nic) write_rp(s);
-    int r = p->done ? 0 : ep->dead ? -EPIPE : -EAGAIN;
+    int r = p->done ? 0 : ep->b.dead ? -EPIPE : -EAGAIN;
     if (r == -EPIPE) s->ops[p->op].sync = NULL;  // nothing will end it: forget the caller's stack
     pthread_mutex_unlock(&ep->rma_lock);
     return r;
@@ -1011,24 +673,4 @@ int velo__rma_put_sync(struct velo_ep* ep, velo_addr_t dst, const void* buf, uin
     p.op = r;
     r = wait_loop(ep, sync_step, &p, 0, -1);
     return r < 0 ? r : p.done < 0 ? p.done : 0;
-}
-
-// ============================================================================ close
-void velo__rma_close(struct velo_ep* ep) {
-    pthread_mutex_lock(&ep->rma_lock);
-    struct velo_rma* s = ep->rma;
-    if (s) {
-        // the driver deregisters every region of the endpoint at close: only the memory goes
-        struct rc_ent* e = s->all;
-        while (e) {
-            struct rc_ent* n = e->all_next;
-            free(e);
-            e = n;
-        }
-        free(s->ops);
-        free(s->evq);
-        free(s);
-        ep->rma = NULL;
-    }
-    pthread_mutex_unlock(&ep->rma_lock);
 }

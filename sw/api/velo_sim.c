@@ -7,21 +7,25 @@
 #include <errno.h>
 #include <linux/futex.h>
 #include <poll.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "velo/velo_hw.h"
 #include "velo/velo_sim_proto.h"
 #include "velo/velo_uapi.h"
-#include "velo_internal.h"
+#include "velo_backend.h"
 
-struct velo_sim_state {
+struct velo_dev {
     int sock;
     int doorbell;
     pthread_mutex_t sock_lock;
@@ -52,14 +56,14 @@ static struct timespec ts_of(int64_t ns) {
     return t;
 }
 
-static int sock_dead(struct velo_sim_state* s) {
+static int sock_dead(struct velo_dev* s) {
     struct pollfd p = {.fd = s->sock, .events = POLLIN, .revents = 0};
     if (poll(&p, 1, 0) < 0) return 0;
     return (p.revents & (POLLHUP | POLLERR | POLLIN)) != 0;  // the fabric never speaks unasked
 }
 
 // One request and its reply (with up to nfds descriptors). Returns the reply's status.
-static int request(struct velo_sim_state* s, struct velo_sim_msg* m, int* fds, int nfds) {
+static int request(struct velo_dev* s, struct velo_sim_msg* m, int* fds, int nfds) {
     m->magic = VELO_SIM_MAGIC;
     m->version = VELO_SIM_VERSION;
     m->seq = ++s->seq;
@@ -106,8 +110,8 @@ static int request(struct velo_sim_state* s, struct velo_sim_msg* m, int* fds, i
     return r.status;
 }
 
-static int sim_grant(struct velo_ep* ep, unsigned from, unsigned node, unsigned vpid, uint8_t** win) {
-    struct velo_sim_state* s = ep->sim;
+static int sim_grant(struct velo_be* b, unsigned from, unsigned node, unsigned vpid, uint8_t** win) {
+    struct velo_dev* s = b->dev;
     struct velo_sim_msg m;
     memset(&m, 0, sizeof m);
     m.type = VELO_SIM_GRANT;
@@ -117,15 +121,15 @@ static int sim_grant(struct velo_ep* ep, unsigned from, unsigned node, unsigned 
     pthread_mutex_lock(&s->sock_lock);
     int r = request(s, &m, NULL, 0);
     pthread_mutex_unlock(&s->sock_lock);
-    if (r == -EPIPE) ep->dead = 1;
+    if (r == -EPIPE) b->dead = 1;
     if (r < 0) return r;
     *win = NULL;
     return (int)m.arg[0];
 }
 
-static int sim_revoke(struct velo_ep* ep, int page, uint8_t* win) {
+static int sim_revoke(struct velo_be* b, int page, uint8_t* win) {
     (void)win;
-    struct velo_sim_state* s = ep->sim;
+    struct velo_dev* s = b->dev;
     struct velo_sim_msg m;
     memset(&m, 0, sizeof m);
     m.type = VELO_SIM_REVOKE;
@@ -138,11 +142,11 @@ static int sim_revoke(struct velo_ep* ep, int page, uint8_t* win) {
 
 // A write-combining flush into the store channel: claim a slot (fetch-add), wait until the
 // fabric has emptied it, fill it, hand it over (release), ring the doorbell if the fabric sleeps.
-static int sim_store(struct velo_ep* ep, int page, uint8_t* win, unsigned off, const void* data, unsigned bytes) {
+static int sim_store(struct velo_be* b, int page, uint8_t* win, unsigned off, const void* data, unsigned bytes) {
     (void)win;
-    struct velo_sim_state* s = ep->sim;
+    struct velo_dev* s = b->dev;
     if (page < 0 || bytes == 0 || bytes > 64 || (off & 63) + bytes > 64 || off >= 4096) return -EINVAL;
-    if (ep->dead) return -EPIPE;
+    if (b->dead) return -EPIPE;
     if (!my_tid) my_tid = (uint16_t)(atomic_fetch_add(&tid_next, 1) | 1);
     const uint32_t pos = __atomic_fetch_add(&s->chan->tail, 1, __ATOMIC_RELAXED);
     struct velo_sim_slot* sl = &s->slots[pos & (s->nslots - 1)];
@@ -166,7 +170,7 @@ static int sim_store(struct velo_ep* ep, int page, uint8_t* win, unsigned off, c
         struct timespec ts = ts_of(20000000);
         futex(&s->chan->head, FUTEX_WAIT, h, &ts);
         if ((i & 15) == 15 && sock_dead(s)) {
-            ep->dead = 1;
+            b->dead = 1;
             return -EPIPE;
         }
     }
@@ -186,17 +190,18 @@ static int sim_store(struct velo_ep* ep, int page, uint8_t* win, unsigned off, c
     return 0;
 }
 
-static int sim_write_rp(struct velo_ep* ep, struct velo_ring* r, uint32_t rp) {
+// ring: VELO_BE_DATA (user page 0) or VELO_BE_CTL (1)
+static int sim_write_rp(struct velo_be* b, unsigned ring, uint32_t rp) {
     uint32_t v = rp & ((1u << VELO_MBOX_PTR_BITS) - 1);
-    return sim_store(ep, (int)r->user_page, NULL, VELO_TBL_VPID_USER_MB_RP, &v, 4);
+    return sim_store(b, (int)(VELO_SIM_PAGE_USER | ring), NULL, VELO_TBL_VPID_USER_MB_RP, &v, 4);
 }
 
-static int ring_ready(const struct velo_ring* r, const uint8_t* cur, uint64_t expect) {
-    return !((__atomic_load_n((const uint64_t*)cur, __ATOMIC_ACQUIRE) ^ expect) & VH_PHASE) && r->base;
+static int ring_ready(const uint8_t* cur, uint64_t expect) {
+    return !((__atomic_load_n((const uint64_t*)cur, __ATOMIC_ACQUIRE) ^ expect) & (1ull << VELO_MBOX_HDR_PHASE_SHIFT));
 }
 
-static void sim_wait_state(struct velo_ep* ep, int waiting) {
-    struct velo_sim_state* s = ep->sim;
+static void sim_wait_state(struct velo_be* b, int waiting) {
+    struct velo_dev* s = b->dev;
     if (!s) return;
     __atomic_store_n(&s->chan->rx_waiters, waiting ? 1u : 0u, __ATOMIC_SEQ_CST);
     // a fabric that holds simulated time for us learns at once that we wait again
@@ -212,8 +217,8 @@ static void sim_wait_state(struct velo_ep* ep, int waiting) {
 // The rest of a sleep on the channel's rx_seq futex, once the caller armed rx_waiters (after
 // reading rx_seq) and found nothing ready: tell a frozen fabric that this client waits again, then
 // sleep up to one 50 ms slice (simulated time stands while woken clients react).
-static int chan_wait(struct velo_ep* ep, uint32_t seq, int64_t timeout_ns) {
-    struct velo_sim_state* s = ep->sim;
+static int chan_wait(struct velo_be* b, uint32_t seq, int64_t timeout_ns) {
+    struct velo_dev* s = b->dev;
     struct velo_sim_chan_hdr* ch = s->chan;
     if (__atomic_load_n(&s->info->frozen, __ATOMIC_SEQ_CST)) {
         uint64_t one = 1;
@@ -226,34 +231,33 @@ static int chan_wait(struct velo_ep* ep, uint32_t seq, int64_t timeout_ns) {
     int e = r < 0 ? errno : 0;
     if (e == EINTR) return -EINTR;
     if (e == ETIMEDOUT && sock_dead(s)) {
-        ep->dead = 1;
+        b->dead = 1;
         return -EPIPE;
     }
     return 0;
 }
 
-static int sim_sleep(struct velo_ep* ep, int64_t timeout_ns) {
-    struct velo_sim_state* s = ep->sim;
+static int sim_sleep(struct velo_be* b, const struct velo_be_wait* w, int64_t timeout_ns) {
+    struct velo_dev* s = b->dev;
     struct velo_sim_chan_hdr* ch = s->chan;
     const uint32_t seq = __atomic_load_n(&ch->rx_seq, __ATOMIC_ACQUIRE);
     __atomic_store_n(&ch->rx_waiters, 1, __ATOMIC_SEQ_CST);
-    if (ep->divert || ring_ready(&ep->data, ep->cur, ep->expect) || ring_ready(&ep->ctl, ep->ctl.cur, ep->ctl.expect))
-        return 0;
-    return chan_wait(ep, seq, timeout_ns);
+    if (w->pending || ring_ready(w->data_cur, w->data_expect) || ring_ready(w->ctl_cur, w->ctl_expect)) return 0;
+    return chan_wait(b, seq, timeout_ns);
 }
 
-static void sim_no_credit(struct velo_ep* ep) {
-    __atomic_store_n(&ep->sim->chan->rx_waiters, 1, __ATOMIC_SEQ_CST);
+static void sim_no_credit(struct velo_be* b) {
+    __atomic_store_n(&b->dev->chan->rx_waiters, 1, __ATOMIC_SEQ_CST);
 }
 
-static int sim_clock(const struct velo_ep* ep, uint64_t* now, uint64_t* last_rx) {
-    const struct velo_sim_state* s = ep->sim;
+static int sim_clock(const struct velo_be* b, uint64_t* now, uint64_t* last_rx) {
+    const struct velo_dev* s = b->dev;
     if (now) *now = __atomic_load_n(&s->info->cycle, __ATOMIC_ACQUIRE);
     if (last_rx) *last_rx = __atomic_load_n(&s->chan->rx_cycle, __ATOMIC_ACQUIRE);
     return 0;
 }
 
-static void sim_unmap(struct velo_sim_state* s) {
+static void sim_unmap(struct velo_dev* s) {
     if (s->info) munmap(s->info, s->info_bytes);
     if (s->chan) munmap(s->chan, s->chan_bytes);
     if (s->ring) munmap(s->ring, s->ring_bytes);
@@ -265,10 +269,10 @@ static void sim_unmap(struct velo_sim_state* s) {
     free(s);
 }
 
-static void sim_close(struct velo_ep* ep) {
-    struct velo_sim_state* s = ep->sim;
+static void sim_close(struct velo_be* b) {
+    struct velo_dev* s = b->dev;
     if (!s) return;
-    if (!ep->dead) {
+    if (!b->dead) {
         // wait until the fabric has taken every store (the goodbyes above), then close:
         // the fabric quiesces the vpids before it reuses the memory
         for (int i = 0; i < 2000; ++i) {
@@ -289,7 +293,7 @@ static void sim_close(struct velo_ep* ep) {
         pthread_mutex_unlock(&s->sock_lock);
     }
     sim_unmap(s);
-    ep->sim = NULL;
+    b->dev = NULL;
 }
 
 static void* map_fd(int fd, size_t* bytes, int prot) {
@@ -303,11 +307,11 @@ static void* map_fd(int fd, size_t* bytes, int prot) {
 
 // ---- RMA (docs/simulator.md "RMA"): the driver ABI's RMA requests go to the fabric, which runs
 // the driver core for them; commands and the queue's read pointer are stores of the channel.
-static int sim_ioctl_req(struct velo_ep* ep, unsigned nr, void* arg, int* fd) {
-    struct velo_sim_state* s = ep->sim;
+static int sim_ioctl_req(struct velo_be* b, unsigned nr, void* arg, int* fd) {
+    struct velo_dev* s = b->dev;
     const uint32_t sz = *(const uint32_t*)arg;  // every velo_uapi_* structure starts with argsz
     if (sz < 8 || sz > sizeof(((struct velo_sim_msg*)0)->text)) return -EINVAL;
-    if (ep->dead) return -EPIPE;
+    if (b->dead) return -EPIPE;
     struct velo_sim_msg m;
     memset(&m, 0, sizeof m);
     m.type = VELO_SIM_IOCTL;
@@ -316,13 +320,13 @@ static int sim_ioctl_req(struct velo_ep* ep, unsigned nr, void* arg, int* fd) {
     pthread_mutex_lock(&s->sock_lock);
     int r = request(s, &m, fd, fd ? 1 : 0);
     pthread_mutex_unlock(&s->sock_lock);
-    if (r == -EPIPE) ep->dead = 1;
+    if (r == -EPIPE) b->dead = 1;
     if (r == 0) memcpy(arg, m.text, sz);
     return r;
 }
 
-static int sim_rma_map(struct velo_ep* ep, struct velo_rma_map* m) {
-    struct velo_sim_state* s = ep->sim;
+static int sim_rma_map(struct velo_be* b, struct velo_rma_map* m) {
+    struct velo_dev* s = b->dev;
     memset(m, 0, sizeof *m);
     struct velo_uapi_rma_setup st;
     memset(&st, 0, sizeof st);
@@ -335,7 +339,7 @@ static int sim_rma_map(struct velo_ep* ep, struct velo_rma_map* m) {
         st.log2_entries = (uint32_t)l;
     }
     int fd = -1;
-    int r = sim_ioctl_req(ep, VELO_IOC_NR_RMA_SETUP, &st, &fd);
+    int r = sim_ioctl_req(b, VELO_IOC_NR_RMA_SETUP, &st, &fd);
     if (r < 0) return r;
     size_t bytes = 0;
     void* nq = map_fd(fd, &bytes, PROT_READ);
@@ -355,7 +359,7 @@ static int sim_rma_map(struct velo_ep* ep, struct velo_rma_map* m) {
     return 0;
 }
 
-static int sim_rma_ioctl(struct velo_ep* ep, unsigned long req, void* arg) {
+static int sim_rma_ioctl(struct velo_be* b, unsigned long req, void* arg) {
     unsigned nr;
     switch (req) {
         case VELO_IOC_REGISTER:
@@ -370,49 +374,37 @@ static int sim_rma_ioctl(struct velo_ep* ep, unsigned long req, void* arg) {
         default:
             return -ENOTTY;
     }
-    return sim_ioctl_req(ep, nr, arg, NULL);
+    return sim_ioctl_req(b, nr, arg, NULL);
 }
 
-static int sim_rma_cmd(struct velo_ep* ep, unsigned off, const uint64_t w[4]) {
-    return sim_store(ep, (int)VELO_SIM_PAGE_RMA, NULL, off, w, 32);
+static int sim_rma_cmd(struct velo_be* b, unsigned off, const uint64_t w[4]) {
+    return sim_store(b, (int)VELO_SIM_PAGE_RMA, NULL, off, w, 32);
 }
 
-static int sim_rma_write_rp(struct velo_ep* ep, uint32_t rp) {
-    return sim_store(ep, (int)(VELO_SIM_PAGE_USER | 0), NULL, VELO_TBL_VPID_USER_NQ_RP, &rp, 4);
+static int sim_rma_write_rp(struct velo_be* b, uint32_t rp) {
+    return sim_store(b, (int)(VELO_SIM_PAGE_USER | 0), NULL, VELO_TBL_VPID_USER_NQ_RP, &rp, 4);
 }
 
 // velo_rma_wait: sleep on rx_seq (the fabric bumps it after every write into the queue too)
 // until the entry at hdr is there, the timeout, or a 50 ms slice ends.
-static int sim_rma_sleep(struct velo_ep* ep, const volatile uint64_t* hdr, uint64_t mask, uint64_t val,
+static int sim_rma_sleep(struct velo_be* b, const volatile uint64_t* hdr, uint64_t mask, uint64_t val,
                          int64_t timeout_ns) {
-    struct velo_sim_state* s = ep->sim;
+    struct velo_dev* s = b->dev;
     struct velo_sim_chan_hdr* ch = s->chan;
     const uint32_t seq = __atomic_load_n(&ch->rx_seq, __ATOMIC_ACQUIRE);
     __atomic_store_n(&ch->rx_waiters, 1, __ATOMIC_SEQ_CST);
     if ((__atomic_load_n(hdr, __ATOMIC_ACQUIRE) & mask) == val) return 0;
-    return chan_wait(ep, seq, timeout_ns);
+    return chan_wait(b, seq, timeout_ns);
 }
 
-static const struct velo_backend sim_backend = {
-    .name = "sim",
-    .grant = sim_grant,
-    .revoke = sim_revoke,
-    .store = sim_store,
-    .write_rp = sim_write_rp,
-    .sleep = sim_sleep,
-    .no_credit = sim_no_credit,
-    .wait_state = sim_wait_state,
-    .spin_polls = 16,
-    .clock = sim_clock,
-    .close = sim_close,
-    .rma_map = sim_rma_map,
-    .rma_ioctl = sim_rma_ioctl,
-    .rma_cmd = sim_rma_cmd,
-    .rma_write_rp = sim_rma_write_rp,
-    .rma_sleep = sim_rma_sleep,
-};
+// the fabric's default socket is there
+static int sim_probe(void) {
+    char sock[256];
+    struct stat sb;
+    return velo_sim_default_socket(sock, sizeof sock) == 0 && stat(sock, &sb) == 0 && S_ISSOCK(sb.st_mode);
+}
 
-int velo__sim_open(struct velo_ep* ep, const char* path, const velo_open_attr_t* a) {
+static int sim_open(struct velo_be* b, const char* path, const velo_open_attr_t* a) {
     char def[256];
     if (!path) {
         if (velo_sim_default_socket(def, sizeof def)) return -EINVAL;
@@ -423,7 +415,7 @@ int velo__sim_open(struct velo_ep* ep, const char* path, const velo_open_attr_t*
     sa.sun_family = AF_UNIX;
     if (strlen(path) >= sizeof sa.sun_path) return -EINVAL;
     strcpy(sa.sun_path, path);
-    struct velo_sim_state* s = calloc(1, sizeof *s);
+    struct velo_dev* s = calloc(1, sizeof *s);
     if (!s) return -ENOMEM;
     s->doorbell = -1;
     pthread_mutex_init(&s->sock_lock, NULL);
@@ -480,18 +472,35 @@ int velo__sim_open(struct velo_ep* ep, const char* path, const velo_open_attr_t*
 #endif
     s->slots = (struct velo_sim_slot*)((uint8_t*)s->chan + VELO_SIM_CHAN_SLOTS_OFF);
     s->nslots = nslots;
-    ep->sim = s;
-    ep->be = &sim_backend;
-    ep->node = (uint32_t)m.arg[0];
-    ep->vpid = (uint32_t)m.arg[1];
-    ep->ctl_vpid = (uint32_t)m.arg[2];
-    ep->node_bits = (uint32_t)m.arg[3];
-    ep->vpid_bits = (uint32_t)m.arg[4];
-    ep->nodes = (uint32_t)m.arg[5];
-    velo__ring_init(&ep->data, (uint8_t*)s->ring, log2);
-    velo__ring_init(&ep->ctl, (uint8_t*)s->ctl_ring, ctl_log2);
-    ep->data.user_page = VELO_SIM_PAGE_USER | 0;
-    ep->ctl.user_page = VELO_SIM_PAGE_USER | 1;
-    velo__ep_set_data_ring(ep);
+    b->dev = s;
+    b->node = (uint32_t)m.arg[0];
+    b->vpid = (uint32_t)m.arg[1];
+    b->ctl_vpid = (uint32_t)m.arg[2];
+    b->node_bits = (uint32_t)m.arg[3];
+    b->vpid_bits = (uint32_t)m.arg[4];
+    b->nodes = (uint32_t)m.arg[5];
+    b->data = (struct velo_be_ring){(uint8_t*)s->ring, log2, NULL};  // read pointers: sim_write_rp
+    b->ctl = (struct velo_be_ring){(uint8_t*)s->ctl_ring, ctl_log2, NULL};
     return 0;
 }
+
+const struct velo_backend velo__backend_sim = {
+    .name = "sim",
+    .probe = sim_probe,
+    .open = sim_open,
+    .grant = sim_grant,
+    .revoke = sim_revoke,
+    .store = sim_store,
+    .write_rp = sim_write_rp,
+    .sleep = sim_sleep,
+    .no_credit = sim_no_credit,
+    .wait_state = sim_wait_state,
+    .spin_polls = 16,
+    .clock = sim_clock,
+    .close = sim_close,
+    .rma_map = sim_rma_map,
+    .rma_ioctl = sim_rma_ioctl,
+    .rma_cmd = sim_rma_cmd,
+    .rma_write_rp = sim_rma_write_rp,
+    .rma_sleep = sim_rma_sleep,
+};

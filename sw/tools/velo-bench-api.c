@@ -20,10 +20,7 @@
 #include "velo/velo.h"
 #include "velo/velo_hw.h"
 
-// internal hooks of libvelo (velo_hw.c): an endpoint on plain memory with the hw fast paths
-int velo__mock_open(velo_ep_t** ep, unsigned node, unsigned vpid, unsigned log2_lines);
-int velo__mock_connect(velo_ep_t* ep, velo_addr_t dst, uint8_t* window, uint32_t credit, velo_conn_t** c);
-uint8_t* velo__mock_ring(velo_ep_t* ep);
+#include "mock.h"  // the test-only mock backend: an endpoint on plain memory with the hw fast paths
 
 static double now_s(void) {
     struct timespec ts;

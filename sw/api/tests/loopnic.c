@@ -9,8 +9,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "velo/velo_hw.h"
 #include "velo/velo_uapi.h"
-#include "velo_internal.h"
+#include "velo_backend.h"
 
 #define MAXEP 64
 #define MAXGRANT 4096
@@ -75,7 +76,12 @@ static struct lep* find_ep(struct loopnic* n, unsigned node, unsigned vpid, int*
     return NULL;
 }
 
-static struct lep* lep_of(struct loopnic* n, const struct velo_ep* ep) {
+// the backend's state of an endpoint is its lep
+static struct lep* lep_of_be(const struct velo_be* b) {
+    return (struct lep*)(void*)b->dev;
+}
+
+static struct lep* lep_of(struct loopnic* n, const velo_ep_t* ep) {
     for (unsigned i = 0; i < n->neps; ++i)
         if (n->eps[i].ep == ep) return &n->eps[i];
     return NULL;
@@ -115,7 +121,7 @@ static int deliver(struct loopnic* n, struct pkt* p) {
     }
     e->wp[ring] = wp + lines;
     ++n->st.packets;
-    if (p->hdr & VH_FRAG) ++n->st.fragments;
+    if (p->hdr & (1ull << VELO_MBOX_HDR_FRAG_SHIFT)) ++n->st.fragments;
     return 1;
 }
 
@@ -186,10 +192,10 @@ static void packet(struct loopnic* n, struct grant* g, unsigned len, unsigned o,
 }
 
 // ---------------------------------------------------------------------------- backend
-static int lb_grant(struct velo_ep* ep, unsigned from, unsigned node, unsigned vpid, uint8_t** win) {
+static int lb_grant(struct velo_be* b, unsigned from, unsigned node, unsigned vpid, uint8_t** win) {
     struct loopnic* n = g_nic;
     pthread_mutex_lock(&n->mu);
-    struct lep* src = lep_of(n, ep);
+    struct lep* src = lep_of_be(b);
     int ring;
     int r;
     if (!find_ep(n, node, vpid, &ring)) {
@@ -205,16 +211,16 @@ static int lb_grant(struct velo_ep* ep, unsigned from, unsigned node, unsigned v
     return r;
 }
 
-static int lb_revoke(struct velo_ep* ep, int page, uint8_t* win) {
-    (void)ep;
+static int lb_revoke(struct velo_be* b, int page, uint8_t* win) {
+    (void)b;
     (void)page;
     (void)win;
     return 0;
 }
 
-static int lb_store(struct velo_ep* ep, int page, uint8_t* win, unsigned off, const void* data, unsigned bytes) {
+static int lb_store(struct velo_be* b, int page, uint8_t* win, unsigned off, const void* data, unsigned bytes) {
     (void)win;
-    (void)ep;
+    (void)b;
     struct loopnic* n = g_nic;
     if (page < 0 || (off & 63) + bytes > 64) return -EINVAL;
     pthread_mutex_lock(&n->mu);
@@ -241,12 +247,12 @@ static int lb_store(struct velo_ep* ep, int page, uint8_t* win, unsigned off, co
     return 0;
 }
 
-static int lb_write_rp(struct velo_ep* ep, struct velo_ring* r, uint32_t rp) {
+static int lb_write_rp(struct velo_be* b, unsigned ring, uint32_t rp) {
     struct loopnic* n = g_nic;
     pthread_mutex_lock(&n->mu);
-    struct lep* e = lep_of(n, ep);
+    struct lep* e = lep_of_be(b);
     if (e) {
-        int k = r == &ep->ctl;
+        const unsigned k = ring == VELO_BE_CTL;
         // the NIC keeps MBOX_PTR_BITS; the model keeps the full value for the test's checks
         e->rp[k] = rp;
         ++n->st.rp_writes;
@@ -256,25 +262,26 @@ static int lb_write_rp(struct velo_ep* ep, struct velo_ring* r, uint32_t rp) {
     return 0;
 }
 
-static int lb_sleep(struct velo_ep* ep, int64_t ns) {
-    (void)ep;
+static int lb_sleep(struct velo_be* b, const struct velo_be_wait* w, int64_t ns) {
+    (void)b;
+    (void)w;
     (void)ns;
     loopnic_pump(g_nic);
     sched_yield();
     return 0;
 }
 
-static int lb_clock(const struct velo_ep* ep, uint64_t* now, uint64_t* last) {
-    (void)ep;
+static int lb_clock(const struct velo_be* b, uint64_t* now, uint64_t* last) {
+    (void)b;
     if (now) *now = 0;
     if (last) *last = 0;
     return 0;
 }
 
-static void lb_close(struct velo_ep* ep) {
+static void lb_close(struct velo_be* b) {
     struct loopnic* n = g_nic;
     pthread_mutex_lock(&n->mu);
-    struct lep* e = lep_of(n, ep);
+    struct lep* e = lep_of_be(b);
     if (e) {
         e->open = 0;
         free(e->ring[0]);
@@ -284,8 +291,28 @@ static void lb_close(struct velo_ep* ep) {
     pthread_mutex_unlock(&n->mu);
 }
 
+// the endpoint loopnic_open prepared for a->node, a->vpid
+static int lb_open(struct velo_be* b, const char* arg, const velo_open_attr_t* a) {
+    (void)arg;
+    struct loopnic* n = g_nic;
+    int ring;
+    struct lep* e = find_ep(n, (unsigned)a->node, (unsigned)a->vpid, &ring);
+    if (!e || e->ep) return -ENODEV;
+    b->dev = (struct velo_dev*)(void*)e;
+    b->node = e->node;
+    b->vpid = e->vpid;
+    b->ctl_vpid = e->ctl_vpid;
+    b->node_bits = VELO_DEFAULT_NODE_BITS;
+    b->vpid_bits = VELO_DEFAULT_VPID_BITS;
+    b->nodes = 0;
+    b->data = (struct velo_be_ring){e->ring[0], e->log2[0], NULL};  // read pointers: lb_write_rp
+    b->ctl = (struct velo_be_ring){e->ring[1], e->log2[1], NULL};
+    return 0;
+}
+
 static const struct velo_backend loop_backend = {
     .name = "loop",
+    .open = lb_open,
     .grant = lb_grant,
     .revoke = lb_revoke,
     .store = lb_store,
@@ -332,14 +359,13 @@ int loopnic_open(struct loopnic* n, unsigned node, int vpid, unsigned ring_log2,
             if (!find_ep(n, node, v, &r)) break;
         }
     }
-    struct velo_ep* ep = calloc(1, sizeof *ep);
     velo_open_attr_t a;
     velo_open_attr_init(&a);
     a.connect_timeout_ms = 2000;
-    if (velo__ep_init(ep, &a)) return -ENOMEM;
+    a.node = (int)node;
+    a.vpid = (int)v;
     struct lep* e = &n->eps[n->neps++];
     memset(e, 0, sizeof *e);
-    e->ep = ep;
     e->node = node;
     e->vpid = v;
     e->ctl_vpid = VELO_CTL_VPID(v, VELO_DEFAULT_VPID_BITS);
@@ -350,17 +376,10 @@ int loopnic_open(struct loopnic* n, unsigned node, int vpid, unsigned ring_log2,
         memset(e->ring[k], 0, (size_t)64 << e->log2[k]);
     }
     e->open = 1;
-    ep->be = &loop_backend;
-    ep->node = node;
-    ep->vpid = v;
-    ep->ctl_vpid = e->ctl_vpid;
-    ep->node_bits = VELO_DEFAULT_NODE_BITS;
-    ep->vpid_bits = VELO_DEFAULT_VPID_BITS;
-    ep->nodes = 0;
-    velo__ring_init(&ep->data, e->ring[0], e->log2[0]);
-    velo__ring_init(&ep->ctl, e->ring[1], e->log2[1]);
-    velo__ep_set_data_ring(ep);
-    velo__ep_finish(ep);
+    velo_ep_t* ep;
+    int r = velo__ep_open(&loop_backend, NULL, &a, &ep);
+    if (r) return r;
+    e->ep = ep;
     *out = ep;
     return 0;
 }

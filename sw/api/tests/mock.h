@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* The internal hooks the unit tests use (velo_hw.c): an endpoint on plain memory with the hw
- * fast paths. C++-includable (velo_internal.h is C only). */
+/* The test-only mock backend (mock_backend.c): an endpoint on plain memory with the hw fast
+ * paths, for the unit tests and velo-bench-api. C++-includable (velo_ep.h is C only). */
 #ifndef VELO_TEST_MOCK_H
 #define VELO_TEST_MOCK_H
 #include <stdint.h>

@@ -19,6 +19,13 @@ cc -std=c17 -Wall -Werror "$src/consumer/consumer.c" $flags -o "$stage/consumer_
 c++ -std=c++17 -Wall -Werror "$src/consumer/consumer.cpp" $flags -o "$stage/consumer_cxx"
 LD_LIBRARY_PATH="$libdir" "$stage/consumer_c"
 LD_LIBRARY_PATH="$libdir" "$stage/consumer_cxx"
+# the public headers, and not the fabric's private protocol (velo_sim_proto.h)
+for h in velo.h velo.hpp velo_hw.h velo_uapi.h; do
+    [ -f "$prefix/include/velo/$h" ] || { echo "velo/$h not installed"; exit 1; }
+done
+if [ -e "$prefix/include/velo/velo_sim_proto.h" ]; then
+    echo "the private velo/velo_sim_proto.h is installed"; exit 1
+fi
 # only the public symbols are exported
 if nm -D --defined-only "$libdir/libvelo.so" | grep -q ' velo__'; then
     echo "libvelo.so exports internal velo__ symbols"; exit 1

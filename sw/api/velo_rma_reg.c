@@ -1,0 +1,291 @@
+// SPDX-License-Identifier: MIT
+// libvelo RMA registrations (docs/rma.md, docs/api.md "RMA"): the endpoint's RMA state (set up
+// at the first call from the backend's mappings), registrations through the driver with a
+// bounded LRU cache of idle ones (velo_register, velo_deregister, velo_region_*), and close.
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "velo/velo_uapi.h"
+#include "velo_rma_state.h"
+
+// ============================================================================ setup
+int velo__rma_get(struct velo_ep* ep, struct velo_rma** out) {
+    if (ep->rma) {
+        *out = ep->rma;
+        return 0;
+    }
+    if (ep->b.dead) return -EPIPE;
+    if (!ep->be->rma_map || !ep->be->rma_ioctl) return -ENOTSUP;
+    struct velo_rma_map m;
+    int r = ep->be->rma_map(&ep->b, &m);
+    if (r < 0) return r;
+    if (m.nq_log2 < VELO_RMA_NQ_LOG2_MIN || m.nq_log2 > VELO_RMA_NQ_LOG2_MAX || !m.nq ||
+        (!m.cmd_page && !ep->be->rma_cmd) || (!m.nq_rp && !ep->be->rma_write_rp))
+        return -EPROTO;
+    struct velo_rma* s = calloc(1, sizeof *s);
+    if (!s) return -ENOMEM;
+    s->ep = ep;
+    s->m = m;
+    s->mask = (1u << m.nq_log2) - 1;
+    s->rp_batch = (1u << m.nq_log2) / 4 ? (1u << m.nq_log2) / 4 : 1;
+    const unsigned half = (1u << m.nq_log2) / 2;
+    s->limit = half < VELO_RMA_SLOTS ? half : VELO_RMA_SLOTS;
+    if (s->limit == 0) s->limit = 1;
+    s->piece_max = VELO_RMA_LEN_MAX & ~0xFFFu;
+    s->ops = calloc(s->limit, sizeof *s->ops);
+    s->evq = calloc(RMA_EVQ, sizeof *s->evq);
+    s->evq_cap = RMA_EVQ;
+    if (!s->ops || !s->evq) {
+        free(s->ops);
+        free(s->evq);
+        free(s);
+        return -ENOMEM;
+    }
+    for (unsigned i = 0; i < s->limit; ++i) s->ops[i].next_free = i + 1 < s->limit ? (int)i + 1 : -1;
+    s->op_free = 0;
+    s->backlog = -1;
+    s->cache_max = m.max_regions && m.max_regions < RMA_CACHE_DEFAULT ? m.max_regions : RMA_CACHE_DEFAULT;
+    ep->rma = s;
+    *out = s;
+    return 0;
+}
+
+// ============================================================================ region cache
+static int drv_deregister(struct velo_ep* ep, uint64_t nla) {
+    struct velo_uapi_deregister d;
+    memset(&d, 0, sizeof d);
+    d.argsz = sizeof d;
+    d.nla = nla;
+    return ep->be->rma_ioctl(&ep->b, VELO_IOC_DEREGISTER, &d);
+}
+
+int velo__rma_repin(struct velo_ep* ep, uint64_t nla) {
+    struct velo_uapi_repin p;
+    memset(&p, 0, sizeof p);
+    p.argsz = sizeof p;
+    p.nla = nla & ~NLA_OFFSET_MASK;
+    return ep->be->rma_ioctl(&ep->b, VELO_IOC_REPIN, &p);
+}
+
+static void lru_unlink(struct velo_rma* s, struct rc_ent* e) {
+    if (e->prev)
+        e->prev->next = e->next;
+    else
+        s->lru_head = e->next;
+    if (e->next)
+        e->next->prev = e->prev;
+    else
+        s->lru_tail = e->prev;
+    e->prev = e->next = NULL;
+}
+
+static void lru_front(struct velo_rma* s, struct rc_ent* e) {
+    e->prev = NULL;
+    e->next = s->lru_head;
+    if (s->lru_head) s->lru_head->prev = e;
+    s->lru_head = e;
+    if (!s->lru_tail) s->lru_tail = e;
+}
+
+// Out of the lookup list (the registration itself stays until its last reference).
+static void rc_uncache(struct velo_rma* s, struct rc_ent* e) {
+    if (!e->cached) return;
+    lru_unlink(s, e);
+    e->cached = 0;
+    --s->ncached;
+}
+
+static int rc_free(struct velo_ep* ep, struct velo_rma* s, struct rc_ent* e) {
+    int r = drv_deregister(ep, e->nla);
+    if (e->all_prev)
+        e->all_prev->all_next = e->all_next;
+    else
+        s->all = e->all_next;
+    if (e->all_next) e->all_next->all_prev = e->all_prev;
+    free(e);
+    return r;
+}
+
+// Evict least recently used idle registrations while the cache holds more than `keep`.
+static void rc_trim(struct velo_ep* ep, struct velo_rma* s, unsigned keep) {
+    struct rc_ent* e = s->lru_tail;
+    while (e && s->ncached > keep) {
+        struct rc_ent* p = e->prev;
+        if (e->refs == 0) {
+            rc_uncache(s, e);
+            rc_free(ep, s, e);
+            ++ep->st.rma_evictions;
+        }
+        e = p;
+    }
+}
+
+int velo__rc_put(struct velo_ep* ep, struct velo_rma* s, struct rc_ent* e) {
+    if (--e->refs) return 0;
+    if (!e->cached) return rc_free(ep, s, e);
+    if (s->ncached > s->cache_max) rc_trim(ep, s, s->cache_max);
+    return 0;
+}
+
+static struct rc_ent* rc_lookup(struct velo_rma* s, uintptr_t addr, size_t len, unsigned access) {
+    for (struct rc_ent* e = s->lru_head; e; e = e->next) {
+        if (e->addr <= addr && addr - e->addr <= e->len && len <= e->len - (addr - e->addr) &&
+            (e->access & access) == access) {
+            if (e != s->lru_head) {
+                lru_unlink(s, e);
+                lru_front(s, e);
+            }
+            return e;
+        }
+    }
+    return NULL;
+}
+
+// A registration containing [addr, addr + len) with `access`, referenced (refs + 1).
+int velo__rc_acquire(struct velo_ep* ep, struct velo_rma* s, uintptr_t addr, size_t len, unsigned access,
+                     struct rc_ent** out) {
+    struct rc_ent* e = rc_lookup(s, addr, len, access);
+    if (e) {
+        ++ep->st.rma_cache_hits;
+        ++e->refs;
+        *out = e;
+        return 0;
+    }
+    struct velo_uapi_register g;
+    int r = 0;
+    for (int attempt = 0; attempt < 2; ++attempt) {
+        memset(&g, 0, sizeof g);
+        g.argsz = sizeof g;
+        g.flags = access;
+        g.addr = (uint64_t)addr;
+        g.len = (uint64_t)len;
+        r = ep->be->rma_ioctl(&ep->b, VELO_IOC_REGISTER, &g);
+        if (r != -ENOSPC || attempt) break;
+        rc_trim(ep, s, 0);  // no room in the NIC: give the idle registrations back, try again
+    }
+    if (r < 0) return r;
+    e = calloc(1, sizeof *e);
+    if (!e) {
+        drv_deregister(ep, g.nla);
+        return -ENOMEM;
+    }
+    ++ep->st.rma_cache_miss;
+    e->addr = addr;
+    e->len = len;
+    e->nla = g.nla;
+    e->access = access;
+    e->refs = 1;
+    e->cached = 1;
+    lru_front(s, e);
+    ++s->ncached;
+    e->all_next = s->all;
+    if (s->all) s->all->all_prev = e;
+    s->all = e;
+    if (s->ncached > s->cache_max) rc_trim(ep, s, s->cache_max);
+    *out = e;
+    return 0;
+}
+
+int velo__rma_check_range(const void* addr, size_t len) {
+    if (!addr || len == 0) return -EINVAL;
+    if ((uint64_t)len > VELO_REG_LEN_MAX || (uintptr_t)addr + len < (uintptr_t)addr) return -EINVAL;
+    return 0;
+}
+
+int velo_register(velo_ep_t* ep, const void* addr, size_t len, unsigned access, velo_region_t** region) {
+    if (!ep || !region) return -EINVAL;
+    *region = NULL;
+    if (ep->closed) return -EBADF;
+    int r = velo__rma_check_range(addr, len);
+    if (r) return r;
+    if (access == 0 || (access & ~VELO_ACCESS_ALL)) return -EINVAL;
+    struct velo_region* h = calloc(1, sizeof *h);
+    if (!h) return -ENOMEM;
+    pthread_mutex_lock(&ep->rma_lock);
+    struct velo_rma* s;
+    r = velo__rma_get(ep, &s);
+    struct rc_ent* e = NULL;
+    if (r == 0) {
+        e = rc_lookup(s, (uintptr_t)addr, len, access);
+        if (e) {
+            // handed out: make it valid now (the owner's side of decoupled pinning, docs/rma.md §2.4)
+            r = velo__rma_repin(ep, e->nla);
+            if (r == 0) {
+                ++e->refs;
+                ++ep->st.rma_cache_hits;
+            } else {
+                rc_uncache(s, e);  // the driver lost it: forget it, register anew
+                if (e->refs == 0) rc_free(ep, s, e);
+                e = NULL;
+            }
+        }
+        if (!e) r = velo__rc_acquire(ep, s, (uintptr_t)addr, len, access, &e);
+    }
+    pthread_mutex_unlock(&ep->rma_lock);
+    if (r < 0) {
+        free(h);
+        return r;
+    }
+    h->ep = ep;
+    h->e = e;
+    h->addr = (uintptr_t)addr;
+    h->len = len;
+    h->access = access;
+    *region = h;
+    return 0;
+}
+
+// Drop a handle: its registration leaves the cache first when `uncache` (velo_deregister), and is
+// deregistered once nothing else uses it.
+static int region_drop(velo_region_t* h, int uncache) {
+    if (!h) return -EINVAL;
+    struct velo_ep* ep = h->ep;
+    if (ep->closed) {
+        free(h);
+        return -EBADF;
+    }
+    pthread_mutex_lock(&ep->rma_lock);
+    struct velo_rma* s = ep->rma;  // set: the handle came from velo_register
+    if (uncache) rc_uncache(s, h->e);
+    int r = velo__rc_put(ep, s, h->e);
+    pthread_mutex_unlock(&ep->rma_lock);
+    free(h);
+    return r;
+}
+
+int velo_deregister(velo_region_t* h) {
+    return region_drop(h, 1);
+}
+
+int velo_region_release(velo_region_t* h) {
+    return region_drop(h, 0);  // stays cached unless deregistered meanwhile (then freed)
+}
+
+int velo_region_nla(const velo_region_t* h, size_t offset, uint64_t* nla) {
+    if (!h || !nla) return -EINVAL;
+    if (offset > h->len) return -ERANGE;
+    *nla = h->e->nla + (h->addr - h->e->addr) + offset;
+    return 0;
+}
+
+// ============================================================================ close
+void velo__rma_close(struct velo_ep* ep) {
+    pthread_mutex_lock(&ep->rma_lock);
+    struct velo_rma* s = ep->rma;
+    if (s) {
+        // the driver deregisters every region of the endpoint at close: only the memory goes
+        struct rc_ent* e = s->all;
+        while (e) {
+            struct rc_ent* n = e->all_next;
+            free(e);
+            e = n;
+        }
+        free(s->ops);
+        free(s->evq);
+        free(s);
+        ep->rma = NULL;
+    }
+    pthread_mutex_unlock(&ep->rma_lock);
+}
