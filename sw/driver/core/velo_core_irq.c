@@ -16,16 +16,9 @@ int velo_core_irq_enable(struct velo_core *c, int on)
 		return -VELO_CORE_EINVAL;
 	if (!c->caps.irq_base)
 		return -VELO_CORE_ENODEV;
-	const uint32_t v = (uint32_t)VELO_FIELD_PREP(VELO_REG_IRQ_CTRL_ENABLE, on ? 1 : 0);
-
-	wr(c, reg_irq(c, VELO_REG_IRQ_CTRL), v);
-	const uint32_t back = rd(c, reg_irq(c, VELO_REG_IRQ_CTRL));
-
-	if ((back & (uint32_t)VELO_FIELD_MASK(VELO_REG_IRQ_CTRL_ENABLE)) != v) {
-		velo_core_log(c, VELO_CORE_LOG_ERR, "velo: IRQ CTRL read back ", back);
-		return -VELO_CORE_EIO;
-	}
-	return 0;
+	return velo_core_write_enable(c, reg_irq(c, VELO_REG_IRQ_CTRL),
+				      (uint32_t)VELO_FIELD_MASK(VELO_REG_IRQ_CTRL_ENABLE), on,
+				      "velo: IRQ CTRL read back ");
 }
 
 int velo_core_irq_arm(struct velo_core *c, unsigned int vpid)

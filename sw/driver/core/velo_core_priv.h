@@ -97,6 +97,12 @@ static inline uint32_t nq_reg(const struct velo_core *c, unsigned int vpid, uint
 void velo_core_log_ops(const struct velo_core_ops *ops, void *ctx, int level, const char *a,
 		       unsigned long long v);
 void velo_core_log(const struct velo_core *c, int level, const char *a, unsigned long long v);
+/*
+ * Write a unit's enable register (bit: its one-bit ENABLE field, set when on) and read it back:
+ * 0, or -EIO logged as `what` and the value read.
+ */
+int velo_core_write_enable(struct velo_core *c, uint32_t off, uint32_t bit, int on,
+			   const char *what);
 
 /* ---- endpoints (velo_core_ep.c) */
 /* Disable a vpid and wait until the NIC holds nothing for it. 0 or -ETIMEDOUT. */

@@ -323,6 +323,21 @@ int velo_core_enable(struct velo_core *c, uint32_t node_id)
 	return 0;
 }
 
+int velo_core_write_enable(struct velo_core *c, uint32_t off, uint32_t bit, int on,
+			   const char *what)
+{
+	const uint32_t v = on ? bit : 0;
+	uint32_t back;
+
+	wr(c, off, v);
+	back = rd(c, off);
+	if ((back & bit) != v) {
+		velo_core_log(c, VELO_CORE_LOG_ERR, what, back);
+		return -VELO_CORE_EIO;
+	}
+	return 0;
+}
+
 void velo_core_refresh(struct velo_core *c)
 {
 	c->caps.node_id = rd(c, reg_ctrl(c, VELO_REG_CTRL_NODE_ID));

@@ -17,16 +17,9 @@ int velo_core_rma_enable(struct velo_core *c, int on)
 		return -VELO_CORE_EINVAL;
 	if (!c->caps.rma_base)
 		return -VELO_CORE_EOPNOTSUPP;
-	const uint32_t v = (uint32_t)VELO_FIELD_PREP(VELO_REG_RMA_CONTROL_ENABLE, on ? 1 : 0);
-
-	wr(c, reg_rma(c, VELO_REG_RMA_CONTROL), v);
-	const uint32_t back = rd(c, reg_rma(c, VELO_REG_RMA_CONTROL));
-
-	if ((back & (uint32_t)VELO_FIELD_MASK(VELO_REG_RMA_CONTROL_ENABLE)) != v) {
-		velo_core_log(c, VELO_CORE_LOG_ERR, "velo: RMA CONTROL read back ", back);
-		return -VELO_CORE_EIO;
-	}
-	return 0;
+	return velo_core_write_enable(c, reg_rma(c, VELO_REG_RMA_CONTROL),
+				      (uint32_t)VELO_FIELD_MASK(VELO_REG_RMA_CONTROL_ENABLE), on,
+				      "velo: RMA CONTROL read back ");
 }
 
 static uint32_t rg_reg(const struct velo_core *c, unsigned int r, uint32_t reg)
@@ -286,6 +279,17 @@ static int pte_compact(struct velo_core *c)
 	return 0;
 }
 
+/* Endpoint vpid of an NIC with an RMA unit: 0 with *e set, -EOPNOTSUPP or -ENOENT. */
+static int rma_ep(struct velo_core *c, unsigned int vpid, struct velo_core_ep **e)
+{
+	if (!c->caps.rma_base)
+		return -VELO_CORE_EOPNOTSUPP;
+	if (vpid >= CORE_MAX_VPIDS || !c->ep[vpid])
+		return -VELO_CORE_ENOENT;
+	*e = c->ep[vpid];
+	return 0;
+}
+
 /*
  * Set up (log2 entries, VELO_NQ_LOG2_MIN..RMA_NQ_LOG2_MAX) the notification queue of endpoint
  * `vpid`: zeroed ring, NQ_CFG = 0, base, NQ_WP = 0, user NQ_RP = 0, NQ_CFG = ENABLE | LOG2,
@@ -293,13 +297,11 @@ static int pte_compact(struct velo_core *c)
  */
 static int nq_setup(struct velo_core *c, unsigned int vpid, unsigned int log2)
 {
-	if (!c)
-		return -VELO_CORE_EINVAL;
-	if (!c->caps.rma_base)
-		return -VELO_CORE_EOPNOTSUPP;
-	if (vpid >= CORE_MAX_VPIDS || !c->ep[vpid])
-		return -VELO_CORE_ENOENT;
-	struct velo_core_ep *e = c->ep[vpid];
+	struct velo_core_ep *e;
+	const int err = c ? rma_ep(c, vpid, &e) : -VELO_CORE_EINVAL;
+
+	if (err)
+		return err;
 
 	if (log2 < VELO_NQ_LOG2_MIN || log2 > VELO_RMA_NQ_LOG2_MAX)
 		return -VELO_CORE_EINVAL;
@@ -350,13 +352,11 @@ static int nq_setup(struct velo_core *c, unsigned int vpid, unsigned int log2)
 int velo_core_rma_declare(struct velo_core *c, unsigned int vpid, uint64_t addr, uint64_t len,
 			  unsigned int access, uint64_t *nla)
 {
-	if (!c || !nla)
-		return -VELO_CORE_EINVAL;
-	if (!c->caps.rma_base)
-		return -VELO_CORE_EOPNOTSUPP;
-	if (vpid >= CORE_MAX_VPIDS || !c->ep[vpid])
-		return -VELO_CORE_ENOENT;
-	struct velo_core_ep *e = c->ep[vpid];
+	struct velo_core_ep *e;
+	const int err = c && nla ? rma_ep(c, vpid, &e) : -VELO_CORE_EINVAL;
+
+	if (err)
+		return err;
 
 	if (!access || (access & ~(unsigned int)VELO_REG_ACCESS_ALL) || !len ||
 	    len > VELO_REG_LEN_MAX || addr + (len - 1) < addr)
@@ -525,21 +525,42 @@ void velo_core_rma_release_ep(struct velo_core *c, unsigned int vpid, uint64_t o
 	}
 }
 
-int velo_core_ioc_rma_setup(struct velo_core *c, const struct velo_core_client *cl,
-			    struct velo_uapi_rma_setup *a)
+/*
+ * What every RMA ioctl checks first, in this order: its arguments (bad: -EINVAL), the RMA unit,
+ * the client's endpoint. 0 with *ep set, or the error.
+ */
+static int rma_ioc_ep(const struct velo_core *c, const struct velo_core_client *cl, int bad,
+		      const struct velo_core_ep **ep)
 {
-	if (a->flags || a->rsvd)
+	int err;
+
+	if (bad)
 		return -VELO_CORE_EINVAL;
 	if (!c->caps.rma_base)
 		return -VELO_CORE_EOPNOTSUPP;
-	int err;
-	const struct velo_core_ep *e = velo_core_client_ep(c, cl, &err);
+	*ep = velo_core_client_ep(c, cl, &err);
+	return err;
+}
 
-	if (!e)
-		return err;
-	const unsigned int log2 = a->log2_entries ? a->log2_entries : VELO_NQ_LOG2_DEFAULT;
-	const int r = nq_setup(c, e->vpid, log2);
+/* The same, then the client's region that nla names: its index, or the error. */
+static int rma_ioc_region(const struct velo_core *c, const struct velo_core_client *cl, int bad,
+			  uint64_t nla)
+{
+	const struct velo_core_ep *e;
+	const int err = rma_ioc_ep(c, cl, bad, &e);
 
+	return err ? err : rma_lookup(c, e->vpid, nla);
+}
+
+int velo_core_ioc_rma_setup(struct velo_core *c, const struct velo_core_client *cl,
+			    struct velo_uapi_rma_setup *a)
+{
+	const struct velo_core_ep *e;
+	int r = rma_ioc_ep(c, cl, a->flags || a->rsvd, &e);
+
+	if (r)
+		return r;
+	r = nq_setup(c, e->vpid, a->log2_entries ? a->log2_entries : VELO_NQ_LOG2_DEFAULT);
 	if (r)
 		return r;
 	a->nq_bytes = e->nq_bytes;
@@ -555,18 +576,13 @@ int velo_core_ioc_rma_setup(struct velo_core *c, const struct velo_core_client *
 int velo_core_ioc_register(struct velo_core *c, const struct velo_core_client *cl,
 			   struct velo_uapi_register *a)
 {
-	if (!a->flags || (a->flags & ~(uint32_t)VELO_REG_ACCESS_ALL))
-		return -VELO_CORE_EINVAL;
-	if (!c->caps.rma_base)
-		return -VELO_CORE_EOPNOTSUPP;
-	int err;
-	const struct velo_core_ep *e = velo_core_client_ep(c, cl, &err);
-
-	if (!e)
-		return err;
+	const struct velo_core_ep *e;
 	uint64_t nla = 0;
-	const int r = velo_core_rma_declare(c, e->vpid, a->addr, a->len, a->flags, &nla);
+	int r = rma_ioc_ep(c, cl, !a->flags || (a->flags & ~(uint32_t)VELO_REG_ACCESS_ALL), &e);
 
+	if (r)
+		return r;
+	r = velo_core_rma_declare(c, e->vpid, a->addr, a->len, a->flags, &nla);
 	if (r < 0)
 		return r;
 	a->nla = nla;
@@ -578,16 +594,7 @@ int velo_core_ioc_register(struct velo_core *c, const struct velo_core_client *c
 int velo_core_ioc_deregister(struct velo_core *c, const struct velo_core_client *cl,
 			     const struct velo_uapi_deregister *a)
 {
-	if (a->flags)
-		return -VELO_CORE_EINVAL;
-	if (!c->caps.rma_base)
-		return -VELO_CORE_EOPNOTSUPP;
-	int err;
-	const struct velo_core_ep *e = velo_core_client_ep(c, cl, &err);
-
-	if (!e)
-		return err;
-	const int r = rma_lookup(c, e->vpid, a->nla);
+	const int r = rma_ioc_region(c, cl, a->flags != 0, a->nla);
 
 	if (r < 0)
 		return r;
@@ -597,16 +604,7 @@ int velo_core_ioc_deregister(struct velo_core *c, const struct velo_core_client 
 int velo_core_ioc_repin(struct velo_core *c, const struct velo_core_client *cl,
 			struct velo_uapi_repin *a)
 {
-	if (a->flags || a->rsvd)
-		return -VELO_CORE_EINVAL;
-	if (!c->caps.rma_base)
-		return -VELO_CORE_EOPNOTSUPP;
-	int err;
-	const struct velo_core_ep *e = velo_core_client_ep(c, cl, &err);
-
-	if (!e)
-		return err;
-	const int r = rma_lookup(c, e->vpid, a->nla);
+	const int r = rma_ioc_region(c, cl, a->flags || a->rsvd, a->nla);
 
 	if (r < 0)
 		return r;
