@@ -57,8 +57,9 @@ lint: deps
 synth-report: deps
 	python3 scripts/synth.py --table
 
+# user space only (the list ctest style.clang_format checks); velo.ko's files are kernel style
 format:
-	clang-format -i $$(git ls-files '*.cpp' '*.hpp' '*.h' | grep -v velo_hw.h)
+	clang-format --style=file:.clang-format -i $$(scripts/user_space_sources.sh)
 
 clean:
 	rm -rf $(BUILD)

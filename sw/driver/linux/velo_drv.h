@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: (GPL-2.0 OR MIT) */
 /*
  * VELO Linux driver: the state shared by velo_main.c (PCI, sysfs, module) and velo_file.c (the
- * character device: ioctl, mmap, poll). The policy lives in the portable core (velo_core.c);
+ * character device: ioctl, mmap, poll). The policy lives in the portable core (velo_core_job.c);
  * these files glue it to the kernel.
  */
 #ifndef VELO_DRV_H
@@ -15,7 +15,6 @@
 #include <linux/mutex.h>
 #include <linux/pci.h>
 #include <linux/timer.h>
-#include <linux/version.h>
 #include <linux/wait.h>
 
 #include "velo_core.h"
@@ -23,15 +22,18 @@
 #define VELO_DRV_NAME "velo"
 #define VELO_MAX_DEVS 32
 
-/* ---- compatibility with the kernels the module builds for (>= 5.10) */
-#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 3, 0)
+/*
+ * ---- compatibility with the kernels the module builds for (>= 5.10): Kbuild finds out which
+ * interfaces the kernel's headers have (VELO_HAVE_*)
+ */
+#ifdef VELO_HAVE_VM_FLAGS_SET
 #define velo_vm_flags_set(vma, f) vm_flags_set(vma, f)
 #define velo_vm_flags_clear(vma, f) vm_flags_clear(vma, f)
 #else
 #define velo_vm_flags_set(vma, f) ((vma)->vm_flags |= (f))
 #define velo_vm_flags_clear(vma, f) ((vma)->vm_flags &= ~(f))
 #endif
-#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 2, 0)
+#ifdef VELO_HAVE_TIMER_DELETE_SYNC
 #define velo_timer_delete_sync(t) timer_delete_sync(t)
 #else
 #define velo_timer_delete_sync(t) del_timer_sync(t)

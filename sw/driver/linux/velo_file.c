@@ -67,9 +67,11 @@ void velo_file_wake(struct velo_file *f)
 	wake_up_interruptible_all(&f->wq);
 }
 
-/* vdev->lock held. The BAR pages of the file's endpoint; all: the rings too (device removal).
+/*
+ * vdev->lock held. The BAR pages of the file's endpoint; all: the rings too (device removal).
  * The mapping is the device node's, shared with other open files: their BAR pages at the same
- * offsets are zapped as well and simply fault in again (each fault checks its own file). */
+ * offsets are zapped as well and simply fault in again (each fault checks its own file).
+ */
 void velo_file_zap(struct velo_file *f, bool all)
 {
 	struct address_space *mapping = f->filp->f_mapping;
@@ -85,8 +87,10 @@ void velo_file_zap(struct velo_file *f, bool all)
 
 /* ---- RMA regions */
 
-/* Release what velo_region_pin took. rma_lock held (or the region never reached the core):
- * no allocation, no page lock (the notifier may run under one), no mmap_lock. */
+/*
+ * Release what velo_region_pin took. rma_lock held (or the region never reached the core):
+ * no allocation, no page lock (the notifier may run under one), no mmap_lock.
+ */
 void velo_region_unpin(struct velo_region *rg)
 {
 	struct device *dev = &rg->vdev->pdev->dev;
@@ -203,8 +207,10 @@ static void velo_region_free(struct velo_region *rg)
 	kfree(rg);
 }
 
-/* The region left the file: no notifier, and freed unless the core still holds its pins (a
- * region the NIC never quiesced stays pinned, and so allocated, until the device goes). */
+/*
+ * The region left the file: no notifier, and freed unless the core still holds its pins (a
+ * region the NIC never quiesced stays pinned, and so allocated, until the device goes).
+ */
 static void velo_region_drop(struct velo_region *rg, bool inserted)
 {
 	bool pinned;
@@ -229,7 +235,7 @@ static struct velo_region *velo_region_find(struct velo_file *f, u64 nla)
 }
 
 /* lock and rma_lock around a core ioctl that changes regions */
-static long velo_core_rma_ioctl(struct velo_file *f, unsigned int nr, union velo_ioc_arg *k)
+static long velo_rma_ioctl_locked(struct velo_file *f, unsigned int nr, union velo_ioc_arg *k)
 {
 	struct velo_dev *vdev = f->vdev;
 	long r;
@@ -242,7 +248,7 @@ static long velo_core_rma_ioctl(struct velo_file *f, unsigned int nr, union velo
 	return r;
 }
 
-static long velo_register(struct velo_file *f, union velo_ioc_arg *k)
+static long velo_ioc_register(struct velo_file *f, union velo_ioc_arg *k)
 {
 	struct velo_dev *vdev = f->vdev;
 	union velo_ioc_arg d = { .dereg = { .argsz = sizeof(d.dereg) } };
@@ -253,7 +259,7 @@ static long velo_register(struct velo_file *f, union velo_ioc_arg *k)
 	if (!current->mm)
 		return -EFAULT;
 	mutex_lock(&f->reg_lock);
-	r = velo_core_rma_ioctl(f, VELO_IOC_NR_REGISTER, k);	/* checks everything, declares */
+	r = velo_rma_ioctl_locked(f, VELO_IOC_NR_REGISTER, k);	/* checks everything, declares */
 	if (r)
 		goto out;
 	d.dereg.nla = k->reg.nla;
@@ -293,19 +299,19 @@ static long velo_register(struct velo_file *f, union velo_ioc_arg *k)
 	list_add_tail(&rg->node, &f->regions);
 	goto out;
 undo:
-	velo_core_rma_ioctl(f, VELO_IOC_NR_DEREGISTER, &d);
+	velo_rma_ioctl_locked(f, VELO_IOC_NR_DEREGISTER, &d);
 out:
 	mutex_unlock(&f->reg_lock);
 	return r;
 }
 
-static long velo_deregister(struct velo_file *f, union velo_ioc_arg *k)
+static long velo_ioc_deregister(struct velo_file *f, union velo_ioc_arg *k)
 {
 	struct velo_region *rg;
 	long r;
 
 	mutex_lock(&f->reg_lock);
-	r = velo_core_rma_ioctl(f, VELO_IOC_NR_DEREGISTER, k);	/* quiesced and unpinned */
+	r = velo_rma_ioctl_locked(f, VELO_IOC_NR_DEREGISTER, k);	/* quiesced and unpinned */
 	rg = velo_region_find(f, k->dereg.nla);
 	/* ETIMEDOUT: the core keeps the region (and its pins) out of use for good */
 	if (rg && (!r || r == -ETIMEDOUT)) {
@@ -316,13 +322,13 @@ static long velo_deregister(struct velo_file *f, union velo_ioc_arg *k)
 	return r;
 }
 
-static long velo_repin(struct velo_file *f, union velo_ioc_arg *k)
+static long velo_ioc_repin(struct velo_file *f, union velo_ioc_arg *k)
 {
 	struct velo_region *rg;
 	long r;
 
 	mutex_lock(&f->reg_lock);
-	r = velo_core_rma_ioctl(f, VELO_IOC_NR_REPIN, k);
+	r = velo_rma_ioctl_locked(f, VELO_IOC_NR_REPIN, k);
 	if (!r && k->repin.out_repinned) {
 		rg = velo_region_find(f, k->repin.nla);
 		r = rg ? velo_region_pin(f, rg) : -ENOENT;
@@ -342,7 +348,7 @@ static void velo_regions_release(struct velo_file *f)
 	}
 }
 
-static int velo_open(struct inode *inode, struct file *filp)
+static int velo_fop_open(struct inode *inode, struct file *filp)
 {
 	struct velo_dev *vdev = container_of(inode->i_cdev, struct velo_dev, cdev);
 	struct velo_file *f;
@@ -373,7 +379,7 @@ static int velo_open(struct inode *inode, struct file *filp)
 	return 0;
 }
 
-static int velo_release(struct inode *inode, struct file *filp)
+static int velo_fop_release(struct inode *inode, struct file *filp)
 {
 	struct velo_file *f = filp->private_data;
 	struct velo_dev *vdev = f->vdev;
@@ -422,7 +428,7 @@ static void velo_arm(struct velo_file *f, unsigned int rings)
 		velo_core_irq_arm(vdev->core, e->ctl_vpid);
 }
 
-static long velo_wait(struct velo_file *f, struct velo_uapi_wait *w)
+static long velo_ioc_wait(struct velo_file *f, struct velo_uapi_wait *w)
 {
 	struct velo_dev *vdev = f->vdev;
 	const bool forever = w->timeout_ns == VELO_WAIT_FOREVER;
@@ -440,8 +446,10 @@ static long velo_wait(struct velo_file *f, struct velo_uapi_wait *w)
 		} else {
 			r = velo_core_ioctl(vdev->core, &f->cl, VELO_IOC_NR_WAIT, w);
 			if (!r && !w->out_ready && w->timeout_ns) {
-				/* arm, then look again: an entry that came before the arm is seen now,
-				 * one after it raises the interrupt */
+				/*
+				 * arm, then look again: an entry that came before the arm is seen now,
+				 * one after it raises the interrupt
+				 */
 				velo_arm(f, w->flags);
 				r = velo_core_ioctl(vdev->core, &f->cl, VELO_IOC_NR_WAIT, w);
 			}
@@ -512,7 +520,7 @@ out:
 	return r;
 }
 
-static long velo_ioctl(struct file *filp, unsigned int cmd, unsigned long arg)
+static long velo_fop_ioctl(struct file *filp, unsigned int cmd, unsigned long arg)
 {
 	struct velo_file *f = filp->private_data;
 	void __user *uarg = (void __user *)arg;
@@ -540,13 +548,13 @@ static long velo_ioctl(struct file *filp, unsigned int cmd, unsigned long arg)
 		return r;
 	k.argsz = argsz;
 	if (nr == VELO_IOC_NR_WAIT)
-		r = velo_wait(f, &k.wait);
+		r = velo_ioc_wait(f, &k.wait);
 	else if (nr == VELO_IOC_NR_REGISTER)
-		r = velo_register(f, &k);
+		r = velo_ioc_register(f, &k);
 	else if (nr == VELO_IOC_NR_DEREGISTER)
-		r = velo_deregister(f, &k);
+		r = velo_ioc_deregister(f, &k);
 	else if (nr == VELO_IOC_NR_REPIN)
-		r = velo_repin(f, &k);
+		r = velo_ioc_repin(f, &k);
 	else
 		r = velo_ioctl_locked(f, nr, &k);
 	if (r)
@@ -556,7 +564,7 @@ static long velo_ioctl(struct file *filp, unsigned int cmd, unsigned long arg)
 	return 0;
 }
 
-static __poll_t velo_poll(struct file *filp, poll_table *pt)
+static __poll_t velo_fop_poll(struct file *filp, poll_table *pt)
 {
 	struct velo_file *f = filp->private_data;
 	struct velo_dev *vdev = f->vdev;
@@ -649,7 +657,7 @@ static const struct vm_operations_struct velo_ring_vm_ops = {
 	.fault = velo_ring_fault,
 };
 
-static int velo_mmap(struct file *filp, struct vm_area_struct *vma)
+static int velo_fop_mmap(struct file *filp, struct vm_area_struct *vma)
 {
 	struct velo_file *f = filp->private_data;
 	struct velo_dev *vdev = f->vdev;
@@ -676,8 +684,10 @@ static int velo_mmap(struct file *filp, struct vm_area_struct *vma)
 		b = m.cookie;
 		velo_vm_flags_clear(vma, VM_MAYWRITE);
 		velo_vm_flags_set(vma, VM_DONTEXPAND | VM_DONTDUMP);
-		/* dma_mmap_coherent() reads vm_pgoff as the offset into the buffer; ours names the
-		 * ring and must stay (unmap_mapping_range finds the vma by it) */
+		/*
+		 * dma_mmap_coherent() reads vm_pgoff as the offset into the buffer; ours names the
+		 * ring and must stay (unmap_mapping_range finds the vma by it)
+		 */
 		pgoff = vma->vm_pgoff;
 		vma->vm_pgoff = 0;
 		r = dma_mmap_coherent(&vdev->pdev->dev, vma, b->cpu, b->dma, b->size);
@@ -729,11 +739,11 @@ out:
 
 const struct file_operations velo_fops = {
 	.owner = THIS_MODULE,
-	.open = velo_open,
-	.release = velo_release,
-	.unlocked_ioctl = velo_ioctl,
+	.open = velo_fop_open,
+	.release = velo_fop_release,
+	.unlocked_ioctl = velo_fop_ioctl,
 	.compat_ioctl = compat_ptr_ioctl,
-	.mmap = velo_mmap,
-	.poll = velo_poll,
+	.mmap = velo_fop_mmap,
+	.poll = velo_fop_poll,
 	.llseek = noop_llseek,
 };

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: (GPL-2.0 OR MIT)
 /*
  * VELO Linux driver: PCI probe and remove, the "velo" class with its sysfs attributes, module
- * parameters, and the ops table through which the portable driver core (velo_core.c) reaches
+ * parameters, and the ops table through which the portable driver core (sw/driver/core) reaches
  * the NIC's registers and DMA memory. The character device is in velo_file.c.
  *
  * Design notes (docs/driver.md has the user's view):
@@ -199,8 +199,10 @@ static void velo_op_log(void *ctx, int level, const char *msg)
 		dev_info(&vdev->pdev->dev, "%s\n", msg);
 }
 
-/* Between two reads of QUIESCE_STATUS: the core reads it at most 100000 times, so a NIC that
- * never drains costs about a second, then the rings are leaked rather than reused. */
+/*
+ * Between two reads of QUIESCE_STATUS: the core reads it at most 100000 times, so a NIC that
+ * never drains costs about a second, then the rings are leaked rather than reused.
+ */
 static void velo_op_relax(void *ctx)
 {
 	usleep_range(5, 10);
@@ -265,9 +267,11 @@ const char *velo_wc_mode(const struct velo_dev *vdev)
 #endif
 }
 
-/* Close the endpoint owning vpid on root's request: its BAR pages are zapped first (no more
+/*
+ * Close the endpoint owning vpid on root's request: its BAR pages are zapped first (no more
  * sends, no more read-pointer writes), then the core quiesces the vpids; the rings stay mapped
- * (and allocated) until the process unmaps them. */
+ * (and allocated) until the process unmaps them.
+ */
 int velo_reclaim_vpid(struct velo_dev *vdev, unsigned int vpid)
 {
 	const struct velo_core_caps *k;
@@ -511,8 +515,10 @@ static void velo_dev_release(struct device *dev)
 	kfree(vdev);
 }
 
-/* BAR2 (send window) and BAR4 (RMA window). A BAR2 too small for the window of this design
- * (2^(12 + 2 * VPID_BITS + NODE_BITS) bytes) leaves the NIC usable for everything but sending. */
+/*
+ * BAR2 (send window) and BAR4 (RMA window). A BAR2 too small for the window of this design
+ * (2^(12 + 2 * VPID_BITS + NODE_BITS) bytes) leaves the NIC usable for everything but sending.
+ */
 static int velo_setup_windows(struct velo_dev *vdev)
 {
 	struct pci_dev *pdev = vdev->pdev;
@@ -613,6 +619,9 @@ static int velo_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 	vdev = kzalloc(sizeof(*vdev), GFP_KERNEL);
 	if (!vdev)
 		return -ENOMEM;
+	/* from here on the reference count owns vdev: the last put_device frees it */
+	device_initialize(&vdev->dev);
+	vdev->dev.release = velo_dev_release;
 	vdev->pdev = pci_dev_get(pdev);
 	vdev->irq = -1;
 	vdev->minor = -1;
@@ -719,11 +728,9 @@ static int velo_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 		}
 	}
 
-	device_initialize(&vdev->dev);
 	vdev->dev.class = velo_class;
 	vdev->dev.parent = &pdev->dev;
 	vdev->dev.devt = MKDEV(MAJOR(velo_devt), vdev->minor);
-	vdev->dev.release = velo_dev_release;
 	r = dev_set_name(&vdev->dev, "velo%d", vdev->minor);
 	if (!r) {
 		cdev_init(&vdev->cdev, &velo_fops);
@@ -732,13 +739,7 @@ static int velo_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 	}
 	if (r) {
 		dev_err(&pdev->dev, "cannot create /dev/velo%d (%d)\n", vdev->minor, r);
-		velo_release_irq(vdev);
-		velo_core_remove(vdev->core);
-		vdev->core = NULL;
-		velo_release_windows(vdev);
-		ida_free(&velo_ida, vdev->minor);
-		put_device(&vdev->dev);	/* frees vdev */
-		return r;
+		goto err_irq;
 	}
 	pci_set_drvdata(pdev, vdev);
 	dev_info(&pdev->dev,
@@ -748,6 +749,8 @@ static int velo_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 		 vdev->irq >= 0 ? "interrupt" : "timer wakeups");
 	return 0;
 
+err_irq:
+	velo_release_irq(vdev);
 err_ida:
 	ida_free(&velo_ida, vdev->minor);
 err_windows:
@@ -755,12 +758,9 @@ err_windows:
 	velo_release_windows(vdev);
 err_core:
 	velo_core_remove(vdev->core);
+	vdev->core = NULL;
 err_free:
-	mutex_destroy(&vdev->lock);
-	mutex_destroy(&vdev->rma_lock);
-	mutex_destroy(&vdev->buf_lock);
-	pci_dev_put(vdev->pdev);
-	kfree(vdev);
+	put_device(&vdev->dev); /* velo_dev_release: the locks, the pci_dev reference, vdev */
 	return r;
 }
 
@@ -795,8 +795,10 @@ static void velo_remove(struct pci_dev *pdev)
 	mutex_unlock(&vdev->rma_lock);
 	mutex_unlock(&vdev->lock);
 
-	/* no DMA from here on: free what is left (leaked by a NIC that never quiesced, or still
-	 * in a vma whose pages are zapped) */
+	/*
+	 * no DMA from here on: free what is left (leaked by a NIC that never quiesced, or still
+	 * in a vma whose pages are zapped)
+	 */
 	pci_clear_master(pdev);
 	mutex_lock(&vdev->buf_lock);
 	list_for_each_entry_safe(b, tmp, &vdev->bufs, node) {
@@ -845,10 +847,10 @@ static int __init velo_init(void)
 	r = alloc_chrdev_region(&velo_devt, 0, VELO_MAX_DEVS, VELO_DRV_NAME);
 	if (r)
 		return r;
-#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 4, 0)
-	velo_class = class_create(VELO_DRV_NAME);
-#else
+#ifdef class_create /* before 6.4, a macro that takes the owning module */
 	velo_class = class_create(THIS_MODULE, VELO_DRV_NAME);
+#else
+	velo_class = class_create(VELO_DRV_NAME);
 #endif
 	if (IS_ERR(velo_class)) {
 		r = PTR_ERR(velo_class);

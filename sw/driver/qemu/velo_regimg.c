@@ -112,7 +112,7 @@ struct variant {
 };
 
 // The variants, in the order the guest binds them. Every error variant breaks exactly one thing.
-// The patterns are the driver core's log lines (velo_core.c), printed by the driver with dev_err.
+// The patterns are the driver core's log lines (velo_core_probe.c), printed by the driver with dev_err.
 static const struct variant variants[] = {
     {"zero", "ENODEV", "not a VELO device, ID type 0x0$"},
     {"badchain", "ENODEV", "broken register block chain"},

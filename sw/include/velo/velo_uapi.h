@@ -27,9 +27,11 @@
 #include <linux/ioctl.h>
 #include <linux/types.h>
 
-/* 2: argsz/flags in every structure, job keys, WAIT on both rings, admin ioctls.
+/*
+ * 2: argsz/flags in every structure, job keys, WAIT on both rings, admin ioctls.
  * 3: RMA: RMA_SETUP (notification queue), REGISTER, DEREGISTER, REPIN, mmaps VELO_MMAP_NQ and
- *    VELO_MMAP_RMA_CMD. */
+ *    VELO_MMAP_RMA_CMD.
+ */
 #define VELO_UAPI_VERSION 3
 
 /* Device nodes: /dev/velo0, /dev/velo1, ... (one per NIC). */
@@ -54,16 +56,24 @@
  * exactly the size given, at exactly these offsets; anything else fails with EINVAL (bad offset
  * or size) or EACCES (bad protection).
  */
-#define VELO_MMAP_RING 0x0000000000ull          /* data ring: PROT_READ only, cached, ring_bytes */
-#define VELO_MMAP_CTL_RING 0x1000000000ull      /* control ring: PROT_READ only, cached */
-#define VELO_MMAP_USER_PAGE 0x2000000000ull     /* data vpid's BAR0 user page (MB_RP), uncached, 4096 */
-#define VELO_MMAP_CTL_USER_PAGE 0x2000001000ull /* control vpid's BAR0 user page, uncached, 4096 */
-#define VELO_MMAP_WINDOW 0x3000000000ull        /* + grant id * 4096: a send-window page, PROT_WRITE
-						 * only, write-combined, 4096 */
-#define VELO_MMAP_NQ 0x4000000000ull            /* RMA notification queue: PROT_READ only, cached,
-						 * nq_bytes (after VELO_IOC_RMA_SETUP) */
-#define VELO_MMAP_RMA_CMD 0x5000000000ull       /* the data vpid's RMA command page (BAR4), PROT_WRITE
-						 * only, write-combined, 4096 (after VELO_IOC_RMA_SETUP) */
+/* data ring: PROT_READ only, cached, ring_bytes */
+#define VELO_MMAP_RING 0x0000000000ull
+/* control ring: PROT_READ only, cached */
+#define VELO_MMAP_CTL_RING 0x1000000000ull
+/* data vpid's BAR0 user page (MB_RP), uncached, 4096 */
+#define VELO_MMAP_USER_PAGE 0x2000000000ull
+/* control vpid's BAR0 user page, uncached, 4096 */
+#define VELO_MMAP_CTL_USER_PAGE 0x2000001000ull
+/* + grant id * 4096: a send-window page, PROT_WRITE only, write-combined, 4096 */
+#define VELO_MMAP_WINDOW 0x3000000000ull
+/* RMA notification queue: PROT_READ only, cached, nq_bytes (after VELO_IOC_RMA_SETUP) */
+#define VELO_MMAP_NQ 0x4000000000ull
+/*
+ * the data vpid's RMA command page (BAR4), PROT_WRITE only, write-combined, 4096 (after
+ * VELO_IOC_RMA_SETUP)
+ * /
+ */
+#define VELO_MMAP_RMA_CMD 0x5000000000ull
 
 /* Access policies (module parameter grant_policy; VELO_IOC_INFO reports the one in force). */
 #define VELO_POLICY_OPEN 0   /* any endpoint may be granted any destination */
@@ -263,21 +273,25 @@ struct velo_uapi_register {
 	__u32 key;    /* out: key (= RMA_NLA KEY) */
 };
 
-/* VELO_IOC_DEREGISTER: withdraw a region of this endpoint. The driver clears ALLOC, waits until
+/*
+ * VELO_IOC_DEREGISTER: withdraw a region of this endpoint. The driver clears ALLOC, waits until
  * the NIC holds no translation of it (a transfer in flight finishes its current DMA or fails
  * with BAD_HANDLE; no DMA reaches the pages afterwards), unpins and forgets it. The region index
  * is reused with another key, so the old NLA fails (BAD_HANDLE). Errors: ENOENT (no region of
  * this endpoint with that NLA's region and key, or offset != 0), ETIMEDOUT (the NIC never
- * released the region: it stays pinned and out of use until the device goes). */
+ * released the region: it stays pinned and out of use until the device goes).
+ */
 struct velo_uapi_deregister {
 	__u32 argsz;
 	__u32 flags; /* in: 0 */
 	__u64 nla;   /* in: the handle REGISTER returned */
 };
 
-/* VELO_IOC_REPIN: make a region's translation valid again after an invalidation (NOT_VALID);
+/*
+ * VELO_IOC_REPIN: make a region's translation valid again after an invalidation (NOT_VALID);
  * nothing happens when it is valid. out_repinned: 1 if it was re-pinned now. Errors as
- * REGISTER's, and ENOENT as DEREGISTER's. */
+ * REGISTER's, and ENOENT as DEREGISTER's.
+ */
 struct velo_uapi_repin {
 	__u32 argsz;
 	__u32 flags;        /* in: 0 */

@@ -1,0 +1,165 @@
+// SPDX-License-Identifier: (GPL-2.0 OR MIT)
+/*
+ * The portable VELO driver core (velo_core.h): the access policy. Jobs partition the vpid space;
+ * the policy and the limits decide which vpid an endpoint may hold and whom it may be granted.
+ */
+#include "velo_core_priv.h"
+
+/* ---- access policy helpers */
+static unsigned int half_vpids(const struct velo_core *c)
+{
+	return VELO_CTL_VPID_BIT(c->caps.vpid_bits);
+}
+
+static int job_find(const struct velo_core *c, uint64_t key)
+{
+	if (!key)
+		return -1;
+	for (int i = 0; i < VELO_CORE_MAX_JOBS; ++i)
+		if (c->jobs[i].key == key)
+			return i;
+	return -1;
+}
+
+/* the job owning data vpid v, -1: none */
+static int vpid_job(const struct velo_core *c, unsigned int v)
+{
+	for (int i = 0; i < VELO_CORE_MAX_JOBS; ++i)
+		if (c->jobs[i].key && v >= c->jobs[i].vpid_lo && v <= c->jobs[i].vpid_hi)
+			return i;
+	return -1;
+}
+
+int velo_core_vpid_allowed(const struct velo_core *c, int privileged, int job, unsigned int v)
+{
+	if (c->policy == VELO_POLICY_OPEN || privileged)
+		return 1;
+	return vpid_job(c, v) == job;
+}
+
+int velo_core_open_policy(const struct velo_core *c, const struct velo_core_ep_params *p, int *job)
+{
+	*job = -1;
+	if (c->policy == VELO_POLICY_OPEN)
+		return 0;
+	if (p->job_key) {
+		const int j = job_find(c, p->job_key);
+
+		if (j < 0)
+			return -VELO_CORE_EACCES;
+		if (c->jobs[j].uid != VELO_CORE_UID_ANY && c->jobs[j].uid != p->uid &&
+		    !p->privileged)
+			return -VELO_CORE_EACCES;
+		*job = j;
+		return 0;
+	}
+	if (c->policy == VELO_POLICY_STRICT && !p->privileged)
+		return -VELO_CORE_EACCES;
+	return 0;
+}
+
+/* ---- access policy */
+int velo_core_set_policy(struct velo_core *c, unsigned int policy)
+{
+	if (!c || policy > VELO_POLICY_STRICT)
+		return -VELO_CORE_EINVAL;
+	if (c->nep && policy != c->policy)
+		return -VELO_CORE_EBUSY;
+	c->policy = policy;
+	return 0;
+}
+
+unsigned int velo_core_policy(const struct velo_core *c)
+{
+	return c->policy;
+}
+
+int velo_core_set_limits(struct velo_core *c, unsigned int max_ring_log2, unsigned int max_grants)
+{
+	if (!c || max_ring_log2 < VELO_RING_LOG2_MIN || max_ring_log2 > VELO_MBOX_LOG2_MAX ||
+	    max_grants < 1 || max_grants > 4096)
+		return -VELO_CORE_EINVAL;
+	c->max_log2 = max_ring_log2;
+	c->max_grants = max_grants;
+	return 0;
+}
+
+int velo_core_job_set(struct velo_core *c, const struct velo_core_job *j)
+{
+	if (!c || !j || !j->key)
+		return -VELO_CORE_EINVAL;
+	if (j->vpid_lo > j->vpid_hi || j->vpid_hi >= half_vpids(c) || j->node_lo > j->node_hi ||
+	    j->node_hi >= (1u << c->caps.node_bits))
+		return -VELO_CORE_EINVAL;
+	int slot = job_find(c, j->key);
+
+	for (int i = 0; i < VELO_CORE_MAX_JOBS; ++i) {
+		const struct velo_core_job *o = &c->jobs[i];
+
+		if (i != slot && o->key && j->vpid_lo <= o->vpid_hi && o->vpid_lo <= j->vpid_hi)
+			return -VELO_CORE_EEXIST;
+	}
+	if (slot >= 0 && c->jobs[slot].nep)
+		return -VELO_CORE_EBUSY;
+	/*
+	 * no endpoint may already sit in the range (it would end up in a job it did not open in),
+	 * nor hold a grant into it (the job's vpids would be reachable from outside)
+	 */
+	for (unsigned int v = j->vpid_lo; v <= j->vpid_hi; ++v)
+		if (c->ep[v])
+			return -VELO_CORE_EBUSY;
+	for (unsigned int v = 0; v < CORE_MAX_VPIDS && c->policy != VELO_POLICY_OPEN; ++v) {
+		const struct velo_core_ep *e = c->ep[v];
+
+		for (unsigned int g = 0; e && !e->privileged && g < e->max_grants; ++g) {
+			const unsigned int d =
+				e->grants[g].dst_vpid & ~VELO_CTL_VPID_BIT(c->caps.vpid_bits);
+			if (e->grants[g].used && d >= j->vpid_lo && d <= j->vpid_hi)
+				return -VELO_CORE_EBUSY;
+		}
+	}
+	if (slot < 0) {
+		for (int i = 0; i < VELO_CORE_MAX_JOBS && slot < 0; ++i)
+			if (!c->jobs[i].key)
+				slot = i;
+		if (slot < 0)
+			return -VELO_CORE_ENOSPC;
+	}
+	c->jobs[slot] = *j;
+	c->jobs[slot].nep = 0;
+	return 0;
+}
+
+int velo_core_job_del(struct velo_core *c, uint64_t key)
+{
+	const int slot = c ? job_find(c, key) : -1;
+
+	if (slot < 0)
+		return -VELO_CORE_ENOENT;
+	if (c->jobs[slot].nep)
+		return -VELO_CORE_EBUSY;
+	c->jobs[slot].key = 0;
+	return 0;
+}
+
+const struct velo_core_job *velo_core_job_at(const struct velo_core *c, unsigned int i)
+{
+	if (!c || i >= VELO_CORE_MAX_JOBS || !c->jobs[i].key)
+		return NULL;
+	return &c->jobs[i];
+}
+
+int velo_core_may_reach(const struct velo_core *c, const struct velo_core_ep *e,
+			unsigned int dst_node, unsigned int dst_vpid)
+{
+	if (c->policy == VELO_POLICY_OPEN || e->privileged)
+		return 0;
+	const unsigned int data = dst_vpid & ~VELO_CTL_VPID_BIT(c->caps.vpid_bits);
+
+	if (vpid_job(c, data) != e->job)
+		return -VELO_CORE_EACCES;
+	if (e->job >= 0 &&
+	    (dst_node < c->jobs[e->job].node_lo || dst_node > c->jobs[e->job].node_hi))
+		return -VELO_CORE_EACCES;
+	return 0;
+}

@@ -1,0 +1,616 @@
+// SPDX-License-Identifier: (GPL-2.0 OR MIT)
+/*
+ * The portable VELO driver core (velo_core.h): RMA (docs/rma.md §2, §4). Notification queues,
+ * the region table, the page table (best-fit runs, compaction), the RMA ioctls.
+ */
+#include "velo_core_priv.h"
+
+/* ---- RMA: notification queues, regions, translation (docs/rma.md §2, §4) */
+static uint32_t reg_rma(const struct velo_core *c, uint32_t reg)
+{
+	return reg - VELO_BLK_RMA_BASE + c->caps.rma_base;
+}
+
+int velo_core_rma_enable(struct velo_core *c, int on)
+{
+	if (!c)
+		return -VELO_CORE_EINVAL;
+	if (!c->caps.rma_base)
+		return -VELO_CORE_EOPNOTSUPP;
+	return velo_core_write_enable(c, reg_rma(c, VELO_REG_RMA_CONTROL),
+				      (uint32_t)VELO_FIELD_MASK(VELO_REG_RMA_CONTROL_ENABLE), on,
+				      "velo: RMA CONTROL read back ");
+}
+
+static uint32_t rg_reg(const struct velo_core *c, unsigned int r, uint32_t reg)
+{
+	return c->caps.rma_region_off + r * VELO_TBL_RMA_REGION_STRIDE + reg;
+}
+
+static uint32_t pte_reg(const struct velo_core *c, unsigned int i, uint32_t reg)
+{
+	return c->caps.rma_pte_off + i * VELO_TBL_RMA_PTE_STRIDE + reg;
+}
+
+int velo_core_rma_setup(struct velo_core *c)
+{
+	c->nrg = 1u << c->caps.rma_region_bits;
+	c->npte = 1u << c->caps.rma_pte_bits;
+	const size_t rg_bytes = sizeof(struct velo_core_region) * c->nrg;
+	const size_t pte_bytes = sizeof(uint64_t) * c->npte;
+
+	c->rma_mem = c->ops->zalloc(c->ctx, rg_bytes + 2 * pte_bytes + sizeof(uint16_t) * c->npte);
+	if (!c->rma_mem)
+		return -VELO_CORE_ENOMEM;
+	uint8_t *p = (uint8_t *)c->rma_mem;
+
+	c->rg = (struct velo_core_region *)p;
+	c->pte = (uint64_t *)(p + rg_bytes);
+	c->tmp = (uint64_t *)(p + rg_bytes + pte_bytes);
+	c->pte_rg = (uint16_t *)(p + rg_bytes + 2 * pte_bytes);
+	c->pte_nfree = c->npte;
+	c->max_regions =
+		c->nrg < VELO_CORE_MAX_REGIONS_PER_EP ? c->nrg : VELO_CORE_MAX_REGIONS_PER_EP;
+	return 0;
+}
+
+void velo_core_set_rma_unpin(struct velo_core *c, void (*unpin)(void *ctx, void *pin))
+{
+	if (c)
+		c->rma_unpin = unpin;
+}
+
+uint32_t velo_core_rma_counter(const struct velo_core *c, unsigned int i)
+{
+	if (!c || !c->caps.rma_base || i >= c->caps.rma_num_counters)
+		return 0;
+	return rd(c, reg_rma(c, VELO_REG_RMA_CNT_BASE) + 4u * i);
+}
+
+uint64_t velo_core_rma_pages(uint64_t addr, uint64_t len)
+{
+	if (!len)
+		return 0;
+	return (((addr & 4095u) + len - 1) >> 12) + 1;
+}
+
+const struct velo_core_region *velo_core_rma_region(const struct velo_core *c, unsigned int r)
+{
+	if (!c || !c->rg || r >= c->nrg)
+		return NULL;
+	return &c->rg[r];
+}
+
+/*
+ * Free runs of the page table, circular (a region's entries may wrap). Calls back with each
+ * run's start and length; returns the number of free entries.
+ */
+static unsigned int pte_runs(const struct velo_core *c, unsigned int need, unsigned int *best,
+			     unsigned int *best_len, unsigned int *longest)
+{
+	const unsigned int n = c->npte;
+	*best = 0;
+	*best_len = 0;
+	if (longest)
+		*longest = 0;
+	if (c->pte_nfree == n) { /* all free: one run */
+		*best_len = n;
+		if (longest)
+			*longest = n;
+		return n;
+	}
+	if (!c->pte_nfree)
+		return 0;
+	unsigned int u = 0; /* a used entry: runs are scanned starting after it */
+
+	while (!c->pte_rg[u])
+		++u;
+	unsigned int run = 0, start = 0;
+
+	for (unsigned int k = 1; k <= n; ++k) {
+		const unsigned int i = (u + k) % n;
+
+		if (!c->pte_rg[i] && k < n) {
+			if (!run)
+				start = i;
+			++run;
+			continue;
+		}
+		if (run) {
+			if (longest && run > *longest)
+				*longest = run;
+			/* best fit: the shortest run that holds `need` */
+			if (run >= need && (!*best_len || run < *best_len)) {
+				*best = start;
+				*best_len = run;
+			}
+		}
+		run = 0;
+	}
+	return c->pte_nfree;
+}
+
+unsigned int velo_core_rma_pte_free(const struct velo_core *c, unsigned int *longest)
+{
+	unsigned int b, bl, lg = 0;
+
+	if (!c || !c->pte_rg) {
+		if (longest)
+			*longest = 0;
+		return 0;
+	}
+	const unsigned int f = pte_runs(c, 1, &b, &bl, &lg);
+
+	if (longest)
+		*longest = lg;
+	return f;
+}
+
+static uint32_t rg_cfg(const struct velo_core_region *g, int alloc, int valid)
+{
+	return (uint32_t)(VELO_FIELD_PREP(VELO_TBL_RMA_REGION_RG_CFG_ALLOC, alloc ? 1 : 0) |
+			  VELO_FIELD_PREP(VELO_TBL_RMA_REGION_RG_CFG_VALID, valid ? 1 : 0) |
+			  VELO_FIELD_PREP(VELO_TBL_RMA_REGION_RG_CFG_PERM_LR,
+					  (g->access & VELO_REG_LOCAL_READ) != 0) |
+			  VELO_FIELD_PREP(VELO_TBL_RMA_REGION_RG_CFG_PERM_LW,
+					  (g->access & VELO_REG_LOCAL_WRITE) != 0) |
+			  VELO_FIELD_PREP(VELO_TBL_RMA_REGION_RG_CFG_PERM_RR,
+					  (g->access & VELO_REG_REMOTE_READ) != 0) |
+			  VELO_FIELD_PREP(VELO_TBL_RMA_REGION_RG_CFG_PERM_RW,
+					  (g->access & VELO_REG_REMOTE_WRITE) != 0) |
+			  VELO_FIELD_PREP(VELO_TBL_RMA_REGION_RG_CFG_OWNER_VPID, g->owner_vpid) |
+			  VELO_FIELD_PREP(VELO_TBL_RMA_REGION_RG_CFG_KEY, g->key));
+}
+
+/* Wait until the NIC holds no translation of region r (its RG_CFG already withdrawn). */
+static int rg_quiesce(struct velo_core *c, unsigned int r)
+{
+	wr(c, reg_rma(c, VELO_REG_RMA_QUIESCE_REGION), r);
+	for (unsigned int i = 0; i < CORE_QUIESCE_POLLS; ++i) {
+		const uint32_t s = rd(c, reg_rma(c, VELO_REG_RMA_QUIESCE_STATUS));
+
+		if (s != 0xFFFFFFFFu && !VELO_FIELD_GET(VELO_REG_RMA_QUIESCE_STATUS_BUSY, s))
+			return 0;
+		if (c->ops->relax)
+			c->ops->relax(c->ctx);
+	}
+	velo_core_log(c, VELO_CORE_LOG_ERR,
+		      "velo: RMA region never quiesced (its pages stay pinned): ", r);
+	return -VELO_CORE_ETIMEDOUT;
+}
+
+static void pte_write(struct velo_core *c, unsigned int i, uint64_t pfn)
+{
+	c->pte[i] = pfn;
+	wr(c, pte_reg(c, i, VELO_TBL_RMA_PTE_PTE_LO), (uint32_t)pfn);
+	wr(c, pte_reg(c, i, VELO_TBL_RMA_PTE_PTE_HI),
+	   (uint32_t)VELO_FIELD_PREP(VELO_TBL_RMA_PTE_PTE_HI_PFN_HI, pfn >> 32));
+}
+
+/* A withdrawn, quiesced region gives its page table run back. */
+static void pte_free_run(struct velo_core *c, struct velo_core_region *g)
+{
+	for (unsigned int k = 0; k < g->npte; ++k) {
+		const unsigned int i = (g->pte_first + k) % c->npte;
+
+		c->pte_rg[i] = 0;
+		c->pte[i] = 0;
+	}
+	c->pte_nfree += g->npte;
+	g->npte = 0;
+	g->pte_first = 0;
+}
+
+/* Region r is quiesced with VALID = 0: unpin and forget its translation. */
+static void rg_drop_translation(struct velo_core *c, struct velo_core_region *g)
+{
+	void *pin = g->pin;
+
+	pte_free_run(c, g);
+	g->pin = NULL;
+	if (c->rma_unpin && pin)
+		c->rma_unpin(c->ctx, pin);
+}
+
+/*
+ * Relocate every VALID region to the start of the page table. Each is withdrawn and quiesced
+ * first; if one does not quiesce it stays STUCK (pins kept) and the others are made valid again
+ * where they were. 0 or -ETIMEDOUT.
+ */
+static int pte_compact(struct velo_core *c)
+{
+	for (unsigned int r = 0; r < c->nrg; ++r)
+		if (c->rg[r].state == VELO_CORE_RG_STUCK)
+			return -VELO_CORE_ENOSPC; /* fixed runs: no compaction */
+	for (unsigned int r = 0; r < c->nrg; ++r)
+		if (c->rg[r].state == VELO_CORE_RG_VALID)
+			wr(c, rg_reg(c, r, VELO_TBL_RMA_REGION_RG_CFG), rg_cfg(&c->rg[r], 1, 0));
+	int stuck = 0;
+
+	for (unsigned int r = 0; r < c->nrg; ++r) {
+		if (c->rg[r].state != VELO_CORE_RG_VALID)
+			continue;
+		if (rg_quiesce(c, r)) {
+			c->rg[r].state = VELO_CORE_RG_STUCK;
+			stuck = 1;
+		}
+	}
+	if (stuck) {
+		for (unsigned int r = 0; r < c->nrg; ++r)
+			if (c->rg[r].state == VELO_CORE_RG_VALID)
+				wr(c, rg_reg(c, r, VELO_TBL_RMA_REGION_RG_CFG),
+				   rg_cfg(&c->rg[r], 1, 1));
+		return -VELO_CORE_ETIMEDOUT;
+	}
+	unsigned int pos = 0;
+
+	for (unsigned int r = 0; r < c->nrg; ++r) {
+		struct velo_core_region *g = &c->rg[r];
+
+		if (g->state != VELO_CORE_RG_VALID)
+			continue;
+		for (unsigned int k = 0; k < g->npte; ++k)
+			c->tmp[pos + k] = c->pte[(g->pte_first + k) % c->npte];
+		g->pte_first = pos;
+		pos += g->npte;
+	}
+	for (unsigned int i = 0; i < c->npte; ++i) {
+		c->pte_rg[i] = 0;
+		c->pte[i] = 0;
+	}
+	for (unsigned int r = 0; r < c->nrg; ++r) {
+		struct velo_core_region *g = &c->rg[r];
+
+		if (g->state != VELO_CORE_RG_VALID)
+			continue;
+		for (unsigned int k = 0; k < g->npte; ++k) {
+			const unsigned int i = g->pte_first + k;
+
+			pte_write(c, i, c->tmp[i]);
+			c->pte_rg[i] = (uint16_t)(r + 1);
+		}
+		wr(c, rg_reg(c, r, VELO_TBL_RMA_REGION_RG_PTE),
+		   (uint32_t)VELO_FIELD_PREP(VELO_TBL_RMA_REGION_RG_PTE_FIRST, g->pte_first));
+		wr(c, rg_reg(c, r, VELO_TBL_RMA_REGION_RG_CFG), rg_cfg(g, 1, 1));
+	}
+	c->pte_nfree = c->npte - pos;
+	velo_core_log(c, VELO_CORE_LOG_INFO, "velo: RMA page table compacted, entries in use ",
+		      pos);
+	return 0;
+}
+
+/* Endpoint vpid of an NIC with an RMA unit: 0 with *e set, -EOPNOTSUPP or -ENOENT. */
+static int rma_ep(struct velo_core *c, unsigned int vpid, struct velo_core_ep **e)
+{
+	if (!c->caps.rma_base)
+		return -VELO_CORE_EOPNOTSUPP;
+	if (vpid >= CORE_MAX_VPIDS || !c->ep[vpid])
+		return -VELO_CORE_ENOENT;
+	*e = c->ep[vpid];
+	return 0;
+}
+
+/*
+ * Set up (log2 entries, VELO_NQ_LOG2_MIN..RMA_NQ_LOG2_MAX) the notification queue of endpoint
+ * `vpid`: zeroed ring, NQ_CFG = 0, base, NQ_WP = 0, user NQ_RP = 0, NQ_CFG = ENABLE | LOG2,
+ * read back. -EOPNOTSUPP, -ENOENT, -EINVAL, -EEXIST (already set up), -ENOMEM, -EIO.
+ */
+static int nq_setup(struct velo_core *c, unsigned int vpid, unsigned int log2)
+{
+	struct velo_core_ep *e;
+	const int err = c ? rma_ep(c, vpid, &e) : -VELO_CORE_EINVAL;
+
+	if (err)
+		return err;
+
+	if (log2 < VELO_NQ_LOG2_MIN || log2 > VELO_RMA_NQ_LOG2_MAX)
+		return -VELO_CORE_EINVAL;
+	if (e->nq)
+		return -VELO_CORE_EEXIST;
+	const size_t bytes = (size_t)VELO_RMA_NQ_ENTRY_BYTES << log2;
+	void *cookie = NULL;
+	uint64_t dma = 0;
+	void *ring = c->ops->dma_alloc(c->ctx, bytes, &dma, &cookie);
+
+	if (!ring)
+		return -VELO_CORE_ENOMEM;
+	int rc = (dma & 63) ? -VELO_CORE_EINVAL : 0;
+	const uint32_t cfg =
+		(uint32_t)(VELO_FIELD_PREP(VELO_TBL_RMA_NQ_TABLE_NQ_CFG_ENABLE, 1) |
+			   VELO_FIELD_PREP(VELO_TBL_RMA_NQ_TABLE_NQ_CFG_LOG2_ENTRIES, log2));
+	if (!rc) {
+		wr(c, nq_reg(c, vpid, VELO_TBL_RMA_NQ_TABLE_NQ_CFG), 0);
+		wr(c, nq_reg(c, vpid, VELO_TBL_RMA_NQ_TABLE_NQ_BASE_LO), (uint32_t)dma);
+		wr(c, nq_reg(c, vpid, VELO_TBL_RMA_NQ_TABLE_NQ_BASE_HI), (uint32_t)(dma >> 32));
+		wr(c, nq_reg(c, vpid, VELO_TBL_RMA_NQ_TABLE_NQ_WP), 0);
+		wr(c, user_page(c, vpid) + VELO_TBL_VPID_USER_NQ_RP, 0);
+		wr(c, nq_reg(c, vpid, VELO_TBL_RMA_NQ_TABLE_NQ_CFG), cfg);
+		const uint32_t back = rd(c, nq_reg(c, vpid, VELO_TBL_RMA_NQ_TABLE_NQ_CFG));
+		const uint32_t lo = rd(c, nq_reg(c, vpid, VELO_TBL_RMA_NQ_TABLE_NQ_BASE_LO));
+
+		if (back != cfg || lo != ((uint32_t)dma & ~63u)) {
+			velo_core_log(c, VELO_CORE_LOG_ERR, "velo: NQ_CFG read back wrong: ", back);
+			wr(c, nq_reg(c, vpid, VELO_TBL_RMA_NQ_TABLE_NQ_CFG), 0);
+			/* the ring is free once the vpid is quiet; if it never is, leaked, never reused */
+			if (velo_core_quiesce_poll(c, vpid))
+				return -VELO_CORE_EIO;
+			rc = -VELO_CORE_EIO;
+		}
+	}
+	if (rc) {
+		c->ops->dma_free(c->ctx, ring, bytes, dma, cookie);
+		return rc;
+	}
+	e->nq = ring;
+	e->nq_dma = dma;
+	e->nq_cookie = cookie;
+	e->nq_bytes = bytes;
+	e->nq_log2 = log2;
+	return 0;
+}
+
+int velo_core_rma_declare(struct velo_core *c, unsigned int vpid, uint64_t addr, uint64_t len,
+			  unsigned int access, uint64_t *nla)
+{
+	struct velo_core_ep *e;
+	const int err = c && nla ? rma_ep(c, vpid, &e) : -VELO_CORE_EINVAL;
+
+	if (err)
+		return err;
+
+	if (!access || (access & ~(unsigned int)VELO_REG_ACCESS_ALL) || !len ||
+	    len > VELO_REG_LEN_MAX || addr + (len - 1) < addr)
+		return -VELO_CORE_EINVAL;
+	if (velo_core_rma_pages(addr, len) > c->npte || e->nregions >= c->max_regions)
+		return -VELO_CORE_ENOSPC;
+	unsigned int i;
+
+	for (i = 0; i < c->nrg; ++i)
+		if (c->rg[(c->next_rg + i) % c->nrg].state == VELO_CORE_RG_FREE)
+			break;
+	if (i == c->nrg)
+		return -VELO_CORE_ENOSPC;
+	const unsigned int r = (c->next_rg + i) % c->nrg;
+
+	c->next_rg = (r + 1) % c->nrg; /* round robin: an index comes back as late as possible */
+	struct velo_core_region *g = &c->rg[r];
+
+	g->state = VELO_CORE_RG_DECLARED;
+	g->key = (uint8_t)(g->key +
+			   1); /* a new key for every use of the index: stale handles fail */
+	g->access = (uint8_t)access;
+	g->owner_vpid = vpid;
+	g->owner = e->owner;
+	g->addr = addr;
+	g->len = len;
+	g->npte = 0;
+	g->pte_first = 0;
+	g->pin = NULL;
+	++e->nregions;
+	/* not allocated in the NIC (RG_CFG = 0): its fields may change; RG_CFG last */
+	wr(c, rg_reg(c, r, VELO_TBL_RMA_REGION_RG_PTE), 0);
+	wr(c, rg_reg(c, r, VELO_TBL_RMA_REGION_RG_START),
+	   (uint32_t)VELO_FIELD_PREP(VELO_TBL_RMA_REGION_RG_START_START, addr & 4095u));
+	wr(c, rg_reg(c, r, VELO_TBL_RMA_REGION_RG_LEN_LO), (uint32_t)len);
+	wr(c, rg_reg(c, r, VELO_TBL_RMA_REGION_RG_LEN_HI),
+	   (uint32_t)VELO_FIELD_PREP(VELO_TBL_RMA_REGION_RG_LEN_HI_LEN_HI, len >> 32));
+	wr(c, rg_reg(c, r, VELO_TBL_RMA_REGION_RG_CFG), rg_cfg(g, 1, 0));
+	*nla = VELO_FIELD_PREP(VELO_RMA_NLA_KEY, g->key) | VELO_FIELD_PREP(VELO_RMA_NLA_REGION, r);
+	return (int)r;
+}
+
+/* Find a region of endpoint `vpid` by NLA (offset must be 0). Its index, or -ENOENT. */
+static int rma_lookup(const struct velo_core *c, unsigned int vpid, uint64_t nla)
+{
+	if (!c || !c->rg || vpid >= CORE_MAX_VPIDS || !c->ep[vpid])
+		return -VELO_CORE_ENOENT;
+	const uint64_t r = VELO_FIELD_GET(VELO_RMA_NLA_REGION, nla);
+
+	if (VELO_FIELD_GET(VELO_RMA_NLA_OFFSET, nla) || r >= c->nrg)
+		return -VELO_CORE_ENOENT;
+	const struct velo_core_region *g = &c->rg[r];
+
+	if (g->state == VELO_CORE_RG_FREE || g->key != VELO_FIELD_GET(VELO_RMA_NLA_KEY, nla) ||
+	    g->owner_vpid != vpid || g->owner != c->ep[vpid]->owner)
+		return -VELO_CORE_ENOENT;
+	return (int)r;
+}
+
+int velo_core_rma_map(struct velo_core *c, unsigned int r, unsigned int key, const uint64_t *pfns,
+		      uint64_t npages, void *pin)
+{
+	if (!c)
+		return -VELO_CORE_EINVAL;
+	if (!c->caps.rma_base)
+		return -VELO_CORE_EOPNOTSUPP;
+	if (r >= c->nrg || c->rg[r].state != VELO_CORE_RG_DECLARED || c->rg[r].key != key)
+		return -VELO_CORE_ENOENT;
+	struct velo_core_region *g = &c->rg[r];
+
+	if (!pfns || npages != velo_core_rma_pages(g->addr, g->len))
+		return -VELO_CORE_EINVAL;
+	for (uint64_t k = 0; k < npages; ++k)
+		if (pfns[k] >> 40)
+			return -VELO_CORE_EINVAL;
+	const unsigned int n = (unsigned int)npages;
+	unsigned int first, run;
+
+	if (pte_runs(c, n, &first, &run, NULL) < n)
+		return -VELO_CORE_ENOSPC;
+	if (!run) { /* enough entries, but no run long enough: compact */
+		const int q = pte_compact(c);
+
+		if (q)
+			return q == -VELO_CORE_ETIMEDOUT ? -VELO_CORE_ENOSPC : q;
+		pte_runs(c, n, &first, &run, NULL);
+		if (!run)
+			return -VELO_CORE_ENOSPC;
+	}
+	for (unsigned int k = 0; k < n; ++k) {
+		const unsigned int i = (first + k) % c->npte;
+
+		pte_write(c, i, pfns[k]);
+		c->pte_rg[i] = (uint16_t)(r + 1);
+	}
+	c->pte_nfree -= n;
+	g->pte_first = first;
+	g->npte = n;
+	g->pin = pin;
+	g->state = VELO_CORE_RG_VALID;
+	wr(c, rg_reg(c, r, VELO_TBL_RMA_REGION_RG_PTE),
+	   (uint32_t)VELO_FIELD_PREP(VELO_TBL_RMA_REGION_RG_PTE_FIRST, first));
+	wr(c, rg_reg(c, r, VELO_TBL_RMA_REGION_RG_CFG), rg_cfg(g, 1, 1));
+	/*
+	 * read back (flushes the posted writes): the NIC translates the region before the caller
+	 * returns to user space, so a peer told of it at once never meets a stale entry
+	 */
+	(void)rd(c, rg_reg(c, r, VELO_TBL_RMA_REGION_RG_CFG));
+	return 0;
+}
+
+int velo_core_rma_invalidate(struct velo_core *c, unsigned int r, unsigned int key)
+{
+	if (!c)
+		return -VELO_CORE_EINVAL;
+	if (!c->caps.rma_base)
+		return -VELO_CORE_EOPNOTSUPP;
+	if (r >= c->nrg || c->rg[r].state != VELO_CORE_RG_VALID || c->rg[r].key != key)
+		return 0;
+	struct velo_core_region *g = &c->rg[r];
+
+	wr(c, rg_reg(c, r, VELO_TBL_RMA_REGION_RG_CFG), rg_cfg(g, 1, 0));
+	if (rg_quiesce(c, r)) {
+		g->state = VELO_CORE_RG_STUCK;
+		return -VELO_CORE_ETIMEDOUT;
+	}
+	g->state = VELO_CORE_RG_DECLARED;
+	rg_drop_translation(c, g);
+	return 0;
+}
+
+/* Deregister region r (any state but FREE): RG_CFG = 0, quiesce, unpin, free the index. */
+static int rg_release(struct velo_core *c, unsigned int r)
+{
+	struct velo_core_region *g = &c->rg[r];
+	const unsigned int vpid = g->owner_vpid;
+
+	if (g->owner && vpid < CORE_MAX_VPIDS && c->ep[vpid] && c->ep[vpid]->owner == g->owner)
+		--c->ep[vpid]->nregions;
+	/* no client owns it any more (owners are never 0): a STUCK one stays out of use */
+	g->owner = 0;
+	wr(c, rg_reg(c, r, VELO_TBL_RMA_REGION_RG_CFG), 0);
+	if (rg_quiesce(c, r)) {
+		g->state = VELO_CORE_RG_STUCK;
+		return -VELO_CORE_ETIMEDOUT;
+	}
+	rg_drop_translation(c, g);
+	g->state = VELO_CORE_RG_FREE;
+	g->owner = 0;
+	g->access = 0;
+	g->addr = 0;
+	g->len = 0;
+	return 0;
+}
+
+void velo_core_rma_release_ep(struct velo_core *c, unsigned int vpid, uint64_t owner)
+{
+	if (!c->rg)
+		return;
+	for (unsigned int r = 0; r < c->nrg; ++r) {
+		const struct velo_core_region *g = &c->rg[r];
+
+		if (g->state != VELO_CORE_RG_FREE && g->owner_vpid == vpid && g->owner == owner &&
+		    owner)
+			rg_release(c, r);
+	}
+}
+
+/*
+ * What every RMA ioctl checks first, in this order: its arguments (bad: -EINVAL), the RMA unit,
+ * the client's endpoint. 0 with *ep set, or the error.
+ */
+static int rma_ioc_ep(const struct velo_core *c, const struct velo_core_client *cl, int bad,
+		      const struct velo_core_ep **ep)
+{
+	int err;
+
+	if (bad)
+		return -VELO_CORE_EINVAL;
+	if (!c->caps.rma_base)
+		return -VELO_CORE_EOPNOTSUPP;
+	*ep = velo_core_client_ep(c, cl, &err);
+	return err;
+}
+
+/* The same, then the client's region that nla names: its index, or the error. */
+static int rma_ioc_region(const struct velo_core *c, const struct velo_core_client *cl, int bad,
+			  uint64_t nla)
+{
+	const struct velo_core_ep *e;
+	const int err = rma_ioc_ep(c, cl, bad, &e);
+
+	return err ? err : rma_lookup(c, e->vpid, nla);
+}
+
+int velo_core_ioc_rma_setup(struct velo_core *c, const struct velo_core_client *cl,
+			    struct velo_uapi_rma_setup *a)
+{
+	const struct velo_core_ep *e;
+	int r = rma_ioc_ep(c, cl, a->flags || a->rsvd, &e);
+
+	if (r)
+		return r;
+	r = nq_setup(c, e->vpid, a->log2_entries ? a->log2_entries : VELO_NQ_LOG2_DEFAULT);
+	if (r)
+		return r;
+	a->nq_bytes = e->nq_bytes;
+	a->out_log2_entries = e->nq_log2;
+	a->nq_rp_off = VELO_TBL_VPID_USER_NQ_RP;
+	a->region_bits = c->caps.rma_region_bits;
+	a->pte_bits = c->caps.rma_pte_bits;
+	a->mtu = c->caps.rma_mtu;
+	a->max_regions = c->max_regions;
+	return 0;
+}
+
+int velo_core_ioc_register(struct velo_core *c, const struct velo_core_client *cl,
+			   struct velo_uapi_register *a)
+{
+	const struct velo_core_ep *e;
+	uint64_t nla = 0;
+	int r = rma_ioc_ep(c, cl, !a->flags || (a->flags & ~(uint32_t)VELO_REG_ACCESS_ALL), &e);
+
+	if (r)
+		return r;
+	r = velo_core_rma_declare(c, e->vpid, a->addr, a->len, a->flags, &nla);
+	if (r < 0)
+		return r;
+	a->nla = nla;
+	a->region = (uint32_t)r;
+	a->key = c->rg[r].key;
+	return 0;
+}
+
+int velo_core_ioc_deregister(struct velo_core *c, const struct velo_core_client *cl,
+			     const struct velo_uapi_deregister *a)
+{
+	const int r = rma_ioc_region(c, cl, a->flags != 0, a->nla);
+
+	if (r < 0)
+		return r;
+	return rg_release(c, (unsigned int)r);
+}
+
+int velo_core_ioc_repin(struct velo_core *c, const struct velo_core_client *cl,
+			struct velo_uapi_repin *a)
+{
+	const int r = rma_ioc_region(c, cl, a->flags || a->rsvd, a->nla);
+
+	if (r < 0)
+		return r;
+	if (c->rg[r].state == VELO_CORE_RG_STUCK)
+		return -VELO_CORE_EIO;
+	/* the caller (the OS glue) pins and calls velo_core_rma_map when asked to */
+	a->out_repinned = c->rg[r].state == VELO_CORE_RG_DECLARED ? 1u : 0u;
+	return 0;
+}
