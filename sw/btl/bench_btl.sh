@@ -11,8 +11,9 @@
 #   btl.halfrtt_cycles_<n>B  the same for other sizes (one message, train, rendezvous)
 #   btl.bw_fraction_1MiB     NetPIPE's ping-pong bandwidth at 1 MiB / link capacity (16 bits x NIC clock)
 #   btl.bw_MBps_1MiB_100MHz  that bandwidth at 100 MHz
-# Simulated time: libvelo_simtime.so (LD_PRELOAD) makes MPI_Wtime and gettimeofday follow the fabric's
-# NIC clock at 100 MHz, so the figures are cycles of the simulated hardware, whatever the machine's load.
+# Simulated time: libvelo_simtime.so (sw/tools, LD_PRELOAD) makes MPI_Wtime and gettimeofday follow the
+# fabric's NIC clock at 100 MHz, so the figures are cycles of the simulated hardware, whatever the machine's
+# load.
 set -eu
 B=${1:-build}
 T=$B/sw/tools
@@ -24,7 +25,7 @@ unset VELO_DEVICE VELO_NODE VELO_NODES VELO_RANK VELO_SIZE 2>/dev/null || true
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 export OMPI_MCA_rmaps_base_oversubscribe=1 OMPI_MCA_hwloc_base_binding_policy=none
 export OMPI_MCA_btl_base_warn_component_unused=0
-PRELOAD="LD_PRELOAD=$BTL/libvelo_simtime.so"
+PRELOAD="LD_PRELOAD=$T/libvelo_simtime.so"
 
 # libvelo half round trip, 8 bytes, on the pair: velo-pingpong reports the mean of its round trips,
 # which a busy host can only lengthen (a rank that is late to react); the least of three runs

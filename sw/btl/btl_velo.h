@@ -6,6 +6,11 @@
  * fragments are one VELO message, larger ones a train of messages (btl_velo_wire.h). RDMA path
  * (MCA_BTL_FLAGS_PUT | MCA_BTL_FLAGS_GET, when the device has an RMA unit): btl_put/btl_get on
  * libvelo's RMA (btl_velo_rdma.c). docs/mpi.md.
+ *
+ * Files, as Open MPI's own BTLs: btl_velo_component.c (MCA parameters, init), btl_velo_module.c
+ * (endpoints, descriptors, failures, finalize), btl_velo_frag.c/.h (send descriptors),
+ * btl_velo_send.c (send path), btl_velo_progress.c (progress, receive), btl_velo_rdma.c (put/get),
+ * btl_velo_wire.c/.h (wire format, no Open MPI).
  */
 #ifndef BTL_VELO_H
 #define BTL_VELO_H
@@ -20,6 +25,7 @@
 #include "opal/util/proc.h"
 
 #include <stdint.h>
+#include <time.h>
 
 #include "btl_velo_wire.h"
 #include "velo/velo.h"
@@ -63,20 +69,8 @@ struct mca_btl_base_endpoint_t {
 };
 typedef struct mca_btl_base_endpoint_t mca_btl_base_endpoint_t;
 
-/* A send descriptor: alloc/prepare_src/sendi (internal copies). Its inline buffer follows it. */
-typedef struct mca_btl_velo_frag {
-    mca_btl_base_descriptor_t base;
-    mca_btl_base_segment_t segments[2];
-    mca_btl_base_endpoint_t* endpoint;
-    opal_free_list_t* list; /* where it returns */
-    size_t cap;             /* bytes of data[] */
-    size_t off;             /* fragment bytes already stored */
-    uint8_t tag;
-    uint8_t started;  /* its first message is out */
-    uint8_t internal; /* made by the BTL (sendi that could not go out at once): no callback */
-    uint8_t* data;    /* the inline buffer */
-} mca_btl_velo_frag_t;
-OBJ_CLASS_DECLARATION(mca_btl_velo_frag_t);
+/* A send descriptor (btl_velo_frag.h). */
+typedef struct mca_btl_velo_frag mca_btl_velo_frag_t;
 
 /* Receive state of one source (node, vpid): sources need not be added procs. */
 typedef struct mca_btl_velo_rx_node {
@@ -154,10 +148,30 @@ extern mca_btl_velo_module_t mca_btl_velo_module;
 /* component.c: a message of help-mpi-btl-velo.txt on this process's stderr */
 void mca_btl_velo_help(const char* topic, ...);
 
-/* module.c */
+/* module.c: endpoints, descriptors, failures, finalize */
 int mca_btl_velo_module_open(mca_btl_velo_module_t* m);
-int mca_btl_velo_progress(void);
 void mca_btl_velo_fail_endpoint(mca_btl_velo_module_t* m, mca_btl_base_endpoint_t* ep, int err, const char* what);
+
+/* send.c: the send path */
+int mca_btl_velo_send(struct mca_btl_base_module_t* btl, struct mca_btl_base_endpoint_t* ep,
+                      struct mca_btl_base_descriptor_t* des, mca_btl_base_tag_t tag);
+int mca_btl_velo_sendi(struct mca_btl_base_module_t* btl, struct mca_btl_base_endpoint_t* ep,
+                       struct opal_convertor_t* convertor, void* header, size_t header_size, size_t payload_size,
+                       uint8_t order, uint32_t flags, mca_btl_base_tag_t tag, mca_btl_base_descriptor_t** descriptor);
+/* Store the messages of a queued fragment: 0 (out), -EAGAIN (no credit) or the peer's failure.
+ * Under ep->lock. */
+int mca_btl_velo_push(mca_btl_velo_module_t* m, mca_btl_base_endpoint_t* ep, mca_btl_velo_frag_t* f);
+
+/* progress.c */
+int mca_btl_velo_progress(void);
+int mca_btl_velo_progress_done(mca_btl_velo_module_t* m); /* the completion callbacks due */
+
+/* CLOCK_MONOTONIC in nanoseconds (connect timeout, drain deadline) */
+static inline int64_t mca_btl_velo_now_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
 
 /* rdma.c: the RDMA path */
 size_t mca_btl_velo_rdma_handle_size(void);

@@ -86,7 +86,7 @@ netpipe() {
     hi=$2
     pert=$3
     shift 3
-    run 2 --mpi-arg -x --mpi-arg "LD_PRELOAD=$BTL/libvelo_simtime.so" -- NPopenmpi -i -l "$lo" -u "$hi" -p "$pert" \
+    run 2 --mpi-arg -x --mpi-arg "LD_PRELOAD=$T/libvelo_simtime.so" -- NPopenmpi -i -l "$lo" -u "$hi" -p "$pert" \
         -o "$tmp/np.out" "$@"
     [ "$rc" -eq 0 ] || fail "NetPIPE exit status $rc"
     python3 - "$lo" "$hi" "$pert" "$tmp/err" "$tmp/out" "$tmp/np.out" <<'EOF' || fail "NetPIPE results"
