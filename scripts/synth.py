@@ -6,6 +6,9 @@
                             that unit's checks only (ctest runs one test per unit)
   synth.py --bench          BENCH lines for the units the paper's Table 1 lists (xc4v)
   synth.py --table          a resource table for all units and families
+  synth.py --blocks UNIT    UNIT on xc4v, the figures of each submodule instance of its top (with
+                            everything below it) and of the top's own logic: the register file's
+                            blocks (synth.py --blocks regfile)
 
 Logs go to $VELO_SYNTH_LOG, else build/synth/ (ctest sets it to its build directory, so that
 builds of several trees do not share logs). Counting: flip-flops are FD* cells (Xilinx) or SB_DFF* (iCE40); LUTs
@@ -20,11 +23,14 @@ import sys
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 LOG = os.environ.get("VELO_SYNTH_LOG") or os.path.join(ROOT, "build", "synth")
 
+# the register file's front and blocks (rtl/regs/velo_rb_*.v, some generated from the spec)
+RB_FILES = sorted(os.path.relpath(os.path.join(ROOT, "rtl", "regs", f), ROOT)
+                  for f in os.listdir(os.path.join(ROOT, "rtl", "regs")) if f.startswith("velo_rb_") and f.endswith(".v"))
 COMMON = ["rtl/common/velo_sdp_ram.v", "rtl/common/velo_skid.v", "rtl/common/velo_mwr_hdr.v"]
 UNITS = {
     "requester": ("velo_requester", ["rtl/velo/velo_requester.v"]),
     "completer": ("velo_completer", ["rtl/velo/velo_completer.v"]),
-    "regfile": ("velo_regfile", ["rtl/regs/velo_regfile.v"]),
+    "regfile": ("velo_regfile", ["rtl/regs/velo_regfile.v"] + RB_FILES),  # the front and every register block
     "counters": ("velo_counters", ["rtl/regs/velo_counters.v"]),
     "host": ("velo_tlp_rx_demux", ["rtl/host/velo_tlp_rx_demux.v"]),
     "flit": ("velo_flit_tx", ["rtl/net/velo_flit_tx.v"]),
@@ -96,7 +102,50 @@ def synth(unit, family):
         lut = sum(v for k, v in cells.items() if re.match(r"^LUT\d$", k)) + cells.get("INV", 0)
         ram = sum(v for k, v in cells.items() if k.startswith("RAMB"))
     lutram = sum(v for k, v in cells.items() if re.match(r"^RAM(32|64|16|128|256)", k))
-    return {"ff": ff, "lut": lut, "bram": ram, "lutram": lutram}
+    return {"ff": ff, "lut": lut, "bram": ram, "lutram": lutram, "log": text}
+
+
+def count(cells, family):
+    """(flip-flops, LUTs) of a cell list as synth() counts them."""
+    if family == "ice40":
+        return (sum(v for k, v in cells.items() if k.startswith("SB_DFF")), cells.get("SB_LUT4", 0))
+    return (sum(v for k, v in cells.items() if re.match(r"^FD", k)),
+            sum(v for k, v in cells.items() if re.match(r"^LUT\d$", k)) + cells.get("INV", 0))
+
+
+def blocks(text, family):
+    """Per instance below the top of a synth() log (the design is not flattened): [(instance's
+    module, ff, lut)] with everything below it, the top's own logic last."""
+    stat = text[text.rfind("Printing statistics"):]
+    own = {}
+    for m in re.finditer(r"^=== (\S+) ===\n(.*?)(?=^=== |\Z)", stat, re.M | re.S):
+        cells = {}
+        for c in re.finditer(r"^\s+(\S+)\s+(\d+)\s*$", m.group(2), re.M):
+            cells[c.group(1)] = cells.get(c.group(1), 0) + int(c.group(2))
+        own[m.group(1)] = count(cells, family)
+    tree = stat[stat.rfind("=== design hierarchy ==="):].split("\n")[2:]
+    rows = []  # (depth, module, instances)
+    for line in tree:
+        m = re.match(r"^(\s+)(\S+)\s+(\d+)$", line)
+        if not m:
+            break
+        rows.append((len(m.group(1)) // 2, m.group(2), int(m.group(3))))
+    out = []
+    for i, (d, mod, n) in enumerate(rows):
+        if d != rows[0][0] + 1:
+            continue
+        ff, lut, mult = n * own[mod][0], n * own[mod][1], {d: n}
+        for d2, mod2, n2 in rows[i + 1:]:
+            if d2 <= d:
+                break
+            mult[d2] = mult[d2 - 1] * n2
+            ff += mult[d2] * own[mod2][0]
+            lut += mult[d2] * own[mod2][1]
+        out.append((mod.split("\\")[-1] if mod.startswith("$paramod$") else mod.split("\\")[1] if "\\" in mod else mod,
+                    ff, lut))
+    top = rows[0][1]
+    out.append((top + " (own)", own[top][0], own[top][1]))
+    return out
 
 
 def main(argv):
@@ -119,6 +168,13 @@ def main(argv):
                 print(e)
                 ok = False
         return 0 if ok else 1
+    if "--blocks" in argv:
+        unit = [a for a in argv if not a.startswith("--")][0]
+        r = synth(unit, "xc4v")
+        for mod, ff, lut in blocks(r["log"], "xc4v"):
+            print("syn.xc4v %-26s %5d ff %5d lut" % (mod, ff, lut))
+        print("syn.xc4v %-26s %5d ff %5d lut" % (unit + " (total)", r["ff"], r["lut"]))
+        return 0
     if "--bench" in argv:
         for unit in ("requester", "completer", "regfile", "counters", "link", "switch", "link256", "switch256", "rma",
                      "nic"):

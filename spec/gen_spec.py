@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Generate the Verilog include and the C header from spec/velo_spec.json.
 
-  gen_spec.py            write rtl/include/velo_spec.vh and sw/include/velo/velo_hw.h
+  gen_spec.py            write rtl/include/velo_spec.vh, sw/include/velo/velo_hw.h, the register
+                         blocks rtl/regs/velo_rb_<block>_regs.v and docs/spec.md's register tables
   gen_spec.py --check    fail (exit 1) if the committed files differ from what the spec gives
   gen_spec.py --probe D  also write D/velo_spec_probe.v and D/velo_spec_probe.h (test support)
 
@@ -172,6 +173,257 @@ def gen_h(spec):
     return "\n".join(L)
 
 
+# ---------------------------------------------------------------------------- register blocks
+# Every block of the spec becomes rtl/regs/velo_rb_<block>_regs.v (OpenTitan reggen style): the
+# block's decode on the register bus, its header (TYPE, VERSION, NEXT), the storage of its plain
+# registers and its read mux. A register's kind follows from its spec entry:
+#   ro with "const"         a constant (the name of a spec item)  -> nothing
+#   ro with "param"         a build parameter                     -> parameter (one per field)
+#   ro                      a value of the hardware               -> input (one per field)
+#   rw with "reset"         storage in the block                  -> output (one per field)
+#   rw with "hwext"         held by the block's hand-written logic -> input (read), output <r>_we
+#   rw with "count"         a window of counters held elsewhere    -> input (read), output <r>_idx,
+#                                                                    registered <r>_clr/<r>_clr_idx
+#   wo                      a command                              -> output <r>_wr (request),
+#                                                                    input <r>_ok (accepted)
+# "width" (a number or a spec parameter) sizes a register without fields (default 32).
+BLOCK_SPAN = 0x100
+RB_DIR = os.path.join(ROOT, "rtl", "regs")
+
+
+def reg_kind(r):
+    if "count" in r:
+        return "window"
+    if r["access"] == "ro":
+        return "const" if "const" in r else ("param" if r.get("param") else "in")
+    if r["access"] == "wo":
+        return "wo"
+    return "ext" if r.get("hwext") else "store"
+
+
+def rb_module(spec, b):
+    rb = reg_bits(spec)
+    widths = dict((n, w) for n, w, _, _ in items(spec))
+    pnames = [p["name"] for p in spec["params"]]
+    mod = "velo_rb_%s_regs" % b["name"].lower()
+    used = []  # spec parameters this block's widths use
+
+    def wexpr(w):
+        """(number or None, Verilog text) of a width."""
+        if num(w) is not None:
+            return num(w), str(num(w))
+        assert w in pnames, w
+        if w not in used:
+            used.append(w)
+        return None, w
+
+    def rng(w):
+        n, e = wexpr(w)
+        return "" if n == 1 else ("[%s-1:0] " % e if n is None else "[%d:0] " % (n - 1))
+
+    def parts(r):
+        """(port, width, field part-select or None, field) of a register: one per field, or the whole."""
+        pre = "VELO_REG_%s_%s" % (b["name"], r["name"])
+        if r.get("fields"):
+            return [("%s_%s" % (r["name"].lower(), f["name"].lower()), f["width"], "`%s_%s" % (pre, f["name"]), f)
+                    for f in r["fields"]]
+        return [(r["name"].lower(), r.get("width", 32), None, None)]
+
+    ports, params, rd, wr, rst, assigns, win = [], [], [], [], [], [], None
+    for r in b["regs"]:
+        k = reg_kind(r)
+        off = num(r["off"])
+        assert off % 4 == 0 and 12 <= off < BLOCK_SPAN, (b["name"], r["name"])
+        sel = "6'h%02X" % (off >> 2)
+        n = r["name"].lower()
+        doc = "%s (%s)" % (r["name"], r["access"])
+        if k == "const":
+            v = "`VELO_" + r["const"]
+            if widths[r["const"]] < 32:
+                v = "{%d'd0, %s}" % (32 - widths[r["const"]], v)
+            rd.append("            %s: rb_rdata = %s;  // %s" % (sel, v, r["name"]))
+        elif k == "param":
+            body = []
+            for port, w, fr, f in parts(r):
+                wn, we = wexpr(w)
+                assert wn is not None, (b["name"], r["name"])
+                params.append(("parameter [%d:0] %s = %d'd0" % (wn - 1, port.upper(), wn), doc + (" " + f["name"] if f else "")))
+                body.append("rb_rdata[%s] = %s;" % (fr, port.upper()) if fr else
+                            ("rb_rdata = %s;" % port.upper() if wn == 32 else "rb_rdata[%d:0] = %s;" % (wn - 1, port.upper())))
+            rd.append("            %s: begin  // %s\n                %s\n            end" % (sel, r["name"], "\n                ".join(body)))
+        elif k == "window":
+
+            nc = next(v for nm, _, v, _ in items(spec) if nm == r["count"])
+            W = r["name"] + "_IDX_W"
+            win = (off, "`VELO_" + r["count"], n, W)
+            params.append(("parameter integer %s = %d" % (W, max(1, (nc - 1).bit_length())), "counter index width"))
+            ports += [("input  wire [31:0] %s" % n, "%s: counter %s_idx's value" % (doc, n)),
+                      ("output wire [%s-1:0] %s_idx" % (W, n), "the counter rb_addr names in the window"),
+                      ("output reg  %s_clr" % n, "clear counter %s_clr_idx (a write)" % n),
+                      ("output reg  [%s-1:0] %s_clr_idx" % (W, n), "")]
+        elif k == "wo":
+            ports += [("output wire %s_wr" % n, "%s written (request: held while the access waits)" % doc),
+                      ("input  wire %s_ok" % n, "the value written is taken")]
+            rd.append("            %s: rb_wack = %s_ok;  // %s (reads 0)" % (sel, n, r["name"]))
+            assigns.append("    assign %s_wr = rb_wr_en && rb_sel && off == %s;" % (n, sel))
+        else:
+            body = []
+            for port, w, fr, f in parts(r):
+                io = "output reg " if k == "store" else "input  wire"
+                ports.append(("%s %s%s" % (io, rng(w), port), doc + (" " + f["name"] if f else "")))
+                if fr is not None:
+                    body.append("rb_rdata[%s] = %s;" % (fr, port))
+                elif wexpr(w)[0] == 32:
+                    body.append("rb_rdata = %s;" % port)
+                else:
+                    body.append("rb_rdata[%s-1:0] = %s;" % (wexpr(w)[1], port))
+                if k == "store":
+                    wn, we = wexpr(w)
+                    rv = (num(r["reset"]) >> (f["lsb"] if f else 0)) & ((1 << (wn or 32)) - 1)
+                    assert wn is not None or rv == 0, (b["name"], r["name"])
+                    rst.append("            %s <= %s;" % (port, "{%s{1'b0}}" % we if wn is None else "%d'd%d" % (wn, rv)))
+                    src = "rb_wdata[%s]" % fr if fr else ("rb_wdata" if wn == 32 else "rb_wdata[%s-1:0]" % we)
+                    wr.append("                %s: %s <= %s;" % (sel, port, src))
+            if k != "in":
+                body.append("rb_wack = 1'b1;")
+            if k == "ext":
+                ports.append(("output wire %s_we" % n, "%s written (in the cycle it is done)" % r["name"]))
+                assigns.append("    assign %s_we = rb_wr_go && rb_sel && off == %s;" % (n, sel))
+            rd.append("            %s: begin  // %s\n                %s\n            end" % (sel, r["name"], "\n                ".join(body)))
+
+    def plist(entries, last_sep):
+        out = []
+        for i, (d, c) in enumerate(entries):
+            s = d + ("," if i < len(entries) - 1 else last_sep)
+            out.append(("    %-34s // %s" % (s, c)) if c else "    " + s)
+        return out
+
+    prm = [("parameter integer PIPE = 0", "1: the block select is registered (the front then waits a cycle)"),
+           ("parameter [%d:0] NEXT = `VELO_BLK_%s_NEXT" % (rb - 1, b["name"]), "NEXT pointer (0: the last block)")]
+    prm += [("parameter integer %s = %d" % (u, next(p["default"] for p in spec["params"] if p["name"] == u)),
+             "spec parameter") for u in used] + params
+    bus = [("input  wire clk", ""), ("input  wire rst", ""),
+           ("input  wire [%d:0] rb_addr" % (rb - 1), "byte offset in BAR0 (DW aligned)"),
+           ("input  wire [31:0] rb_wdata", ""),
+           ("input  wire rb_wr_en", "a write of rb_addr is asked for (held while it waits)"),
+           ("input  wire rb_wr_go", "... and done in this cycle (no block waits)")]
+    outs = [("output wire rb_sel", "rb_addr is in this block"),
+            ("output reg  [31:0] rb_rdata", "the register rb_addr names (0: none, or not here)"),
+            ("output reg  rb_wack", "a write of rb_addr is taken (else: a bad access)")] + ports
+    L = ["// " + BANNER,
+         "// Register block %s (TYPE 0x%08X, VERSION %d) at BAR0 0x%04X: %s" % (
+             b["name"], num(b["type"]), b["version"], num(b["base"]), b["doc"]),
+         "// Its decode on the register bus (velo_rb_front), header, plain registers' storage and read mux.",
+         "`default_nettype none", '`include "velo_spec.vh"', "module %s #(" % mod]
+    L += plist(prm, "")
+    L += [") (", "    // the register bus: every block sees every access (unused bits are other blocks')",
+          "    /* verilator lint_off UNUSEDSIGNAL */"]
+    L += plist(bus, ",")
+    L += ["    /* verilator lint_on UNUSEDSIGNAL */"]
+    L += plist(outs, "")
+    L += [");",
+          "    localparam [%d:0] BASE = `VELO_BLK_%s_BASE;" % (rb - 1, b["name"]),
+          "    velo_rb_range #(.LO(BASE), .HI({%d'd0, BASE} + 32'h%X), .PIPE(PIPE)) u_sel (" % (32 - rb, BLOCK_SPAN),
+          "        .clk(clk), .rst(rst), .addr(rb_addr), .hit(rb_sel));",
+          "    wire [5:0] off = rb_addr[7:2];  // the register in the block"]
+    L += assigns
+    if win:
+        woff, cnt, n, W = win
+        L += ["    // the window %s: counter i at 0x%02X + 4*i" % (n.upper(), woff),
+              "    wire [%d:0] win_off = rb_addr - (BASE + %d'h%X);" % (rb - 1, rb, woff),
+              "    wire win = (off >= 6'h%02X) && ({26'd0, off} < 32'h%02X + %s);" % (woff >> 2, woff >> 2, cnt),
+              "    assign %s_idx = win_off[2 +: %s];" % (n, W),
+              "    wire unused_win = &{1'b0, win_off};",
+              "    always @(posedge clk) begin",
+              "        if (rst) begin",
+              "            %s_clr     <= 1'b0;" % n,
+              "            %s_clr_idx <= {%s{1'b0}};" % (n, W),
+              "        end else begin",
+              "            %s_clr <= rb_wr_go && rb_sel && win;" % n,
+              "            if (rb_wr_go && rb_sel && win) %s_clr_idx <= %s_idx;" % (n, n),
+              "        end",
+              "    end"]
+    L += ["    always @(*) begin",
+          "        rb_rdata = 32'd0;",
+          "        rb_wack  = 1'b0;",
+          "        if (rb_sel) begin",
+          "            case (off)",
+          "            6'h00: rb_rdata = `VELO_BLK_%s_TYPE;" % b["name"],
+          "            6'h01: rb_rdata = `VELO_BLK_%s_VERSION;" % b["name"],
+          "            6'h02: rb_rdata = {%d'd0, NEXT};" % (32 - rb)] + rd
+    if win:
+        L += ["            default: if (win) begin",
+              "                rb_rdata = %s;" % win[2],
+              "                rb_wack  = 1'b1;",
+              "            end"]
+    else:
+        L += ["            default: ;"]
+    L += ["            endcase", "        end", "    end"]
+    if rst:
+        L += ["    always @(posedge clk) begin", "        if (rst) begin"] + rst + [
+              "        end else if (rb_wr_go && rb_sel) begin", "            case (off)"] + wr + [
+              "                default: ;", "            endcase", "        end", "    end"]
+    L += ["endmodule", "`default_nettype wire", ""]
+    return mod, "\n".join(L)
+
+
+def gen_rb(spec):
+    out = {}
+    for b in spec["blocks"]:
+        mod, text = rb_module(spec, dict(b))
+        out[os.path.join(RB_DIR, mod + ".v")] = text
+    return out
+
+
+# ---------------------------------------------------------------------------- docs tables
+DOC_MD = os.path.join(ROOT, "docs", "spec.md")
+DOC_BEGIN = "<!-- gen_spec.py: register tables from spec/velo_spec.json (do not edit up to the end mark) -->"
+DOC_END = "<!-- gen_spec.py: end of the register tables -->"
+
+
+def gen_doc(spec, text):
+    """docs/spec.md with its generated section (between DOC_BEGIN and DOC_END) from the spec."""
+    L = [DOC_BEGIN, ""]
+    for b in spec["blocks"]:
+        L += ["**%s** at 0x%04X (TYPE 0x%08X, VERSION %d, NEXT 0x%04X): %s" % (
+            b["name"], num(b["base"]), num(b["type"]), b["version"], num(b["next"]), b["doc"]), ""]
+        L += ["| offset | register | access | reset / value | fields | description |", "|---|---|---|---|---|---|"]
+        for r in [{"name": "TYPE", "off": 0, "access": "ro", "lit": "0x%08X" % num(b["type"]), "doc": "Block type."},
+                  {"name": "VERSION", "off": 4, "access": "ro", "lit": b["version"], "doc": "Block version."},
+                  {"name": "NEXT", "off": 8, "access": "ro", "lit": "0x%04X" % num(b["next"]),
+                   "doc": "Offset of the next block (0: last)."}] + b["regs"]:
+            L.append(md_row(num(b["base"]) + num(r["off"]), r))
+        L.append("")
+    for tb in spec["tables"]:
+        L += ["**%s** at 0x%X, 0x%X bytes per entry: %s" % (tb["name"], num(tb["base"]), num(tb["stride"]), tb["doc"]), ""]
+        L += ["| entry offset | register | access | reset / value | fields | description |", "|---|---|---|---|---|---|"]
+        for r in tb["regs"]:
+            L.append(md_row(num(r["off"]), r, "+0x%X"))
+        L.append("")
+    L.append(DOC_END)
+    a, e = text.find(DOC_BEGIN), text.find(DOC_END)
+    if a < 0 or e < 0:
+        return text
+    return text[:a] + "\n".join(L) + text[e + len(DOC_END):]
+
+
+def md_row(off, r, fmt="0x%04X"):
+    def cell(s):
+        return str(s).replace("|", "\\|").replace("\n", " ")
+
+    def rng(f):
+        lsb, w = num(f["lsb"]), num(f["width"])
+        if lsb is None or w is None:
+            return "%s[%s+%s-1:%s]" % (f["name"], f["lsb"], f["width"], f["lsb"])
+        return "%s[%d]" % (f["name"], lsb) if w == 1 else "%s[%d:%d]" % (f["name"], lsb + w - 1, lsb)
+
+    val = r["const"] if "const" in r else ("build parameter" if r.get("param") else
+                                           str(r.get("reset", r.get("lit", ""))))
+    acc = r["access"] + (" (%s counters)" % r["count"] if "count" in r else "")
+    return "| %s | %s | %s | %s | %s | %s |" % (fmt % off, r["name"], acc, val,
+                                              cell(", ".join(rng(f) for f in r.get("fields", []))), cell(r["doc"]))
+
+
 def gen_probe(spec):
     """A Verilog module returning every fixed item and field position by index, and the C++ list
     that pairs each index with the C macro, so a test can hold spec, .vh and .h against each other."""
@@ -206,6 +458,9 @@ def gen_probe(spec):
 def main(argv):
     spec = load()
     outs = {OUT_VH: gen_vh(spec), OUT_H: gen_h(spec)}
+    outs.update(gen_rb(spec))
+    with open(DOC_MD) as f:
+        outs[DOC_MD] = gen_doc(spec, f.read())
     if "--check" in argv:
         bad = []
         for path, text in outs.items():

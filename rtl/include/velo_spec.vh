@@ -6,7 +6,7 @@
 // Spec version.
 `define VELO_SPEC_VERSION 32'h100
 // CRC-32 of spec/velo_spec.json.
-`define VELO_SPEC_HASH 32'h9A4E984C
+`define VELO_SPEC_HASH 32'hC4513A74
 // Width of a node id: up to 2^NODE_BITS nodes (paper: n - t = 8, 256 nodes).
 `define VELO_DEFAULT_NODE_BITS 32'h8
 // Smallest NODE_BITS.

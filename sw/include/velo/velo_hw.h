@@ -11,7 +11,7 @@
 /* Spec version. */
 #define VELO_SPEC_VERSION 0x100
 /* CRC-32 of spec/velo_spec.json. */
-#define VELO_SPEC_HASH 0x9A4E984CULL
+#define VELO_SPEC_HASH 0xC4513A74ULL
 /* Width of a node id: up to 2^NODE_BITS nodes (paper: n - t = 8, 256 nodes). */
 #define VELO_DEFAULT_NODE_BITS 0x8
 /* Smallest NODE_BITS. */

@@ -1,0 +1,312 @@
+// The register file's front: turns the TLPs of BAR0 into accesses of the register bus and answers
+// every request that needs a completion (Corundum's register-bus idea: every block on the bus
+// decodes its own addresses, velo_rb_*_regs.v generated from the spec plus its hand-written
+// behaviour).
+//
+// Register writes and reads arrive as TLPs (1 DW, or 2 DW 8-byte aligned); reads are answered with
+// completions. Requests the NIC does not support are answered with UR completions and counted,
+// never left hanging. After reset the front first runs the table clear (rb_init for 2^IW cycles,
+// rb_init_idx counting up, rb_wdata 0: every block writes it into row rb_init_idx of its tables)
+// before the first request is taken.
+//
+// The bus, one DW at a time (rb_addr, and rb_wdata for a write, stay until the DW is done):
+//   write: rb_wr_en asks; while a block holds rb_wwait the front waits, else the DW is done in this
+//          cycle (rb_wr_go); rb_wack (some block takes the write) low then: a bad access, counted.
+//   read:  rb_rd_en asks; a register rb_rram does not name is read in this cycle (rb_rdata); one
+//          that rb_rram names lives in RAM: the block starts its read (rb_rgo) when its port is
+//          free and the front takes rb_rdata in the next cycle.
+// With PIPE = 1 every block registers its decode: the front waits a cycle after each address change.
+`default_nettype none
+`include "velo_spec.vh"
+module velo_rb_front #(
+    parameter integer TLP_W = 64,  // TLP stream data width: 64 or 128
+    parameter integer IW    = 8,   // table clear: 2^IW cycles
+    parameter integer RMA   = 0,   // 1: reads of BAR4 are counted as RMA reads
+    parameter integer PIPE  = 0    // 1: an access waits a cycle after its address is set
+) (
+    input  wire                 clk,
+    input  wire                 rst,          // synchronous, active high
+    input  wire [15:0]          cpl_id,       // our completer id (bus/device/function)
+    // TLP stream in: BAR0 writes and every non-posted request
+    input  wire                 in_valid,
+    output reg                  in_ready,
+    input  wire                 in_sop,
+    input  wire                 in_eop,
+    // TC, attributes, digest and the address bits above BAR0's size are of no use here.
+    /* verilator lint_off UNUSEDSIGNAL */
+    input  wire [127:0]         in_hdr,
+    /* verilator lint_on UNUSEDSIGNAL */
+    input  wire [2:0]           in_bar,
+    // register writes carry at most 2 DW (the low 64 bits of the first beat)
+    /* verilator lint_off UNUSEDSIGNAL */
+    input  wire [TLP_W-1:0]     in_data,
+    /* verilator lint_on UNUSEDSIGNAL */
+    // completions out (single beat)
+    output reg                  cpl_valid,
+    input  wire                 cpl_ready,
+    output wire                 cpl_sop,
+    output wire                 cpl_eop,
+    output reg  [127:0]         cpl_hdr,
+    output wire [TLP_W-1:0]     cpl_data,
+    // the register bus
+    output reg  [20:0]          rb_addr,
+    output wire [31:0]          rb_wdata,
+    output wire                 rb_wr_en,
+    output wire                 rb_wr_go,
+    output wire                 rb_rd_en,
+    output wire                 rb_init,      // the table clear runs
+    output reg  [IW-1:0]        rb_init_idx,  // ... at this row
+    input  wire [31:0]          rb_rdata,
+    input  wire                 rb_wack,
+    input  wire                 rb_wwait,
+    input  wire                 rb_rram,
+    input  wire                 rb_rgo,
+    // counter events
+    output reg                  ev_window_read,
+    output reg                  ev_unsupported,
+    output reg                  ev_bad_access,
+    output reg                  ev_rma_read
+);
+    localparam integer NI = 1 << IW;
+    localparam [2:0] R_INIT = 3'd0, R_IDLE = 3'd1, R_DRAIN = 3'd2, R_WR = 3'd3,
+                     R_RD = 3'd4, R_RDW = 3'd5, R_CPL = 3'd6;
+
+    reg [2:0]  st, st_after_drain;
+    reg        two;        // 2-DW access
+    reg        second;     // working on the second DW
+    reg [63:0] wdata;      // write data (DW0 in 31:0)
+    reg [63:0] rdata;      // read data gathered for the completion
+    reg        ur;         // answer with UR
+    reg [15:0] rq_id;
+    reg [7:0]  rq_tag;
+    reg [6:0]  lower;
+    reg [11:0] bcnt;
+    reg        a_new;      // rb_addr was set in the last cycle (PIPE)
+
+    assign cpl_sop = 1'b1;
+    assign cpl_eop = 1'b1;
+
+    // ------------------------------------------------------------------ request decode
+    wire        is4dw    = in_hdr[`VELO_TLP_HDR_FMT_TYPE_LSB + 5];
+    wire [7:0]  fmt_type = in_hdr[`VELO_TLP_HDR_FMT_TYPE];
+    wire [31:0] req_addr = is4dw ? {in_hdr[`VELO_TLP_HDR_ADDR64_LO], 2'b00}
+                                 : {in_hdr[`VELO_TLP_HDR_ADDR32], 2'b00};
+    wire [9:0]  len_dw   = in_hdr[`VELO_TLP_HDR_LENGTH];
+    wire [3:0]  fbe      = in_hdr[`VELO_TLP_HDR_FIRST_BE];
+    wire [3:0]  lbe      = in_hdr[`VELO_TLP_HDR_LAST_BE];
+    wire is_mwr  = (fmt_type == `VELO_TLP_FMT_TYPE_MWR32) || (fmt_type == `VELO_TLP_FMT_TYPE_MWR64);
+    wire is_mrd  = (fmt_type == `VELO_TLP_FMT_TYPE_MRD32) || (fmt_type == `VELO_TLP_FMT_TYPE_MRD64);
+    // no completion: memory writes, messages and (stray) completions; every other request
+    // that reaches us needs one
+    wire is_cpl    = (fmt_type[4:1] == 4'b0101);
+    wire is_posted = is_mwr || (fmt_type[4:3] == 2'b10) || is_cpl;
+    wire on_bar0 = (in_bar == `VELO_BAR_REGS);
+    wire has_rma = (RMA != 0);
+    // 1 DW, or 2 DW 8-byte aligned with a non-zero last byte enable (PCIe forbids 0 there)
+    wire len_ok  = (len_dw == 10'd1 && lbe == 4'd0) ||
+                   (len_dw == 10'd2 && req_addr[2] == 1'b0 && lbe != 4'd0);
+    // poisoned writes are dropped (and counted) like malformed ones
+    wire wr_ok   = len_ok && fbe == 4'hF && (len_dw == 10'd1 || lbe == 4'hF) &&
+                   !in_hdr[`VELO_TLP_HDR_EP_LSB];
+    wire unused_ra = &{1'b0, req_addr[31:21]};
+
+    // byte count and lower address of a read completion (PCIe rules for 1 or 2 DW reads)
+    reg [1:0] lead;
+    reg [2:0] fspan, ltop;
+    always @(*) begin
+        casez (fbe)  // zero-length read (fbe 0000): lower address bits 00
+            4'b0000: lead = 2'd0;
+            4'b???1: lead = 2'd0;
+            4'b??10: lead = 2'd1;
+            4'b?100: lead = 2'd2;
+            default: lead = 2'd3;
+        endcase
+        casez (fbe)  // first DW of a 1-DW read: from lowest to highest enabled byte
+            4'b1??1: fspan = 3'd4;
+            4'b01?1, 4'b1?10: fspan = 3'd3;
+            4'b0011, 4'b0110, 4'b1100: fspan = 3'd2;
+            default: fspan = 3'd1;
+        endcase
+        casez (lbe)
+            4'b1???: ltop = 3'd4;
+            4'b01??: ltop = 3'd3;
+            4'b001?: ltop = 3'd2;
+            default: ltop = 3'd1;
+        endcase
+    end
+    wire [11:0] rd_bcnt = (len_dw == 10'd1) ? {9'd0, fspan}
+                                            : (12'd4 - {10'd0, lead} + {9'd0, ltop});
+
+    // ------------------------------------------------------------------ the bus
+    wire a_ok;
+    generate
+        if (PIPE != 0) begin : g_pipe
+            assign a_ok = !a_new;
+        end else begin : g_nopipe
+            assign a_ok = 1'b1;
+            wire unused_an = &{1'b0, a_new};
+        end
+    endgenerate
+    // write data of the current DW; 0 while the table clear runs (the tables are cleared with it)
+    assign rb_wdata = rb_init ? 32'd0 : (second ? wdata[63:32] : wdata[31:0]);
+    assign rb_init  = (st == R_INIT);
+    assign rb_wr_en = (st == R_WR) && a_ok;
+    assign rb_wr_go = rb_wr_en && !rb_wwait;
+    assign rb_rd_en = (st == R_RD) && a_ok;
+
+    // ------------------------------------------------------------------ control
+    wire in_fire = in_valid && in_ready;
+    always @(*) begin
+        case (st)
+            R_IDLE, R_DRAIN: in_ready = 1'b1;
+            default:         in_ready = 1'b0;
+        endcase
+    end
+
+    always @(posedge clk) begin
+        if (rst) begin
+            st             <= R_INIT;
+            st_after_drain <= R_IDLE;
+            rb_init_idx    <= {IW{1'b0}};
+            cpl_valid      <= 1'b0;
+            ev_window_read <= 1'b0;
+            ev_unsupported <= 1'b0;
+            ev_bad_access  <= 1'b0;
+            ev_rma_read    <= 1'b0;
+            rb_addr        <= 21'd0;
+            a_new          <= 1'b0;
+            two            <= 1'b0;
+            second         <= 1'b0;
+            ur             <= 1'b0;
+        end else begin
+            a_new          <= 1'b0;
+            ev_window_read <= 1'b0;
+            ev_rma_read    <= 1'b0;
+            ev_unsupported <= 1'b0;
+            ev_bad_access  <= 1'b0;
+            case (st)
+                R_INIT: begin
+                    rb_init_idx <= rb_init_idx + 1'b1;
+                    if (rb_init_idx == NI[IW-1:0] - 1'b1) st <= R_IDLE;
+                end
+                R_IDLE: begin
+                    if (in_fire && in_sop) begin
+                        rb_addr <= req_addr[20:0];
+                        a_new   <= 1'b1;
+                        two     <= (len_dw == 10'd2);
+                        second  <= 1'b0;
+                        ur      <= 1'b0;
+                        if (is_posted) begin
+                            if (is_mwr && on_bar0 && wr_ok) st_after_drain <= R_WR;
+                            else begin
+                                st_after_drain <= R_IDLE;
+                                ev_bad_access  <= is_mwr && on_bar0;
+                                ev_unsupported <= !(is_mwr && on_bar0);
+                            end
+                        end else begin
+                            st_after_drain <= (is_mrd && on_bar0 && len_ok) ? R_RD : R_CPL;
+                            if (!(is_mrd && on_bar0 && len_ok)) begin
+                                ur <= 1'b1;
+                                ev_window_read <= is_mrd && !on_bar0 && !(has_rma && in_bar == `VELO_BAR_RMA);
+                                ev_rma_read    <= is_mrd && has_rma && in_bar == `VELO_BAR_RMA;
+                                ev_bad_access  <= is_mrd && on_bar0;
+                                ev_unsupported <= !is_mrd;
+                            end
+                        end
+                        if (in_eop) begin
+                            if (is_posted) st <= (is_mwr && on_bar0 && wr_ok) ? R_WR : R_IDLE;
+                            else           st <= (is_mrd && on_bar0 && len_ok) ? R_RD : R_CPL;
+                        end else begin
+                            st <= R_DRAIN;
+                        end
+                    end
+                end
+                R_DRAIN: if (in_fire && in_eop) st <= st_after_drain;
+                R_WR: begin
+                    if (rb_wr_go) begin
+                        if (!rb_wack) ev_bad_access <= 1'b1;
+                        if (two && !second) begin
+                            second  <= 1'b1;
+                            rb_addr <= rb_addr + 21'd4;
+                            a_new   <= 1'b1;
+                        end else begin
+                            st <= R_IDLE;
+                        end
+                    end
+                end
+                R_RD: if (a_ok) begin
+                    if (rb_rram) begin
+                        // RAM-backed: the block reads when its port is free
+                        if (rb_rgo) st <= R_RDW;
+                    end else begin
+                        if (two && !second) begin
+                            second  <= 1'b1;
+                            rb_addr <= rb_addr + 21'd4;
+                            a_new   <= 1'b1;
+                        end else begin
+                            st <= R_CPL;
+                        end
+                    end
+                end
+                R_RDW: begin
+                    if (two && !second) begin
+                        second  <= 1'b1;
+                        rb_addr <= rb_addr + 21'd4;
+                        a_new   <= 1'b1;
+                        st      <= R_RD;
+                    end else begin
+                        st <= R_CPL;
+                    end
+                end
+                R_CPL: begin
+                    if (!cpl_valid) cpl_valid <= 1'b1;
+                    else if (cpl_ready) begin
+                        cpl_valid <= 1'b0;
+                        st        <= R_IDLE;
+                    end
+                end
+                default: st <= R_IDLE;
+            endcase
+        end
+    end
+
+    // read data of the current DW (no reset needed: sent only after being set)
+    wire rd_take = (rb_rd_en && !rb_rram) || (st == R_RDW);
+    always @(posedge clk) begin
+        if (rd_take) begin
+            if (second) rdata[63:32] <= rb_rdata;
+            else        rdata[31:0]  <= rb_rdata;
+        end
+    end
+
+    // request fields kept for the completion (no reset needed: used only after being set)
+    always @(posedge clk) begin
+        if (st == R_IDLE && in_fire && in_sop) begin
+            wdata  <= in_data[63:0];
+            rq_id  <= in_hdr[`VELO_TLP_HDR_REQ_ID];
+            rq_tag <= in_hdr[`VELO_TLP_HDR_REQ_TAG];
+            lower  <= (is_mrd) ? {req_addr[6:2], lead} : 7'd0;
+            bcnt   <= (is_mrd && on_bar0 && len_ok) ? rd_bcnt : 12'd4;
+        end
+    end
+
+    always @(*) begin
+        cpl_hdr = 128'd0;
+        cpl_hdr[`VELO_TLP_HDR_FMT_TYPE]       = ur ? `VELO_TLP_FMT_TYPE_CPL : `VELO_TLP_FMT_TYPE_CPLD;
+        cpl_hdr[`VELO_TLP_HDR_LENGTH]         = ur ? 10'd0 : (two ? 10'd2 : 10'd1);
+        cpl_hdr[`VELO_TLP_HDR_CPL_ID]         = cpl_id;
+        cpl_hdr[`VELO_TLP_HDR_CPL_STATUS]     = ur ? `VELO_TLP_CPL_UR : `VELO_TLP_CPL_SC;
+        cpl_hdr[`VELO_TLP_HDR_CPL_BYTE_COUNT] = bcnt;
+        cpl_hdr[`VELO_TLP_HDR_CPL_REQ_ID]     = rq_id;
+        cpl_hdr[`VELO_TLP_HDR_CPL_TAG]        = rq_tag;
+        cpl_hdr[`VELO_TLP_HDR_CPL_LOWER_ADDR] = lower;
+    end
+    generate
+        if (TLP_W > 64) begin : g_wide
+            assign cpl_data = {{(TLP_W-64){1'b0}}, rdata};
+        end else begin : g_narrow
+            assign cpl_data = rdata;
+        end
+    endgenerate
+endmodule
+`default_nettype wire
