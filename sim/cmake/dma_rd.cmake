@@ -1,5 +1,5 @@
-# DMA read engine of the RMA unit (rtl/rma/velo_dma_rd.v, docs/rma-dma.md). The parameter sets
-# must match the Cfg constants at the top of sim/tests/tb_dma_rd.cpp.
+# DMA read engine of the RMA unit (rtl/rma/velo_dma_rd.v, docs/rma-dma.md). sim/tests/tb_dma_rd.cpp
+# reads each model's parameters from its generated <model>_params.h.
 velo_tb(tb_dma_rd tests/tb_dma_rd.cpp)
 velo_model(tb_dma_rd Vdma64 velo_dma_rd PARAMS -GTLP_W=64 -GMRRS=512 -GTAGS=32 -GTAG_W=8 -GCB_LOG2=13 -GTIMEOUT=4096)
 velo_model(tb_dma_rd Vdma128 velo_dma_rd PARAMS -GTLP_W=128 -GMRRS=512 -GTAGS=32 -GTAG_W=8 -GCB_LOG2=13 -GTIMEOUT=4096)

@@ -18,5 +18,5 @@ velo_model(tb_ice40_bridge Vuart_bridge velo_uart_bridge PARAMS -GCLKS_PER_BIT=4
 # two boards: velo_ice40_board (NIC configuration of the board + bridge + port pins), UART at
 # 4 cycles per bit and a short LED period so that the benches run quickly
 velo_tb(tb_ice40_system tests/tb_ice40_system.cpp tests/ice40_host.cpp)
-velo_model(tb_ice40_system Vice40_board velo_ice40_board PARAMS -GCLKS_PER_BIT=4 -GLED_BITS=8
-           LINT_ARGS -y ${ICE40_RTL})
+velo_model(tb_ice40_system Vice40_board velo_ice40_board PARAMS -GCLKS_PER_BIT=4 -GLED_BITS=8 -GNODE_BITS=4
+           -GVPID_BITS=4 LINT_ARGS -y ${ICE40_RTL})

@@ -4,8 +4,8 @@ velo_model(tb_atu Vatu velo_atu PARAMS -GREGION_BITS=8 -GPTE_BITS=12 -GVPID_BITS
 velo_model(tb_atu Vatu_small velo_atu PARAMS -GREGION_BITS=3 -GPTE_BITS=6 -GVPID_BITS=4 -GINUSE_W=2)
 
 velo_tb(tb_rma_cmd tests/tb_rma_cmd.cpp)
-velo_model(tb_rma_cmd Vrma_cmd64 velo_rma_cmd PARAMS -GTLP_W=64)
-velo_model(tb_rma_cmd Vrma_cmd128 velo_rma_cmd PARAMS -GTLP_W=128)
+velo_model(tb_rma_cmd Vrma_cmd64 velo_rma_cmd PARAMS -GTLP_W=64 -GNODE_BITS=8 -GVPID_BITS=8)
+velo_model(tb_rma_cmd Vrma_cmd128 velo_rma_cmd PARAMS -GTLP_W=128 -GNODE_BITS=8 -GVPID_BITS=8)
 velo_model(tb_rma_cmd Vrma_cmd_small velo_rma_cmd PARAMS -GTLP_W=64 -GNODE_BITS=3 -GVPID_BITS=4)
 
 velo_tb(tb_rma_notify tests/tb_rma_notify.cpp)

@@ -10,7 +10,9 @@
 #include <vector>
 
 #include "Vatu.h"
+#include "Vatu_params.h"
 #include "Vatu_small.h"
+#include "Vatu_small_params.h"
 #include "harness.hpp"
 #include "velo/velo_hw.h"
 
@@ -112,7 +114,11 @@ class Tb {
     unsigned vpid_bits;
     uint64_t responses = 0;
 
-    Tb(unsigned rb, unsigned pb, unsigned vb) : m(rb, pb), vpid_bits(vb) {
+    // the model's parameters: its PARAMS in sim/cmake/rma.cmake (<model>_params.h)
+    Tb()
+        : m(velo::sim::ModelParams<M>::REGION_BITS, velo::sim::ModelParams<M>::PTE_BITS),
+          vpid_bits(velo::sim::ModelParams<M>::VPID_BITS) {
+        const unsigned rb = m.region_bits;
         idle();
         h.reset();
         // the reset sweep: cfg_ready and lk_ready stay low for 2^REGION_BITS cycles
@@ -290,9 +296,10 @@ Lookup random_lookup(std::mt19937_64& r, const Model& m, unsigned vb, unsigned t
 // Random traffic: lookups, random back pressure, holding and releasing translations. Checks every
 // response against the model, in order, and that every error reason occurs.
 template <class M>
-void random_traffic(unsigned rb, unsigned pb, unsigned vb, unsigned iu_w, int n_lookups) {
+void random_traffic(int n_lookups) {
     auto r = test_rng();
-    Tb<M> t(rb, pb, vb);
+    Tb<M> t;
+    const unsigned rb = t.m.region_bits, vb = t.vpid_bits;
     fill_random(t, r, 1u << rb);
     std::deque<Result> expq;
     std::vector<std::pair<unsigned, uint64_t>> held;  // region, release cycle
@@ -365,22 +372,21 @@ void random_traffic(unsigned rb, unsigned pb, unsigned vb, unsigned iu_w, int n_
     for (unsigned e : {VELO_RMA_ERR_NONE, VELO_RMA_ERR_BAD_HANDLE, VELO_RMA_ERR_NOT_OWNER, VELO_RMA_ERR_PERM,
                        VELO_RMA_ERR_RANGE, VELO_RMA_ERR_NOT_VALID})
         EXPECT_GT(reasons[e], 5) << "reason " << e << " barely exercised";
-    (void)iu_w;
 }
 
 }  // namespace
 
 TEST(Atu, RandomLookupsAgainstModel) {
-    random_traffic<Vatu>(8, 12, 8, 6, 6000);
+    random_traffic<Vatu>(6000);
 }
 
 TEST(Atu, RandomLookupsSmallTables) {
     // 2-bit in-use counters: lookups wait for releases when three translations of a region are held
-    random_traffic<Vatu_small>(3, 6, 4, 2, 4000);
+    random_traffic<Vatu_small>(4000);
 }
 
 TEST(Atu, ErrorReasonsInPriorityOrder) {
-    Tb<Vatu> t(8, 12, 8);
+    Tb<Vatu> t;
     for (unsigned i = 0; i < 8; ++i) t.write_pte(i, 0x100 + i);
     Region g;
     g.alloc = g.valid = true;
@@ -432,7 +438,7 @@ TEST(Atu, ErrorReasonsInPriorityOrder) {
 }
 
 TEST(Atu, PageBoundariesFourKilobyteAndTwoMegabyte) {
-    Tb<Vatu> t(8, 12, 8);
+    Tb<Vatu> t;
     // a 4 KiB region starting 0xFF0 into its first page, its page table run wrapping the table end
     const uint64_t pf[3] = {0xAB12345678ull, 0x0000000001ull, 0xFFFFFFFFFFull};
     t.write_pte(4094, pf[0]);
@@ -494,7 +500,7 @@ TEST(Atu, InvalidationWhileLookupsInFlight) {
     // and no translation of R comes out any more.
     auto r = test_rng();
     for (int round = 0; round < 40; ++round) {
-        Tb<Vatu> t(8, 12, 8);
+        Tb<Vatu> t;
         for (unsigned i = 0; i < 16; ++i) t.write_pte(i, 0x1000 + i);
         const unsigned R = 5;
         for (unsigned i = 0; i < 4; ++i) {
@@ -587,7 +593,7 @@ TEST(Atu, InvalidationWhileLookupsInFlight) {
 TEST(Atu, StageAWaitsAreCountedAsBusy) {
     // A failed lookup waits in stage B (back pressure; it holds nothing), a good one of region 1
     // waits behind it in stage A, not yet counted; the invalidation comes now: busy all the same.
-    Tb<Vatu> t(8, 12, 8);
+    Tb<Vatu> t;
     t.write_pte(0, 0x42);
     Region g;
     g.alloc = g.valid = true;
@@ -640,7 +646,7 @@ TEST(Atu, StageAWaitsAreCountedAsBusy) {
 
 TEST(Atu, InUseSaturationAndUnderflow) {
     // 2-bit counters: three translations of a region may be held, the fourth lookup waits
-    Tb<Vatu_small> t(3, 6, 4);
+    Tb<Vatu_small> t;
     t.write_pte(0, 0x7);
     Region g;
     g.alloc = g.valid = true;
@@ -694,7 +700,7 @@ TEST(Atu, InUseSaturationAndUnderflow) {
 }
 
 TEST(Atu, BadTableWritesAreIgnoredAndReported) {
-    Tb<Vatu_small> t(3, 6, 4);
+    Tb<Vatu_small> t;
     t.write_pte(1, 0x55);
     Region g;
     g.alloc = g.valid = true;

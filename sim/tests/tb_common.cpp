@@ -5,8 +5,11 @@
 #include <random>
 
 #include "Vcounters.h"
+#include "Vcounters_params.h"
 #include "Vsdp_ram.h"
+#include "Vsdp_ram_params.h"
 #include "Vskid.h"
+#include "Vskid_params.h"
 #include "harness.hpp"
 
 using velo::sim::Harness;
@@ -15,6 +18,13 @@ using velo::sim::rnd;
 using velo::sim::test_rng;
 
 namespace {
+
+// the models' parameters (sim/CMakeLists.txt, <model>_params.h)
+constexpr unsigned kRamWords = 1u << velo::sim::ModelParams<Vsdp_ram>::ADDR_W;
+constexpr uint32_t kSkidMask = (1u << velo::sim::ModelParams<Vskid>::W) - 1;  // a word of the skid buffer
+constexpr unsigned kCounters = velo::sim::ModelParams<Vcounters>::N;
+constexpr unsigned kAllCounters = (1u << kCounters) - 1;                      // an event on every counter
+constexpr unsigned kCntIdx = 1u << velo::sim::ModelParams<Vcounters>::IDX_W;  // read/clear indices
 
 // velo_sdp_ram has no reset: the harness only clocks it (and dumps waves with WAVES=1).
 class Ram {
@@ -37,7 +47,7 @@ class Ram {
 TEST(SdpRam, ReadDuringWriteReturnsOldData) {
     Ram r;
     // fill every word
-    for (unsigned a = 0; a < 16; ++a) {
+    for (unsigned a = 0; a < kRamWords; ++a) {
         r->we = 1;
         r->waddr = a;
         r->wdata = 0x1000 + a;
@@ -75,15 +85,15 @@ TEST(SdpRam, ReadDuringWriteReturnsOldData) {
 TEST(SdpRam, RandomAgainstModel) {
     auto rng = test_rng();
     Ram r;
-    std::array<uint32_t, 16> mem{};
-    std::array<bool, 16> known{};
+    std::array<uint32_t, kRamWords> mem{};
+    std::array<bool, kRamWords> known{};
     uint32_t rd = 0;
     bool rd_known = false;
     int checked = 0, rdw = 0;
     for (int cyc = 0; cyc < 500000; ++cyc) {
         bool we = pct(rng, 50), re = pct(rng, 60);
-        unsigned wa = static_cast<unsigned>(rnd(rng, 16));
-        unsigned ra = pct(rng, 20) ? wa : static_cast<unsigned>(rnd(rng, 16));
+        unsigned wa = static_cast<unsigned>(rnd(rng, kRamWords));
+        unsigned ra = pct(rng, 20) ? wa : static_cast<unsigned>(rnd(rng, kRamWords));
         uint32_t wd = static_cast<uint32_t>(rng());
         r->we = we;
         r->waddr = wa;
@@ -121,7 +131,7 @@ void skid_run(int src_gap_pct, int sink_stall_pct, int words) {
     h->m_ready = 0;
     h.reset();
     std::deque<uint32_t> exp;
-    uint32_t next = static_cast<uint32_t>(rng()) & 0x1FFFF;
+    uint32_t next = static_cast<uint32_t>(rng()) & kSkidMask;
     int sent = 0, got = 0;
     bool offering = false;
     uint32_t offer = 0;
@@ -133,7 +143,7 @@ void skid_run(int src_gap_pct, int sink_stall_pct, int words) {
         if (!offering && sent < words && !pct(rng, src_gap_pct)) {
             offering = true;
             offer = next;
-            next = (next * 2654435761u + 12345u) & 0x1FFFF;
+            next = (next * 2654435761u + 12345u) & kSkidMask;
         }
         h->s_valid = offering;
         h->s_data = offer;
@@ -144,7 +154,7 @@ void skid_run(int src_gap_pct, int sink_stall_pct, int words) {
         const uint32_t md = h->m_data;
         h->s_valid = !h->s_valid;
         h->m_ready = !h->m_ready;
-        h->s_data ^= 0x1FFFF;
+        h->s_data ^= kSkidMask;
         h.eval();
         ASSERT_EQ(h->s_ready, sr) << "s_ready must be registered";
         ASSERT_EQ(h->m_valid, mv) << "m_valid must be registered";
@@ -255,38 +265,38 @@ TEST(Skid, FullThroughput) {
 namespace {
 
 struct CntModel {
-    std::array<uint32_t, 16> c{};
+    std::array<uint32_t, kCounters> c{};
     void step(uint16_t inc, bool clr, unsigned clr_idx) {
-        for (unsigned i = 0; i < 16; ++i) {
+        for (unsigned i = 0; i < kCounters; ++i) {
             if (clr && clr_idx == i)
                 c[i] = 0;
             else if ((inc >> i) & 1)
                 c[i] += 1;
         }
     }
-    uint32_t rd(unsigned idx) const { return idx < 16 ? c[idx] : 0; }
+    uint32_t rd(unsigned idx) const { return idx < kCounters ? c[idx] : 0; }
 };
 
 }  // namespace
 
 TEST(Counters, ResetIncrementClear) {
     Harness<Vcounters> h;
-    h->inc = 0xFFFF;  // counting during reset must not matter
+    h->inc = kAllCounters;  // counting during reset must not matter
     h->clr = 0;
     h.reset();
     h->inc = 0;
-    for (unsigned i = 0; i < 32; ++i) {
+    for (unsigned i = 0; i < kCntIdx; ++i) {
         h->rd_idx = i;
         h.eval();
         EXPECT_EQ(h->rd_data, 0u) << "counter " << i << " after reset";
     }
     // counter i counts i+1 events
-    for (unsigned k = 0; k < 16; ++k) {
-        h->inc = static_cast<uint16_t>(0xFFFF << k);  // counters k..15 count on cycle k
+    for (unsigned k = 0; k < kCounters; ++k) {
+        h->inc = static_cast<uint16_t>(kAllCounters << k);  // counters k..N-1 count on cycle k
         h.tick();
     }
     h->inc = 0;
-    for (unsigned i = 0; i < 16; ++i) {
+    for (unsigned i = 0; i < kCounters; ++i) {
         h->rd_idx = i;
         h.eval();
         EXPECT_EQ(h->rd_data, i + 1) << "counter " << i;
@@ -305,7 +315,7 @@ TEST(Counters, ResetIncrementClear) {
     h->clr_idx = 7;
     h.tick();
     h->clr = 0;
-    for (unsigned i = 0; i < 16; ++i) {
+    for (unsigned i = 0; i < kCounters; ++i) {
         h->rd_idx = i;
         h.eval();
         EXPECT_EQ(h->rd_data, i == 7 ? 0u : (i == 3 ? 5u : i + 1)) << "counter " << i;
@@ -333,7 +343,7 @@ TEST(Counters, ResetIncrementClear) {
     EXPECT_EQ(h->rd_data, 12u);
     // reset clears everything
     h.reset();
-    for (unsigned i = 0; i < 16; ++i) {
+    for (unsigned i = 0; i < kCounters; ++i) {
         h->rd_idx = i;
         h.eval();
         EXPECT_EQ(h->rd_data, 0u) << "counter " << i << " after second reset";
@@ -351,11 +361,11 @@ TEST(Counters, RandomAgainstModel) {
         // sparse and dense event patterns
         int density = (cyc / 5000) % 3 == 0 ? 90 : 20;
         uint16_t inc = 0;
-        for (int i = 0; i < 16; ++i)
+        for (int i = 0; i < static_cast<int>(kCounters); ++i)
             if (pct(rng, density)) inc = static_cast<uint16_t>(inc | (1u << i));
         bool clr = pct(rng, 5);
-        unsigned clr_idx = static_cast<unsigned>(rnd(rng, 32));
-        unsigned rd_idx = static_cast<unsigned>(rnd(rng, 32));
+        unsigned clr_idx = static_cast<unsigned>(rnd(rng, kCntIdx));
+        unsigned rd_idx = static_cast<unsigned>(rnd(rng, kCntIdx));
         h->inc = inc;
         h->clr = clr;
         h->clr_idx = static_cast<uint8_t>(clr_idx);
@@ -365,7 +375,7 @@ TEST(Counters, RandomAgainstModel) {
         h.tick();
         m.step(inc, clr, clr_idx);
     }
-    for (unsigned i = 0; i < 32; ++i) {
+    for (unsigned i = 0; i < kCntIdx; ++i) {
         h->inc = 0;
         h->clr = 0;
         h->rd_idx = static_cast<uint8_t>(i);

@@ -36,8 +36,11 @@
 #include <vector>
 
 #include "Vcpl128.h"
+#include "Vcpl128_params.h"
 #include "Vcpl64.h"
+#include "Vcpl64_params.h"
 #include "Vcpl64p.h"
+#include "Vcpl64p_params.h"
 #include "harness.hpp"
 #include "host.hpp"
 #include "tlp.hpp"
@@ -660,12 +663,12 @@ struct ModelNames {
     }
 };
 
-// Cycles the PIPE = 1 model (the iCE40 board's) may add to a decision the lookup could not hide:
+// Cycles a PIPE = 1 model (the iCE40 board's) may add to a decision the lookup could not hide:
 // the lookup starts from the stored header (one cycle after it arrived), the table row and the
 // room check are registered before the decision, and the decision waits until the packet is
-// stored complete (the cycle after its last word).
+// stored complete (the cycle after its last word). PIPE: the model's PARAMS (<model>_params.h).
 template <class M>
-constexpr unsigned kPipe = std::is_same_v<M, Vcpl64p> ? 4u : 0u;
+constexpr unsigned kPipe = 4 * velo::sim::ModelParams<M>::PIPE;
 
 template <class M>
 class Cpl : public ::testing::Test {};

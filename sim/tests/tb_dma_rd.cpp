@@ -20,11 +20,17 @@
 #include <vector>
 
 #include "Vdma128.h"
+#include "Vdma128_params.h"
 #include "Vdma64.h"
+#include "Vdma64_params.h"
 #include "Vdma_m128.h"
+#include "Vdma_m128_params.h"
 #include "Vdma_m4096.h"
+#include "Vdma_m4096_params.h"
 #include "Vdma_small.h"
+#include "Vdma_small_params.h"
 #include "Vdma_t5.h"
+#include "Vdma_t5_params.h"
 #include "harness.hpp"
 #include "host.hpp"
 #include "tlp.hpp"
@@ -44,16 +50,21 @@ using velo::sim::words;
 
 namespace {
 
-// Parameters of each Verilated model (sim/cmake/dma_rd.cmake)
+// Parameters of each Verilated model: its PARAMS in sim/cmake/dma_rd.cmake (<model>_params.h)
 struct Cfg {
     unsigned tlp_w, mrrs, tags, tag_w, cb_log2, timeout;
 };
-const Cfg kDma64{64, 512, 32, 8, 13, 4096};
-const Cfg kDma128{128, 512, 32, 8, 13, 4096};
-const Cfg kDmaM128{64, 128, 32, 8, 12, 4096};
-const Cfg kDmaM4096{128, 4096, 16, 8, 14, 8192};
-const Cfg kDmaSmall{64, 256, 4, 5, 9, 1024};
-const Cfg kDmaT5{64, 256, 32, 5, 12, 1024};
+template <class M>
+constexpr Cfg cfg_of() {
+    using P = velo::sim::ModelParams<M>;
+    return {P::TLP_W, P::MRRS, P::TAGS, P::TAG_W, P::CB_LOG2, P::TIMEOUT};
+}
+const Cfg kDma64 = cfg_of<Vdma64>();
+const Cfg kDma128 = cfg_of<Vdma128>();
+const Cfg kDmaM128 = cfg_of<Vdma_m128>();
+const Cfg kDmaM4096 = cfg_of<Vdma_m4096>();
+const Cfg kDmaSmall = cfg_of<Vdma_small>();
+const Cfg kDmaT5 = cfg_of<Vdma_t5>();
 
 constexpr uint16_t kReqId = 0x0A08;
 

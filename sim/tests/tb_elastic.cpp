@@ -13,13 +13,15 @@
 #include <memory>
 
 #include "Velastic.h"
+#include "Velastic_params.h"
 #include "harness.hpp"
 
 using namespace velo::sim;
 
 namespace {
 
-constexpr uint32_t kMask = (1u << 18) - 1;
+constexpr unsigned kW = ModelParams<Velastic>::W;  // word width (sim/cmake/elastic.cmake)
+constexpr uint32_t kMask = (1u << kW) - 1;
 
 struct ElasticRun {
     uint64_t drops = 0, slips = 0, words = 0, idles_after_start = 0, skipped = 0;
@@ -72,7 +74,7 @@ ElasticRun simulate(uint64_t pw, uint64_t pr, uint64_t phase, uint64_t rd_cycles
             if (d != 0) {
                 started = true;
                 ++res.words;
-                if (((d - expect) & kMask) >= (1u << 17)) {
+                if (((d - expect) & kMask) >= (1u << (kW - 1))) {
                     res.errors.push_back("word out of order or repeated: " + std::to_string(d) + " expected " +
                                          std::to_string(expect));
                 } else {

@@ -6,11 +6,17 @@
 #include <vector>
 
 #include "Vflit_rx16.h"
+#include "Vflit_rx16_params.h"
 #include "Vflit_rx32.h"
+#include "Vflit_rx32_params.h"
 #include "Vflit_rx64.h"
+#include "Vflit_rx64_params.h"
 #include "Vflit_tx16.h"
+#include "Vflit_tx16_params.h"
 #include "Vflit_tx32.h"
+#include "Vflit_tx32_params.h"
 #include "Vflit_tx64.h"
+#include "Vflit_tx64_params.h"
 #include "harness.hpp"
 
 using velo::sim::Harness;
@@ -64,8 +70,11 @@ std::vector<FlitBeat> expected_flits(const Pkt& p) {
     return f;
 }
 
-template <class TX, class RX, int LW>
+// a transmitter and a receiver of one LINK_W (their PARAMS in sim/CMakeLists.txt, <model>_params.h)
+template <class TX, class RX>
 struct Types {
+    static constexpr int LW = velo::sim::ModelParams<TX>::LINK_W;
+    static_assert(velo::sim::ModelParams<RX>::LINK_W == LW, "transmitter and receiver of one flit width");
     using Tx = TX;
     using Rx = RX;
     using C = Cfg<LW>;
@@ -73,8 +82,8 @@ struct Types {
 
 template <class T>
 class Flit : public ::testing::Test {};
-using AllWidths = ::testing::Types<Types<Vflit_tx16, Vflit_rx16, 16>, Types<Vflit_tx32, Vflit_rx32, 32>,
-                                   Types<Vflit_tx64, Vflit_rx64, 64>>;
+using AllWidths =
+    ::testing::Types<Types<Vflit_tx16, Vflit_rx16>, Types<Vflit_tx32, Vflit_rx32>, Types<Vflit_tx64, Vflit_rx64>>;
 struct WidthName {
     template <class T>
     static std::string GetName(int) {

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "Vrx_demux.h"
+#include "Vrx_demux_params.h"
 #include "Vtx_arb.h"
 #include "harness.hpp"
 #include "tlp.hpp"
@@ -147,13 +148,9 @@ std::array<uint32_t, 4> get_hdr(const VlWide<4>& w) {
 }
 
 // ------------------------------------------------------------------------------ demux bench
-#ifdef VELO_DEMUX_PIPE
 // tb_host_pipe: the demultiplexer built with PIPE = 1 (the iCE40 board's): a first beat waits one
 // cycle on the input (no unit sees it, in_ready low) while its route is registered
-constexpr bool kPipe = true;
-#else
-constexpr bool kPipe = false;
-#endif
+constexpr bool kPipe = velo::sim::ModelParams<Vrx_demux>::PIPE != 0;
 
 struct DemuxBench {
     Harness<Vrx_demux> h;

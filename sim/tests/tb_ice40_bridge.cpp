@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "Vuart_bridge.h"
+#include "Vuart_bridge_params.h"
 #include "Vuart_down.h"
 #include "Vuart_up.h"
 #include "harness.hpp"
@@ -521,7 +522,7 @@ TEST(UartBridge, SerialRoundTripThroughLoopback) {
     // host -> rxd -> bridge -> (NIC side looped back through a FIFO) -> bridge -> txd -> host
     auto r = test_rng();
     Harness<Vuart_bridge> h;
-    BoardHost host(4);
+    BoardHost host(velo::sim::ModelParams<Vuart_bridge>::CLKS_PER_BIT);
     unsigned seed = static_cast<unsigned>(r());
     host.tx.rng_state = &seed;
     host.tx.gap_pct = 20;

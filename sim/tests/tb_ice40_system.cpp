@@ -16,6 +16,7 @@
 #include <memory>
 
 #include "Vice40_board.h"
+#include "Vice40_board_params.h"
 #include "harness.hpp"
 #include "host.hpp"
 #include "ice40_host.hpp"
@@ -26,9 +27,10 @@ using namespace velo::sim::ice40;
 
 namespace {
 
-constexpr unsigned kCpb = 4;       // UART clock cycles per bit (the bench model's CLKS_PER_BIT)
-constexpr unsigned kNodeBits = 4;  // the board's configuration
-constexpr unsigned kVpidBits = 4;
+// the model's parameters (sim/cmake/ice40.cmake, Vice40_board_params.h)
+constexpr unsigned kCpb = velo::sim::ModelParams<Vice40_board>::CLKS_PER_BIT;    // UART clock cycles per bit
+constexpr unsigned kNodeBits = velo::sim::ModelParams<Vice40_board>::NODE_BITS;  // the board's configuration
+constexpr unsigned kVpidBits = velo::sim::ModelParams<Vice40_board>::VPID_BITS;
 constexpr uint8_t kConfirmTag = 0xFF;  // the host's read-pointer confirmation reads (reg_read skips it)
 
 std::vector<uint8_t> le32(uint32_t v) {

@@ -9,9 +9,13 @@
 #include <vector>
 
 #include "Vuart_rx4.h"
+#include "Vuart_rx4_params.h"
 #include "Vuart_rx9.h"
+#include "Vuart_rx9_params.h"
 #include "Vuart_tx4.h"
+#include "Vuart_tx4_params.h"
 #include "Vuart_tx9.h"
+#include "Vuart_tx9_params.h"
 #include "harness.hpp"
 
 using namespace velo::sim;
@@ -19,9 +23,11 @@ using namespace velo::sim;
 namespace {
 
 // The transmitter: random bytes offered with random gaps; the line must carry exactly them,
-// start bit and data bits each exactly cpb cycles, the stop bit at least cpb cycles.
+// start bit and data bits each exactly cpb cycles (the model's CLKS_PER_BIT, <model>_params.h), the
+// stop bit at least cpb cycles.
 template <class M>
-void tx_exact(unsigned cpb, bool gaps) {
+void tx_exact(bool gaps) {
+    const unsigned cpb = velo::sim::ModelParams<M>::CLKS_PER_BIT;
     auto r = test_rng();
     Harness<M> h;
     h.reset();
@@ -110,7 +116,8 @@ std::vector<uint8_t> run_rx(const std::vector<uint8_t>& line, unsigned& frame_er
 }
 
 template <class M>
-void rx_random(unsigned cpb) {
+void rx_random() {
+    const unsigned cpb = velo::sim::ModelParams<M>::CLKS_PER_BIT;
     auto r = test_rng();
     for (double skew : {-0.02, 0.0, 0.02}) {
         std::vector<uint8_t> line, want;
@@ -131,7 +138,8 @@ void rx_random(unsigned cpb) {
 }
 
 template <class M>
-void rx_errors(unsigned cpb) {
+void rx_errors() {
+    const unsigned cpb = velo::sim::ModelParams<M>::CLKS_PER_BIT;
     auto r = test_rng();
     std::vector<uint8_t> line, want;
     double t = 5.0;
@@ -162,7 +170,8 @@ void rx_errors(unsigned cpb) {
 }
 
 template <class T, class R>
-void loopback(unsigned) {
+void loopback() {
+    static_assert(velo::sim::ModelParams<T>::CLKS_PER_BIT == velo::sim::ModelParams<R>::CLKS_PER_BIT, "one baud rate");
     auto rg = test_rng();
     Harness<T> tx;
     Harness<R> rx;
@@ -202,26 +211,26 @@ void loopback(unsigned) {
 }  // namespace
 
 TEST(UartTx, ExactBitTimingBackToBack4) {
-    tx_exact<Vuart_tx4>(4, false);
+    tx_exact<Vuart_tx4>(false);
 }
 TEST(UartTx, ExactBitTimingWithGaps9) {
-    tx_exact<Vuart_tx9>(9, true);
+    tx_exact<Vuart_tx9>(true);
 }
 TEST(UartRx, RandomBytesBaudSkew4) {
-    rx_random<Vuart_rx4>(4);
+    rx_random<Vuart_rx4>();
 }
 TEST(UartRx, RandomBytesBaudSkew9) {
-    rx_random<Vuart_rx9>(9);
+    rx_random<Vuart_rx9>();
 }
 TEST(UartRx, StopBitErrorGlitchAndBreak4) {
-    rx_errors<Vuart_rx4>(4);
+    rx_errors<Vuart_rx4>();
 }
 TEST(UartRx, StopBitErrorGlitchAndBreak9) {
-    rx_errors<Vuart_rx9>(9);
+    rx_errors<Vuart_rx9>();
 }
 TEST(Uart, LoopbackFullRate4) {
-    loopback<Vuart_tx4, Vuart_rx4>(4);
+    loopback<Vuart_tx4, Vuart_rx4>();
 }
 TEST(Uart, LoopbackFullRate9) {
-    loopback<Vuart_tx9, Vuart_rx9>(9);
+    loopback<Vuart_tx9, Vuart_rx9>();
 }

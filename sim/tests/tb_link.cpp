@@ -36,20 +36,27 @@
 #if VELO_LINK_PIPE
 #include "Vlink16p.h"
 #include "Vlink16p___024root.h"
+#include "Vlink16p_params.h"
 #elif VELO_LINK_AREA == 256
 #include "Vlink16r.h"
 #include "Vlink16r___024root.h"
+#include "Vlink16r_params.h"
 #include "Vlink32r.h"
 #include "Vlink32r___024root.h"
+#include "Vlink32r_params.h"
 #include "Vlink64r.h"
 #include "Vlink64r___024root.h"
+#include "Vlink64r_params.h"
 #else
 #include "Vlink16.h"
 #include "Vlink16___024root.h"
+#include "Vlink16_params.h"
 #include "Vlink32.h"
 #include "Vlink32___024root.h"
+#include "Vlink32_params.h"
 #include "Vlink64.h"
 #include "Vlink64___024root.h"
+#include "Vlink64_params.h"
 #endif
 #include "channel.hpp"
 #include "harness.hpp"
@@ -74,12 +81,6 @@ constexpr uint64_t kSyncTimeout = 256;
 constexpr uint64_t kDownTimeout = 128;
 constexpr unsigned kAckUrgent = 8;
 constexpr unsigned kLatency = 2;  // channel latency of the benches
-#ifdef VELO_LINK_PIPE
-constexpr unsigned kPipe = 1;  // velo_link PIPE = 1 (the iCE40 board's): one cycle more in the receiver and
-                               // in the transmitter's cut-through
-#else
-constexpr unsigned kPipe = 0;
-#endif
 
 constexpr unsigned log2u(unsigned x) {
     return x <= 1 ? 0 : 1 + log2u(x / 2);
@@ -102,10 +103,15 @@ void write_flit(T& port, const Flit& f) {
     if (w.n > 2) w.set64(1, f.hi);
 }
 
-// A model: velo_link with LINK_W = LW, MAX_AREA = AREA, VC_DEPTH = VCD, REPLAY_DEPTH = RD.
-template <class M, int LW, int AREA, unsigned VCD, unsigned RD>
+// A model: velo_link with the PARAMS of sim/cmake/link.cmake (<model>_params.h): LINK_W = LW,
+// MAX_AREA = AREA, VC_DEPTH = VCD, REPLAY_DEPTH = RD, and PIPE = kPipe (1, the iCE40 board's: one
+// cycle more in the receiver and in the transmitter's cut-through).
+template <class M>
 struct Cfg {
     using Model = M;
+    using P = velo::sim::ModelParams<M>;
+    static constexpr int LW = P::LINK_W, AREA = P::MAX_AREA;
+    static constexpr unsigned VCD = P::VC_DEPTH, RD = P::REPLAY_DEPTH, kPipe = P::PIPE;
     static constexpr int W = LW;
     static constexpr int H = 64 / LW;               // header flits
     static constexpr int FB = LW / 8;               // bytes per flit
@@ -693,14 +699,12 @@ template <class T>
 class Link : public ::testing::Test {};
 #if VELO_LINK_PIPE
 // the iCE40 board's link: PIPE = 1, MAX_AREA 64, VC_DEPTH 64, REPLAY_DEPTH 256
-using AllWidths = ::testing::Types<Cfg<Vlink16p, 16, 64, 64, 256>>;
+using AllWidths = ::testing::Types<Cfg<Vlink16p>>;
 #elif VELO_LINK_AREA == 256
 // velo_nic's defaults with RMA (MAX_AREA 256): VC_DEPTH 192 / 128 / 88, REPLAY_DEPTH 512 / 256 / 256
-using AllWidths = ::testing::Types<Cfg<Vlink16r, 16, 256, 192, 512>, Cfg<Vlink32r, 32, 256, 128, 256>,
-                                   Cfg<Vlink64r, 64, 256, 88, 256>>;
+using AllWidths = ::testing::Types<Cfg<Vlink16r>, Cfg<Vlink32r>, Cfg<Vlink64r>>;
 #else
-using AllWidths =
-    ::testing::Types<Cfg<Vlink16, 16, 64, 64, 256>, Cfg<Vlink32, 32, 64, 64, 256>, Cfg<Vlink64, 64, 64, 64, 256>>;
+using AllWidths = ::testing::Types<Cfg<Vlink16>, Cfg<Vlink32>, Cfg<Vlink64>>;
 #endif
 struct WidthName {
     template <class T>
@@ -846,9 +850,9 @@ TYPED_TEST(Link, BackToBack64ByteMessagesAndLatency) {
     // latency: the first flit was taken in cycle first_taken - 1 and is on phy_tx in cycle t_wire;
     // it is on b's phy_rx in t_rxin and on b's rx_valid in t_rxout
     EXPECT_EQ(p.first_taken_[0] - 1, p.first_valid_[0]) << "the first flit waited";
-    EXPECT_EQ(t_wire - static_cast<int64_t>(p.first_valid_[0]), 1 + kPipe) << "tx_valid -> phy_tx";
+    EXPECT_EQ(t_wire - static_cast<int64_t>(p.first_valid_[0]), 1 + TypeParam::kPipe) << "tx_valid -> phy_tx";
     EXPECT_EQ(t_rxin - t_wire, static_cast<int64_t>(kLatency));
-    EXPECT_EQ(t_rxout - t_rxin, 1 + kPipe) << "phy_rx -> rx_valid";
+    EXPECT_EQ(t_rxout - t_rxin, 1 + TypeParam::kPipe) << "phy_rx -> rx_valid";
     expect_no_faults(p.ev(0));
     expect_no_faults(p.ev(1));
 }
@@ -1791,14 +1795,14 @@ TYPED_TEST(Link, RetransmissionTimelineAndPenalty) {
             const WireSym* nack =
                 find_sym(t, 1, t.p1_crc_at_b, [&](const WireSym& w) { return is_link(w, VELO_LINK_SUB_NACK); });
             ASSERT_NE(nack, nullptr);
-            EXPECT_EQ(nack->cyc, t.p1_crc_at_b + 2 + kPipe) << "NACK after the CRC flit";
+            EXPECT_EQ(nack->cyc, t.p1_crc_at_b + 2 + TypeParam::kPipe) << "NACK after the CRC flit";
             EXPECT_EQ(nack->val, 1u);
             const WireSym* rep =
                 find_sym(t, 0, nack->cyc, [&](const WireSym& w) { return is_link(w, VELO_LINK_SUB_REPLAY); });
             ASSERT_NE(rep, nullptr);
             EXPECT_EQ(rep->val, 1u);
-            EXPECT_GE(rep->cyc, nack->cyc + lat + 2 + kPipe) << "REPLAY after the NACK arrived";
-            EXPECT_LE(rep->cyc, nack->cyc + lat + 3 + kPipe);
+            EXPECT_GE(rep->cyc, nack->cyc + lat + 2 + TypeParam::kPipe) << "REPLAY after the NACK arrived";
+            EXPECT_LE(rep->cyc, nack->cyc + lat + 3 + TypeParam::kPipe);
             // the replay follows the REPLAY at once: the next data flit on a's wire is P1's header,
             // within 2 cycles (the replay buffer's read), whatever the SYNCs do
             const WireSym* d1 =
@@ -1815,7 +1819,7 @@ TYPED_TEST(Link, RetransmissionTimelineAndPenalty) {
             ASSERT_LE(at + 2 * kNvc, t.wire[1].size());
             for (unsigned v = 0; v < 2 * kNvc; ++v) {
                 const WireSym& w = t.wire[1][at + v];
-                EXPECT_EQ(w.cyc, rep_at_b + 2 + kPipe + v);
+                EXPECT_EQ(w.cyc, rep_at_b + 2 + TypeParam::kPipe + v);
                 EXPECT_EQ(w.type, 3u) << "SYNC " << v;
                 EXPECT_EQ(w.sub, v % kNvc);
                 EXPECT_EQ(w.val, t.wire[1][at + v % kNvc].val);
@@ -1826,6 +1830,6 @@ TYPED_TEST(Link, RetransmissionTimelineAndPenalty) {
             const uint64_t pen = t.p1_good - clean.p1_good;
             std::printf("[ info  ] W%d wire latency %u: retransmission penalty %llu cycles (P1 %d flits)\n", C::W, lat,
                         static_cast<unsigned long long>(pen), per_pkt);
-            EXPECT_EQ(pen, 2 * lat + static_cast<unsigned>(per_pkt) + 5 + 2 * kPipe);
+            EXPECT_EQ(pen, 2 * lat + static_cast<unsigned>(per_pkt) + 5 + 2 * TypeParam::kPipe);
         }
 }

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "Vregfile.h"
+#include "Vregfile_params.h"
 #include "harness.hpp"
 #include "host.hpp"
 #include "tlp.hpp"
@@ -37,25 +38,23 @@ using velo::sim::words;
 
 namespace {
 
-constexpr unsigned kVpidBits = 8;
+// the model's parameters (sim/CMakeLists.txt, Vregfile_params.h)
+using Params = velo::sim::ModelParams<Vregfile>;
+constexpr unsigned kVpidBits = Params::VPID_BITS;
 constexpr unsigned kNv = 1u << kVpidBits;
-constexpr unsigned kNodeBits = 8;  // model built with the default NODE_BITS
-constexpr unsigned kTlpW = 64;
-constexpr unsigned kLinkW = 16;  // model built with the default LINK_W (reported in CAPS)
+constexpr unsigned kNodeBits = Params::NODE_BITS;
+constexpr unsigned kTlpW = Params::TLP_W;
+constexpr unsigned kLinkW = Params::LINK_W;  // reported in CAPS
 constexpr unsigned kNn = 1u << kNodeBits;
 constexpr unsigned kInit = kNv > kNn ? kNv : kNn;  // cycles of the table clear after reset
-// network geometry the model is built with (-GNP=4 -GPB=3 -GNVC=2 -GVC_DEPTH=100: the PORTS
-// fields all differ, so a field in the wrong place shows)
-constexpr unsigned kNp = 4, kPb = 3, kNvc = 2, kVcDepth = 100;
+// network geometry (NP 4, PB 3, NVC 2, VC_DEPTH 100: the PORTS fields all differ, so a field in the
+// wrong place shows)
+constexpr unsigned kNp = Params::NP, kPb = Params::PB, kNvc = Params::NVC, kVcDepth = Params::VC_DEPTH;
 constexpr unsigned kLinkCnt = VELO_NET_PORT_COUNTERS;  // link counters per port
-#ifdef VELO_REGFILE_PIPE
 // tb_regfile_pipe: the model built with PIPE = 1 (the iCE40 board's): the address decode is
 // registered, so each DW of an access is performed one cycle later than its address is set
-constexpr unsigned kPipe = 1;
-#else
-constexpr unsigned kPipe = 0;
-#endif
-constexpr unsigned kNcntIdx = 64;  // 2^NCNT_IDX_W link counter indices
+constexpr unsigned kPipe = Params::PIPE;
+constexpr unsigned kNcntIdx = 1u << Params::NCNT_IDX_W;  // link counter indices
 constexpr uint32_t kRt = VELO_TBL_ROUTE_TABLE_BASE;
 constexpr uint32_t kRtValid = static_cast<uint32_t>(VELO_FIELD_MASK(VELO_TBL_ROUTE_TABLE_ROUTE_VALID));
 constexpr uint32_t kRtRoute = static_cast<uint32_t>(VELO_FIELD_MASK(VELO_TBL_ROUTE_TABLE_ROUTE_ROUTE));

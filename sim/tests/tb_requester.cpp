@@ -20,9 +20,13 @@
 #include <vector>
 
 #include "Vreq128.h"
+#include "Vreq128_params.h"
 #include "Vreq64.h"
+#include "Vreq64_params.h"
 #include "Vreq_pipe.h"
+#include "Vreq_pipe_params.h"
 #include "Vreq_small.h"
+#include "Vreq_small_params.h"
 #include "harness.hpp"
 #include "host.hpp"
 #include "tlp.hpp"
@@ -37,28 +41,30 @@ using velo::sim::WcMode;
 namespace {
 
 // ------------------------------------------------------------------------------ build parameters
+// each model's PARAMS in sim/CMakeLists.txt (<model>_params.h); with PIPE = 1 (the iCE40 board's
+// configuration) the header fields, then the decision are registered: two cycles more per TLP
+template <class M>
+struct CfgOf {
+    using P = velo::sim::ModelParams<M>;
+    static constexpr unsigned vb = P::VPID_BITS, nb = P::NODE_BITS, tlp_w = P::TLP_W;
+    static constexpr unsigned pipe = 2 * P::PIPE;  // cycles more per TLP
+};
 template <class M>
 struct Cfg;
 template <>
-struct Cfg<Vreq64> {
-    static constexpr unsigned vb = 8, nb = 8, tlp_w = 64, pipe = 0;
+struct Cfg<Vreq64> : CfgOf<Vreq64> {
     static constexpr const char* name = "W64";
 };
 template <>
-struct Cfg<Vreq128> {
-    static constexpr unsigned vb = 8, nb = 8, tlp_w = 128, pipe = 0;
+struct Cfg<Vreq128> : CfgOf<Vreq128> {
     static constexpr const char* name = "W128";
 };
 template <>
-struct Cfg<Vreq_small> {
-    static constexpr unsigned vb = 4, nb = 3, tlp_w = 64, pipe = 0;
+struct Cfg<Vreq_small> : CfgOf<Vreq_small> {
     static constexpr const char* name = "Small";
 };
-// the iCE40 board's configuration: PIPE = 1, the header fields, then the decision registered (two
-// cycles more per TLP)
 template <>
-struct Cfg<Vreq_pipe> {
-    static constexpr unsigned vb = 4, nb = 4, tlp_w = 64, pipe = 2;  // cycles more per TLP
+struct Cfg<Vreq_pipe> : CfgOf<Vreq_pipe> {
     static constexpr const char* name = "Pipe";
 };
 

@@ -7,8 +7,11 @@
 #include <vector>
 
 #include "Vrma_cmd128.h"
+#include "Vrma_cmd128_params.h"
 #include "Vrma_cmd64.h"
+#include "Vrma_cmd64_params.h"
 #include "Vrma_cmd_small.h"
+#include "Vrma_cmd_small_params.h"
 #include "harness.hpp"
 #include "tlp.hpp"
 #include "velo/velo_hw.h"
@@ -32,9 +35,14 @@ struct Counts {
     unsigned put = 0, get = 0, torn = 0, bad = 0;
 };
 
+// a model's parameters: its PARAMS in sim/cmake/rma.cmake (<model>_params.h)
 struct Cfg {
-    unsigned node_bits = 8, vpid_bits = 8;
+    unsigned node_bits, vpid_bits;
 };
+template <class M>
+constexpr Cfg cfg_of() {
+    return {velo::sim::ModelParams<M>::NODE_BITS, velo::sim::ModelParams<M>::VPID_BITS};
+}
 
 uint64_t cmd0(unsigned op, bool lcpl, bool rcpl, bool notify, unsigned node, uint32_t len) {
     return VELO_FIELD_PREP(VELO_RMA_CMD0_OP, op) | VELO_FIELD_PREP(VELO_RMA_CMD0_LCPL, lcpl) |
@@ -218,7 +226,7 @@ class Tb {
     int ready_pct = 100, gap_pct = 0;
     std::mt19937_64 rng;
 
-    Tb(Cfg c, unsigned tlp_w) : cfg(c), R(tlp_w / 64), rng(test_rng()) {
+    Tb() : cfg(cfg_of<M>()), R(velo::sim::ModelParams<M>::TLP_W / 64), rng(test_rng()) {
         h->in_valid = 0;
         h->out_ready = 0;
         h.reset();
@@ -314,8 +322,9 @@ void expect_record(const Record& g, const Record& e, int i) {
 }
 
 template <class M>
-void random_stream(Cfg cfg, unsigned tlp_w, bool bad, bool torn, int n) {
-    Tb<M> t(cfg, tlp_w);
+void random_stream(bool bad, bool torn, int n) {
+    Tb<M> t;
+    const Cfg& cfg = t.cfg;
     auto& r = t.rng;
     std::vector<Record> exp;
     Counts ce;
@@ -347,23 +356,23 @@ void random_stream(Cfg cfg, unsigned tlp_w, bool bad, bool torn, int n) {
 }  // namespace
 
 TEST(RmaCmd, WholeCommands64) {
-    random_stream<Vrma_cmd64>(Cfg{}, 64, false, false, 600);
+    random_stream<Vrma_cmd64>(false, false, 600);
 }
 TEST(RmaCmd, WholeCommands128) {
-    random_stream<Vrma_cmd128>(Cfg{}, 128, false, false, 600);
+    random_stream<Vrma_cmd128>(false, false, 600);
 }
 TEST(RmaCmd, MixedWithTornAndBad64) {
-    random_stream<Vrma_cmd64>(Cfg{}, 64, true, true, 1500);
+    random_stream<Vrma_cmd64>(true, true, 1500);
 }
 TEST(RmaCmd, MixedWithTornAndBad128) {
-    random_stream<Vrma_cmd128>(Cfg{}, 128, true, true, 1500);
+    random_stream<Vrma_cmd128>(true, true, 1500);
 }
 TEST(RmaCmd, MixedSmallNodeAndVpidWidths) {
-    random_stream<Vrma_cmd_small>(Cfg{3, 4}, 64, true, true, 1500);
+    random_stream<Vrma_cmd_small>(true, true, 1500);
 }
 
 TEST(RmaCmd, DirectedTornSlotsAndCounts) {
-    Tb<Vrma_cmd64> t(Cfg{}, 64);
+    Tb<Vrma_cmd64> t;
     // 16 bytes at slot 5 offset 16 (the second half of a burst), 48 bytes from slot 9 offset 16
     // (touches slots 9 and 10), 40 bytes from slot 20 offset 28 (slots 20, 21 and 22), 4 bytes at the page's last DW,
     // 64 bytes at slot 127
@@ -388,7 +397,7 @@ TEST(RmaCmd, DirectedTornSlotsAndCounts) {
 }
 
 TEST(RmaCmd, ShortTlpLosesItsCommandOnly) {
-    Tb<Vrma_cmd64> t(Cfg{}, 64);
+    Tb<Vrma_cmd64> t;
     uint64_t a[4] = {cmd0(VELO_RMA_OP_PUT, true, false, false, 1, 100), 0x11, 0x22, 0x33};
     uint64_t b[4] = {cmd0(VELO_RMA_OP_GET, true, false, false, 2, 200), 0x44, 0x55, 0x66};
     auto ab = cmd_bytes(a), bb = cmd_bytes(b);
@@ -413,7 +422,7 @@ TEST(RmaCmd, ShortTlpLosesItsCommandOnly) {
 }
 
 TEST(RmaCmd, PagesBeyondTheVpidsAreDroppedWithoutRecord) {
-    Tb<Vrma_cmd_small> t(Cfg{3, 4}, 64);
+    Tb<Vrma_cmd_small> t;
     uint64_t a[4] = {cmd0(VELO_RMA_OP_PUT, true, false, false, 1, 100), 1, 2, 3};
     t.send(Tlp::mwr(page_addr(16, 0), cmd_bytes(a), VELO_BAR_RMA));
     t.send(Tlp::mwr(page_addr(255, 3), cmd_bytes(a), VELO_BAR_RMA));
@@ -427,7 +436,7 @@ TEST(RmaCmd, PagesBeyondTheVpidsAreDroppedWithoutRecord) {
 
 TEST(RmaCmd, BackToBackCommandsFullThroughput) {
     // with out_ready held high, one 32-byte command every 4 beats (64-bit) is taken without stalls
-    Tb<Vrma_cmd64> t(Cfg{}, 64);
+    Tb<Vrma_cmd64> t;
     uint64_t a[4] = {cmd0(VELO_RMA_OP_PUT, false, true, true, 9, 4096), 7, 8, 9};
     const uint64_t c0 = t.h.cycle();
     for (int i = 0; i < 20; ++i) t.send(Tlp::mwr(page_addr(2, i), cmd_bytes(a), VELO_BAR_RMA));

@@ -22,7 +22,9 @@
 #include <vector>
 
 #include "Vrma_init.h"
+#include "Vrma_init_params.h"
 #include "Vrma_init_small.h"
+#include "Vrma_init_small_params.h"
 #include "harness.hpp"
 #include "host.hpp"
 #include "tlp.hpp"
@@ -156,9 +158,10 @@ class Bench {
     unsigned max_inflight = 0;
     uint64_t probe[16] = {};
 
-    Bench(unsigned tag_bits, unsigned mtu_, std::mt19937_64 rng_ = velo::sim::test_rng())
-        : tags(1u << tag_bits),
-          mtu(mtu_),
+    // TAG_BITS and MTU: the model's PARAMS in sim/cmake/rma_init.cmake (<model>_params.h)
+    explicit Bench(std::mt19937_64 rng_ = velo::sim::test_rng())
+        : tags(1u << velo::sim::ModelParams<M>::TAG_BITS),
+          mtu(velo::sim::ModelParams<M>::MTU),
           rng(rng_),
           mem(rng()),
           host(mem, rng()),
@@ -908,7 +911,7 @@ void random_run(B& b, int n, bool errors) {
 }
 
 TEST(RmaInit, RandomPutsAndGets) {
-    Big b(4, 48);
+    Big b;
     random_run(b, 150, false);
 }
 
@@ -918,7 +921,7 @@ void errors_and_faults(Big& b) {
 }
 
 TEST(RmaInit, RandomWithErrorsAndFaults) {
-    Big b(4, 48);
+    Big b;
     errors_and_faults(b);
 }
 
@@ -932,7 +935,7 @@ TEST(RmaInit, RandomWithErrorsAndFaults) {
 TEST(RmaInit, RandomWithErrorsAndFaultsSeeds) {
     for (uint64_t seed : {43388266216144ull, 82762490515038ull}) {
         SCOPED_TRACE(strf("SEED=%llu", ull(seed)));
-        Big b(4, 48, velo::sim::test_rng(seed, "RmaInit.RandomWithErrorsAndFaults"));
+        Big b(velo::sim::test_rng(seed, "RmaInit.RandomWithErrorsAndFaults"));
         errors_and_faults(b);
         size_t unsent =
             static_cast<size_t>(std::count_if(b.cmds.begin(), b.cmds.end(), [](const Cmd& c) { return c.unsent; }));
@@ -946,7 +949,7 @@ TEST(RmaInit, RandomWithErrorsAndFaultsSeeds) {
 }
 
 TEST(RmaInit, SmallTagsShortMtuBackPressure) {
-    Small b(1, 16);
+    Small b;
     b.pkt_stall = 50;
     b.n_stall = 50;
     b.wr_stall = 40;
@@ -962,7 +965,7 @@ TEST(RmaInit, SmallTagsShortMtuBackPressure) {
 // back), 4 more are refused and their copies too while the tags stay in use; then the responses
 // flow, the copies are issued again and every put completes with all its bytes.
 TEST(RmaInit, CommandsBeyondTheTagsAreRefused) {
-    Big b(4, 48);
+    Big b;
     b.cmd_gap = 0;
     b.rsp_err_pct = 0;
     b.hold_rsp = true;
@@ -1008,7 +1011,7 @@ TEST(RmaInit, CommandsBeyondTheTagsAreRefused) {
 }
 
 TEST(RmaInit, DisabledCommandsFail) {
-    Big b(4, 48);
+    Big b;
     b.enable = false;
     b.h->enable = 0;
     random_run(b, 20, false);
@@ -1016,7 +1019,7 @@ TEST(RmaInit, DisabledCommandsFail) {
 }
 
 TEST(RmaInit, EveryAlignmentSmall) {
-    Big b(4, 48);
+    Big b;
     for (unsigned lo = 0; lo < 8; ++lo)
         for (unsigned ro = 0; ro < 8; ++ro)
             for (unsigned len : {1u, 3u, 7u, 8u, 9u, 40u, 41u, 47u, 48u, 49u, 97u}) {
@@ -1038,7 +1041,7 @@ TEST(RmaInit, EveryAlignmentSmall) {
 }
 
 TEST(RmaInit, ZeroLengthPuts) {
-    Big b(4, 48);
+    Big b;
     for (int i = 0; i < 8; ++i) {
         Cmd c;
         c.op = 1;
@@ -1058,7 +1061,7 @@ TEST(RmaInit, ZeroLengthPuts) {
 }
 
 TEST(RmaInit, LargePutsAndGets) {
-    Big b(4, 48);
+    Big b;
     b.pkt_stall = 5;
     b.n_stall = 5;
     for (int i = 0; i < 6; ++i) {
@@ -1079,7 +1082,7 @@ TEST(RmaInit, LargePutsAndGets) {
 }
 
 TEST(RmaInit, InvalidationDuringPutAborts) {
-    Big b(4, 48);
+    Big b;
     Cmd c;
     c.op = 1;
     c.lcpl = c.rcpl = c.notify = true;
@@ -1113,7 +1116,7 @@ TEST(RmaInit, InvalidationDuringPutAborts) {
 }
 
 TEST(RmaInit, BadResponsesAreDropped) {
-    Big b(4, 48);
+    Big b;
     Cmd c;
     c.op = 1;
     c.rcpl = true;
@@ -1135,7 +1138,7 @@ TEST(RmaInit, BadResponsesAreDropped) {
 }
 
 TEST(RmaInit, PutThroughput) {
-    Big b(4, 48);
+    Big b;
     b.pkt_stall = b.n_stall = b.wr_stall = b.rx_gap = b.cmd_gap = 0;
     b.host.latency_min = b.host.latency_max = 100;
     b.host.split_pct = 0;

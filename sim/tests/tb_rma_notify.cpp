@@ -10,7 +10,9 @@
 #include <vector>
 
 #include "Vnq128.h"
+#include "Vnq128_params.h"
 #include "Vnq64.h"
+#include "Vnq64_params.h"
 #include "harness.hpp"
 #include "tlp.hpp"
 #include "velo/velo_hw.h"
@@ -25,7 +27,10 @@ using velo::sim::words;
 
 namespace {
 
-constexpr unsigned kVpids = 16;
+// vpids of both models (VPID_BITS, sim/cmake/rma.cmake)
+constexpr unsigned kVpids = 1u << velo::sim::ModelParams<Vnq64>::VPID_BITS;
+static_assert(velo::sim::ModelParams<Vnq128>::VPID_BITS == velo::sim::ModelParams<Vnq64>::VPID_BITS,
+              "one vpid table size for both models");
 
 struct Queue {
     uint64_t base = 0;  // bytes, 64-byte aligned

@@ -27,7 +27,9 @@
 #include <vector>
 
 #include "Vtgt240.h"
+#include "Vtgt240_params.h"
 #include "Vtgt48.h"
+#include "Vtgt48_params.h"
 #include "harness.hpp"
 #include "host.hpp"
 #include "tlp.hpp"
@@ -47,12 +49,18 @@ using velo::sim::words;
 
 namespace {
 
+// Parameters of each Verilated model: its PARAMS in sim/cmake/rma_tgt.cmake (<model>_params.h)
 struct Cfg {
     unsigned mtu, mps, node_bits, region_bits;
 };
-constexpr Cfg kCfg48{48, 128, 3, 5};
-constexpr Cfg kCfg240{240, 128, 3, 5};
-constexpr unsigned kNodeId = 5, kNoRoute = 7;
+template <class M>
+constexpr Cfg cfg_of() {
+    using P = velo::sim::ModelParams<M>;
+    return {P::MTU, P::MPS, P::NODE_BITS, P::REGION_BITS};
+}
+constexpr Cfg kCfg48 = cfg_of<Vtgt48>();
+constexpr Cfg kCfg240 = cfg_of<Vtgt240>();
+constexpr unsigned kNodeId = 5;
 constexpr uint16_t kReqId = 0x0130;
 
 __attribute__((format(printf, 1, 2))) std::string strf(const char* f, ...) {
@@ -957,6 +965,7 @@ TEST(RmaTgt, NotifiedPuts) {
 
 // No route back to the source: the data are written, the response is dropped and counted.
 TEST(RmaTgt, NoRouteDropsResponse) {
+    constexpr unsigned kNoRoute = velo::sim::ModelParams<Vtgt48>::NOROUTE;
     Bench<Vtgt48> b(kCfg48);
     b.add_region(0, 40000, 3, false, true, 4);
     b.add_region(1, 40000, 3, true, false, 4);

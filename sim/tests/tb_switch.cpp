@@ -26,13 +26,21 @@
 #include <vector>
 
 #include "Vrr_arb.h"
+#include "Vrr_arb_params.h"
 #include "Vsw_p2.h"
+#include "Vsw_p2_params.h"
 #include "Vsw_p2d.h"
+#include "Vsw_p2d_params.h"
 #include "Vsw_p2r.h"
+#include "Vsw_p2r_params.h"
 #include "Vsw_p2w.h"
+#include "Vsw_p2w_params.h"
 #include "Vsw_p2wr.h"
+#include "Vsw_p2wr_params.h"
 #include "Vsw_p4.h"
+#include "Vsw_p4_params.h"
 #include "Vsw_p4r.h"
+#include "Vsw_p4r_params.h"
 #include "harness.hpp"
 
 using velo::sim::Harness;
@@ -80,36 +88,22 @@ void setb(VlWide<N>& s, int lsb, int w, uint64_t v) {
 }
 
 // ------------------------------------------------------------------------------ configurations
-// (must match the velo_model() parameters in sim/cmake/switch.cmake)
-struct P2 {  // ring node
-    using M = Vsw_p2;
-    static constexpr int NP = 2, W = 16, DEPTH = 64, PB = 2, AREA = 64;
+// each from its model's PARAMS in sim/cmake/switch.cmake (<model>_params.h)
+template <class Model>
+struct SwitchCfg {
+    using M = Model;
+    using P = velo::sim::ModelParams<Model>;
+    static constexpr int NP = P::NP, W = P::LINK_W, DEPTH = P::VC_DEPTH, PB = P::PB, AREA = P::MAX_AREA;
 };
-struct P4 {  // 2D torus node
-    using M = Vsw_p4;
-    static constexpr int NP = 4, W = 16, DEPTH = 64, PB = 3, AREA = 64;
-};
-struct P2W {  // wide links
-    using M = Vsw_p2w;
-    static constexpr int NP = 2, W = 64, DEPTH = 64, PB = 2, AREA = 64;
-};
-struct P2D {  // 32-bit links, a FIFO depth that is not a power of two, 3-bit route codes
-    using M = Vsw_p2d;
-    static constexpr int NP = 2, W = 32, DEPTH = 40, PB = 3, AREA = 64;
-};
+struct P2 : SwitchCfg<Vsw_p2> {};    // ring node
+struct P4 : SwitchCfg<Vsw_p4> {};    // 2D torus node
+struct P2W : SwitchCfg<Vsw_p2w> {};  // wide links
+// 32-bit links, a FIFO depth that is not a power of two, 3-bit route codes
+struct P2D : SwitchCfg<Vsw_p2d> {};
 // MAX_AREA 256 with velo_nic's buffers for it (VC_DEPTH 192 at 16 bits, 88 at 64)
-struct P2R {  // ring node with RMA
-    using M = Vsw_p2r;
-    static constexpr int NP = 2, W = 16, DEPTH = 192, PB = 2, AREA = 256;
-};
-struct P4R {  // 2D torus node with RMA
-    using M = Vsw_p4r;
-    static constexpr int NP = 4, W = 16, DEPTH = 192, PB = 3, AREA = 256;
-};
-struct P2WR {  // wide links with RMA
-    using M = Vsw_p2wr;
-    static constexpr int NP = 2, W = 64, DEPTH = 88, PB = 2, AREA = 256;
-};
+struct P2R : SwitchCfg<Vsw_p2r> {};    // ring node with RMA
+struct P4R : SwitchCfg<Vsw_p4r> {};    // 2D torus node with RMA
+struct P2WR : SwitchCfg<Vsw_p2wr> {};  // wide links with RMA
 
 // a packet to inject: chosen by a test's traffic generator
 struct Spec {
@@ -1167,10 +1161,12 @@ TEST(Switch, BlockedVcNp2Area256) {
 }
 
 // ------------------------------------------------------------------------------ velo_rr_arb
+constexpr int kArbN = velo::sim::ModelParams<Vrr_arb>::N;  // requesters (sim/cmake/switch.cmake)
+
 TEST(RrArb, RandomAgainstModel) {
     auto rng = test_rng();
     Harness<Vrr_arb> h;
-    constexpr int N = 5;
+    constexpr int N = kArbN;
     h->req = 0;
     h->adv = 0;
     h.reset();
@@ -1204,12 +1200,12 @@ TEST(RrArb, RandomAgainstModel) {
 
 TEST(RrArb, RotatesAndHoldsWhenUnused) {
     Harness<Vrr_arb> h;
-    h->req = 0x1F;
+    h->req = (1u << kArbN) - 1;
     h->adv = 1;
     h.reset();
     for (int i = 0; i < 12; ++i) {
         h.eval();
-        EXPECT_EQ(h->gnt, 1u << (i % 5)) << "rotation step " << i;
+        EXPECT_EQ(h->gnt, 1u << (i % kArbN)) << "rotation step " << i;
         h.tick();
     }
     // an unused grant keeps its turn

@@ -13,15 +13,22 @@
 #include <vector>
 
 #include "Vswitch_lite1.h"
+#include "Vswitch_lite1_params.h"
 #include "Vswitch_lite4.h"
+#include "Vswitch_lite4_params.h"
 #include "harness.hpp"
 
 using namespace velo::sim;
 
 namespace {
 
-constexpr unsigned kPB = 2;
-constexpr unsigned kVcDepth = 64;
+// route code bits and credits per VC: the same in both models (sim/cmake/switch_lite.cmake)
+using Params = velo::sim::ModelParams<Vswitch_lite1>;
+static_assert(Params::PB == velo::sim::ModelParams<Vswitch_lite4>::PB &&
+                  Params::VC_DEPTH == velo::sim::ModelParams<Vswitch_lite4>::VC_DEPTH,
+              "one route code width and VC depth for both models");
+constexpr unsigned kPB = Params::PB;
+constexpr unsigned kVcDepth = Params::VC_DEPTH;
 
 struct Pkt {
     std::vector<uint16_t> f;  // flits
@@ -67,7 +74,7 @@ struct Bench {
     std::array<uint64_t, 4> freed{}, sent_in{};
     std::vector<std::string> errors;
 
-    Bench(std::mt19937_64& rng, unsigned n) : r(rng), nvc(n) {
+    explicit Bench(std::mt19937_64& rng) : r(rng), nvc(velo::sim::ModelParams<M>::NVC) {
         h->lin_valid = 0;
         h->lout_ready = 0;
         h->out_ready = 0;
@@ -245,9 +252,10 @@ struct Bench {
 };
 
 template <class M>
-void mixed(unsigned nvc, bool dateline) {
+void mixed(bool dateline) {
     auto r = test_rng();
-    Bench<M> b(r, nvc);
+    Bench<M> b(r);
+    const unsigned nvc = b.nvc;
     b.dateline = dateline;
     for (int i = 0; i < 400; ++i) {
         unsigned code = pct(r, 70) ? 1 : static_cast<unsigned>(rnd(r, 4));
@@ -269,17 +277,17 @@ void mixed(unsigned nvc, bool dateline) {
 }  // namespace
 
 TEST(SwitchLite, MixedTrafficOneVc) {
-    mixed<Vswitch_lite1>(1, false);
+    mixed<Vswitch_lite1>(false);
 }
 
 TEST(SwitchLite, MixedTrafficFourVcsDateline) {
-    mixed<Vswitch_lite4>(4, true);
+    mixed<Vswitch_lite4>(true);
 }
 
 TEST(SwitchLite, FullRateBothWaysNoStalls) {
     // no gaps, no stalls: the buffer must take a flit every cycle and the credits keep up
     auto r = test_rng();
-    Bench<Vswitch_lite4> b(r, 4);
+    Bench<Vswitch_lite4> b(r);
     b.lin_gap = b.in_gap = b.out_stall = b.lout_stall = 0;
     for (int i = 0; i < 300; ++i) {
         b.local(1, static_cast<unsigned>(rnd(r, 4)));
@@ -293,7 +301,7 @@ TEST(SwitchLite, BlockedCompleterStopsOnlyTheLocalOutput) {
     // the local output stalls for a long time: link packets pile up in the buffer (never more
     // than the credits allow), loopback waits, packets towards the link keep flowing
     auto r = test_rng();
-    Bench<Vswitch_lite1> b(r, 1);
+    Bench<Vswitch_lite1> b(r);
     for (int i = 0; i < 100; ++i) b.local(1, 0);
     for (int i = 0; i < 40; ++i) b.remote(0, 0, pct(r, 20));
     b.lout_stall = 100;
