@@ -19,6 +19,7 @@
 //
 // Read latency: two rd_clk cycles of synchronisation plus the half-buffer fill (2^(AW-1) words).
 `default_nettype none
+`include "velo_check.vh"
 module velo_elastic #(
     parameter integer W    = 18,        // word width in bits
     parameter integer AW   = 4,         // log2 of the depth in words (>= 2)
@@ -36,6 +37,7 @@ module velo_elastic #(
     localparam integer D = 1 << AW;
     localparam integer HALF_I = D / 2;
     localparam [AW:0]  HALF = HALF_I[AW:0];
+    localparam [AW:0]  DEPTH = D[AW:0];  // D as a level
 
     function [AW:0] bin2gray;
         input [AW:0] b;
@@ -49,6 +51,9 @@ module velo_elastic #(
             for (i = AW - 1; i >= 0; i = i - 1) gray2bin[i] = gray2bin[i + 1] ^ g[i];
         end
     endfunction
+
+    `VELO_CHECK(g_check_w, W >= 1, "velo_elastic: W must be at least 1")
+    `VELO_CHECK(g_check_aw, AW >= 2, "velo_elastic: AW must be at least 2")
 
     reg [W-1:0] mem [0:D-1];
 
@@ -94,6 +99,12 @@ module velo_elastic #(
         if (pop) q <= mem[rptr[AW-1:0]];
     end
     assign rd_data = popped ? q : IDLE;
+
+    // either side sees at most D words held (the writer drops a word rather than overwrite)
+    // and the reader pops only what it saw written
+    `VELO_ASSERT(wr_clk, wr_rst, wlevel <= DEPTH, "velo_elastic: write side sees more than 2^AW words")
+    `VELO_ASSERT(rd_clk, rd_rst, rlevel <= DEPTH, "velo_elastic: read side sees more than 2^AW words")
+    `VELO_ASSERT(rd_clk, rd_rst, !pop || rlevel != {(AW+1){1'b0}}, "velo_elastic: read empty")
 
     always @(posedge rd_clk) begin
         if (rd_rst) begin

@@ -2,6 +2,7 @@
 // Storage is a velo_sdp_ram (block RAM); its registered read port is the output register, so an
 // entry written into an empty FIFO appears two cycles later, then one entry per cycle.
 `default_nettype none
+`include "velo_check.vh"
 module velo_fifo #(
     parameter integer W  = 32,  // entry width in bits
     parameter integer AW = 4    // 2^AW entries
@@ -21,6 +22,14 @@ module velo_fifo #(
     wire        push   = s_valid && s_ready;
     wire        pop    = m_valid && m_ready;
     wire        re     = (in_ram != {(AW+1){1'b0}}) && (!m_valid || pop);
+
+    `VELO_CHECK(g_check_w, W >= 1, "velo_fifo: W must be at least 1")
+    `VELO_CHECK(g_check_aw, AW >= 1, "velo_fifo: AW must be at least 1")
+    // the RAM never holds more than 2^AW entries, is never written over an entry not yet read
+    // and never read empty
+    `VELO_ASSERT(clk, rst, in_ram <= (1 << AW), "velo_fifo: more than 2^AW entries in the RAM")
+    `VELO_ASSERT(clk, rst, !push || count < (1 << AW), "velo_fifo: written full")
+    `VELO_ASSERT(clk, rst, !re || in_ram != {(AW+1){1'b0}}, "velo_fifo: RAM read empty")
 
     assign s_ready = (in_ram + {{AW{1'b0}}, m_valid}) < (1 << AW);
     assign count   = in_ram + {{AW{1'b0}}, m_valid};

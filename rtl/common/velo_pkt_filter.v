@@ -4,6 +4,7 @@
 // consumer that cannot undo what it did with a packet's first words (the RMA initiator's response
 // input). Packets must not be longer than 2^AW words (the input would wait for ever).
 `default_nettype none
+`include "velo_check.vh"
 module velo_pkt_filter #(
     parameter integer AW = 6  // 2^AW words of buffer (block RAM)
 ) (
@@ -28,6 +29,14 @@ module velo_pkt_filter #(
 
     wire [AW:0] used = wp - rp;   // words held (modulo 2^(AW+1): never more than 2^AW)
     assign in_ready = used < (1 << AW);
+
+    `VELO_CHECK(g_check_aw, AW >= 1, "velo_pkt_filter: AW must be at least 1")
+    // the ring never holds more than 2^AW words, the committed end lies between the read and
+    // the write pointer, the ring is never written full nor read past the committed end
+    `VELO_ASSERT(clk, rst, used <= (1 << AW), "velo_pkt_filter: more than 2^AW words held")
+    `VELO_ASSERT(clk, rst, wc - rp <= used, "velo_pkt_filter: committed end outside the held words")
+    `VELO_ASSERT(clk, rst, !push || used < (1 << AW), "velo_pkt_filter: written full")
+    `VELO_ASSERT(clk, rst, !re || wc != rp, "velo_pkt_filter: read past the committed end")
     assign out_data = q[63:0];
     assign out_last = q[64];
 

@@ -2,6 +2,7 @@
 // same clock. Written so that Yosys infers block RAM (Xilinx RAMB, iCE40 EBR) and Verilator
 // models it exactly. Read-during-write to the same address returns the old data.
 `default_nettype none
+`include "velo_check.vh"
 module velo_sdp_ram #(
     parameter integer W      = 32,  // data width in bits
     parameter integer ADDR_W = 8    // address width; depth is 2^ADDR_W words
@@ -14,6 +15,9 @@ module velo_sdp_ram #(
     input  wire [ADDR_W-1:0] raddr,  // read address
     output reg  [W-1:0]      rdata   // read data (registered)
 );
+    `VELO_CHECK(g_check_w, W >= 1, "velo_sdp_ram: W must be at least 1")
+    `VELO_CHECK(g_check_addr_w, ADDR_W >= 1, "velo_sdp_ram: ADDR_W must be at least 1")
+
     reg [W-1:0] mem [0:(1<<ADDR_W)-1];
 
     always @(posedge clk) begin

@@ -2,6 +2,7 @@
 // combinational across it, at full throughput (one transfer per cycle). Used as the wire of the
 // minimal link and wherever a timing cut is needed.
 `default_nettype none
+`include "velo_check.vh"
 module velo_skid #(
     parameter integer W = 16  // payload width in bits
 ) (
@@ -18,6 +19,10 @@ module velo_skid #(
     reg [W-1:0] out_data;
     reg         skid_valid;
     reg [W-1:0] skid_data;
+
+    `VELO_CHECK(g_check_w, W >= 1, "velo_skid: W must be at least 1")
+    // a word waits in the skid register only behind a stalled output register
+    `VELO_ASSERT(clk, rst, !skid_valid || out_valid, "velo_skid: skid register full, output register empty")
 
     assign s_ready = !skid_valid;
     assign m_valid = out_valid;

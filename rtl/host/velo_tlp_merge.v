@@ -5,6 +5,7 @@
 // before and after the merge. Used inside the RMA unit (DMA writes, notification writes, DMA
 // reads).
 `default_nettype none
+`include "velo_check.vh"
 module velo_tlp_merge #(
     parameter integer TLP_W = 64,  // TLP stream data width: 64 or 128
     parameter integer N     = 4    // sources (2..8)
@@ -24,6 +25,9 @@ module velo_tlp_merge #(
     output wire [127:0]       out_hdr,
     output wire [TLP_W-1:0]   out_data
 );
+    `VELO_CHECK_TLP_W
+    `VELO_CHECK(g_check_n, N >= 2 && N <= 8, "velo_tlp_merge: N must be 2..8")
+
     localparam integer IW = (N > 1) ? $clog2(N) : 1;
     reg           locked;
     reg  [IW-1:0] owner, last;

@@ -11,6 +11,7 @@
 // reach in_ready and the units' valid inputs.
 `default_nettype none
 `include "velo_spec.vh"
+`include "velo_check.vh"
 module velo_tlp_rx_demux #(
     parameter integer TLP_W = 64,  // TLP stream data width: 64 or 128
     parameter integer RMA   = 0,   // 1: route BAR4 writes and completions to the RMA ports
@@ -60,6 +61,10 @@ module velo_tlp_rx_demux #(
     output reg              ev_bad_bar,
     output reg              ev_unsupported
 );
+    `VELO_CHECK_TLP_W
+    `VELO_CHECK_FLAG(g_check_rma, RMA, "RMA must be 0 or 1")
+    `VELO_CHECK_PIPE
+
     // RT_WAIT (PIPE): the first beat waits for its registered route
     localparam [2:0] RT_DROP = 3'd0, RT_REQ = 3'd1, RT_REG = 3'd2, RT_RMA = 3'd3, RT_CPL = 3'd4,
                      RT_WAIT = 3'd7;

@@ -6,6 +6,7 @@
 // before it, which is what makes QUIESCE_STATUS reads a DMA barrier for mailboxes and for RMA
 // writes alike. Port c may stay idle (c_valid = 0) in NICs without RMA. Zero latency.
 `default_nettype none
+`include "velo_check.vh"
 module velo_tlp_tx_arb #(
     parameter integer TLP_W = 64  // TLP stream data width: 64 or 128
 ) (
@@ -36,6 +37,8 @@ module velo_tlp_tx_arb #(
     output wire [127:0]     out_hdr,
     output wire [TLP_W-1:0] out_data
 );
+    `VELO_CHECK_TLP_W
+
     localparam [1:0] PA = 2'd0, PB = 2'd1, PC = 2'd2;
     // A TLP is under way, or its first beat was offered and not yet taken: an offered beat must
     // stay on the output until it is taken (valid/ready rules), so a stalled b (or c) is not

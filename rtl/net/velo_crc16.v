@@ -4,6 +4,7 @@
 // LINK_CRC16_INIT ^ {9'b0, seq} (implicit sequence numbers, see docs/net-link.md).
 `default_nettype none
 `include "velo_spec.vh"
+`include "velo_check.vh"
 module velo_crc16 #(
     parameter integer W = 16  // bits fed per step (the flit width LINK_W: 16, 32 or 64)
 ) (
@@ -11,6 +12,8 @@ module velo_crc16 #(
     input  wire [W-1:0] data,     // the flit, bit W-1 first
     output reg  [15:0]  crc_out   // CRC register after the flit
 );
+    `VELO_CHECK(g_check_w, W == 16 || W == 32 || W == 64, "velo_crc16: W must be 16, 32 or 64")
+
     localparam [15:0] POLY = `VELO_LINK_CRC16_POLY;
     integer i;
     reg fb;

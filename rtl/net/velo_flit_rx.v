@@ -2,6 +2,7 @@
 // The word is presented in the cycle its last flit arrives (zero latency); earlier flits wait in
 // a register. Bytes after the last flit of a packet read as zero.
 `default_nettype none
+`include "velo_check.vh"
 module velo_flit_rx #(
     parameter integer LINK_W = 16  // flit width in bits: 16, 32 or 64
 ) (
@@ -17,6 +18,8 @@ module velo_flit_rx #(
     output wire              pkt_last,   // last word of the packet
     output wire [2:0]        pkt_lnb     // valid bytes minus one (flit granular)
 );
+    `VELO_CHECK_LINK_W
+
     localparam integer FPW = 64 / LINK_W;
     localparam integer CW  = (FPW > 1) ? $clog2(FPW) : 1;
 

@@ -3,6 +3,7 @@
 // the word is accepted with its last flit. The last word of a packet is cut after its last
 // valid byte (rounded up to a whole flit).
 `default_nettype none
+`include "velo_check.vh"
 module velo_flit_tx #(
     parameter integer LINK_W = 16  // flit width in bits: 16, 32 or 64
 ) (
@@ -18,6 +19,8 @@ module velo_flit_tx #(
     output wire [LINK_W-1:0] flit_data,  // flit
     output wire              flit_last   // last flit of the packet
 );
+    `VELO_CHECK_LINK_W
+
     localparam integer FPW = 64 / LINK_W;        // flits per word
     localparam integer CW  = (FPW > 1) ? $clog2(FPW) : 1;
 

@@ -20,6 +20,7 @@
 // number (REPLAY + SYNC), so nothing is lost or duplicated.
 `default_nettype none
 `include "velo_spec.vh"
+`include "velo_check.vh"
 module velo_link #(
     parameter integer LINK_W         = 16,   // flit width: 16, 32 or 64 bits
     parameter integer NVC            = 4,    // virtual channels (PKT_HDR VC field; at most 4)
@@ -77,28 +78,17 @@ module velo_link #(
     localparam [TCW-1:0] TSN  = TS_COUNT[TCW-1:0];
     localparam [DW-1:0]  DTO  = DOWN_TIMEOUT[DW-1:0] - 1'b1;
 
-    // parameter checks: an unknown module stops elaboration
-    generate
-        if (LINK_W != 16 && LINK_W != 32 && LINK_W != 64) begin : g_bad_link_w
-            velo_link_error_LINK_W_must_be_16_32_or_64 u_err ();
-        end
-        if (MAX_AREA < 64 || MAX_AREA > 256 || MAX_AREA % 8 != 0) begin : g_bad_max_area
-            velo_link_error_MAX_AREA_out_of_range u_err ();
-        end
-        if (VC_DEPTH < MAXF || VC_DEPTH + MAXF + (1 << CUB) - 1 > 127 * (1 << CUB)) begin : g_bad_vc_depth
-            velo_link_error_VC_DEPTH_out_of_range u_err ();
-        end
-        // PIPE's registered credit check needs a credit unit of room beyond a largest packet
-        if (PIPE != 0 && VC_DEPTH < (MAXF + (1 << CUB) - 1) / (1 << CUB) * (1 << CUB) + (1 << CUB)) begin : g_bad_pipe_depth
-            velo_link_error_VC_DEPTH_too_small_for_PIPE u_err ();
-        end
-        if (REPLAY_DEPTH < 2 * MAXF || (REPLAY_DEPTH & (REPLAY_DEPTH - 1)) != 0) begin : g_bad_replay_depth
-            velo_link_error_REPLAY_DEPTH_out_of_range u_err ();
-        end
-        if (NVC < 1 || NVC > 4) begin : g_bad_nvc
-            velo_link_error_NVC_out_of_range u_err ();
-        end
-    endgenerate
+    // parameter checks (the timeouts and counts that velo_link_tx and velo_link_rx take are
+    // checked there)
+    `VELO_CHECK_LINK_W
+    `VELO_CHECK_MAX_AREA
+    `VELO_CHECK_NVC
+    `VELO_CHECK_PIPE
+    `VELO_CHECK(g_check_vc_depth, VC_DEPTH >= MAXF && VC_DEPTH + MAXF + (1 << CUB) - 1 <= 127 * (1 << CUB), "velo_link: VC_DEPTH must be MAX_PKT_FLITS..1016-MAX_PKT_FLITS")
+    // PIPE's registered credit check needs a credit unit of room beyond a largest packet
+    `VELO_CHECK(g_check_pipe_depth, PIPE == 0 || VC_DEPTH >= (MAXF + (1 << CUB) - 1) / (1 << CUB) * (1 << CUB) + (1 << CUB), "velo_link: VC_DEPTH too small for PIPE")
+    `VELO_CHECK(g_check_down_timeout, DOWN_TIMEOUT >= 2, "velo_link: DOWN_TIMEOUT must be at least 2")
+    `VELO_CHECK(g_check_ts_count, TS_COUNT >= 1, "velo_link: TS_COUNT must be at least 1")
 
     wire             sym_ok, sym_nx, ctl_ok;
     wire [1:0]       ctl_type;

@@ -28,6 +28,7 @@
 // at the epoch link-up it rebases its credit counts (freed := 0, stored := what its switch holds).
 `default_nettype none
 `include "velo_spec.vh"
+`include "velo_check.vh"
 module velo_link_rx #(
     parameter integer LINK_W       = 16,  // flit width: 16, 32 or 64
     parameter integer NVC          = 4,   // virtual channels (VC field of PKT_HDR; at most 4)
@@ -100,6 +101,10 @@ module velo_link_rx #(
     localparam [15:0]  CINIT   = `VELO_LINK_CRC16_INIT;
     localparam [15:0]  STOMP   = `VELO_LINK_CRC16_STOMP;
     localparam integer NTW     = $clog2(NACK_TIMEOUT + 1);
+
+    `VELO_CHECK_LINK_HALF
+    `VELO_CHECK(g_check_vc_depth, VC_DEPTH >= MAXF, "velo_link_rx: VC_DEPTH must hold a largest packet")
+    `VELO_CHECK(g_check_nack_timeout, NACK_TIMEOUT >= 2, "velo_link_rx: NACK_TIMEOUT must be at least 2")
 
     // ------------------------------------------------------------------ symbol decode
     // the control-symbol check of the word on phy_rx (r_*), used at once or (PIPE) registered

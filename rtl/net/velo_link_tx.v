@@ -29,6 +29,7 @@
 // hold anything up to VC_DEPTH of the old epoch: nothing is sent before its SYNC says how much).
 `default_nettype none
 `include "velo_spec.vh"
+`include "velo_check.vh"
 module velo_link_tx #(
     parameter integer LINK_W         = 16,   // flit width: 16, 32 or 64
     parameter integer NVC            = 4,    // virtual channels (at most 4)
@@ -132,6 +133,16 @@ module velo_link_tx #(
     localparam [TMW-1:0] STO   = SYNC_TIMEOUT[TMW-1:0] - 1'b1;
     localparam [AGW-1:0] AGE   = CTL_AGE[AGW-1:0];
     localparam [RTW-1:0] RETR  = SYNC_RETRIES[RTW-1:0];
+
+    `VELO_CHECK_LINK_HALF
+    `VELO_CHECK(g_check_vc_depth, VC_DEPTH >= MAXC, "velo_link_tx: VC_DEPTH must hold a largest packet's credits")
+    `VELO_CHECK(g_check_replay_depth, REPLAY_DEPTH >= 2 * MAXF && (REPLAY_DEPTH & (REPLAY_DEPTH - 1)) == 0, "velo_link_tx: REPLAY_DEPTH must be a power of two, at least two largest packets")
+    `VELO_CHECK(g_check_replay_timeout, REPLAY_TIMEOUT >= 2, "velo_link_tx: REPLAY_TIMEOUT must be at least 2")
+    `VELO_CHECK(g_check_sync_timeout, SYNC_TIMEOUT >= 2, "velo_link_tx: SYNC_TIMEOUT must be at least 2")
+    `VELO_CHECK(g_check_sync_retries, SYNC_RETRIES >= 1, "velo_link_tx: SYNC_RETRIES must be at least 1")
+    `VELO_CHECK(g_check_ack_urgent, ACK_URGENT >= 1 && ACK_URGENT <= 62, "velo_link_tx: ACK_URGENT must be 1..62 (packets outstanding)")
+    `VELO_CHECK(g_check_credit_margin, CREDIT_MARGIN >= 0, "velo_link_tx: CREDIT_MARGIN must not be negative")
+    `VELO_CHECK(g_check_ctl_age, CTL_AGE >= 1, "velo_link_tx: CTL_AGE must be at least 1")
     localparam [15:0]   CINIT  = `VELO_LINK_CRC16_INIT;
     localparam [15:0]   STOMP  = `VELO_LINK_CRC16_STOMP;
     localparam [1:0]    SY_D   = `VELO_LINK_SYNC_DATA;
@@ -475,6 +486,18 @@ module velo_link_tx #(
     // room for a largest packet in the receiver's buffer and in the replay buffer (not while the
     // previous packet is still being padded: its fillers come on top), at most 62 outstanding
     wire [6:0] outst = done_seq - ack_seq;
+
+    // invariants (simulation only): the replay buffer never holds more than REPLAY_DEPTH flits and
+    // no write reaches a flit not yet acknowledged; per VC the credits in use, S - F, stay within
+    // 0..VC_DEPTH (the credits left are never negative nor above the maximum)
+    `VELO_ASSERT(clk, rst, dist_t <= RDEPTH && dist_r <= RDEPTH, "velo_link_tx: replay buffer holds more than REPLAY_DEPTH flits")
+    `VELO_ASSERT(clk, rst, !w_en || room, "velo_link_tx: unacknowledged replay flit overwritten")
+    genvar gv;
+    generate
+        for (gv = 0; gv < NVC; gv = gv + 1) begin : g_credit_check
+            `VELO_ASSERT(clk, rst, scnt[gv*CW +: CW] - fcnt[gv*CW +: CW] <= VCD, "velo_link_tx: credits in use negative or above VC_DEPTH")
+        end
+    endgenerate
     always @(*) begin
         for (i = 0; i < NVC; i = i + 1)
             tx_start_ok[i] = link_up && sending && (tcnt[i*CW +: CW] - fcnt[i*CW +: CW] <= ROOM) &&

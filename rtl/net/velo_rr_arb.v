@@ -5,6 +5,7 @@
 // accept one of the grants offered to its VCs). Written as priority chains (no adders): they map
 // to small LUT trees.
 `default_nettype none
+`include "velo_check.vh"
 module velo_rr_arb #(
     parameter integer N = 4  // number of requesters (>= 1)
 ) (
@@ -14,6 +15,8 @@ module velo_rr_arb #(
     output wire [N-1:0] gnt,  // grant: one-hot, or zero when nothing requests
     input  wire         adv   // the grant was used: move the priority past the granted requester
 );
+    `VELO_CHECK(g_check_n, N >= 1, "velo_rr_arb: N must be at least 1")
+
     reg  [N-1:0] hi;            // requesters after the last used grant: first in priority
     wire [N-1:0] req_hi = req & hi;
     reg  [N-1:0] g;             // grant
@@ -41,6 +44,9 @@ module velo_rr_arb #(
         for (i = 1; i < N; i = i + 1) above[i] = above[i-1] | g[i-1];
     end
     assign gnt = g;
+
+    // invariant (simulation only): the grant is one-hot or zero and goes to a requester
+    `VELO_ASSERT(clk, rst, (g & ~req) == {N{1'b0}} && (g & (g - 1'b1)) == {N{1'b0}}, "velo_rr_arb: grant not one-hot among the requests")
 
     always @(posedge clk) begin
         if (rst) begin

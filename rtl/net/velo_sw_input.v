@@ -18,6 +18,7 @@
 // register) until its last flit; flits arriving while it streams are read as soon as they are in
 // (cut-through). in_free[v] pulses as flits of VC v leave the RAM.
 `default_nettype none
+`include "velo_check.vh"
 module velo_sw_input #(
     parameter integer LINK_W        = 16,  // flit width in bits: 16, 32 or 64
     parameter integer NVC           = 4,   // virtual channels (must be 4: the VC field is 2 bits)
@@ -48,6 +49,12 @@ module velo_sw_input #(
     output wire              s_bad,        // with s_last: packet bad
     output wire              ev_overflow   // a packet was dropped or cut (design error upstream)
 );
+    `VELO_CHECK_LINK_W
+    `VELO_CHECK(g_check_nvc, NVC == 4, "velo_sw_input: NVC must be 4")
+    `VELO_CHECK(g_check_pb, PB >= 1 && PB <= 14, "velo_sw_input: PB must be 1..14 (the route field is 14 bits)")
+    `VELO_CHECK(g_check_max_pkt, MAX_PKT_FLITS >= 2, "velo_sw_input: MAX_PKT_FLITS must be at least 2")
+    `VELO_CHECK(g_check_vc_depth, VC_DEPTH >= MAX_PKT_FLITS, "velo_sw_input: VC_DEPTH must hold a largest packet (MAX_PKT_FLITS)")
+
     localparam integer AW   = $clog2(VC_DEPTH);       // address bits inside a VC region
     localparam integer CW   = $clog2(VC_DEPTH + 1);   // occupancy counter bits
     localparam integer FW   = LINK_W + 2;             // stored flit {bad, last, data}

@@ -33,12 +33,13 @@
 // request header at the local input. With NLOC = 1 the lin2_* inputs are ignored and lout2_* is
 // idle: every local packet leaves on lout_*.
 `default_nettype none
+`include "velo_check.vh"
 module velo_switch #(
-    parameter integer NP            = 2,   // network ports (1..7): 2 for a ring, 4 for a 2D torus
+    parameter integer NP            = 2,   // network ports (1..VELO_NP_MAX = 6): 2 for a ring, 4 for a 2D torus
     parameter integer LINK_W        = 16,  // flit width in bits: 16, 32 or 64
     parameter integer NVC           = 4,   // virtual channels (must be 4: the VC field is 2 bits)
     parameter integer VC_DEPTH      = 64,  // input FIFO per (network port, VC) in flits, >= MAX_PKT_FLITS
-    parameter integer PB            = (NP <= 2) ? 2 : 3,  // route code bits, 2^PB > NP
+    parameter integer PB            = (NP <= 2) ? 2 : 3,  // route code bits, 2^PB >= NP + 2 (the all-ones code is invalid)
     parameter integer MAX_AREA      = 64,  // largest payload area in bytes (64, or up to 256 for RMA packets)
     parameter integer MAX_PKT_FLITS = (64 + 8 * MAX_AREA) / LINK_W,  // longest packet in flits (header + area)
     parameter integer NLOC          = 1    // local ports: 1, or 2 (second pair for the response class)
@@ -94,6 +95,14 @@ module velo_switch #(
     localparam integer DROP = NP + 1;
     localparam integer LO2  = NP + 2;            // second local output (NLOC = 2)
     localparam integer R    = NI * NVC;          // requesters: (input, VC) heads, r = i*NVC + v
+
+    `VELO_CHECK_NP
+    `VELO_CHECK_LINK_W
+    `VELO_CHECK(g_check_nvc, NVC == 4, "velo_switch: NVC must be 4")
+    `VELO_CHECK(g_check_pb, (1 << PB) >= NP + 2 && PB <= 14, "velo_switch: PB must give 2^PB >= NP + 2 (at most 14: the route field)")
+    `VELO_CHECK_MAX_AREA
+    `VELO_CHECK(g_check_vc_depth, VC_DEPTH >= MAX_PKT_FLITS, "velo_switch: VC_DEPTH must hold a largest packet (MAX_PKT_FLITS)")
+    `VELO_CHECK(g_check_nloc, NLOC == 1 || NLOC == 2, "velo_switch: NLOC must be 1 or 2")
 
     // ---------------------------------------------------------------- input streams
     wire [NI-1:0]        s_valid, s_last, s_bad, s_ready;
@@ -217,10 +226,8 @@ module velo_switch #(
             wire [PB-1:0] code = h_code[gi*PB +: PB];
             localparam integer RV = gi % NVC;  // the head's VC (RV / 2: its class)
             for (go = 0; go < NO; go = go + 1) begin : g_o
-                if (go == DROP && (1 << PB) - 1 > NP) begin : g_drop
+                if (go == DROP) begin : g_drop  // 2^PB >= NP + 2: the all-ones code at least
                     assign dsel[gi*NO + go] = code > NP[PB-1:0];
-                end else if (go == DROP) begin : g_nodrop  // every code is a port
-                    assign dsel[gi*NO + go] = 1'b0;
                 end else if (go == 0 && NLOC > 1) begin : g_loc1  // local, request class
                     assign dsel[gi*NO + go] = (code == 0) && (RV / 2 == 0);
                 end else if (go == LO2) begin : g_loc2            // local, response class
@@ -301,6 +308,8 @@ module velo_switch #(
                     if (x_last[go]) conn[go*NI +: NI] <= {NI{1'b0}};
                 end
             end
+            // invariant (simulation only): an output is connected to one input at most
+            `VELO_ASSERT(clk, rst, (conn[go*NI +: NI] & (conn[go*NI +: NI] - 1'b1)) == {NI{1'b0}}, "velo_switch: an output connected to two inputs")
         end
 
         for (gi = 0; gi < NI; gi = gi + 1) begin : g_acc

@@ -25,6 +25,7 @@
 // not let one pass another anyway; the link's per-VC credits (VC_DEPTH flits each) bound the
 // FIFO's fill to NVC * VC_DEPTH.
 `default_nettype none
+`include "velo_check.vh"
 module velo_switch_lite #(
     parameter integer LINK_W   = 16,  // flit width in bits: 16, 32 or 64
     parameter integer NVC      = 4,   // virtual channels of the link (1..4: VCs 0..NVC-1)
@@ -62,6 +63,11 @@ module velo_switch_lite #(
     input  wire              port_dateline, // the port's link crosses the dateline of its ring
     output reg               ev_bad_route   // a packet with an invalid route code was dropped
 );
+    `VELO_CHECK_LINK_W
+    `VELO_CHECK_NVC
+    `VELO_CHECK(g_check_vc_depth, VC_DEPTH >= 2, "velo_switch_lite: VC_DEPTH must be at least 2")
+    `VELO_CHECK(g_check_pb, (1 << PB) >= 1 + 2 && PB <= 14, "velo_switch_lite: PB must be 2..14 (codes 0, 1 and an invalid one)")
+
     localparam integer AW = $clog2(NVC * VC_DEPTH);
     localparam integer FW = LINK_W + 4;  // buffered flit {vc, bad, last, data}
 
@@ -108,6 +114,8 @@ module velo_switch_lite #(
     wire              f_bad  = f_q[LINK_W+1];
     wire [1:0]        f_vc   = f_q[LINK_W+3:LINK_W+2];
     wire [PB-1:0]     f_code = f_data[2 +: PB];
+    // invariant (simulation only): the link's credits keep the buffer from being written full
+    `VELO_ASSERT(clk, rst, !in_valid || wp - rp < {1'b1, {AW{1'b0}}}, "velo_switch_lite: receive buffer written full (credits not kept)")
 
     always @(posedge clk) begin
         if (rst) begin

@@ -36,12 +36,13 @@
 // registers are there and read 0). The defaults are the whole NIC.
 `default_nettype none
 `include "velo_spec.vh"
+`include "velo_check.vh"
 module velo_nic #(
     parameter integer NODE_BITS     = 8,   // node id width (spec param NODE_BITS)
     parameter integer VPID_BITS     = 8,   // vpid width (spec param VPID_BITS)
     parameter integer TLP_W         = 64,  // TLP stream data width: 64 or 128
     parameter integer LINK_W        = 16,  // network flit width: 16, 32 or 64
-    parameter integer NP            = 2,   // network ports (1..6): 1 or 2 for a pair or ring, 4 for a 2D torus
+    parameter integer NP            = 2,   // network ports (1..VELO_NP_MAX = 6): 1 or 2 for a pair or ring, 4 for a 2D torus
     parameter integer RMA           = (TLP_W == 64) ? 1 : 0,  // 1: RMA unit (needs TLP_W = 64)
     // largest packet payload area in bytes the network frames: 256 with RMA (RMA packets up to
     // RMA_MTU 240 data bytes), 64 without (VELO messages only: small buffers, e.g. the iCE40 board)
@@ -98,6 +99,22 @@ module velo_nic #(
     // route code bits: codes 0 (local) .. NP, and the all-ones code stays invalid
     localparam integer PB   = (NP + 2 <= 4) ? 2 : 3;
     localparam integer NLC  = `VELO_NET_PORT_COUNTERS;  // link counters per port
+
+    // parameter checks (the buffers' sizes, MAX_AREA and NVC are checked by velo_link and the
+    // switch, the RMA unit's own parameters by velo_rma)
+    `VELO_CHECK_NODE_BITS
+    `VELO_CHECK_VPID_BITS
+    `VELO_CHECK_TLP_W
+    `VELO_CHECK_LINK_W
+    `VELO_CHECK_NP
+    `VELO_CHECK_FLAG(g_check_rma, RMA, "RMA must be 0 or 1")
+    `VELO_CHECK(g_check_rma_tlp_w, RMA == 0 || TLP_W == 64, "velo_nic: RMA needs TLP_W = 64")
+    // an RMA packet's payload area (NLA and length words, pad, RMA_MTU data bytes) must be framed
+    `VELO_CHECK(g_check_rma_mtu, RMA == 0 || (RMA_MTU + 16 <= MAX_AREA && RMA_MTU % 8 == 0), "velo_nic: RMA_MTU must be a multiple of 8, at most MAX_AREA - 16")
+    `VELO_CHECK_FLAG(g_check_switch_lite, SWITCH_LITE, "SWITCH_LITE must be 0 or 1")
+    `VELO_CHECK_FLAG(g_check_counters, COUNTERS, "COUNTERS must be 0 or 1")
+    `VELO_CHECK_FLAG(g_check_link_counters, LINK_COUNTERS, "LINK_COUNTERS must be 0 or 1")
+    `VELO_CHECK_PIPE
     wire link_up = &port_up;
 
     // ---------------------------------------------------------------- host side demux
@@ -271,13 +288,6 @@ module velo_nic #(
     wire [NP-1:0]        ev_credit_stall;
     wire                 ev_sw_overflow;
 
-    // an RMA packet's payload area (NLA and length words, pad, RMA_MTU data bytes) must be framed
-    generate
-        if (RMA != 0 && (RMA_MTU + 16 > MAX_AREA || RMA_MTU % 8 != 0)) begin : g_bad_mtu
-            velo_nic_error_RMA_MTU_exceeds_MAX_AREA u_err ();
-        end
-    endgenerate
-
     genvar gp;
     generate
         for (gp = 0; gp < NP; gp = gp + 1) begin : g_cfg
@@ -288,12 +298,8 @@ module velo_nic #(
 
     generate
         if (SWITCH_LITE != 0) begin : g_lite
-            if (NP != 1) begin : g_bad_np
-                velo_nic_error_SWITCH_LITE_needs_NP_1 u_err ();
-            end
-            if (RMA != 0) begin : g_bad_rma
-                velo_nic_error_SWITCH_LITE_needs_RMA_0 u_err ();  // no second local port
-            end
+            `VELO_CHECK(g_check_np, NP == 1, "velo_nic: SWITCH_LITE needs NP = 1")
+            `VELO_CHECK(g_check_rma, RMA == 0, "velo_nic: SWITCH_LITE needs RMA = 0 (no second local port)")
             velo_switch_lite #(.LINK_W(LINK_W), .NVC(NVC), .VC_DEPTH(VC_DEPTH), .PB(PB)) u_sw (
                 .clk(clk), .rst(rst),
                 .lin_valid(li_valid), .lin_ready(li_ready), .lin_data(li_data), .lin_last(li_last),
@@ -315,9 +321,7 @@ module velo_nic #(
             assign l2o_bad   = 1'b0;
             wire unused_lite = &{1'b0, port_dim, l2i_valid, l2i_data, l2i_last, l2o_ready};
         end else begin : g_switch
-            if (NVC != `VELO_NVC) begin : g_bad_nvc
-                velo_nic_error_velo_switch_needs_all_VCs u_err ();  // fewer VCs: SWITCH_LITE only
-            end
+            `VELO_CHECK(g_check_nvc, NVC == `VELO_NVC, "velo_nic: velo_switch needs all VCs (fewer: SWITCH_LITE only)")
             velo_switch #(.NP(NP), .LINK_W(LINK_W), .NVC(NVC), .VC_DEPTH(VC_DEPTH), .PB(PB), .MAX_AREA(MAX_AREA),
                           .NLOC(RMA != 0 ? 2 : 1)) u_sw (
                 .clk(clk), .rst(rst),

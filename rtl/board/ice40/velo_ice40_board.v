@@ -14,6 +14,8 @@
 // 5 interrupt request waiting, 6 host asked to pause (CTS), 7 heartbeat. Events are stretched to
 // one LED period (2^LED_BITS clock cycles) so that single pulses are visible.
 `default_nettype none
+`include "velo_spec.vh"
+`include "velo_check.vh"
 module velo_ice40_board #(
     parameter integer CLKS_PER_BIT  = 16,       // NIC clock cycles per UART bit (48 MHz / 3 Mbaud)
     parameter integer NODE_BITS     = 4,        // node id width (spec param NODE_BITS): 16 nodes
@@ -38,6 +40,15 @@ module velo_ice40_board #(
     // LEDs
     output wire [7:0]   led
 );
+    `VELO_CHECK(g_check_clks, CLKS_PER_BIT >= 4, "velo_ice40_board: CLKS_PER_BIT must be at least 4")
+    `VELO_CHECK_NODE_BITS
+    `VELO_CHECK_VPID_BITS
+    `VELO_CHECK_FLAG(g_check_counters, COUNTERS, "COUNTERS must be 0 or 1")
+    `VELO_CHECK_FLAG(g_check_link_counters, LINK_COUNTERS, "LINK_COUNTERS must be 0 or 1")
+    `VELO_CHECK(g_check_elastic_aw, ELASTIC_AW >= 2, "velo_ice40_board: ELASTIC_AW must be at least 2")
+    `VELO_CHECK(g_check_led_bits, LED_BITS >= 1, "velo_ice40_board: LED_BITS must be at least 1")
+    `VELO_CHECK_PIPE
+
     localparam integer LINK_W = 16;
     localparam integer PW     = LINK_W + 2;
 

@@ -12,6 +12,7 @@
 // parameters for the clock it builds for with icepll (fpga/ice40/flow.py) and checks the timing
 // at that clock. UART: F / CLKS_PER_BIT baud.
 `default_nettype none
+`include "velo_check.vh"
 module velo_ice40_top #(
     parameter [6:0]   PLL_DIVF     = 7'd63,    // feedback divider (48 MHz: 63, VCO 768 MHz)
     parameter [2:0]   PLL_DIVQ     = 3'd4,     // output divider: VCO / 2^DIVQ (48 MHz: 4)
@@ -36,6 +37,8 @@ module velo_ice40_top #(
     // LEDs D2..D9
     output wire [7:0]  led
 );
+    `VELO_CHECK(g_check_divq, PLL_DIVQ >= 1 && PLL_DIVQ <= 6, "velo_ice40_top: PLL_DIVQ must be 1..6 (iCE40 PLL)")
+
     // ---------------------------------------------------------------- PLL
     wire clk, lock;
     SB_PLL40_CORE #(

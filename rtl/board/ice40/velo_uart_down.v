@@ -25,6 +25,7 @@
 // FT2232H stops within a few bytes when its CTS# input goes high (the host enables RTS/CTS).
 `default_nettype none
 `include "velo_spec.vh"
+`include "velo_check.vh"
 module velo_uart_down #(
     parameter integer RING_AW = 9,  // log2 of the ring size in bytes (9: one 512 x 8 block RAM)
     parameter integer MAXDW   = 32  // longest TLP payload accepted, in DWs (<= 59: frames fit 255 bytes)
@@ -56,6 +57,9 @@ module velo_uart_down #(
     input  wire         err_ack,
     output wire         frame_ok       // pulse: a command frame was committed (activity LED)
 );
+    `VELO_CHECK(g_check_maxdw, MAXDW >= 1 && MAXDW <= 59, "velo_uart_down: MAXDW must be 1..59 (a frame fits 255 bytes)")
+    `VELO_CHECK(g_check_ring, (1 << RING_AW) > 2 * (19 + 4 * MAXDW), "velo_uart_down: the ring (2^RING_AW) must hold more than two longest frames")
+
     // frame types and error codes (docs/board-guide.md)
     localparam [7:0] T_PING = 8'h00, T_TLP = 8'h01;
     localparam [7:0] E_CRC = 8'h01, E_ESC = 8'h02, E_LONG = 8'h03, E_UART = 8'h04, E_FULL = 8'h05,

@@ -5,6 +5,7 @@
 // before it looks for the next start bit, so a break or a baud-rate mismatch cannot produce a
 // stream of garbage bytes.
 `default_nettype none
+`include "velo_check.vh"
 module velo_uart_rx #(
     parameter integer CLKS_PER_BIT = 10  // clock cycles per bit (clock / baud rate), >= 4
 ) (
@@ -15,6 +16,8 @@ module velo_uart_rx #(
     output reg  [7:0] data,       // the byte (held until the next one)
     output reg        frame_err   // pulse: a byte with a bad stop bit was discarded
 );
+    `VELO_CHECK(g_check_clks, CLKS_PER_BIT >= 4, "velo_uart_rx: CLKS_PER_BIT must be at least 4")
+
     localparam integer CW   = $clog2(CLKS_PER_BIT + 1);
     localparam [CW-1:0] FULL = CLKS_PER_BIT[CW-1:0] - 1'b1;
     localparam [CW-1:0] HALF = CLKS_PER_BIT[CW-1:0] / 2 - 1'b1;

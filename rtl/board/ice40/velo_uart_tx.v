@@ -1,6 +1,7 @@
 // UART transmitter, 8N1, LSB first: takes a byte (valid/ready) and shifts out start bit, eight
 // data bits and stop bit. Back-to-back bytes follow without idle time in between.
 `default_nettype none
+`include "velo_check.vh"
 module velo_uart_tx #(
     parameter integer CLKS_PER_BIT = 10  // clock cycles per bit (clock / baud rate), >= 2
 ) (
@@ -11,6 +12,8 @@ module velo_uart_tx #(
     input  wire [7:0] data,
     output reg        txd     // serial line, idle high (registered)
 );
+    `VELO_CHECK(g_check_clks, CLKS_PER_BIT >= 2, "velo_uart_tx: CLKS_PER_BIT must be at least 2")
+
     localparam integer CW   = $clog2(CLKS_PER_BIT + 1);
     localparam [CW-1:0] FULL = CLKS_PER_BIT[CW-1:0] - 1'b1;
 

@@ -4,11 +4,13 @@
 // and the pins; the Verilator benches (sim/tests/tb_pcie7.cpp) drive this module from a model of
 // the core's AXI4-Stream and configuration interfaces.
 `default_nettype none
+`include "velo_spec.vh"
+`include "velo_check.vh"
 module velo_pcie7_shell #(
     parameter integer NODE_BITS    = 8,   // node id width (spec param NODE_BITS)
     parameter integer VPID_BITS    = 8,   // vpid width (spec param VPID_BITS)
     parameter integer LINK_W       = 16,  // network flit width: 16, 32 or 64
-    parameter integer NP           = 1    // network ports (1..6); switch and link buffers: the NIC's defaults
+    parameter integer NP           = 1    // network ports (1..VELO_NP_MAX = 6); switch and link buffers: the NIC's defaults
 ) (
     input  wire                     clk,       // the core's user_clk_out
     input  wire                     rst,       // synchronous, active high
@@ -43,6 +45,11 @@ module velo_pcie7_shell #(
     output wire                     msi_sent,
     output wire                     irq_dropped
 );
+    `VELO_CHECK_NODE_BITS
+    `VELO_CHECK_VPID_BITS
+    `VELO_CHECK_LINK_W
+    `VELO_CHECK_NP
+
     // our PCIe id (requester id of DMA writes, completer id of completions)
     wire [15:0] cfg_id = {cfg_bus_number, cfg_device_number, cfg_function_number};
 

@@ -23,6 +23,7 @@
 // Pin placement (clock-capable pin for the received clock, all receive pairs in its clock region)
 // is a constraint matter: fpga/xc7/constraints/ac701.xdc.
 `default_nettype none
+`include "velo_check.vh"
 module velo_xc7_link_phy #(
     parameter integer W  = 18,  // word width: LINK_W + 2 (even)
     parameter integer AW = 4    // log2 of the elastic buffer depth
@@ -43,6 +44,9 @@ module velo_xc7_link_phy #(
     input  wire           rxclk_p,
     input  wire           rxclk_n
 );
+    `VELO_CHECK(g_check_w, W >= 4 && W % 2 == 0, "velo_xc7_link_phy: W must be even, at least 4")
+    `VELO_CHECK(g_check_aw, AW >= 2, "velo_xc7_link_phy: AW must be at least 2")
+
     localparam integer H = W / 2;
 
     // ---------------------------------------------------------------- transmit

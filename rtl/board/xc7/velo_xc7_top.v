@@ -13,6 +13,8 @@
 //            direction); the forwarded clock is the user clock shifted by 90 degrees (MMCM).
 //   LEDs:    0 PCIe link up, 1 network port up, 2 MSI enabled by the driver, 3 heartbeat.
 `default_nettype none
+`include "velo_spec.vh"
+`include "velo_check.vh"
 module velo_xc7_top #(
     parameter integer NODE_BITS = 8,  // node id width (spec param NODE_BITS; sizes the send-window BAR)
     parameter integer VPID_BITS = 8   // vpid width (spec param VPID_BITS; sizes the send-window BAR)
@@ -37,6 +39,9 @@ module velo_xc7_top #(
     // user LEDs
     output wire [3:0] led
 );
+    `VELO_CHECK_NODE_BITS
+    `VELO_CHECK_VPID_BITS
+
     localparam integer LINK_W = 16;
     localparam integer PW     = LINK_W + 2;
 
