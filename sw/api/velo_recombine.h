@@ -14,22 +14,22 @@
 #include <stdint.h>
 
 struct velo_rc_part {
-	uint64_t have; /* bit i: byte i is there */
-	uint64_t age;  /* order of creation (oldest first) */
-	uint8_t used;
-	uint8_t node, vpid, len;
-	uint8_t data[64];
+    uint64_t have; /* bit i: byte i is there */
+    uint64_t age;  /* order of creation (oldest first) */
+    uint8_t used;
+    uint8_t node, vpid, len;
+    uint8_t data[64];
 };
 
 struct velo_rc {
-	struct velo_rc_part* part;
-	unsigned cap;  /* entries allocated */
-	unsigned live; /* partial messages held */
-	uint64_t next_age;
-	uint64_t pieces;   /* fragments added */
-	uint64_t bad;      /* malformed fragments dropped (past the message end, zero length) */
-	uint64_t overflow; /* partial messages dropped because max_parts was reached */
-	unsigned max_parts;
+    struct velo_rc_part* part;
+    unsigned cap;  /* entries allocated */
+    unsigned live; /* partial messages held */
+    uint64_t next_age;
+    uint64_t pieces;   /* fragments added */
+    uint64_t bad;      /* malformed fragments dropped (past the message end, zero length) */
+    uint64_t overflow; /* partial messages dropped because max_parts was reached */
+    unsigned max_parts;
 };
 
 #ifdef __cplusplus

@@ -19,11 +19,11 @@ extern "C" {
 
 struct loopnic;
 struct loopnic_stats {
-	uint64_t packets;    /* packets delivered into rings */
-	uint64_t fragments;  /* of which fragments */
-	uint64_t dropped;    /* to a vpid nobody opened */
-	uint64_t held_max;   /* most packets held back by full rings at once */
-	uint64_t rp_writes;  /* read-pointer register writes */
+    uint64_t packets;   /* packets delivered into rings */
+    uint64_t fragments; /* of which fragments */
+    uint64_t dropped;   /* to a vpid nobody opened */
+    uint64_t held_max;  /* most packets held back by full rings at once */
+    uint64_t rp_writes; /* read-pointer register writes */
 };
 
 /* split_pct: percent of stores of 2 bytes or more flushed as two pieces */

@@ -36,8 +36,8 @@ typedef struct velo_conn velo_conn_t; /* a granted destination of an endpoint */
 
 /* Where an endpoint is: node id and vpid (virtual process id) on that node. */
 typedef struct velo_addr {
-	uint32_t node;
-	uint32_t vpid;
+    uint32_t node;
+    uint32_t vpid;
 } velo_addr_t;
 
 /* A received message. The source is stamped by the sending NIC (node) and the page the
@@ -48,33 +48,33 @@ typedef struct velo_addr {
  * or velo_close on the endpoint. velo_msg_bytes() and velo_msg_size() cover both. */
 typedef struct velo_msg {
 #if defined(__cplusplus)
-	alignas(16) uint8_t data[VELO_MSG_MAX_BYTES];
+    alignas(16) uint8_t data[VELO_MSG_MAX_BYTES];
 #else
-	_Alignas(16) uint8_t data[VELO_MSG_MAX_BYTES];
+    _Alignas(16) uint8_t data[VELO_MSG_MAX_BYTES];
 #endif
-	uint8_t src_node; /* sending node */
-	uint8_t src_vpid; /* sending endpoint's vpid */
-	uint16_t len;     /* payload bytes in data[], 1..64; 0: a longer message (size, ptr) */
-	uint32_t size;    /* len 0: the message's length (65 .. velo_info's send_max) */
-	const void* ptr;  /* len 0: the message's bytes (library memory, see above) */
+    uint8_t src_node; /* sending node */
+    uint8_t src_vpid; /* sending endpoint's vpid */
+    uint16_t len;     /* payload bytes in data[], 1..64; 0: a longer message (size, ptr) */
+    uint32_t size;    /* len 0: the message's length (65 .. velo_info's send_max) */
+    const void* ptr;  /* len 0: the message's bytes (library memory, see above) */
 } velo_msg_t;
 
 /* The bytes and the length of a received message, short or long. */
 static inline const void* velo_msg_bytes(const velo_msg_t* m) {
-	return m->len ? (const void*)m->data : m->ptr;
+    return m->len ? (const void*)m->data : m->ptr;
 }
 static inline size_t velo_msg_size(const velo_msg_t* m) {
-	return m->len ? (size_t)m->len : (size_t)m->size;
+    return m->len ? (size_t)m->len : (size_t)m->size;
 }
 
 /* Options of velo_open. Initialise with velo_open_attr_init(). */
 typedef struct velo_open_attr {
-	const char* device; /* NULL: $VELO_DEVICE, else automatic; "hw:/dev/velo0", "sim:<socket>", "sim" */
-	int node;           /* sim: node to attach to; -1: $VELO_NODE, else 0 (hw: ignored, must be -1) */
-	int vpid;           /* requested vpid; -1: $VELO_VPID, else any free one */
-	unsigned ring_log2; /* mailbox ring: 2^ring_log2 lines of 64 bytes; 0: $VELO_RING_LOG2 or 11 */
-	unsigned flags;     /* 0 */
-	int connect_timeout_ms; /* velo_connect's wait for the destination's answer; 0: 10000 */
+    const char* device;     /* NULL: $VELO_DEVICE, else automatic; "hw:/dev/velo0", "sim:<socket>", "sim" */
+    int node;               /* sim: node to attach to; -1: $VELO_NODE, else 0 (hw: ignored, must be -1) */
+    int vpid;               /* requested vpid; -1: $VELO_VPID, else any free one */
+    unsigned ring_log2;     /* mailbox ring: 2^ring_log2 lines of 64 bytes; 0: $VELO_RING_LOG2 or 11 */
+    unsigned flags;         /* 0 */
+    int connect_timeout_ms; /* velo_connect's wait for the destination's answer; 0: 10000 */
 } velo_open_attr_t;
 
 void velo_open_attr_init(velo_open_attr_t* attr);
@@ -142,39 +142,39 @@ int velo_clock(const velo_ep_t* ep, uint64_t* now, uint64_t* last_rx);
 
 /* Facts about the endpoint's device. */
 typedef struct velo_info {
-	char backend[8];       /* "hw" or "sim" */
-	uint32_t node_bits;
-	uint32_t vpid_bits;
-	uint32_t nodes;        /* sim: nodes of the fabric; hw: 0 (unknown) */
-	uint32_t msg_max;      /* 64: one store burst */
-	uint32_t ring_lines;   /* this endpoint's mailbox ring */
-	uint32_t credit_lines; /* ring lines granted to one sender */
-	uint32_t send_max;     /* longest velo_send to a destination with a receive area (RMA) */
-	uint32_t crossover;    /* velo_send: longer messages go by RMA, shorter ones as VELO trains */
-	uint32_t train_max;    /* longest VELO train (a full credit window allows) */
-	uint32_t rsvd[1];
+    char backend[8]; /* "hw" or "sim" */
+    uint32_t node_bits;
+    uint32_t vpid_bits;
+    uint32_t nodes;        /* sim: nodes of the fabric; hw: 0 (unknown) */
+    uint32_t msg_max;      /* 64: one store burst */
+    uint32_t ring_lines;   /* this endpoint's mailbox ring */
+    uint32_t credit_lines; /* ring lines granted to one sender */
+    uint32_t send_max;     /* longest velo_send to a destination with a receive area (RMA) */
+    uint32_t crossover;    /* velo_send: longer messages go by RMA, shorter ones as VELO trains */
+    uint32_t train_max;    /* longest VELO train (a full credit window allows) */
+    uint32_t rsvd[1];
 } velo_info_t;
 int velo_info(const velo_ep_t* ep, velo_info_t* info);
 
 /* Counters of this endpoint's library side. */
 typedef struct velo_stats {
-	uint64_t frags_rx;       /* fragment entries seen (recombined into messages) */
-	uint64_t credit_msgs_tx; /* credit returns sent */
-	uint64_t credit_msgs_rx; /* credit returns received */
-	uint64_t rp_updates;     /* read pointer writes to the NIC */
-	uint64_t send_eagain;    /* velo_send found no credit */
-	uint64_t ctl_bad;        /* malformed control messages ignored */
-	uint64_t rma_cache_hits; /* RMA: registrations served by the region cache */
-	uint64_t rma_cache_miss; /* RMA: registrations made (REGISTER ioctl) */
-	uint64_t rma_evictions;  /* RMA: idle cached regions deregistered to bound the cache */
-	uint64_t rma_repins;     /* RMA: re-pins after NOT_VALID (the command was issued again) */
-	uint64_t rma_reissues;   /* RMA: commands issued again (NOT_VALID, torn command writes, BUSY) */
-	uint64_t rma_nq_bad;     /* RMA: malformed or stray notification entries skipped */
-	uint64_t trains_tx;      /* messages > 64 B sent as VELO trains */
-	uint64_t trains_rx;      /* and received */
-	uint64_t large_tx;       /* messages > 64 B sent by RMA into the receiver's area */
-	uint64_t large_rx;       /* and received */
-	uint64_t large_eagain;   /* velo_send found no free slot in the destination's area */
+    uint64_t frags_rx;       /* fragment entries seen (recombined into messages) */
+    uint64_t credit_msgs_tx; /* credit returns sent */
+    uint64_t credit_msgs_rx; /* credit returns received */
+    uint64_t rp_updates;     /* read pointer writes to the NIC */
+    uint64_t send_eagain;    /* velo_send found no credit */
+    uint64_t ctl_bad;        /* malformed control messages ignored */
+    uint64_t rma_cache_hits; /* RMA: registrations served by the region cache */
+    uint64_t rma_cache_miss; /* RMA: registrations made (REGISTER ioctl) */
+    uint64_t rma_evictions;  /* RMA: idle cached regions deregistered to bound the cache */
+    uint64_t rma_repins;     /* RMA: re-pins after NOT_VALID (the command was issued again) */
+    uint64_t rma_reissues;   /* RMA: commands issued again (NOT_VALID, torn command writes, BUSY) */
+    uint64_t rma_nq_bad;     /* RMA: malformed or stray notification entries skipped */
+    uint64_t trains_tx;      /* messages > 64 B sent as VELO trains */
+    uint64_t trains_rx;      /* and received */
+    uint64_t large_tx;       /* messages > 64 B sent by RMA into the receiver's area */
+    uint64_t large_rx;       /* and received */
+    uint64_t large_eagain;   /* velo_send found no free slot in the destination's area */
 } velo_stats_t;
 int velo_stats(const velo_ep_t* ep, velo_stats_t* stats);
 
@@ -245,17 +245,17 @@ int velo_region_nla(const velo_region_t* region, size_t offset, uint64_t* nla);
  * index the NIC does not have), -ERANGE (local_off + len beyond the region, remote offset + len
  * beyond 2^40), -EACCES (the region does not permit LOCAL_READ), -EBADF, -ENOTSUP. */
 int velo_put(velo_ep_t* ep, velo_addr_t dst, const velo_region_t* local, size_t local_off, uint64_t remote_nla,
-	     size_t len, unsigned flags, uint64_t cookie);
+             size_t len, unsigned flags, uint64_t cookie);
 /* The same from a plain buffer: it is registered through the region cache (repeated transfers
  * from the same buffer find their registration), with the cache's errors. */
-int velo_put_buf(velo_ep_t* ep, velo_addr_t dst, const void* buf, uint64_t remote_nla, size_t len,
-		 unsigned flags, uint64_t cookie);
+int velo_put_buf(velo_ep_t* ep, velo_addr_t dst, const void* buf, uint64_t remote_nla, size_t len, unsigned flags,
+                 uint64_t cookie);
 /* Get len (>= 1) bytes from remote_nla on node src.node into the local region at local_off
  * (LOCAL_WRITE access). Flags: VELO_RMA_F_LOCAL only. Errors as velo_put's. */
 int velo_get(velo_ep_t* ep, velo_addr_t src, const velo_region_t* local, size_t local_off, uint64_t remote_nla,
-	     size_t len, unsigned flags, uint64_t cookie);
+             size_t len, unsigned flags, uint64_t cookie);
 int velo_get_buf(velo_ep_t* ep, velo_addr_t src, void* buf, uint64_t remote_nla, size_t len, unsigned flags,
-		 uint64_t cookie);
+                 uint64_t cookie);
 
 /* Completion kinds (the notification queue's KIND values). */
 #define VELO_RMA_KIND_LOCAL 1    /* put: source read completely (VELO_RMA_F_LOCAL) */
@@ -279,16 +279,16 @@ int velo_get_buf(velo_ep_t* ep, velo_addr_t src, void* buf, uint64_t remote_nla,
 
 /* One completion. */
 typedef struct velo_rma_cpl {
-	uint32_t kind;       /* VELO_RMA_KIND_* */
-	uint32_t op;         /* 1 put, 2 get */
-	uint64_t cookie;     /* the call's cookie (TARGET: the initiator's cookie) */
-	uint64_t len;        /* bytes of the call (TARGET: of the put, its last command if split) */
-	uint64_t nla;        /* the call's remote NLA (TARGET: the NLA of the put's first byte here) */
-	velo_addr_t peer;    /* the call's dst/src (TARGET: the initiator's node and vpid) */
-	uint32_t reason;     /* ERROR: VELO_RMA_R_* */
-	uint32_t remote;     /* ERROR: 1 if detected at the remote node */
-	int32_t status;      /* ERROR: the reason as a negative errno (velo_strerror), else 0 */
-	uint32_t rsvd;
+    uint32_t kind;    /* VELO_RMA_KIND_* */
+    uint32_t op;      /* 1 put, 2 get */
+    uint64_t cookie;  /* the call's cookie (TARGET: the initiator's cookie) */
+    uint64_t len;     /* bytes of the call (TARGET: of the put, its last command if split) */
+    uint64_t nla;     /* the call's remote NLA (TARGET: the NLA of the put's first byte here) */
+    velo_addr_t peer; /* the call's dst/src (TARGET: the initiator's node and vpid) */
+    uint32_t reason;  /* ERROR: VELO_RMA_R_* */
+    uint32_t remote;  /* ERROR: 1 if detected at the remote node */
+    int32_t status;   /* ERROR: the reason as a negative errno (velo_strerror), else 0 */
+    uint32_t rsvd;
 } velo_rma_cpl_t;
 
 /* Take one completion. 0 and *cpl filled; -EAGAIN if none (never blocks). Commands that failed
