@@ -189,6 +189,8 @@ def gen_h(spec):
 # "width" (a number or a spec parameter) sizes a register without fields (default 32).
 BLOCK_SPAN = 0x100
 RB_DIR = os.path.join(ROOT, "rtl", "regs")
+# the spec parameters whose check velo_check.vh shares (the others get one line of their own)
+SHARED_CHECKS = {"NODE_BITS": "`VELO_CHECK_NODE_BITS", "VPID_BITS": "`VELO_CHECK_VPID_BITS"}
 
 
 def reg_kind(r):
@@ -229,7 +231,7 @@ def rb_module(spec, b):
                     for f in r["fields"]]
         return [(r["name"].lower(), r.get("width", 32), None, None)]
 
-    ports, params, rd, wr, rst, assigns, win = [], [], [], [], [], [], None
+    ports, params, rd, wr, rst, assigns, win, checks = [], [], [], [], [], [], None, []
     for r in b["regs"]:
         k = reg_kind(r)
         off = num(r["off"])
@@ -256,7 +258,11 @@ def rb_module(spec, b):
             nc = next(v for nm, _, v, _ in items(spec) if nm == r["count"])
             W = r["name"] + "_IDX_W"
             win = (off, "`VELO_" + r["count"], n, W)
-            params.append(("parameter integer %s = %d" % (W, max(1, (nc - 1).bit_length())), "counter index width"))
+            params.append(("parameter integer %s = %d" % (W, max(1, (nc - 1).bit_length())),
+                           "counter index width: 2^%s >= %s, at most %d (rb_addr's bits above the DW)" % (
+                               W, r["count"], rb - 2)))
+            checks.append("`VELO_CHECK(g_check_%s, (1 << %s) >= `VELO_%s && %s <= %d, \"%s: %s must give 2^%s >= %s, "
+                          "at most %d\")" % (W.lower(), W, r["count"], W, rb - 2, mod, W, W, r["count"], rb - 2))
             ports += [("input  wire [31:0] %s" % n, "%s: counter %s_idx's value" % (doc, n)),
                       ("output wire [%s-1:0] %s_idx" % (W, n), "the counter rb_addr names in the window"),
                       ("output reg  %s_clr" % n, "clear counter %s_clr_idx (a write)" % n),
@@ -299,9 +305,18 @@ def rb_module(spec, b):
         return out
 
     prm = [("parameter integer PIPE = 0", "1: the block select is registered (the front then waits a cycle)"),
-           ("parameter [%d:0] NEXT = `VELO_BLK_%s_NEXT" % (rb - 1, b["name"]), "NEXT pointer (0: the last block)")]
+           ("parameter [%d:0] NEXT = `VELO_BLK_%s_NEXT" % (rb - 1, b["name"]),
+            "NEXT pointer: the spec's, or 0 (the last block)")]
     prm += [("parameter integer %s = %d" % (u, next(p["default"] for p in spec["params"] if p["name"] == u)),
-             "spec parameter") for u in used] + params
+             "spec parameter (VELO_MIN_%s..VELO_MAX_%s)" % (u, u)) for u in used] + params
+    # parameter checks: the spec's ranges (the shared check where velo_check.vh has one); a
+    # reported value (ro "param") is as wide as its field, so any value fits
+    checks = ["`VELO_CHECK_PIPE",
+              "`VELO_CHECK(g_check_next, NEXT == 0 || NEXT == `VELO_BLK_%s_NEXT, \"%s: NEXT must be 0 (the last "
+              "block) or the spec's %s.NEXT\")" % (b["name"], mod, b["name"])] + [
+             SHARED_CHECKS.get(u, "`VELO_CHECK(g_check_%s, %s >= `VELO_MIN_%s && %s <= `VELO_MAX_%s, \"%s: %s "
+                                  "outside the spec's range\")" % (u.lower(), u, u, u, u, mod, u))
+             for u in used] + checks
     bus = [("input  wire clk", ""), ("input  wire rst", ""),
            ("input  wire [%d:0] rb_addr" % (rb - 1), "byte offset in BAR0 (DW aligned)"),
            ("input  wire [31:0] rb_wdata", ""),
@@ -314,7 +329,7 @@ def rb_module(spec, b):
          "// Register block %s (TYPE 0x%08X, VERSION %d) at BAR0 0x%04X: %s" % (
              b["name"], num(b["type"]), b["version"], num(b["base"]), b["doc"]),
          "// Its decode on the register bus (velo_rb_front), header, plain registers' storage and read mux.",
-         "`default_nettype none", '`include "velo_spec.vh"', "module %s #(" % mod]
+         "`default_nettype none", '`include "velo_spec.vh"', '`include "velo_check.vh"', "module %s #(" % mod]
     L += plist(prm, "")
     L += [") (", "    // the register bus: every block sees every access (unused bits are other blocks')",
           "    /* verilator lint_off UNUSEDSIGNAL */"]
@@ -322,7 +337,9 @@ def rb_module(spec, b):
     L += ["    /* verilator lint_on UNUSEDSIGNAL */"]
     L += plist(outs, "")
     L += [");",
-          "    localparam [%d:0] BASE = `VELO_BLK_%s_BASE;" % (rb - 1, b["name"]),
+          "    localparam [%d:0] BASE = `VELO_BLK_%s_BASE;" % (rb - 1, b["name"])]
+    L += ["    " + c for c in checks]
+    L += [
           "    velo_rb_range #(.LO(BASE), .HI({%d'd0, BASE} + 32'h%X), .PIPE(PIPE)) u_sel (" % (32 - rb, BLOCK_SPAN),
           "        .clk(clk), .rst(rst), .addr(rb_addr), .hit(rb_sel));",
           "    wire [5:0] off = rb_addr[7:2];  // the register in the block"]

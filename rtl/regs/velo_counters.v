@@ -1,9 +1,10 @@
 // Event counters: N free-running 32-bit counters, one increment input each, a combinational read
 // port and a clear port. Kept apart from the register file so each unit's cost shows on its own.
 `default_nettype none
+`include "velo_check.vh"
 module velo_counters #(
-    parameter integer N     = 16,  // number of counters
-    parameter integer IDX_W = 5    // width of a counter index (2^IDX_W >= N)
+    parameter integer N     = 16,  // number of counters, at least 1
+    parameter integer IDX_W = 5    // width of a counter index: 2^IDX_W >= N, 1..30
 ) (
     input  wire             clk,
     input  wire             rst,     // synchronous, active high: all counters to 0
@@ -13,6 +14,8 @@ module velo_counters #(
     input  wire [IDX_W-1:0] rd_idx,  // read counter rd_idx
     output wire [31:0]      rd_data  // its value (0 for an index >= N)
 );
+    `VELO_CHECK(g_check_n, N >= 1, "velo_counters: N must be at least 1")
+    `VELO_CHECK(g_check_idx_w, IDX_W >= 1 && IDX_W <= 30 && (1 << IDX_W) >= N, "velo_counters: IDX_W must be 1..30 with 2^IDX_W >= N")
     reg [31:0] cnt [0:N-1];
     integer i;
 

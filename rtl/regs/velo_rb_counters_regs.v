@@ -3,10 +3,11 @@
 // Its decode on the register bus (velo_rb_front), header, plain registers' storage and read mux.
 `default_nettype none
 `include "velo_spec.vh"
+`include "velo_check.vh"
 module velo_rb_counters_regs #(
     parameter integer PIPE = 0,        // 1: the block select is registered (the front then waits a cycle)
-    parameter [20:0] NEXT = `VELO_BLK_COUNTERS_NEXT, // NEXT pointer (0: the last block)
-    parameter integer COUNTER_BASE_IDX_W = 4 // counter index width
+    parameter [20:0] NEXT = `VELO_BLK_COUNTERS_NEXT, // NEXT pointer: the spec's, or 0 (the last block)
+    parameter integer COUNTER_BASE_IDX_W = 4 // counter index width: 2^COUNTER_BASE_IDX_W >= CNT_NUM, at most 19 (rb_addr's bits above the DW)
 ) (
     // the register bus: every block sees every access (unused bits are other blocks')
     /* verilator lint_off UNUSEDSIGNAL */
@@ -26,6 +27,9 @@ module velo_rb_counters_regs #(
     output reg  [COUNTER_BASE_IDX_W-1:0] counter_base_clr_idx
 );
     localparam [20:0] BASE = `VELO_BLK_COUNTERS_BASE;
+    `VELO_CHECK_PIPE
+    `VELO_CHECK(g_check_next, NEXT == 0 || NEXT == `VELO_BLK_COUNTERS_NEXT, "velo_rb_counters_regs: NEXT must be 0 (the last block) or the spec's COUNTERS.NEXT")
+    `VELO_CHECK(g_check_counter_base_idx_w, (1 << COUNTER_BASE_IDX_W) >= `VELO_CNT_NUM && COUNTER_BASE_IDX_W <= 19, "velo_rb_counters_regs: COUNTER_BASE_IDX_W must give 2^COUNTER_BASE_IDX_W >= CNT_NUM, at most 19")
     velo_rb_range #(.LO(BASE), .HI({11'd0, BASE} + 32'h100), .PIPE(PIPE)) u_sel (
         .clk(clk), .rst(rst), .addr(rb_addr), .hit(rb_sel));
     wire [5:0] off = rb_addr[7:2];  // the register in the block

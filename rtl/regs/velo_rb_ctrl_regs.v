@@ -3,11 +3,12 @@
 // Its decode on the register bus (velo_rb_front), header, plain registers' storage and read mux.
 `default_nettype none
 `include "velo_spec.vh"
+`include "velo_check.vh"
 module velo_rb_ctrl_regs #(
     parameter integer PIPE = 0,        // 1: the block select is registered (the front then waits a cycle)
-    parameter [20:0] NEXT = `VELO_BLK_CTRL_NEXT, // NEXT pointer (0: the last block)
-    parameter integer NODE_BITS = 8,   // spec parameter
-    parameter integer VPID_BITS = 8    // spec parameter
+    parameter [20:0] NEXT = `VELO_BLK_CTRL_NEXT, // NEXT pointer: the spec's, or 0 (the last block)
+    parameter integer NODE_BITS = 8,   // spec parameter (VELO_MIN_NODE_BITS..VELO_MAX_NODE_BITS)
+    parameter integer VPID_BITS = 8    // spec parameter (VELO_MIN_VPID_BITS..VELO_MAX_VPID_BITS)
 ) (
     // the register bus: every block sees every access (unused bits are other blocks')
     /* verilator lint_off UNUSEDSIGNAL */
@@ -30,6 +31,10 @@ module velo_rb_ctrl_regs #(
     output reg  [31:0] scratch         // SCRATCH (rw)
 );
     localparam [20:0] BASE = `VELO_BLK_CTRL_BASE;
+    `VELO_CHECK_PIPE
+    `VELO_CHECK(g_check_next, NEXT == 0 || NEXT == `VELO_BLK_CTRL_NEXT, "velo_rb_ctrl_regs: NEXT must be 0 (the last block) or the spec's CTRL.NEXT")
+    `VELO_CHECK_NODE_BITS
+    `VELO_CHECK_VPID_BITS
     velo_rb_range #(.LO(BASE), .HI({11'd0, BASE} + 32'h100), .PIPE(PIPE)) u_sel (
         .clk(clk), .rst(rst), .addr(rb_addr), .hit(rb_sel));
     wire [5:0] off = rb_addr[7:2];  // the register in the block

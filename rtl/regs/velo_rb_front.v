@@ -18,9 +18,10 @@
 // With PIPE = 1 every block registers its decode: the front waits a cycle after each address change.
 `default_nettype none
 `include "velo_spec.vh"
+`include "velo_check.vh"
 module velo_rb_front #(
     parameter integer TLP_W = 64,  // TLP stream data width: 64 or 128
-    parameter integer IW    = 8,   // table clear: 2^IW cycles
+    parameter integer IW    = 8,   // table clear: 2^IW cycles (the widest table index: 1..8, the spec's bits)
     parameter integer RMA   = 0,   // 1: reads of BAR4 are counted as RMA reads
     parameter integer PIPE  = 0    // 1: an access waits a cycle after its address is set
 ) (
@@ -67,6 +68,10 @@ module velo_rb_front #(
     output reg                  ev_bad_access,
     output reg                  ev_rma_read
 );
+    `VELO_CHECK_TLP_W
+    `VELO_CHECK(g_check_iw, IW >= 1 && (IW <= `VELO_MAX_NODE_BITS || IW <= `VELO_MAX_VPID_BITS), "velo_rb_front: IW must be 1..8 (the widest table index, NODE_BITS or VPID_BITS)")
+    `VELO_CHECK_FLAG(g_check_rma, RMA, "velo_rb_front: RMA must be 0 or 1")
+    `VELO_CHECK_PIPE
     localparam integer NI = 1 << IW;
     localparam [2:0] R_INIT = 3'd0, R_IDLE = 3'd1, R_DRAIN = 3'd2, R_WR = 3'd3,
                      R_RD = 3'd4, R_RDW = 3'd5, R_CPL = 3'd6;
@@ -269,6 +274,13 @@ module velo_rb_front #(
             endcase
         end
     end
+
+    // invariants of the state machine and the bus (simulation only)
+    `VELO_ASSERT(clk, rst, st <= R_CPL, "velo_rb_front: the state machine is in no state")
+    `VELO_ASSERT(clk, rst, st_after_drain == R_IDLE || st_after_drain == R_WR || st_after_drain == R_RD || st_after_drain == R_CPL, "velo_rb_front: the state after a drain is none of IDLE, WR, RD, CPL")
+    `VELO_ASSERT(clk, rst, !cpl_valid || st == R_CPL, "velo_rb_front: a completion is offered outside CPL")
+    `VELO_ASSERT(clk, rst, !rb_wwait || rb_wr_en, "velo_rb_front: a block holds rb_wwait with no write asked")
+    `VELO_ASSERT(clk, rst, !rb_rgo || (rb_rd_en && rb_rram), "velo_rb_front: a block starts a RAM read no read asked for")
 
     // read data of the current DW (no reset needed: sent only after being set)
     wire rd_take = (rb_rd_en && !rb_rram) || (st == R_RDW);

@@ -12,10 +12,11 @@
 // cycle. Both are cleared while rb_init runs.
 `default_nettype none
 `include "velo_spec.vh"
+`include "velo_check.vh"
 module velo_rb_irq #(
-    parameter integer VPID_BITS = 8,
-    parameter [20:0]  NEXT      = `VELO_BLK_IRQ_NEXT,  // IRQ.NEXT (0: the last block)
-    parameter integer PIPE      = 0
+    parameter integer VPID_BITS = 8,  // vpid width: 2^VPID_BITS arm and pending bits (spec range)
+    parameter [20:0]  NEXT      = `VELO_BLK_IRQ_NEXT,  // IRQ.NEXT: the spec's, or 0 (the last block; checked in velo_rb_irq_regs)
+    parameter integer PIPE      = 0   // 1: the decodes are registered (the front waits a cycle)
 ) (
     input  wire                 clk,
     input  wire                 rst,
@@ -39,6 +40,8 @@ module velo_rb_irq #(
     output reg                  irq_valid,
     input  wire                 irq_ready
 );
+    `VELO_CHECK_VPID_BITS
+    `VELO_CHECK_PIPE
     localparam integer NV  = 1 << VPID_BITS;
     localparam integer NPW = (NV + 31) / 32;                   // words of the pending bitmap
     localparam integer PWA = (NPW > 1) ? $clog2(NPW) : 1;      // pending word address width

@@ -3,9 +3,10 @@
 // Its decode on the register bus (velo_rb_front), header, plain registers' storage and read mux.
 `default_nettype none
 `include "velo_spec.vh"
+`include "velo_check.vh"
 module velo_rb_irq_regs #(
     parameter integer PIPE = 0,        // 1: the block select is registered (the front then waits a cycle)
-    parameter [20:0] NEXT = `VELO_BLK_IRQ_NEXT, // NEXT pointer (0: the last block)
+    parameter [20:0] NEXT = `VELO_BLK_IRQ_NEXT, // NEXT pointer: the spec's, or 0 (the last block)
     parameter [31:0] PENDING_WORDS = 32'd0 // PENDING_WORDS (ro)
 ) (
     // the register bus: every block sees every access (unused bits are other blocks')
@@ -27,6 +28,8 @@ module velo_rb_irq_regs #(
     output wire count_we               // COUNT written (in the cycle it is done)
 );
     localparam [20:0] BASE = `VELO_BLK_IRQ_BASE;
+    `VELO_CHECK_PIPE
+    `VELO_CHECK(g_check_next, NEXT == 0 || NEXT == `VELO_BLK_IRQ_NEXT, "velo_rb_irq_regs: NEXT must be 0 (the last block) or the spec's IRQ.NEXT")
     velo_rb_range #(.LO(BASE), .HI({11'd0, BASE} + 32'h100), .PIPE(PIPE)) u_sel (
         .clk(clk), .rst(rst), .addr(rb_addr), .hit(rb_sel));
     wire [5:0] off = rb_addr[7:2];  // the register in the block

@@ -6,15 +6,16 @@
 // never differ).
 `default_nettype none
 `include "velo_spec.vh"
+`include "velo_check.vh"
 module velo_rb_net #(
-    parameter integer NODE_BITS  = 8,
-    parameter integer NP         = 2,   // network ports of the switch (1..7)
-    parameter integer PB         = 2,   // route code bits per hop (reported in PORTS)
-    parameter integer NVC        = 4,   // virtual channels per link (reported)
-    parameter integer VC_DEPTH   = 64,  // receive buffer per VC in flits (reported)
-    parameter integer NCNT_IDX_W = 6,   // link counter index width: port * 8 + counter
+    parameter integer NODE_BITS  = 8,   // node id width: the route table has 2^NODE_BITS rows (spec range)
+    parameter integer NP         = 2,   // network ports of the switch (1..VELO_NP_MAX = 6)
+    parameter integer PB         = 2,   // route code bits per hop (reported in PORTS): 2^PB >= NP + 2, at most 14
+    parameter integer NVC        = 4,   // virtual channels per link (reported): 1..4
+    parameter integer VC_DEPTH   = 64,  // receive buffer per VC in flits (reported in 8 bits): 1..255
+    parameter integer NCNT_IDX_W = 6,   // link counter index width: port * 8 + counter, 2^NCNT_IDX_W >= 8 * NP, at most 6
     parameter integer RMA        = 0,   // 1: the route table copies rt2, rt3
-    parameter integer PIPE       = 0
+    parameter integer PIPE       = 0    // 1: the decodes are registered (the front waits a cycle)
 ) (
     input  wire                  clk,
     input  wire                  rst,
@@ -53,6 +54,15 @@ module velo_rb_net #(
     output reg  [NCNT_IDX_W-1:0] ncnt_clr_idx,
     input  wire                  ev_no_route
 );
+    `VELO_CHECK_NODE_BITS
+    `VELO_CHECK_NP
+    // the route field of a table row is 14 bits: at least one hop's code must fit
+    `VELO_CHECK(g_check_pb, (1 << PB) >= NP + 2 && PB <= 14, "velo_rb_net: PB must give 2^PB >= NP + 2, at most 14")
+    `VELO_CHECK_NVC
+    `VELO_CHECK(g_check_vc_depth, VC_DEPTH >= 1 && VC_DEPTH <= 255, "velo_rb_net: VC_DEPTH must be 1..255 (PORTS.VC_DEPTH)")
+    `VELO_CHECK(g_check_ncnt_idx_w, (1 << NCNT_IDX_W) >= 8 * NP && NCNT_IDX_W <= 6, "velo_rb_net: NCNT_IDX_W must give 2^NCNT_IDX_W >= 8 * NP, at most 6")
+    `VELO_CHECK_FLAG(g_check_rma, RMA, "velo_rb_net: RMA must be 0 or 1")
+    `VELO_CHECK_PIPE
     localparam integer NN    = 1 << NODE_BITS;
     localparam [20:0]  RT_LO = `VELO_TBL_ROUTE_TABLE_BASE;
     localparam [20:0]  NP_LO = `VELO_TBL_NET_PORT_BASE;

@@ -3,9 +3,10 @@
 // Its decode on the register bus (velo_rb_front), header, plain registers' storage and read mux.
 `default_nettype none
 `include "velo_spec.vh"
+`include "velo_check.vh"
 module velo_rb_net_regs #(
     parameter integer PIPE = 0,        // 1: the block select is registered (the front then waits a cycle)
-    parameter [20:0] NEXT = `VELO_BLK_NET_NEXT, // NEXT pointer (0: the last block)
+    parameter [20:0] NEXT = `VELO_BLK_NET_NEXT, // NEXT pointer: the spec's, or 0 (the last block)
     parameter [3:0] PORTS_NP = 4'd0,   // PORTS (ro) NP
     parameter [3:0] PORTS_PB = 4'd0,   // PORTS (ro) PB
     parameter [3:0] PORTS_NVC = 4'd0,  // PORTS (ro) NVC
@@ -28,6 +29,8 @@ module velo_rb_net_regs #(
     output wire drop_no_route_we       // DROP_NO_ROUTE written (in the cycle it is done)
 );
     localparam [20:0] BASE = `VELO_BLK_NET_BASE;
+    `VELO_CHECK_PIPE
+    `VELO_CHECK(g_check_next, NEXT == 0 || NEXT == `VELO_BLK_NET_NEXT, "velo_rb_net_regs: NEXT must be 0 (the last block) or the spec's NET.NEXT")
     velo_rb_range #(.LO(BASE), .HI({11'd0, BASE} + 32'h100), .PIPE(PIPE)) u_sel (
         .clk(clk), .rst(rst), .addr(rb_addr), .hit(rb_sel));
     wire [5:0] off = rb_addr[7:2];  // the register in the block

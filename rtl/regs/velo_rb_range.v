@@ -2,11 +2,13 @@
 // or (PIPE) registered: the front then waits a cycle after each address change. With PAGE >= 0
 // only the offset PAGE of every 4 KiB page in the range is taken (the user pages' registers).
 `default_nettype none
+`include "velo_spec.vh"
+`include "velo_check.vh"
 module velo_rb_range #(
-    parameter [20:0]  LO   = 21'h8000,
-    parameter [31:0]  HI   = 32'h9000,
-    parameter integer PAGE = -1,
-    parameter integer PIPE = 0
+    parameter [20:0]  LO   = 21'h8000,  // first byte offset in BAR0 of the range
+    parameter [31:0]  HI   = 32'h9000,  // the offset after it: LO < HI <= 2^VELO_BAR_REGS_BITS
+    parameter integer PAGE = -1,        // -1: every address; 0..4092 (DW aligned): that offset in each 4 KiB page
+    parameter integer PIPE = 0          // 1: the decode is registered (hit a cycle after addr)
 ) (
     input  wire        clk,
     input  wire        rst,
@@ -15,6 +17,9 @@ module velo_rb_range #(
 );
     // LO aligned to the range's size rounded up to a power of two (2^K, as every table's is): the
     // range is the addresses whose bits 20:K are LO's and whose bits K-1:0 stay below the size
+    `VELO_CHECK(g_check_range, HI > {11'd0, LO} && HI <= (32'd1 << `VELO_BAR_REGS_BITS), "velo_rb_range: [LO, HI) must be non-empty and inside BAR0")
+    `VELO_CHECK(g_check_page, PAGE == -1 || (PAGE >= 0 && PAGE < 4096 && PAGE % 4 == 0), "velo_rb_range: PAGE must be -1 or a DW offset in a 4 KiB page (0..4092)")
+    `VELO_CHECK_PIPE
     localparam [31:0]  SIZE = HI - {11'd0, LO};
     localparam integer K    = (SIZE > 1) ? $clog2(SIZE) : 1;
     localparam [31:0]  S2   = 32'd1 << K;

@@ -5,12 +5,13 @@
 // port, waiting while it is busy clearing after reset) and the RMA counters (read through rcnt_*).
 `default_nettype none
 `include "velo_spec.vh"
+`include "velo_check.vh"
 module velo_rb_rma #(
-    parameter integer VPID_BITS   = 8,
-    parameter integer REGION_BITS = 8,   // ATU region index width (reported in CAPS)
-    parameter integer PTE_BITS    = 12,  // ATU page table index width (reported)
-    parameter integer RMA_MTU     = 48,  // data bytes per packet (reported)
-    parameter integer PIPE        = 0
+    parameter integer VPID_BITS   = 8,   // vpid width: 2^VPID_BITS queue table rows and user pages (spec range)
+    parameter integer REGION_BITS = 8,   // ATU region index width (reported in CAPS; spec RMA_REGION_BITS range)
+    parameter integer PTE_BITS    = 12,  // ATU page table index width (reported; spec RMA_PTE_BITS range)
+    parameter integer RMA_MTU     = 48,  // data bytes per packet (reported; spec RMA_MTU range, a multiple of 8)
+    parameter integer PIPE        = 0    // 1: the decodes are registered (the front waits a cycle)
 ) (
     input  wire                 clk,
     input  wire                 rst,
@@ -58,6 +59,11 @@ module velo_rb_rma #(
     output wire                 rcnt_clr,
     output wire [4:0]           rcnt_clr_idx
 );
+    `VELO_CHECK_VPID_BITS
+    `VELO_CHECK(g_check_region_bits, REGION_BITS >= `VELO_MIN_RMA_REGION_BITS && REGION_BITS <= `VELO_MAX_RMA_REGION_BITS, "velo_rb_rma: REGION_BITS outside the spec's RMA_REGION_BITS range")
+    `VELO_CHECK(g_check_pte_bits, PTE_BITS >= `VELO_MIN_RMA_PTE_BITS && PTE_BITS <= `VELO_MAX_RMA_PTE_BITS, "velo_rb_rma: PTE_BITS outside the spec's RMA_PTE_BITS range")
+    `VELO_CHECK(g_check_rma_mtu, RMA_MTU >= `VELO_MIN_RMA_MTU && RMA_MTU <= `VELO_MAX_RMA_MTU && RMA_MTU % 8 == 0, "velo_rb_rma: RMA_MTU outside the spec's range or not a multiple of 8")
+    `VELO_CHECK_PIPE
     localparam integer NV   = 1 << VPID_BITS;
     localparam integer NRG  = 1 << REGION_BITS;
     localparam integer NPTE = 1 << PTE_BITS;

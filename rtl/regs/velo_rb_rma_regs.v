@@ -3,14 +3,15 @@
 // Its decode on the register bus (velo_rb_front), header, plain registers' storage and read mux.
 `default_nettype none
 `include "velo_spec.vh"
+`include "velo_check.vh"
 module velo_rb_rma_regs #(
     parameter integer PIPE = 0,        // 1: the block select is registered (the front then waits a cycle)
-    parameter [20:0] NEXT = `VELO_BLK_RMA_NEXT, // NEXT pointer (0: the last block)
-    parameter integer RMA_REGION_BITS = 8, // spec parameter
+    parameter [20:0] NEXT = `VELO_BLK_RMA_NEXT, // NEXT pointer: the spec's, or 0 (the last block)
+    parameter integer RMA_REGION_BITS = 8, // spec parameter (VELO_MIN_RMA_REGION_BITS..VELO_MAX_RMA_REGION_BITS)
     parameter [4:0] CAPS_REGION_BITS = 5'd0, // CAPS (ro) REGION_BITS
     parameter [4:0] CAPS_PTE_BITS = 5'd0, // CAPS (ro) PTE_BITS
     parameter [7:0] CAPS_MTU = 8'd0,   // CAPS (ro) MTU
-    parameter integer CNT_BASE_IDX_W = 5 // counter index width
+    parameter integer CNT_BASE_IDX_W = 5 // counter index width: 2^CNT_BASE_IDX_W >= RMA_CNT_NUM, at most 19 (rb_addr's bits above the DW)
 ) (
     // the register bus: every block sees every access (unused bits are other blocks')
     /* verilator lint_off UNUSEDSIGNAL */
@@ -34,6 +35,10 @@ module velo_rb_rma_regs #(
     output reg  [CNT_BASE_IDX_W-1:0] cnt_base_clr_idx
 );
     localparam [20:0] BASE = `VELO_BLK_RMA_BASE;
+    `VELO_CHECK_PIPE
+    `VELO_CHECK(g_check_next, NEXT == 0 || NEXT == `VELO_BLK_RMA_NEXT, "velo_rb_rma_regs: NEXT must be 0 (the last block) or the spec's RMA.NEXT")
+    `VELO_CHECK(g_check_rma_region_bits, RMA_REGION_BITS >= `VELO_MIN_RMA_REGION_BITS && RMA_REGION_BITS <= `VELO_MAX_RMA_REGION_BITS, "velo_rb_rma_regs: RMA_REGION_BITS outside the spec's range")
+    `VELO_CHECK(g_check_cnt_base_idx_w, (1 << CNT_BASE_IDX_W) >= `VELO_RMA_CNT_NUM && CNT_BASE_IDX_W <= 19, "velo_rb_rma_regs: CNT_BASE_IDX_W must give 2^CNT_BASE_IDX_W >= RMA_CNT_NUM, at most 19")
     velo_rb_range #(.LO(BASE), .HI({11'd0, BASE} + 32'h100), .PIPE(PIPE)) u_sel (
         .clk(clk), .rst(rst), .addr(rb_addr), .hit(rb_sel));
     wire [5:0] off = rb_addr[7:2];  // the register in the block

@@ -6,9 +6,10 @@
 // lands; an MB_CFG write is reported to the interrupts as it is asked for (it disarms the vpid).
 `default_nettype none
 `include "velo_spec.vh"
+`include "velo_check.vh"
 module velo_rb_vpid #(
-    parameter integer VPID_BITS = 8,
-    parameter integer PIPE      = 0
+    parameter integer VPID_BITS = 8,  // vpid width: 2^VPID_BITS table rows and user pages (spec range)
+    parameter integer PIPE      = 0   // 1: the decodes are registered (the front waits a cycle)
 ) (
     input  wire                 clk,
     input  wire                 rst,
@@ -44,6 +45,8 @@ module velo_rb_vpid #(
     output wire                 mbcfg_wr,
     output wire [VPID_BITS-1:0] mbcfg_vpid
 );
+    `VELO_CHECK_VPID_BITS
+    `VELO_CHECK_PIPE
     localparam integer NV = 1 << VPID_BITS;
     localparam [20:0] TBL_LO = `VELO_TBL_VPID_TABLE_BASE;
     localparam [20:0] USR_LO = `VELO_TBL_VPID_USER_BASE;

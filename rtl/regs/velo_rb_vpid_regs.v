@@ -3,9 +3,10 @@
 // Its decode on the register bus (velo_rb_front), header, plain registers' storage and read mux.
 `default_nettype none
 `include "velo_spec.vh"
+`include "velo_check.vh"
 module velo_rb_vpid_regs #(
     parameter integer PIPE = 0,        // 1: the block select is registered (the front then waits a cycle)
-    parameter [20:0] NEXT = `VELO_BLK_VPID_NEXT, // NEXT pointer (0: the last block)
+    parameter [20:0] NEXT = `VELO_BLK_VPID_NEXT, // NEXT pointer: the spec's, or 0 (the last block)
     parameter [31:0] NUM_VPIDS = 32'd0 // NUM_VPIDS (ro)
 ) (
     // the register bus: every block sees every access (unused bits are other blocks')
@@ -22,6 +23,8 @@ module velo_rb_vpid_regs #(
     output reg  rb_wack                // a write of rb_addr is taken (else: a bad access)
 );
     localparam [20:0] BASE = `VELO_BLK_VPID_BASE;
+    `VELO_CHECK_PIPE
+    `VELO_CHECK(g_check_next, NEXT == 0 || NEXT == `VELO_BLK_VPID_NEXT, "velo_rb_vpid_regs: NEXT must be 0 (the last block) or the spec's VPID.NEXT")
     velo_rb_range #(.LO(BASE), .HI({11'd0, BASE} + 32'h100), .PIPE(PIPE)) u_sel (
         .clk(clk), .rst(rst), .addr(rb_addr), .hit(rb_sel));
     wire [5:0] off = rb_addr[7:2];  // the register in the block

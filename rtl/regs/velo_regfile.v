@@ -14,21 +14,24 @@
 // two more copies of the route table for the RMA engines' read ports (velo_rb_net).
 `default_nettype none
 `include "velo_spec.vh"
+`include "velo_check.vh"
+// Parameters checked here: those this module's own logic uses; the others where they are used (the
+// block named in their comment), with the instance path in the message.
 module velo_regfile #(
     parameter integer TLP_W     = 64,  // TLP stream data width: 64 or 128
-    parameter integer VPID_BITS = 8,   // vpid width (spec param VPID_BITS)
-    parameter integer NODE_BITS = 8,   // node id width (spec param NODE_BITS)
-    parameter integer LINK_W    = 16,  // network flit width, reported in CAPS
-    parameter integer CNT_IDX_W = 5,   // counter index width
-    parameter integer NP        = 2,   // network ports of the switch (1..7)
-    parameter integer PB        = 2,   // route code bits per hop (reported in NET.PORTS)
-    parameter integer NVC       = 4,   // virtual channels per link (reported)
-    parameter integer VC_DEPTH  = 64,  // receive buffer per VC in flits (reported)
-    parameter integer NCNT_IDX_W = 6,  // link counter index width: port * 8 + counter
+    parameter integer VPID_BITS = 8,   // vpid width (spec param VPID_BITS, its range)
+    parameter integer NODE_BITS = 8,   // node id width (spec param NODE_BITS, its range: node_id is 8 bits)
+    parameter integer LINK_W    = 16,  // network flit width, reported in CAPS: 16, 32 or 64
+    parameter integer CNT_IDX_W = 5,   // counter index width (checked in velo_rb_counters_regs)
+    parameter integer NP        = 2,   // network ports of the switch (1..VELO_NP_MAX = 6; velo_rb_net)
+    parameter integer PB        = 2,   // route code bits per hop (reported in NET.PORTS; velo_rb_net)
+    parameter integer NVC       = 4,   // virtual channels per link (reported; velo_rb_net)
+    parameter integer VC_DEPTH  = 64,  // receive buffer per VC in flits (reported; velo_rb_net)
+    parameter integer NCNT_IDX_W = 6,  // link counter index width: port * 8 + counter (velo_rb_net)
     parameter integer RMA         = 0,  // 1: the RMA block, tables and ports are implemented
-    parameter integer REGION_BITS = 8,  // RMA: ATU region index width (reported in RMA.CAPS)
-    parameter integer PTE_BITS    = 12, // RMA: ATU page table index width (reported)
-    parameter integer RMA_MTU     = 48, // RMA: data bytes per packet (reported)
+    parameter integer REGION_BITS = 8,  // RMA: ATU region index width (reported in RMA.CAPS; velo_rb_rma)
+    parameter integer PTE_BITS    = 12, // RMA: ATU page table index width (reported; velo_rb_rma)
+    parameter integer RMA_MTU     = 48, // RMA: data bytes per packet (reported; velo_rb_rma)
     // 0: the address of a register access is decoded in the cycle it is used; 1: (smaller devices,
     // docs/board-guide.md) the decode (which block, table or register range) is registered, and
     // an access waits one cycle after its address is set (each DW one cycle longer)
@@ -146,6 +149,12 @@ module velo_regfile #(
     output wire [4:0]           rcnt_clr_idx,
     output wire                 ev_rma_read
 );
+    `VELO_CHECK_TLP_W
+    `VELO_CHECK_NODE_BITS
+    `VELO_CHECK_VPID_BITS
+    `VELO_CHECK_LINK_W
+    `VELO_CHECK_FLAG(g_check_rma, RMA, "velo_regfile: RMA must be 0 or 1")
+    `VELO_CHECK_PIPE
     localparam integer IW = (VPID_BITS > NODE_BITS) ? VPID_BITS : NODE_BITS;  // table clear index width
     localparam [20:0]  IRQ_NEXT = (RMA != 0) ? `VELO_BLK_IRQ_NEXT : 21'd0;
     localparam [31:0]  MSG_MAX  = `VELO_MSG_MAX;
@@ -176,6 +185,12 @@ module velo_regfile #(
         .rb_rgo(go_net | go_vpid | go_rma),
         .ev_window_read(ev_window_read), .ev_unsupported(ev_unsupported), .ev_bad_access(ev_bad_access),
         .ev_rma_read(ev_rma_read));
+
+    // the answers are ORed: at most one block may answer an address (simulation only)
+    wire [6:0] answer = {ack_id | (|rd_id), ack_ctrl | (|rd_ctrl), ack_cnt | (|rd_cnt),
+                         ack_net | ram_net | (|rd_net), ack_vpid | ram_vpid | (|rd_vpid),
+                         ack_irq | (|rd_irq), ack_rma | ram_rma | (|rd_rma)};
+    `VELO_ASSERT(clk, rst, (answer & (answer - 7'd1)) == 7'd0, "velo_regfile: two register blocks answer the same address")
 
     // ---------------------------------------------------------------- ID, CTRL, COUNTERS
     wire unused_sel_id, unused_sel_ctrl, unused_sel_cnt;
