@@ -48,8 +48,9 @@ UNITS = {
     "rma_cmd": ("velo_rma_cmd", ["rtl/rma/velo_rma_cmd.v"]),
     "rma_notify": ("velo_rma_notify", ["rtl/rma/velo_rma_notify.v"]),
     "dma_rd": ("velo_dma_rd", ["rtl/rma/velo_dma_rd.v"]),        # RMA DMA read engine (docs/rma-dma.md)
-    "rma_init": ("velo_rma_init", ["rtl/rma/velo_rma_init.v"]),  # RMA initiator engine (docs/rma.md §6)
-    "rma_tgt": ("velo_rma_tgt", ["rtl/rma/velo_rma_tgt.v"]),     # RMA target engine (docs/rma.md §6)
+    "rma_init": ("velo_rma_init", ["rtl/rma/velo_rma_init.v", "rtl/rma/velo_rma_init_issue.v",
+                                  "rtl/rma/velo_rma_init_rsp.v"]),  # RMA initiator engine (docs/rma.md §6)
+    "rma_tgt": ("velo_rma_tgt", ["rtl/rma/velo_rma_tgt.v", "rtl/rma/velo_rma_tgt_get.v"]),  # RMA target engine (docs/rma.md §6)
     "rma": ("velo_rma", None),        # the whole RMA unit as velo_nic instantiates it (docs/rma.md §6)
 }
 PAPER = {"requester": (88, 143), "completer": (274, 365), "regfile": (222, 199)}

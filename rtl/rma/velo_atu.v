@@ -28,13 +28,13 @@
 `default_nettype none
 `include "velo_spec.vh"
 module velo_atu #(
-    parameter integer REGION_BITS = 8,   // region index width (spec param RMA_REGION_BITS)
-    parameter integer PTE_BITS    = 12,  // page table index width (spec param RMA_PTE_BITS)
-    parameter integer VPID_BITS   = 8,   // vpid width (spec param VPID_BITS)
-    parameter integer TAG_W       = 8,   // width of the opaque tag passed from lookup to response
-    parameter integer INUSE_W     = 6,   // in-use counter width: up to 2^INUSE_W-1 translations per counter
+    parameter integer REGION_BITS = 8,   // region index width (spec param RMA_REGION_BITS), 1..12
+    parameter integer PTE_BITS    = 12,  // page table index width (spec param RMA_PTE_BITS), 4..16
+    parameter integer VPID_BITS   = 8,   // vpid width (spec param VPID_BITS), 1..8
+    parameter integer TAG_W       = 8,   // width of the opaque tag passed from lookup to response, >= 1
+    parameter integer INUSE_W     = 6,   // in-use counter width: up to 2^INUSE_W-1 translations per counter, >= 1
     parameter integer IU_BITS     = 5    // 2^IU_BITS in-use counters, shared by the regions with the same
-                                         // low IU_BITS index bits (IU_BITS >= REGION_BITS: one per region)
+                                         // low IU_BITS index bits (IU_BITS >= REGION_BITS: one per region); >= 1
 ) (
     input  wire                   clk,
     input  wire                   rst,        // synchronous, active high
@@ -73,6 +73,28 @@ module velo_atu #(
     output reg                    ev_rel_underflow,
     output reg                    ev_cfg_bad   // a table write beyond the tables or registers
 );
+    // parameter checks: an unknown module stops elaboration, the error names this instance
+    generate
+        if (REGION_BITS < 1 || REGION_BITS > 12) begin : g_bad_region_bits
+            velo_atu_error_REGION_BITS_out_of_range u_err ();
+        end
+        if (PTE_BITS < 4 || PTE_BITS > 16) begin : g_bad_pte_bits
+            velo_atu_error_PTE_BITS_out_of_range u_err ();
+        end
+        if (VPID_BITS < 1 || VPID_BITS > 8) begin : g_bad_vpid_bits
+            velo_atu_error_VPID_BITS_out_of_range u_err ();
+        end
+        if (TAG_W < 1) begin : g_bad_tag_w
+            velo_atu_error_TAG_W_out_of_range u_err ();
+        end
+        if (INUSE_W < 1) begin : g_bad_inuse_w
+            velo_atu_error_INUSE_W_out_of_range u_err ();
+        end
+        if (IU_BITS < 1) begin : g_bad_iu_bits
+            velo_atu_error_IU_BITS_out_of_range u_err ();
+        end
+    endgenerate
+
     localparam integer SB    = (IU_BITS < REGION_BITS) ? IU_BITS : REGION_BITS;  // counter index bits
     localparam integer NSLOT = 1 << SB;
     localparam [INUSE_W-1:0] IU_MAX = {INUSE_W{1'b1}};
@@ -214,6 +236,15 @@ module velo_atu #(
         else if (inc)
             inuse[s_a] <= iu_a + 1'b1;
     end
+
+    // simulation-only invariant (Yosys defines SYNTHESIS): an in-use counter never wraps; a
+    // violation stops the simulation, naming this instance
+`ifndef SYNTHESIS
+    always @(posedge clk) begin
+        if (!rst && !init && inc && !(same && rel_eff) && iu_a == IU_MAX)
+            $fatal(1, "%m: invariant: in-use counter %0d wraps", s_a);
+    end
+`endif
 
     always @(posedge clk) begin
         if (rst) ev_rel_underflow <= 1'b0;

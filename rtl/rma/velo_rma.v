@@ -27,16 +27,16 @@
 `default_nettype none
 `include "velo_spec.vh"
 module velo_rma #(
-    parameter integer NODE_BITS   = 8,    // node id width (spec param NODE_BITS)
-    parameter integer VPID_BITS   = 8,    // vpid width (spec param VPID_BITS)
-    parameter integer REGION_BITS = 8,    // ATU regions (spec param RMA_REGION_BITS)
-    parameter integer PTE_BITS    = 12,   // ATU page table entries (spec param RMA_PTE_BITS)
-    parameter integer MTU         = 48,   // data bytes per packet (spec param RMA_MTU)
-    parameter integer TAG_BITS    = 4,    // 2^TAG_BITS initiator commands outstanding
-    parameter integer MPS         = 256,  // max payload of a DMA write (target)
-    parameter integer MRRS        = 512,  // max read request size (DMA reads)
-    parameter integer SLOTS_LOG2  = 2,    // target request packet slots
-    parameter integer TIMEOUT     = 65536 // DMA read completion timeout in cycles
+    parameter integer NODE_BITS   = 8,    // node id width (spec param NODE_BITS), 1..8
+    parameter integer VPID_BITS   = 8,    // vpid width (spec param VPID_BITS), 1..8
+    parameter integer REGION_BITS = 8,    // ATU regions (spec param RMA_REGION_BITS), 1..12
+    parameter integer PTE_BITS    = 12,   // ATU page table entries (spec param RMA_PTE_BITS), 4..16
+    parameter integer MTU         = 48,   // data bytes per packet (spec param RMA_MTU), multiple of 8, 8..240
+    parameter integer TAG_BITS    = 4,    // 2^TAG_BITS initiator commands outstanding, 1..6
+    parameter integer MPS         = 256,  // max payload of a DMA write (target): power of 2, 64..4096
+    parameter integer MRRS        = 512,  // max read request size (DMA reads): power of 2, 128..4096
+    parameter integer SLOTS_LOG2  = 2,    // 2^SLOTS_LOG2 target request packet slots, >= 1
+    parameter integer TIMEOUT     = 65536 // DMA read completion timeout in cycles, >= 4
 ) (
     input  wire                 clk,
     input  wire                 rst,        // synchronous, active high
@@ -125,6 +125,40 @@ module velo_rma #(
     input  wire                 rcnt_clr,
     input  wire [4:0]           rcnt_clr_idx
 );
+    // parameter checks: an unknown module stops elaboration, the error names this instance
+    generate
+        if (NODE_BITS < 1 || NODE_BITS > 8) begin : g_bad_node_bits
+            velo_rma_error_NODE_BITS_out_of_range u_err ();
+        end
+        if (VPID_BITS < 1 || VPID_BITS > 8) begin : g_bad_vpid_bits
+            velo_rma_error_VPID_BITS_out_of_range u_err ();
+        end
+        if (REGION_BITS < 1 || REGION_BITS > 12) begin : g_bad_region_bits
+            velo_rma_error_REGION_BITS_out_of_range u_err ();
+        end
+        if (PTE_BITS < 4 || PTE_BITS > 16) begin : g_bad_pte_bits
+            velo_rma_error_PTE_BITS_out_of_range u_err ();
+        end
+        if (MTU < 8 || MTU > 240 || MTU % 8 != 0) begin : g_bad_mtu
+            velo_rma_error_MTU_out_of_range u_err ();
+        end
+        if (TAG_BITS < 1 || TAG_BITS > 6) begin : g_bad_tag_bits
+            velo_rma_error_TAG_BITS_out_of_range u_err ();
+        end
+        if (MPS < 64 || MPS > 4096 || ((MPS) & ((MPS) - 1)) != 0) begin : g_bad_mps
+            velo_rma_error_MPS_must_be_a_power_of_2_64_to_4096 u_err ();
+        end
+        if (MRRS < 128 || MRRS > 4096 || ((MRRS) & ((MRRS) - 1)) != 0) begin : g_bad_mrrs
+            velo_rma_error_MRRS_must_be_a_power_of_2_128_to_4096 u_err ();
+        end
+        if (SLOTS_LOG2 < 1) begin : g_bad_slots_log2
+            velo_rma_error_SLOTS_LOG2_out_of_range u_err ();
+        end
+        if (TIMEOUT < 4) begin : g_bad_timeout
+            velo_rma_error_TIMEOUT_out_of_range u_err ();
+        end
+    endgenerate
+
     localparam integer TCTX = 16;           // target DMA read context
     localparam integer NRC  = `VELO_RMA_CNT_NUM;
 

@@ -70,6 +70,19 @@ module velo_rma_rdmux #(
     input  wire                rd_err,
     input  wire [TCTX_W:0]     rd_ctx
 );
+    // parameter checks: an unknown module stops elaboration, the error names this instance
+    generate
+        if (TAG_BITS < 1 || TAG_BITS > 6) begin : g_bad_tag_bits
+            velo_rma_rdmux_error_TAG_BITS_out_of_range u_err ();
+        end
+        if (TCTX_W < TAG_BITS + 10) begin : g_bad_tctx_w
+            velo_rma_rdmux_error_TCTX_W_out_of_range u_err ();
+        end
+        if (FIFO_AW < 10) begin : g_bad_fifo_aw
+            velo_rma_rdmux_error_FIFO_AW_out_of_range u_err ();
+        end
+    endgenerate
+
     localparam integer FW = 64 + 8 + 2 + TAG_BITS;          // FIFO entry {ctx, err, last, be, data}
     localparam [FIFO_AW:0] DEPTH = 1 << FIFO_AW;
 
@@ -158,6 +171,26 @@ module velo_rma_rdmux #(
             errs <= errs + {{FIFO_AW{1'b0}}, push && rd_err} - {{FIFO_AW{1'b0}}, pop && i_rd_err};
         end
     end
+
+    // ---------------------------------------------------------------- simulation-only invariants
+    // (Yosys defines SYNTHESIS): a violation stops the simulation, naming this instance
+`ifndef SYNTHESIS
+    always @(posedge clk) begin
+        if (!rst) begin
+            // the room of every initiator beat was reserved with its request
+            if (push && !f_in_ready)
+                $fatal(1, "%m: invariant: initiator data FIFO written full");
+            if (cred > DEPTH)
+                $fatal(1, "%m: invariant: FIFO credits %0d above its %0d beats", cred, DEPTH);
+            if (push && !rd_last && got == 10'h3FF)
+                $fatal(1, "%m: invariant: beat count of a request wraps");
+            if (pop && i_rd_err && errs == {(FIFO_AW+1){1'b0}})
+                $fatal(1, "%m: invariant: error beat count below zero");
+            if (i_rd_bytes < {{FIFO_AW{1'b0}}, pop_n})
+                $fatal(1, "%m: invariant: byte count below zero");
+        end
+    end
+`endif
 
     wire unused_ok = &{1'b0, f_in_ready, f_count, span[2:0], rd_ctx[TCTX_W-1:TAG_BITS+10]};
 endmodule

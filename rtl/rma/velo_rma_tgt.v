@@ -25,7 +25,7 @@
 // the notification writer and waits until it reports the entry written (n_done) or dropped
 // (n_drop: NQ_DISABLED), and only then loads the PUT_RSP (docs/rma.md §3.3).
 //
-// Get engine: checks [NLA, NLA + LEN) with REMOTE_READ, then walks the region page by page (one
+// Get engine (velo_rma_tgt_get): checks [NLA, NLA + LEN) with REMOTE_READ, then walks the region page by page (one
 // lookup per page, the first one being the check), issuing DMA reads (velo_dma_rd, <= 4 KiB, not
 // across a page end) whose context carries the region to release with the last read of each
 // translation. The data (host lanes) go through a 16-byte gather register into GET_RSP packets
@@ -53,9 +53,9 @@
 `include "velo_spec.vh"
 module velo_rma_tgt #(
     parameter integer TLP_W       = 64,   // TLP stream data width: 64 (the only width implemented)
-    parameter integer NODE_BITS   = 8,    // node id width (spec param NODE_BITS)
-    parameter integer VPID_BITS   = 8,    // vpid width (spec param VPID_BITS)
-    parameter integer REGION_BITS = 8,    // region index width (spec param RMA_REGION_BITS)
+    parameter integer NODE_BITS   = 8,    // node id width (spec param NODE_BITS), 1..8
+    parameter integer VPID_BITS   = 8,    // vpid width (spec param VPID_BITS), 1..8
+    parameter integer REGION_BITS = 8,    // region index width (spec param RMA_REGION_BITS), 1..12
     parameter integer MTU         = 48,   // data bytes per packet (spec param RMA_MTU), multiple of 8, 8..240
     parameter integer MPS         = 256,  // max payload size of a DMA write: power of 2, 64..4096
     parameter integer SLOTS_LOG2  = 2,    // 2^SLOTS_LOG2 request packet slots (>= 1)
@@ -143,6 +143,37 @@ module velo_rma_tgt #(
     output reg  [1:0]             ev_no_route,// responses dropped this cycle (0..2): no valid route
     output reg                    ev_put_rsp  // a PUT_RSP was generated
 );
+    // parameter checks: an unknown module stops elaboration, the error names this instance
+    generate
+        if (TLP_W != 64) begin : g_bad_tlp_w
+            velo_rma_tgt_error_TLP_W_must_be_64 u_err ();
+        end
+        if (NODE_BITS < 1 || NODE_BITS > 8) begin : g_bad_node_bits
+            velo_rma_tgt_error_NODE_BITS_out_of_range u_err ();
+        end
+        if (VPID_BITS < 1 || VPID_BITS > 8) begin : g_bad_vpid_bits
+            velo_rma_tgt_error_VPID_BITS_out_of_range u_err ();
+        end
+        if (REGION_BITS < 1 || REGION_BITS > 12) begin : g_bad_region_bits
+            velo_rma_tgt_error_REGION_BITS_out_of_range u_err ();
+        end
+        if (MTU < 8 || MTU > 240 || MTU % 8 != 0) begin : g_bad_mtu
+            velo_rma_tgt_error_MTU_out_of_range u_err ();
+        end
+        if (MPS < 64 || MPS > 4096 || ((MPS) & ((MPS) - 1)) != 0) begin : g_bad_mps
+            velo_rma_tgt_error_MPS_must_be_a_power_of_2_64_to_4096 u_err ();
+        end
+        if (SLOTS_LOG2 < 1) begin : g_bad_slots_log2
+            velo_rma_tgt_error_SLOTS_LOG2_out_of_range u_err ();
+        end
+        if (CTX_W < REGION_BITS + 1) begin : g_bad_ctx_w
+            velo_rma_tgt_error_CTX_W_out_of_range u_err ();
+        end
+        if (GQ_LOG2 < NODE_BITS) begin : g_bad_gq_log2
+            velo_rma_tgt_error_GQ_LOG2_out_of_range u_err ();
+        end
+    endgenerate
+
     // ================================================================ sizes
     localparam integer NS   = 1 << SLOTS_LOG2;
     localparam integer SB   = (SLOTS_LOG2 > 0) ? SLOTS_LOG2 : 1;
@@ -273,22 +304,22 @@ module velo_rma_tgt #(
     reg [2:0]    t_st;
     reg [SB-1:0] t_slot;
     assign t_slot_w = t_slot;
-    wire [63:0] th = sl_h[t_slot];
-    wire [63:0] tn = sl_w1[t_slot];
-    wire [63:0] t2 = sl_w2[t_slot];
-    wire [63:0] t3 = sl_w3[t_slot];
-    wire [3:0]  t_type   = th[`VELO_RMA_PKT_HDR_TYPE];
-    wire        t_first  = th[`VELO_RMA_PKT_HDR_FIRST_LSB];
-    wire        t_lastp  = th[`VELO_RMA_PKT_HDR_LAST_LSB];
-    wire        t_notify = th[`VELO_RMA_PKT_HDR_NOTIFY_LSB];
-    wire [7:0]  t_src8   = th[`VELO_RMA_PKT_HDR_SRC_NODE];
+    wire [63:0] t_hdr = sl_h[t_slot];
+    wire [63:0] t_nla = sl_w1[t_slot];
+    wire [63:0] t_len_word = sl_w2[t_slot];
+    wire [63:0] t_word3 = sl_w3[t_slot];
+    wire [3:0]  t_type   = t_hdr[`VELO_RMA_PKT_HDR_TYPE];
+    wire        t_first  = t_hdr[`VELO_RMA_PKT_HDR_FIRST_LSB];
+    wire        t_lastp  = t_hdr[`VELO_RMA_PKT_HDR_LAST_LSB];
+    wire        t_notify = t_hdr[`VELO_RMA_PKT_HDR_NOTIFY_LSB];
+    wire [7:0]  t_src8   = t_hdr[`VELO_RMA_PKT_HDR_SRC_NODE];
     wire [NODE_BITS-1:0] t_node = t_src8[NODE_BITS-1:0];
-    wire [8:0]  t_area   = {1'b0, th[`VELO_RMA_PKT_HDR_LEN_M1]} + 9'd1;
+    wire [8:0]  t_area   = {1'b0, t_hdr[`VELO_RMA_PKT_HDR_LEN_M1]} + 9'd1;
     wire [8:0]  t_hwb    = 9'd8 + ((t_first || t_notify) ? 9'd8 : 9'd0) + (t_notify ? 9'd8 : 9'd0);
-    wire [1:0]  t_pad    = tn[1:0];
+    wire [1:0]  t_pad    = t_nla[1:0];
     wire        t_nodata = (t_area == t_hwb);
     wire [8:0]  t_dlen   = t_nodata ? 9'd0 : t_area - t_hwb - {7'd0, t_pad};
-    wire [23:0] t_plen24 = t2[`VELO_RMA_PKT_LEN_LEN];
+    wire [23:0] t_plen24 = t_len_word[`VELO_RMA_PKT_LEN_LEN];
     wire        t_is_put = (t_type == `VELO_PKT_TYPE_RMA_PUT);
     wire        t_is_get = (t_type == `VELO_PKT_TYPE_RMA_GET);
     wire        t_node_oor = (NODE_BITS < 8) ? ((t_src8 >> NODE_BITS) != 8'd0) : 1'b0;
@@ -296,7 +327,7 @@ module velo_rma_tgt #(
                             (t_notify && (!t_lastp || !t_nodata)) ||
                             (t_first && ({15'd0, t_dlen} > t_plen24)) || (t_dlen > MTU9);
     wire        t_get_bad = (t_area != 9'd24);
-    wire        t_mal = t_node_oor || th[`VELO_RMA_PKT_HDR_ZERO] != 2'd0 ||
+    wire        t_mal = t_node_oor || t_hdr[`VELO_RMA_PKT_HDR_ZERO] != 2'd0 ||
                         !(t_is_put || t_is_get) || (t_is_put && t_put_bad) || (t_is_get && t_get_bad);
     wire        t_full = (sl_st[t_slot] == SL_FULL);
     wire        t_dec  = (t_st == T_IDLE) && t_full && !src_init;
@@ -323,7 +354,7 @@ module velo_rma_tgt #(
     wire        g_idle;
 
     assign t_lk_req = (t_st == T_LK1) || (t_st == T_LK2);
-    assign t_lk_nla = (t_st == T_LK1) ? tn : {tn[63:40], tn[39:0] + {31'd0, t_l1}};
+    assign t_lk_nla = (t_st == T_LK1) ? t_nla : {t_nla[63:40], t_nla[39:0] + {31'd0, t_l1}};
     assign t_lk_len = (t_st == T_LK1) ? (t_first ? t_plen24 : {15'd0, t_dlen}) : {15'd0, t_dl - t_l1};
     assign t_rs_wait = (t_st == T_RS1) || (t_st == T_RS2);
     assign t_rel_req = (t_st == T_REL);
@@ -522,10 +553,10 @@ module velo_rma_tgt #(
             w_fail   <= t_fail_new;
             w_reason <= t_fail_new ? t_reason : E_NONE;
             w_owner  <= t_owner;
-            w_hdr    <= th;
-            w_nla    <= tn;
-            w_len    <= t2;
-            w_cookie <= t3;
+            w_hdr    <= t_hdr;
+            w_nla    <= t_nla;
+            w_len    <= t_len_word;
+            w_cookie <= t_word3;
             w_route  <= t_route_now;
             w_p0     <= 9'd8 + t_hwb + {7'd0, t_pad};
             c_a      <= t_a1;
@@ -621,283 +652,31 @@ module velo_rma_tgt #(
         end
     end
 
-    // ================================================================ get engine: issue side
-    localparam [2:0] G_IDLE = 3'd0, G_LK = 3'd1, G_RS = 3'd2, G_RQ = 3'd3, G_REL = 3'd4, G_END = 3'd5;
-    reg [2:0]   g_st;
-    reg [63:0]  g_tnla, g_inla;
-    reg [23:0]  g_len, g_off;
-    reg [63:0]  g_hdr;       // the request's header word
-    reg [14:0]  g_route;
-    reg [63:0]  g_a;
-    reg [21:0]  g_r;
-    reg [REGION_BITS-1:0] g_reg;
-    reg         g_fail;
-    reg [3:0]   g_err;
-    reg [6:0]   g_outst;     // requests issued and not yet ended
-    reg         g_dfail;     // a read failed: discard data
-    wire        d_done;      // the data side sent the last packet
-    wire        g_final_go;  // the final (error or empty) packet is queued
-    wire        rd_fire_last;
-
-    // the GET queue: {route, SRC_VPID, TAG, initiator NLA, LEN, target NLA} of each request
-    localparam integer GQW = 15 + 8 + 8 + 64 + 24 + 64;
-    wire           gq_s_ready, gq_valid;
-    wire [GQW-1:0] gq_q;
-    wire [GQ_LOG2:0] gq_count;
-    // an idle engine with an empty queue takes the GET from T directly (no queue latency)
-    assign g_direct = (t_st == T_GET) && (g_st == G_IDLE) && (gq_count == {(GQ_LOG2+1){1'b0}});
-    assign gq_push  = (t_st == T_GET) && !g_direct && gq_s_ready;
-    wire   g_pop    = gq_valid && (g_st == G_IDLE);
-    velo_fifo #(.W(GQW), .AW(GQ_LOG2)) u_gq (
-        .clk(clk), .rst(rst),
-        .s_valid(gq_push), .s_ready(gq_s_ready),
-        .s_data({t_route_now, th[`VELO_RMA_PKT_HDR_SRC_VPID], th[`VELO_RMA_PKT_HDR_TAG], t3,
-                 t2[`VELO_RMA_PKT_LEN_LEN], tn}),
-        .m_valid(gq_valid), .m_ready(g_pop), .m_data(gq_q), .count(gq_count));
-    wire [63:0] q_tnla  = g_direct ? tn : gq_q[63:0];
-    wire [23:0] q_len   = g_direct ? t2[`VELO_RMA_PKT_LEN_LEN] : gq_q[87:64];
-    wire [63:0] q_inla  = g_direct ? t3 : gq_q[151:88];
-    wire [7:0]  q_tag   = g_direct ? th[`VELO_RMA_PKT_HDR_TAG] : gq_q[159:152];
-    wire [7:0]  q_vpid  = g_direct ? th[`VELO_RMA_PKT_HDR_SRC_VPID] : gq_q[167:160];
-    wire [14:0] q_route = g_direct ? t_route_now : gq_q[182:168];
-    reg  [63:0] q_hdr;
-    always @(*) begin
-        q_hdr = 64'd0;
-        q_hdr[`VELO_RMA_PKT_HDR_SRC_VPID] = q_vpid;
-        q_hdr[`VELO_RMA_PKT_HDR_TAG]      = q_tag;
-    end
-
-    assign g_idle  = (g_st == G_IDLE);
-    assign g_start = g_pop || g_direct;
-    wire [23:0] g_rem   = g_len - g_off;
-    wire [21:0] g_r4k   = (g_r > 22'd4096) ? 22'd4096 : g_r;
-    wire [23:0] g_qlen  = ({2'd0, g_r4k} < g_rem) ? {2'd0, g_r4k} : g_rem;
-    wire        g_qtr   = ({2'd0, g_r} == g_qlen);      // uses up the translation
-    assign g_lk_req = (g_st == G_LK);
-    assign g_lk_nla = {g_tnla[63:40], g_tnla[39:0] + {16'd0, g_off}};
-    assign g_lk_len = g_rem;
-    assign g_rs_wait = (g_st == G_RS);
-    assign rq_valid  = (g_st == G_RQ) && !g_dfail;
-    assign rq_addr   = g_a;
-    wire [23:0] g_qlm1 = g_qlen - 24'd1;
-    assign rq_len_m1 = g_qlm1[11:0];
-    // the translation is released with the last beat of its last read: the read that uses it
-    // up, or the get's last read when the get ends before the translation does (without the
-    // second case every get ending inside a page kept its region busy for ever: no quiesce)
-    wire        g_qlast = (g_qlen == g_rem);
-    assign rq_ctx    = {{(CTX_W-REGION_BITS-1){1'b0}}, g_qtr || g_qlast, g_reg};
-    assign g_rel_req = (g_st == G_REL);
-    assign g_rel_r   = g_reg;
-    wire   rq_fire   = rq_valid && rq_ready;
-
-    always @(posedge clk) begin
-        if (rst) begin
-            g_st    <= G_IDLE;
-            g_outst <= 7'd0;
-        end else begin
-            g_outst <= g_outst + {6'd0, rq_fire} - {6'd0, rd_fire_last};
-            case (g_st)
-                G_IDLE: if (g_start) begin
-                    if (!q_route[14]) g_st <= G_IDLE;
-                    else if (!enable || q_len == 24'd0) g_st <= G_END;
-                    else g_st <= G_LK;
-                end
-                G_LK: if (g_lk_gnt) g_st <= G_RS;
-                G_RS: if (g_rs) g_st <= (rs_err != E_NONE || g_dfail) ? ((rs_err == E_NONE) ? G_REL : G_END) : G_RQ;
-                G_RQ: if (g_dfail) g_st <= G_REL;
-                      else if (rq_fire) begin
-                          if (g_qlen == g_rem) g_st <= G_END;
-                          else if (g_qtr) g_st <= G_LK;
-                      end
-                G_REL: if (g_rel_gnt) g_st <= G_END;
-                default: if (d_done || g_final_go) g_st <= G_IDLE;   // G_END
-            endcase
-        end
-    end
-
-    always @(posedge clk) begin
-        if (g_start) begin
-            g_tnla  <= q_tnla;
-            g_len   <= q_len;
-            g_inla  <= q_inla;
-            g_hdr   <= q_hdr;
-            g_route <= q_route;
-            g_off   <= 24'd0;
-            g_fail  <= !enable;
-            g_err   <= enable ? E_NONE : `VELO_RMA_ERR_DISABLED;
-        end
-        if (g_rs) begin
-            g_a   <= rs_addr;
-            g_r   <= rs_room;
-            g_reg <= rs_region;
-            if (rs_err != E_NONE) begin
-                g_fail <= 1'b1;
-                g_err  <= rs_err;
-            end
-        end
-        if (rq_fire) begin
-            g_a   <= g_a + {40'd0, g_qlen};
-            g_r   <= g_r - g_qlen[21:0];
-            g_off <= g_off + g_qlen;
-        end
-        if (rd_valid && rd_ready && rd_err && !g_fail) begin
-            g_fail <= 1'b1;
-            g_err  <= `VELO_RMA_ERR_NOT_VALID;
-        end
-    end
-
-    // ================================================================ get engine: data side
-    // a GET_RSP packet being gathered into buffer gb_w: p_need data bytes still to take
-    reg [1:0]   gs_st;          // per buffer: ready to send
-    reg [63:0]  gs_hdr [0:1];
-    reg [63:0]  gs_nla [0:1];
-    reg [GWB:0] gs_nw  [0:1];   // data words
-    reg [2:0]   gs_lnb [0:1];
-    reg         gb_w;           // buffer being filled
-    reg         p_act;
-    reg         p_first;        // the next packet is the get's first
-    reg [7:0]   p_need;
-    reg [7:0]   p_n;
-    reg [1:0]   p_pad;
-    reg [63:0]  p_nla;
-    reg [GWB:0] p_wi;
-    reg [127:0] acc;
-    reg [4:0]   acc_n;
-    reg [23:0]  d_left;
-    reg [2:0]   cons;           // lanes of the current read beat already taken
-
-    wire g_active = (g_st != G_IDLE);
-    wire g_disc   = g_fail;     // discard data: the get ends with an error
-    // lanes of the beat
-    reg [2:0] be_lo, be_hi;
-    always @(*) begin : lanes
-        integer k;
-        be_lo = 3'd0;
-        be_hi = 3'd0;
-        for (k = 7; k >= 0; k = k - 1) if (rd_be[k]) be_lo = k[2:0];
-        for (k = 0; k < 8; k = k + 1) if (rd_be[k]) be_hi = k[2:0];
-    end
-    wire [2:0]  b_lo    = (cons > be_lo) ? cons : be_lo;
-    wire [3:0]  b_avail = {1'b0, be_hi} - {1'b0, b_lo} + 4'd1;
-    wire [3:0]  b_take  = ({4'd0, b_avail} <= p_need) ? b_avail : p_need[3:0];
-    wire        b_all   = ({4'd0, b_avail} <= p_need);
-    wire        emit    = p_act && ((acc_n >= 5'd8) || (p_need == 8'd0 && acc_n != 5'd0));
-    wire [4:0]  acc_n1  = emit ? ((acc_n >= 5'd8) ? acc_n - 5'd8 : 5'd0) : acc_n;
-    wire [127:0] acc1   = emit ? {64'd0, acc[127:64]} : acc;
-    // a beat is used when no other release is under way (its last beat may release a translation)
-    wire        rd_use   = g_active && !w_rel_q && !t_rel_req;
-    wire        rd_disc  = g_disc || rd_err || (rd_be == 8'd0);       // beats thrown away whole
-    wire        take_ok  = p_act && (p_need != 8'd0) && !rd_disc;
-    assign rd_ready = rd_use && (rd_disc || (take_ok && b_all));      // the beat is done with
-    wire rd_fire = rd_valid && rd_ready;
-    wire rd_take = rd_valid && rd_use && take_ok;                     // bytes of the beat taken
-    assign rd_fire_last = rd_fire && rd_last;
-    // the release of a translation with its last read (whether it ended well or not)
-    assign rd_rel   = rd_fire_last && rd_ctx[REGION_BITS];
-    assign rd_rel_r = rd_ctx[REGION_BITS-1:0];
-
-    wire [63:0]  b_shift = rd_data >> {b_lo, 3'b000};
-    wire [63:0]  b_mask  = ~(64'hFFFF_FFFF_FFFF_FFFF << {b_take, 3'b000});
-    wire [127:0] b_place = {64'd0, b_shift & b_mask} << {acc_n1[3:0], 3'b000};
-    wire         p_done  = p_act && p_need == 8'd0 && acc_n == 5'd0 && !g_fail;
-    wire [7:0]   p_room  = p_first ? (MTU9[7:0] - {5'd0, g_inla[2:0]}) : MTU9[7:0];
-    wire [7:0]   p_len   = ({16'd0, p_room} < d_left) ? p_room : d_left[7:0];
-    wire         p_start = g_active && !p_act && !g_disc && (d_left != 24'd0) && !gs_st[gb_w] && (g_st != G_IDLE);
-
-    // the final packet without data: an error, or a get of length 0
-    assign g_final_go = (g_st == G_END) && !gs_st[gb_w] &&
-                        ((g_fail && g_outst == 7'd0) || (!g_fail && g_len == 24'd0));
-    reg [63:0] gr_hdr;
-    wire [8:0] p_area = 9'd8 + {7'd0, p_pad} + {1'b0, p_n};
-    wire [8:0] p_am1  = p_area - 9'd1;
-    wire       p_lastpk = (d_left == 24'd0);
-    always @(*) begin
-        gr_hdr = 64'd0;
-        gr_hdr[`VELO_RMA_PKT_HDR_VC]       = 2'b10;
-        gr_hdr[`VELO_RMA_PKT_HDR_ROUTE]    = g_route[13:0];
-        gr_hdr[`VELO_RMA_PKT_HDR_TYPE]     = `VELO_PKT_TYPE_RMA_GET_RSP;
-        gr_hdr[`VELO_RMA_PKT_HDR_LAST]     = g_final_go ? 1'b1 : p_lastpk;
-        gr_hdr[`VELO_RMA_PKT_HDR_ERR]      = g_final_go ? g_err : E_NONE;
-        gr_hdr[`VELO_RMA_PKT_HDR_SRC_NODE] = node_id;
-        gr_hdr[`VELO_RMA_PKT_HDR_SRC_VPID] = g_hdr[`VELO_RMA_PKT_HDR_SRC_VPID];
-        gr_hdr[`VELO_RMA_PKT_HDR_TAG]      = g_hdr[`VELO_RMA_PKT_HDR_TAG];
-        gr_hdr[`VELO_RMA_PKT_HDR_LEN_M1]   = g_final_go ? 8'd7 : p_am1[7:0];
-    end
-    assign d_done = (g_st == G_END) && !g_fail && (g_len != 24'd0) && (d_left == 24'd0) && !p_act;
-
-    wire gs_take;               // the output takes buffer go_b
-    reg  go_b;                  // buffer the output sends next
-    wire gb_commit = p_done || g_final_go;
-    always @(posedge clk) begin
-        if (rst) begin
-            gs_st   <= 2'b00;
-            gb_w    <= 1'b0;
-            p_act   <= 1'b0;
-            acc_n   <= 5'd0;
-            cons    <= 3'd0;
-            d_left  <= 24'd0;
-            g_dfail <= 1'b0;
-        end else begin
-            if (gs_take) gs_st[go_b] <= 1'b0;
-            if (gb_commit) begin
-                gs_st[gb_w] <= 1'b1;
-                gb_w <= ~gb_w;
-            end
-            if (g_start) begin
-                d_left  <= (enable && q_route[14]) ? q_len : 24'd0;
-                g_dfail <= 1'b0;
-            end
-            if (rd_fire && rd_err) g_dfail <= 1'b1;
-            if (g_st == G_END && g_fail) begin
-                p_act <= 1'b0;
-                acc_n <= 5'd0;
-            end else if (p_start) begin
-                p_act <= 1'b1;
-                acc_n <= {3'd0, g_inla[1:0] & {2{p_first}}};
-            end else if (p_done) begin
-                p_act <= 1'b0;
-            end else if (p_act) begin
-                acc_n <= acc_n1 + (rd_take ? {1'b0, b_take} : 5'd0);
-            end
-            if (g_start) cons <= 3'd0;
-            else if (rd_fire) cons <= 3'd0;
-            else if (rd_take) cons <= b_lo + b_take[2:0];
-            if (rd_take) d_left <= d_left - {20'd0, b_take};
-        end
-    end
-    always @(posedge clk) begin
-        if (g_start) begin
-            p_first <= 1'b1;
-            p_nla   <= q_inla;
-        end
-        if (p_start) begin
-            p_need  <= p_len;
-            p_n     <= p_len;
-            p_pad   <= p_first ? g_inla[1:0] : 2'd0;
-            p_wi    <= {(GWB+1){1'b0}};
-            acc     <= 128'd0;
-            p_first <= 1'b0;
-        end else if (p_act) begin
-            acc <= acc1 | (rd_take ? b_place : 128'd0);
-            if (rd_take) p_need <= p_need - {4'd0, b_take};
-            if (emit) p_wi <= p_wi + 1'b1;
-        end
-        if (gb_commit) begin
-            gs_hdr[gb_w] <= gr_hdr;
-            gs_nla[gb_w] <= p_nla;
-            gs_nw[gb_w]  <= g_final_go ? {(GWB+1){1'b0}} : p_wi;
-            gs_lnb[gb_w] <= g_final_go ? 3'd7 : p_am1[2:0];
-        end
-        if (p_done) p_nla <= {p_nla[63:40], p_nla[39:0] + {32'd0, p_n}};
-    end
-
-    // GET_RSP buffers: word i of buffer b at {b, i}
-    wire            ob_re;
-    wire [GWB:0]    ob_ra;
-    wire [63:0]     ob_rd;
-    velo_sdp_ram #(.W(64), .ADDR_W(GWB + 1)) u_gbuf (
-        .clk(clk), .we(emit), .waddr({gb_w, p_wi[GWB-1:0]}), .wdata(acc[63:0]), .re(ob_re), .raddr({go_b, ob_ra[GWB-1:0]}),
-        .rdata(ob_rd));
+    // ================================================================ get engine (velo_rma_tgt_get)
+    wire        g_buf_valid, g_bufs_busy, g_q_empty, g_start_no_route, g_final_err;
+    wire [63:0] g_buf_hdr, g_buf_nla, ob_rd;
+    wire [GWB:0] g_buf_nw;
+    wire [2:0]  g_buf_lnb;
+    wire [3:0]  g_err_code;
+    wire [7:0]  g_pkt_bytes;
+    wire        gs_take, ob_re;
+    wire [GWB:0] ob_ra;
+    velo_rma_tgt_get #(.REGION_BITS(REGION_BITS), .MTU(MTU), .CTX_W(CTX_W), .GQ_LOG2(GQ_LOG2)) u_get (
+        .clk(clk), .rst(rst), .enable(enable), .node_id(node_id),
+        .t_get(t_st == T_GET), .req_tnla(t_nla), .req_len(t_len_word[`VELO_RMA_PKT_LEN_LEN]), .req_inla(t_word3),
+        .req_tag(t_hdr[`VELO_RMA_PKT_HDR_TAG]), .req_vpid(t_hdr[`VELO_RMA_PKT_HDR_SRC_VPID]), .req_route(t_route_now),
+        .direct(g_direct), .push(gq_push), .start(g_start), .start_no_route(g_start_no_route), .idle(g_idle),
+        .q_empty(g_q_empty),
+        .lk_req(g_lk_req), .lk_nla(g_lk_nla), .lk_len(g_lk_len), .lk_gnt(g_lk_gnt), .rs_wait(g_rs_wait),
+        .rs_go(g_rs), .rs_err(rs_err), .rs_addr(rs_addr), .rs_room(rs_room), .rs_region(rs_region),
+        .rel_req(g_rel_req), .rel_region(g_rel_r), .rel_gnt(g_rel_gnt), .rel_other(w_rel_q || t_rel_req),
+        .rd_rel(rd_rel), .rd_rel_region(rd_rel_r),
+        .rq_valid(rq_valid), .rq_ready(rq_ready), .rq_addr(rq_addr), .rq_len_m1(rq_len_m1), .rq_ctx(rq_ctx),
+        .rd_valid(rd_valid), .rd_ready(rd_ready), .rd_data(rd_data), .rd_be(rd_be), .rd_last(rd_last),
+        .rd_err(rd_err), .rd_ctx(rd_ctx),
+        .buf_valid(g_buf_valid), .buf_hdr(g_buf_hdr), .buf_nla(g_buf_nla), .buf_nw(g_buf_nw), .buf_lnb(g_buf_lnb),
+        .buf_take(gs_take), .buf_re(ob_re), .buf_ra(ob_ra[GWB-1:0]), .buf_rd(ob_rd), .bufs_busy(g_bufs_busy),
+        .final_err(g_final_err), .err_code(g_err_code), .pkt_bytes(g_pkt_bytes));
 
     // ================================================================ response output
     reg        q_busy;          // a packet is being sent
@@ -909,12 +688,12 @@ module velo_rma_tgt #(
     reg [2:0]  olnb;
     reg [63:0] oword;
     wire       oadv   = !ov || out_ready;
-    wire       pick_g = gs_st[go_b] && (!pr_valid || q_last_put);
-    wire       pick   = !q_busy && (pr_valid || gs_st[go_b]);
+    wire       pick_g = g_buf_valid && (!pr_valid || q_last_put);
+    wire       pick   = !q_busy && (pr_valid || g_buf_valid);
     wire       q_go   = oadv && (q_busy || pick);
     wire       cur_g  = q_busy ? q_get : pick_g;
     wire [GWB+1:0] cur_i = q_busy ? q_i : {(GWB+2){1'b0}};
-    wire [GWB+1:0] cur_n = q_busy ? q_n : (pick_g ? {1'b0, gs_nw[go_b]} + TWO : TWO);
+    wire [GWB+1:0] cur_n = q_busy ? q_n : (pick_g ? {1'b0, g_buf_nw} + TWO : TWO);
     wire       cur_last = (cur_i == cur_n - 1'b1);
     assign pr_take = q_go && !cur_g && cur_last;
     assign gs_take = q_go && cur_g && cur_last;
@@ -926,7 +705,6 @@ module velo_rma_tgt #(
             q_busy     <= 1'b0;
             q_last_put <= 1'b0;
             ov         <= 1'b0;
-            go_b       <= 1'b0;
         end else begin
             if (q_go) begin
                 q_busy <= !cur_last;
@@ -936,15 +714,14 @@ module velo_rma_tgt #(
                     q_n        <= cur_n;
                     q_last_put <= !pick_g;
                 end
-                if (gs_take) go_b <= ~go_b;
             end
             if (oadv) begin
                 ov   <= q_go;
                 ol   <= cur_last;
                 oram <= cur_g && (cur_i >= 2);
-                olnb <= (cur_last && cur_g) ? gs_lnb[go_b] : 3'd7;
-                if (cur_i == 0) oword <= cur_g ? gs_hdr[go_b] : pr_hdr;
-                else oword <= cur_g ? gs_nla[go_b] : pr_nla;
+                olnb <= (cur_last && cur_g) ? g_buf_lnb : 3'd7;
+                if (cur_i == 0) oword <= cur_g ? g_buf_hdr : pr_hdr;
+                else oword <= cur_g ? g_buf_nla : pr_nla;
             end
         end
     end
@@ -952,6 +729,22 @@ module velo_rma_tgt #(
     assign out_last  = ol;
     assign out_lnb   = olnb;
     assign out_data  = oram ? ob_rd : oword;
+
+    // ================================================================ simulation-only invariants
+    // (Yosys defines SYNTHESIS): a violation stops the simulation, naming this instance
+`ifndef SYNTHESIS
+    always @(posedge clk) begin
+        if (!rst) begin
+            // slots: T frees or hands over only a complete packet, W frees only a slot it was given
+            if ((t_free || t_to_w) && sl_st[t_slot_w] != SL_FULL)
+                $fatal(1, "%m: invariant: T releases slot %0d in state %0d", t_slot_w, sl_st[t_slot_w]);
+            if (w_free && sl_st[w_slot_w] != SL_W)
+                $fatal(1, "%m: invariant: W frees slot %0d in state %0d", w_slot_w, sl_st[w_slot_w]);
+            if (t_free && t_to_w)
+                $fatal(1, "%m: invariant: T frees slot %0d and hands it to W", t_slot_w);
+        end
+    end
+`endif
 
     // ================================================================ status, events
     reg slots_busy;
@@ -961,8 +754,8 @@ module velo_rma_tgt #(
         for (i = 0; i < NS; i = i + 1) if (sl_st[i] != SL_FREE) slots_busy = 1'b1;
     end
     assign busy = slots_busy || (t_st != T_IDLE) || (w_st != W_IDLE) || o_valid || pr_valid || !g_idle ||
-                  (gq_count != {(GQ_LOG2+1){1'b0}}) ||
-                  (gs_st != 2'b00) || q_busy || ov;
+                  !g_q_empty ||
+                  g_bufs_busy || q_busy || ov;
 
     always @(posedge clk) begin
         if (rst) begin
@@ -982,18 +775,18 @@ module velo_rma_tgt #(
             ev_get      <= g_start;
             ev_bad      <= t_drop;
             ev_wr_bytes <= (issue && e_beat == 6'd0) ? {1'b0, c_len} : 10'd0;
-            ev_rd_bytes <= p_done ? p_n : 8'd0;
+            ev_rd_bytes <= g_pkt_bytes;
             ev_err      <= w_rsp_go && w_fail;
             ev_err_code <= w_reason;
-            ev_gerr     <= g_final_go && g_fail;
-            ev_gerr_code <= g_err;
-            ev_no_route <= {1'b0, w_rsp_go && !w_route[14]} + {1'b0, g_start && !q_route[14]};
+            ev_gerr     <= g_final_err;
+            ev_gerr_code <= g_err_code;
+            ev_no_route <= {1'b0, w_rsp_go && !w_route[14]} + {1'b0, g_start_no_route};
             ev_put_rsp  <= w_rsp_go && w_route[14];
         end
     end
 
-    wire unused_ok = &{1'b0, rd_first, rd_ctx, th, t2, t3, in_h, w_hdr, w_len, c_wi9, c_span, c_mroom, rs_room,
-                       c_nb8, c_ndw10, g_qlm1, in_ar[2:0], c_wi1[0], o_rot[127:64], g_inla, g_hdr, g_route[14],
-                       p_am1[8], ob_ra[GWB], cur_im2[GWB+1], t_plen24, src_st[0], c_rem};
+    wire unused_ok = &{1'b0, rd_first, rd_ctx, t_hdr, t_len_word, t_word3, in_h, w_hdr, w_len, c_wi9, c_span, c_mroom, rs_room,
+                       c_nb8, c_ndw10, in_ar[2:0], c_wi1[0], o_rot[127:64], ob_ra[GWB], cur_im2[GWB+1],
+                       t_plen24, src_st[0], c_rem};
 endmodule
 `default_nettype wire

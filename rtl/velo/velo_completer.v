@@ -31,7 +31,7 @@
 `include "velo_spec.vh"
 module velo_completer #(
     parameter integer TLP_W         = 64,  // TLP stream data width: 64 or 128
-    parameter integer VPID_BITS     = 8,   // vpid width (spec param VPID_BITS)
+    parameter integer VPID_BITS     = 8,   // vpid width (spec param VPID_BITS), 1..8
     // 0: the decision is taken from the table RAM's read data in the cycle they arrive (the
     // NIC's latency figures); 1: (smaller devices, docs/board-guide.md) the row is registered and
     // the room check registered once more, so the decision comes two cycles after the read data
@@ -96,6 +96,19 @@ module velo_completer #(
     localparam [1:0] L_NONE = 2'd0, L_PEND = 2'd1, L_HAVE = 2'd2, L_RDY = 2'd3;
     localparam [3:0] TAIL_BEATS = (R == 1) ? 4'd2 : 4'd1;
 
+    // parameter checks: an unknown module stops elaboration, the error names this instance
+    generate
+        if (TLP_W != 64 && TLP_W != 128) begin : g_bad_tlp_w
+            velo_completer_error_TLP_W_must_be_64_or_128 u_err ();
+        end
+        if (VPID_BITS < 1 || VPID_BITS > 8) begin : g_bad_vpid_bits
+            velo_completer_error_VPID_BITS_out_of_range u_err ();
+        end
+        if (PIPE != 0 && PIPE != 1) begin : g_bad_pipe
+            velo_completer_error_PIPE_must_be_0_or_1 u_err ();
+        end
+    endgenerate
+
     // payload area of a header in bytes: (FRAG_OFF % 4) + FRAG_LEN, 1..67 (over 64 is bad)
     function [6:0] area_of;
         input [1:0] off_lo;       // FRAG_OFF % 4
@@ -128,11 +141,11 @@ module velo_completer #(
     reg        in_slot;
     reg [3:0]  in_cnt;    // words of the current packet accepted so far (saturates)
 
-    reg        h_slot;    // head: the next packet to decide
-    wire       d_go;      // the head packet is decided for delivery this cycle
-    wire       d_drop;    // the head packet is dropped this cycle
-    wire       final_hs;  // the last beat of an entry is accepted: its slot is free
-    reg        j_slot;    // slot of the packet being emitted
+    reg        head_slot;    // head: the next packet to decide
+    wire       dec_go;      // the head packet is decided for delivery this cycle
+    wire       dec_drop;    // the head packet is dropped this cycle
+    wire       entry_done;  // the last beat of an entry is accepted: its slot is free
+    reg        emit_slot;    // slot of the packet being emitted
 
     assign pkt_ready = (slot_st[in_slot] == S_FREE) || (slot_st[in_slot] == S_FILL);
     wire in_fire = pkt_valid && pkt_ready;
@@ -140,28 +153,28 @@ module velo_completer #(
     wire in_done = in_fire && pkt_last;
 
     // a packet is good if it has exactly 1 + words_of(area) words and area <= 64; both are taken
-    // from the header word when it arrives (in_nw, in_ovl), so the check at the last word is a
+    // from the header word when it arrives (in_nwords, in_over64), so the check at the last word is a
     // compare with registers (a lone header word is always short: words_of(area) >= 1)
     wire [6:0]  hdr_area  = area_of(pkt_data[`VELO_PKT_HDR_FRAG_OFF_LSB +: 2], pkt_data[`VELO_PKT_HDR_FRAG_LEN_M1]);
-    reg  [3:0]  in_nw;    // payload words the current packet's header announces
-    reg         in_ovl;   // ... and its area is over 64 bytes
+    reg  [3:0]  in_nwords;    // payload words the current packet's header announces
+    reg         in_over64;   // ... and its area is over 64 bytes
     always @(posedge clk) begin
         if (rst) begin
-            in_nw  <= 4'd0;
-            in_ovl <= 1'b0;
+            in_nwords  <= 4'd0;
+            in_over64 <= 1'b0;
         end else if (in_hdr) begin
-            in_nw  <= words_of(hdr_area);
-            in_ovl <= (hdr_area > 7'd64);
+            in_nwords  <= words_of(hdr_area);
+            in_over64 <= (hdr_area > 7'd64);
         end
     end
-    wire        in_bad    = (in_cnt == 4'd0) || (in_cnt != in_nw) || (in_cnt == 4'd15) || in_ovl || pkt_bad;
+    wire        in_bad    = (in_cnt == 4'd0) || (in_cnt != in_nwords) || (in_cnt == 4'd15) || in_over64 || pkt_bad;
 
     // payload word i (1..8) goes to beat i/R lane i%R, except word 8 (bytes 56..63 of the area,
     // the second line's payload) which goes to beat 15, top lane, so that the tail TLP's beat is
     // "lane 0 replaced by the header copy" like every other first beat.
-    wire [3:0] w_beat = (in_cnt == 4'd8) ? 4'd15 : (in_cnt / R[3:0]);
-    wire [3:0] w_lane = (in_cnt == 4'd8) ? (R[3:0] - 4'd1) : (in_cnt % R[3:0]);
-    wire       w_ok   = in_fire && (in_cnt != 4'd0) && (in_cnt <= 4'd8);
+    wire [3:0] buf_wbeat = (in_cnt == 4'd8) ? 4'd15 : (in_cnt / R[3:0]);
+    wire [3:0] buf_wlane = (in_cnt == 4'd8) ? (R[3:0] - 4'd1) : (in_cnt % R[3:0]);
+    wire       buf_we   = in_fire && (in_cnt != 4'd0) && (in_cnt <= 4'd8);
 
     always @(posedge clk) begin
         if (rst) begin
@@ -183,9 +196,9 @@ module velo_completer #(
                 end
             end
             // the head may be decided in the cycle its last word arrives: these win
-            if (d_go)   slot_st[h_slot] <= S_EMIT;
-            if (d_drop) slot_st[h_slot] <= S_FREE;
-            if (final_hs) slot_st[j_slot] <= S_FREE;
+            if (dec_go)   slot_st[head_slot] <= S_EMIT;
+            if (dec_drop) slot_st[head_slot] <= S_FREE;
+            if (entry_done) slot_st[emit_slot] <= S_FREE;
         end
     end
 
@@ -208,111 +221,112 @@ module velo_completer #(
     end
 
     // ================================================================ head: lookup and decision
-    wire [63:0] hh       = slot_hdr[h_slot];
-    wire [7:0]  h_dst8   = hh[`VELO_PKT_HDR_DST_VPID];
-    wire [VPID_BITS-1:0] h_vpid = h_dst8[VPID_BITS-1:0];
-    wire        h_vpid_oor = (VPID_BITS < 8) ? (h_dst8 >> VPID_BITS) != 8'd0 : 1'b0;
-    wire        h_two    = slot_two[h_slot];   // second line needed (area > 56 bytes)
-    wire [1:0]  h_lines  = h_two ? 2'd2 : 2'd1;
-    wire [3:0]  h_hw     = slot_hw[h_slot];    // head TLP words: 8, or 1 + words_of(area)
-    wire        h_one    = slot_one[h_slot];   // its first TLP is one beat
-    wire [1:0]  h_st     = slot_st[h_slot];
-    wire        h_avail  = (h_st == S_FILL) || (h_st == S_FULL);
+    wire [63:0] head_hdr       = slot_hdr[head_slot];
+    wire [7:0]  head_dst8   = head_hdr[`VELO_PKT_HDR_DST_VPID];
+    wire [VPID_BITS-1:0] head_vpid = head_dst8[VPID_BITS-1:0];
+    wire        head_vpid_oor = (VPID_BITS < 8) ? (head_dst8 >> VPID_BITS) != 8'd0 : 1'b0;
+    wire        head_two    = slot_two[head_slot];   // second line needed (area > 56 bytes)
+    wire [1:0]  head_lines  = head_two ? 2'd2 : 2'd1;
+    wire [3:0]  head_hw     = slot_hw[head_slot];    // head TLP words: 8, or 1 + words_of(area)
+    wire        head_one    = slot_one[head_slot];   // its first TLP is one beat
+    wire [1:0]  head_st     = slot_st[head_slot];
+    wire        head_avail  = (head_st == S_FILL) || (head_st == S_FULL);
 
-    reg  [1:0]  lk;       // lookup state of the head packet
-    reg         rr;       // software wrote the head's vpid since the table was read
-    reg  [57:0] t_base;
-    reg         t_en;
-    reg  [4:0]  t_log2;
-    reg  [16:0] t_wp;
-    reg  [16:0] t_rp;
+    reg  [1:0]  lookup_st;       // lookup state of the head packet
+    reg         tbl_stale;       // software wrote the head's vpid since the table was read
+    reg  [57:0] cap_base;        // the table row as captured the cycle after its read
+    reg         cap_en;
+    reg  [4:0]  cap_log2;
+    reg  [16:0] cap_wp;
+    reg  [16:0] cap_rp;
 
     wire [7:0]  in_dst8   = pkt_data[`VELO_PKT_HDR_DST_VPID];
     // (PIPE: not from the arriving header word, so that the input's handshake and word count do not
     // reach the table RAM's read port and the write-pointer bypass; the lookup starts a cycle later,
     // from the slot's stored header)
-    wire        look_hdr  = (PIPE == 0) && (lk == L_NONE) && in_hdr && (in_slot == h_slot);  // header arriving now
-    wire        look_slot = (lk == L_NONE) && h_avail;                         // header already in
-    wire        d_wait;
-    wire        reread    = (lk == ((PIPE != 0) ? L_RDY : L_HAVE)) && d_wait && rr;
+    wire        look_hdr  = (PIPE == 0) && (lookup_st == L_NONE) && in_hdr && (in_slot == head_slot);  // header arriving now
+    wire        look_slot = (lookup_st == L_NONE) && head_avail;  // header already in
+    wire        dec_wait;
+    wire        reread    = (lookup_st == ((PIPE != 0) ? L_RDY : L_HAVE)) && dec_wait && tbl_stale;
     assign tbl_re   = look_hdr || look_slot || reread;
-    assign tbl_vpid = look_hdr ? in_dst8[VPID_BITS-1:0] : h_vpid;
+    assign tbl_vpid = look_hdr ? in_dst8[VPID_BITS-1:0] : head_vpid;
 
     // the table row: straight from the RAM in the cycle after the read, else as captured
-    wire        live   = (PIPE == 0) && (lk == L_PEND);
-    wire [57:0] d_base = live ? tbl_base : t_base;
-    wire        d_en   = live ? tbl_en   : t_en;
-    wire [4:0]  d_log2 = live ? tbl_log2 : t_log2;
-    wire [16:0] d_rp   = live ? tbl_rp   : t_rp;
+    wire        row_live = (PIPE == 0) && (lookup_st == L_PEND);  // the read data are on tbl_* now
+    wire [57:0] row_base = row_live ? tbl_base : cap_base;
+    wire        row_en   = row_live ? tbl_en   : cap_en;
+    wire [4:0]  row_log2 = row_live ? tbl_log2 : cap_log2;
+    wire [16:0] row_rp   = row_live ? tbl_rp   : cap_rp;
 
     // our own write pointer update lands in the table RAM at the end of the cycle after the
     // decision; a read in that very cycle returns the old pointer, so it is bypassed
-    reg         fx_v;
-    reg  [16:0] fx_wp;
-    wire [16:0] tbl_wp_fx = fx_v ? fx_wp : tbl_wp;
-    wire [16:0] d_wp      = live ? tbl_wp_fx : t_wp;
-    wire [16:0] d_wp_next = d_wp + {15'd0, h_lines};
+    reg         wp_fwd_valid;
+    reg  [16:0] wp_fwd_data;
+    wire [16:0] tbl_wp_fwd = wp_fwd_valid ? wp_fwd_data : tbl_wp;
+    wire [16:0] row_wp      = row_live ? tbl_wp_fwd : cap_wp;
+    wire [16:0] row_wp_next = row_wp + {15'd0, head_lines};
 
     // ring arithmetic
-    wire [16:0] d_size  = 17'd1 << d_log2;
-    wire [16:0] d_used  = d_wp - d_rp;
-    wire        log2_ok = (d_log2 >= `VELO_MBOX_LOG2_MIN) && (d_log2 <= `VELO_MBOX_LOG2_MAX);
-    wire        room_c  = (d_used <= d_size) && ((d_size - d_used) >= {15'd0, h_lines});
-    // PIPE: the check from the captured row (t_*), registered; the row changes only with a new read
-    reg         room_q, lg_ok_q;
+    wire [16:0] ring_size  = 17'd1 << row_log2;
+    wire [16:0] ring_used  = row_wp - row_rp;
+    wire        log2_ok    = (row_log2 >= `VELO_MBOX_LOG2_MIN) && (row_log2 <= `VELO_MBOX_LOG2_MAX);
+    wire        room_c     = (ring_used <= ring_size) && ((ring_size - ring_used) >= {15'd0, head_lines});
+    // PIPE: the check from the captured row (cap_*), registered; the row changes only with a new read
+    reg         room_q, log2_ok_q;
     wire        room    = (PIPE != 0) ? room_q : room_c;
-    wire        log2_ok_d = (PIPE != 0) ? lg_ok_q : log2_ok;
+    wire        log2_ok_dec = (PIPE != 0) ? log2_ok_q : log2_ok;
 
-    wire type_ok = (hh[`VELO_PKT_HDR_TYPE] == `VELO_PKT_TYPE_VELO);
+    wire type_ok = (head_hdr[`VELO_PKT_HDR_TYPE] == `VELO_PKT_TYPE_VELO);
 
     // the decision, once the whole packet is in; with one word per beat an entry starts in the
     // cycle its last word arrives (the first beat of its first TLP is a header word, the payload
     // words are read from the slot buffer from the next cycle on)
     // (PIPE: only once the packet is stored complete, a cycle after its last word, so that the
     // input's word count and length checks do not reach the decision)
-    wire h_in     = (h_st == S_FULL) || (PIPE == 0 && in_done && in_slot == h_slot && R == 1);
-    wire h_bad    = (h_st == S_FULL) ? slot_bad[h_slot] : in_bad;
-    wire dec      = h_in && ((PIPE != 0) ? (lk == L_RDY) : (lk != L_NONE));
-    wire d_bad    = !type_ok || h_bad;
-    wire d_dis    = !d_bad && !enable;
-    wire d_vpid   = !d_bad && enable && (h_vpid_oor || !d_en || !log2_ok_d);
+    wire head_in     = (head_st == S_FULL) || (PIPE == 0 && in_done && in_slot == head_slot && R == 1);
+    wire head_bad    = (head_st == S_FULL) ? slot_bad[head_slot] : in_bad;
+    wire dec_now      = head_in && ((PIPE != 0) ? (lookup_st == L_RDY) : (lookup_st != L_NONE));  // decide now
+    wire dec_bad      = !type_ok || head_bad;     // drop: malformed or marked bad
+    wire dec_disabled = !dec_bad && !enable;      // drop: the completer is disabled
+    wire dec_bad_vpid = !dec_bad && enable && (head_vpid_oor || !row_en || !log2_ok_dec);  // drop: vpid not usable
     // PIPE: what the decision needs of the header and the table row, registered with room_q (the
     // slot's header and the captured row do not change until the decision)
-    reg  vok_q;
-    wire vok_c    = type_ok && !h_vpid_oor && d_en && log2_ok;
-    wire d_ok     = (PIPE != 0) ? (!h_bad && enable && vok_q) : (!d_bad && enable && !h_vpid_oor && d_en && log2_ok_d);
-    assign d_wait = dec && d_ok && !room;
-    assign d_drop = dec && !d_ok;
+    reg  vpid_ok_q;
+    wire vpid_ok_c    = type_ok && !head_vpid_oor && row_en && log2_ok;
+    wire dec_ok       = (PIPE != 0) ? (!head_bad && enable && vpid_ok_q)
+                                    : (!dec_bad && enable && !head_vpid_oor && row_en && log2_ok_dec);
+    assign dec_wait = dec_now && dec_ok && !room;
+    assign dec_drop = dec_now && !dec_ok;
 
     // ---- emission sequencer: which beat is read from the slot buffer next
     reg        sq_busy;   // beats of the current entry left to issue
     reg        sq_tail;   // issuing the tail TLP (second line, written first)
     reg [3:0]  sq_beat;
-    reg [57:0] j_base;    // the entry being emitted
-    reg [4:0]  j_log2;
-    reg [16:0] j_wp;
-    reg        j_two;
-    reg [3:0]  j_hw;
+    reg [57:0] emit_base;    // the entry being emitted
+    reg [4:0]  emit_log2;
+    reg [16:0] emit_wp;
+    reg        emit_two;
+    reg [3:0]  emit_hw;
     reg        o_valid, o_sop, o_eop, o_tail;
     wire       advance = !o_valid || tx_ready;
-    assign d_go = dec && d_ok && room && !sq_busy && advance;
-    wire       issue   = advance && (sq_busy || d_go);
+    assign dec_go = dec_now && dec_ok && room && !sq_busy && advance;
+    wire       issue   = advance && (sq_busy || dec_go);
     // the first beat is issued in the decision cycle, the others from the entry registers
-    wire       i_tail  = d_go ? h_two  : sq_tail;
-    wire [3:0] i_beat  = d_go ? 4'd0   : sq_beat;
-    wire       i_slot  = d_go ? h_slot : j_slot;
-    wire [3:0] sq_nb   = sq_tail ? TAIL_BEATS : head_beats(j_hw);
-    wire       i_last  = d_go ? h_one : (sq_beat == sq_nb - 4'd1);
-    wire [3:0] rd_beat = i_tail ? 4'd15 : i_beat;
+    wire       iss_tail  = dec_go ? head_two  : sq_tail;
+    wire [3:0] iss_beat  = dec_go ? 4'd0   : sq_beat;
+    wire       iss_slot  = dec_go ? head_slot : emit_slot;
+    wire [3:0] sq_nbeats   = sq_tail ? TAIL_BEATS : head_beats(emit_hw);
+    wire       iss_last  = dec_go ? head_one : (sq_beat == sq_nbeats - 4'd1);
+    wire [3:0] buf_rbeat = iss_tail ? 4'd15 : iss_beat;
 
-    assign final_hs = o_valid && tx_ready && o_eop && !o_tail;
+    assign entry_done = o_valid && tx_ready && o_eop && !o_tail;
 
     always @(posedge clk) begin
         if (rst) begin
-            h_slot  <= 1'b0;
-            lk      <= L_NONE;
-            rr      <= 1'b0;
-            fx_v    <= 1'b0;
+            head_slot  <= 1'b0;
+            lookup_st      <= L_NONE;
+            tbl_stale      <= 1'b0;
+            wp_fwd_valid    <= 1'b0;
             sq_busy <= 1'b0;
             sq_tail <= 1'b0;
             sq_beat <= 4'd0;
@@ -322,59 +336,59 @@ module velo_completer #(
             o_tail  <= 1'b0;
         end else begin
             // lookup
-            if (lk == L_PEND) lk <= L_HAVE;
-            if (PIPE != 0 && lk == L_HAVE) lk <= L_RDY;
-            if (tbl_re) lk <= L_PEND;
-            if (tbl_re) rr <= sw_wr && (sw_wr_vpid == tbl_vpid);
-            else if (lk != L_NONE && sw_wr && sw_wr_vpid == h_vpid) rr <= 1'b1;
-            if (d_go || d_drop) begin
-                lk     <= L_NONE;
-                h_slot <= ~h_slot;
+            if (lookup_st == L_PEND) lookup_st <= L_HAVE;
+            if (PIPE != 0 && lookup_st == L_HAVE) lookup_st <= L_RDY;
+            if (tbl_re) lookup_st <= L_PEND;
+            if (tbl_re) tbl_stale <= sw_wr && (sw_wr_vpid == tbl_vpid);
+            else if (lookup_st != L_NONE && sw_wr && sw_wr_vpid == head_vpid) tbl_stale <= 1'b1;
+            if (dec_go || dec_drop) begin
+                lookup_st     <= L_NONE;
+                head_slot <= ~head_slot;
             end
-            if (tbl_re) fx_v <= wp_we && (wp_vpid == tbl_vpid);
+            if (tbl_re) wp_fwd_valid <= wp_we && (wp_vpid == tbl_vpid);
             // sequencer
             if (issue) begin
-                if (i_last) begin
+                if (iss_last) begin
                     sq_beat <= 4'd0;
                     sq_tail <= 1'b0;
-                    sq_busy <= i_tail;  // the head TLP follows the tail TLP
+                    sq_busy <= iss_tail;  // the head TLP follows the tail TLP
                 end else begin
-                    sq_beat <= i_beat + 4'd1;
-                    sq_tail <= i_tail;
+                    sq_beat <= iss_beat + 4'd1;
+                    sq_tail <= iss_tail;
                     sq_busy <= 1'b1;
                 end
             end
             // output stage (RAM read data arrive together with these flags)
             if (advance) begin
                 o_valid <= issue;
-                o_sop   <= (i_beat == 4'd0);
-                o_eop   <= i_last;
-                o_tail  <= i_tail;
+                o_sop   <= (iss_beat == 4'd0);
+                o_eop   <= iss_last;
+                o_tail  <= iss_tail;
             end
         end
     end
 
     always @(posedge clk) begin
-        if (tbl_re) fx_wp <= wp_data;
-        if (lk == L_HAVE) begin
+        if (tbl_re) wp_fwd_data <= wp_data;
+        if (lookup_st == L_HAVE) begin
             room_q  <= room_c;
-            lg_ok_q <= log2_ok;
-            vok_q   <= vok_c;
+            log2_ok_q <= log2_ok;
+            vpid_ok_q   <= vpid_ok_c;
         end
-        if (lk == L_PEND) begin
-            t_base <= tbl_base;
-            t_en   <= tbl_en;
-            t_log2 <= tbl_log2;
-            t_wp   <= tbl_wp_fx;
-            t_rp   <= tbl_rp;
+        if (lookup_st == L_PEND) begin
+            cap_base <= tbl_base;
+            cap_en   <= tbl_en;
+            cap_log2 <= tbl_log2;
+            cap_wp   <= tbl_wp_fwd;
+            cap_rp   <= tbl_rp;
         end
-        if (d_go) begin
-            j_slot  <= h_slot;
-            j_base  <= d_base;
-            j_log2  <= d_log2;
-            j_wp    <= d_wp;
-            j_two   <= h_two;
-            j_hw    <= h_hw;
+        if (dec_go) begin
+            emit_slot  <= head_slot;
+            emit_base  <= row_base;
+            emit_log2  <= row_log2;
+            emit_wp    <= row_wp;
+            emit_two   <= head_two;
+            emit_hw    <= head_hw;
         end
     end
 
@@ -384,51 +398,51 @@ module velo_completer #(
     reg [16:0]          wp_data_q;
     always @(posedge clk) begin
         if (rst) wp_we_q <= 1'b0;
-        else     wp_we_q <= d_go;
-        wp_vpid_q <= h_vpid;
-        wp_data_q <= d_wp_next;
+        else     wp_we_q <= dec_go;
+        wp_vpid_q <= head_vpid;
+        wp_data_q <= row_wp_next;
     end
     assign wp_we   = wp_we_q;
     assign wp_vpid = wp_vpid_q;
     assign wp_data = wp_data_q;
 
     // ---- slot buffer: one RAM per 64-bit lane, address {slot, beat}
-    wire [TLP_W-1:0] rd_data;
+    wire [TLP_W-1:0] buf_rdata;
     genvar l;
     generate
         for (l = 0; l < R; l = l + 1) begin : g_lane
             velo_sdp_ram #(.W(64), .ADDR_W(5)) u_buf (
                 .clk  (clk),
-                .we   (w_ok && (w_lane == l)),
-                .waddr({in_slot, w_beat}),
+                .we   (buf_we && (buf_wlane == l)),
+                .waddr({in_slot, buf_wbeat}),
                 .wdata(pkt_data),
                 .re   (issue),
-                .raddr({i_slot, rd_beat}),
-                .rdata(rd_data[l*64 +: 64])
+                .raddr({iss_slot, buf_rbeat}),
+                .rdata(buf_rdata[l*64 +: 64])
             );
         end
     endgenerate
 
     // ---- the beat in the output stage belongs to the entry registers (j_*)
-    wire [63:0] jh      = slot_hdr[j_slot];
-    wire [16:0] j_size  = 17'd1 << j_log2;
-    wire [16:0] o_ptr   = o_tail ? j_wp + 17'd1 : j_wp;
-    wire        o_phase = ((o_ptr & j_size) == 17'd0);
+    wire [63:0] emit_hdr      = slot_hdr[emit_slot];
+    wire [16:0] emit_size  = 17'd1 << emit_log2;
+    wire [16:0] o_ring_ptr   = o_tail ? emit_wp + 17'd1 : emit_wp;
+    wire        o_phase = ((o_ring_ptr & emit_size) == 17'd0);
     reg  [63:0] mb_hdr;   // header word of the line the current TLP writes
     always @(*) begin
-        mb_hdr = jh;
+        mb_hdr = emit_hdr;
         mb_hdr[`VELO_MBOX_HDR_PHASE] = o_phase;
         mb_hdr[`VELO_MBOX_HDR_TAIL]  = o_tail;
-        mb_hdr[`VELO_MBOX_HDR_LINES] = j_two ? 2'd2 : 2'd1;
+        mb_hdr[`VELO_MBOX_HDR_LINES] = emit_two ? 2'd2 : 2'd1;
         mb_hdr[`VELO_MBOX_HDR_RSVD0] = 12'd0;
         mb_hdr[`VELO_MBOX_HDR_RSVD1] = 1'b0;
     end
 
     generate
         if (R == 1) begin : g_d1
-            assign tx_data = o_sop ? mb_hdr : rd_data;
+            assign tx_data = o_sop ? mb_hdr : buf_rdata;
         end else begin : g_d2
-            assign tx_data = {rd_data[TLP_W-1:64], o_sop ? mb_hdr : rd_data[63:0]};
+            assign tx_data = {buf_rdata[TLP_W-1:64], o_sop ? mb_hdr : buf_rdata[63:0]};
         end
     endgenerate
 
@@ -439,29 +453,29 @@ module velo_completer #(
     // new read, like room_q), the low 17 bits with their carry and the base's upper bits plus one
     // are registered; the decision only selects (timing: no 58-bit carry chain behind the room
     // check and the decision)
-    wire [16:0] d_mask  = d_size - 17'd1;
-    wire [16:0] d_wp1   = d_wp + 17'd1;
-    reg  [17:0] p_lo0, p_lo1;  // {carry, low 17 bits} of base + offset, first and second line
-    reg  [40:0] p_hi1;         // base[57:17] + 1
+    wire [16:0] ring_mask  = ring_size - 17'd1;
+    wire [16:0] row_wp_inc   = row_wp + 17'd1;
+    reg  [17:0] line0_lo, line1_lo;  // {carry, low 17 bits} of base + offset, first and second line
+    reg  [40:0] base_hi_inc;         // base[57:17] + 1
     always @(posedge clk) begin
-        if (lk == L_HAVE) begin
-            p_lo0 <= {1'b0, d_base[16:0]} + {1'b0, d_wp & d_mask};
-            p_lo1 <= {1'b0, d_base[16:0]} + {1'b0, d_wp1 & d_mask};
-            p_hi1 <= d_base[57:17] + 41'd1;
+        if (lookup_st == L_HAVE) begin
+            line0_lo <= {1'b0, row_base[16:0]} + {1'b0, row_wp & ring_mask};
+            line1_lo <= {1'b0, row_base[16:0]} + {1'b0, row_wp_inc & ring_mask};
+            base_hi_inc <= row_base[57:17] + 41'd1;
         end
     end
-    reg  [57:0] j_line0, j_line1;
+    reg  [57:0] emit_line0, emit_line1;
     always @(posedge clk) begin
-        if (d_go) begin
-            j_line0 <= {p_lo0[17] ? p_hi1 : d_base[57:17], p_lo0[16:0]};
-            j_line1 <= {p_lo1[17] ? p_hi1 : d_base[57:17], p_lo1[16:0]};
+        if (dec_go) begin
+            emit_line0 <= {line0_lo[17] ? base_hi_inc : row_base[57:17], line0_lo[16:0]};
+            emit_line1 <= {line1_lo[17] ? base_hi_inc : row_base[57:17], line1_lo[16:0]};
         end
     end
-    wire [57:0] line  = (PIPE != 0) ? (o_tail ? j_line1 : j_line0)
-                                    : j_base + {41'd0, o_ptr & (j_size - 17'd1)};
+    wire [57:0] line  = (PIPE != 0) ? (o_tail ? emit_line1 : emit_line0)
+                                    : emit_base + {41'd0, o_ring_ptr & (emit_size - 17'd1)};
     wire [63:0] waddr = {line, 6'd0};
     wire        w64   = (waddr[63:32] != 32'd0);
-    wire [9:0]  len_dw = o_tail ? 10'd4 : {5'd0, j_hw, 1'b0};
+    wire [9:0]  len_dw = o_tail ? 10'd4 : {5'd0, emit_hw, 1'b0};
     always @(*) begin
         tx_hdr = 128'd0;
         tx_hdr[`VELO_TLP_HDR_FMT_TYPE] = w64 ? `VELO_TLP_FMT_TYPE_MWR64 : `VELO_TLP_FMT_TYPE_MWR32;
@@ -482,21 +496,38 @@ module velo_completer #(
     assign tx_eop   = o_eop;
 
     // ---- quiesce / busy: a slot is held from its header word to its entry's last DMA beat
-    wire [7:0] h0d = slot_hdr[0][`VELO_PKT_HDR_DST_VPID];
-    wire [7:0] h1d = slot_hdr[1][`VELO_PKT_HDR_DST_VPID];
-    wire [7:0] qv8 = {{(8-VPID_BITS){1'b0}}, q_vpid};
+    wire [7:0] slot0_dst = slot_hdr[0][`VELO_PKT_HDR_DST_VPID];
+    wire [7:0] slot1_dst = slot_hdr[1][`VELO_PKT_HDR_DST_VPID];
+    wire [7:0] q_vpid8 = {{(8-VPID_BITS){1'b0}}, q_vpid};
     assign busy   = (slot_st[0] != S_FREE) || (slot_st[1] != S_FREE);
-    assign q_busy = ((slot_st[0] != S_FREE) && (h0d == qv8)) || ((slot_st[1] != S_FREE) && (h1d == qv8));
+    assign q_busy = ((slot_st[0] != S_FREE) && (slot0_dst == q_vpid8)) || ((slot_st[1] != S_FREE) && (slot1_dst == q_vpid8));
 
-    wire [7:0] j_dst8 = jh[`VELO_PKT_HDR_DST_VPID];
-    wire unused_ok = &{1'b0, waddr[1:0], in_dst8, hh, j_dst8};
+    wire [7:0] emit_dst8 = emit_hdr[`VELO_PKT_HDR_DST_VPID];
+    wire unused_ok = &{1'b0, waddr[1:0], in_dst8, head_hdr, emit_dst8};
 
     // ---- commit report: the head TLP (written after the tail TLP) ends the entry
     always @(posedge clk) begin
         if (rst) cmt_valid <= 1'b0;
-        else     cmt_valid <= final_hs;
-        cmt_vpid <= j_dst8[VPID_BITS-1:0];
+        else     cmt_valid <= entry_done;
+        cmt_vpid <= emit_dst8[VPID_BITS-1:0];
     end
+
+    // ---- simulation-only invariants (Yosys defines SYNTHESIS): a violation stops the simulation,
+    // naming this instance
+`ifndef SYNTHESIS
+    always @(posedge clk) begin
+        if (!rst) begin
+            // a lookup or a decision only for a packet that is arriving or in
+            if (lookup_st != L_NONE && slot_st[head_slot] == S_FREE)
+                $fatal(1, "%m: invariant: lookup %0d for the free head slot %0d", lookup_st, head_slot);
+            if ((dec_go || dec_drop) && slot_st[head_slot] != S_FULL && !(in_done && in_slot == head_slot))
+                $fatal(1, "%m: invariant: head slot %0d decided before its packet is in", head_slot);
+            // the entry being emitted holds its slot until its last beat is taken
+            if ((sq_busy || entry_done) && slot_st[emit_slot] != S_EMIT)
+                $fatal(1, "%m: invariant: slot %0d emitted in state %0d", emit_slot, slot_st[emit_slot]);
+        end
+    end
+`endif
 
     // ---- counter events
     always @(posedge clk) begin
@@ -508,12 +539,12 @@ module velo_completer #(
             ev_drop_bad      <= 1'b0;
             ev_backpressure  <= 1'b0;
         end else begin
-            ev_rx_msg        <= final_hs && !jh[`VELO_PKT_HDR_FRAG_LSB];
-            ev_rx_frag       <= final_hs && jh[`VELO_PKT_HDR_FRAG_LSB];
-            ev_drop_disabled <= d_drop && d_dis;
-            ev_drop_vpid     <= d_drop && d_vpid;
-            ev_drop_bad      <= d_drop && d_bad;
-            ev_backpressure  <= d_wait;
+            ev_rx_msg        <= entry_done && !emit_hdr[`VELO_PKT_HDR_FRAG_LSB];
+            ev_rx_frag       <= entry_done && emit_hdr[`VELO_PKT_HDR_FRAG_LSB];
+            ev_drop_disabled <= dec_drop && dec_disabled;
+            ev_drop_vpid     <= dec_drop && dec_bad_vpid;
+            ev_drop_bad      <= dec_drop && dec_bad;
+            ev_backpressure  <= dec_wait;
         end
     end
 endmodule
