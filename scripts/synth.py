@@ -185,6 +185,11 @@ def main(argv):
             print("BENCH syn.xc4v.%s.ff %d ff" % (unit, r["ff"]))
             print("BENCH syn.xc4v.%s.lut %d lut" % (unit, r["lut"]))
             print("BENCH syn.xc4v.%s.bram %d ramb16" % (unit, r["bram"]))
+            if unit == "regfile":  # the register file per block (front, blocks, the bus's OR)
+                for mod, ff, lut in blocks(r["log"], "xc4v"):
+                    name = re.sub(r"[^A-Za-z0-9_]+", "_", mod).strip("_")
+                    print("BENCH syn.xc4v.regfile.%s.ff %d ff" % (name, ff))
+                    print("BENCH syn.xc4v.regfile.%s.lut %d lut" % (name, lut))
         return 0
     print("%-10s %-6s %6s %6s %6s %7s" % ("unit", "family", "FF", "LUT", "BRAM", "LUTRAM"))
     for unit in UNITS:
