@@ -27,6 +27,7 @@
 // nothing and is reported (ev_rel_underflow: a bug of the user).
 `default_nettype none
 `include "velo_spec.vh"
+`include "velo_check.vh"
 module velo_atu #(
     parameter integer REGION_BITS = 8,   // region index width (spec param RMA_REGION_BITS), 1..12
     parameter integer PTE_BITS    = 12,  // page table index width (spec param RMA_PTE_BITS), 4..16
@@ -73,27 +74,12 @@ module velo_atu #(
     output reg                    ev_rel_underflow,
     output reg                    ev_cfg_bad   // a table write beyond the tables or registers
 );
-    // parameter checks: an unknown module stops elaboration, the error names this instance
-    generate
-        if (REGION_BITS < 1 || REGION_BITS > 12) begin : g_bad_region_bits
-            velo_atu_error_REGION_BITS_out_of_range u_err ();
-        end
-        if (PTE_BITS < 4 || PTE_BITS > 16) begin : g_bad_pte_bits
-            velo_atu_error_PTE_BITS_out_of_range u_err ();
-        end
-        if (VPID_BITS < 1 || VPID_BITS > 8) begin : g_bad_vpid_bits
-            velo_atu_error_VPID_BITS_out_of_range u_err ();
-        end
-        if (TAG_W < 1) begin : g_bad_tag_w
-            velo_atu_error_TAG_W_out_of_range u_err ();
-        end
-        if (INUSE_W < 1) begin : g_bad_inuse_w
-            velo_atu_error_INUSE_W_out_of_range u_err ();
-        end
-        if (IU_BITS < 1) begin : g_bad_iu_bits
-            velo_atu_error_IU_BITS_out_of_range u_err ();
-        end
-    endgenerate
+    `VELO_CHECK(g_check_region_bits, REGION_BITS >= 1 && REGION_BITS <= 12, "velo_atu: REGION_BITS must be 1..12")
+    `VELO_CHECK(g_check_pte_bits, PTE_BITS >= 4 && PTE_BITS <= 16, "velo_atu: PTE_BITS must be 4..16")
+    `VELO_CHECK_VPID_BITS
+    `VELO_CHECK(g_check_tag_w, TAG_W >= 1, "velo_atu: TAG_W must be at least 1")
+    `VELO_CHECK(g_check_inuse_w, INUSE_W >= 1, "velo_atu: INUSE_W must be at least 1")
+    `VELO_CHECK(g_check_iu_bits, IU_BITS >= 1, "velo_atu: IU_BITS must be at least 1")
 
     localparam integer SB    = (IU_BITS < REGION_BITS) ? IU_BITS : REGION_BITS;  // counter index bits
     localparam integer NSLOT = 1 << SB;
@@ -237,14 +223,8 @@ module velo_atu #(
             inuse[s_a] <= iu_a + 1'b1;
     end
 
-    // simulation-only invariant (Yosys defines SYNTHESIS): an in-use counter never wraps; a
-    // violation stops the simulation, naming this instance
-`ifndef SYNTHESIS
-    always @(posedge clk) begin
-        if (!rst && !init && inc && !(same && rel_eff) && iu_a == IU_MAX)
-            $fatal(1, "%m: invariant: in-use counter %0d wraps", s_a);
-    end
-`endif
+    // simulation-only invariant (VELO_ASSERT, velo_check.vh): an in-use counter never wraps
+    `VELO_ASSERT(clk, rst, !(!init && inc && !(same && rel_eff) && iu_a == IU_MAX), "velo_atu: an in-use counter wraps")
 
     always @(posedge clk) begin
         if (rst) ev_rel_underflow <= 1'b0;

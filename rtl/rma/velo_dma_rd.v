@@ -34,14 +34,15 @@
 // i.e. between TIMEOUT+1 and 1.25*TIMEOUT cycles after it was issued.
 `default_nettype none
 `include "velo_spec.vh"
+`include "velo_check.vh"
 module velo_dma_rd #(
     parameter integer TLP_W   = 64,     // TLP stream data width: 64 or 128
     parameter integer MRRS    = 512,    // max read request size in bytes: power of 2, 128..4096
     parameter integer TAGS    = 32,     // tag slots (outstanding reads): power of 2, 2..2^TAG_W
     parameter integer TAG_W   = 8,      // tag bits the host supports: 5, or 8 (extended tags)
     parameter integer CB_LOG2 = 13,     // completion buffer is 2^CB_LOG2 bytes: > log2(MRRS), <= 2^15 beats
-    parameter integer CTX_W   = 16,     // width of the caller's request context
-    parameter integer TIMEOUT = 65536   // completion timeout in cycles (>= 4)
+    parameter integer CTX_W   = 16,     // width of the caller's request context, >= 1
+    parameter integer TIMEOUT = 65536   // completion timeout in cycles, >= 4
 ) (
     input  wire                 clk,
     input  wire                 rst,        // synchronous, active high
@@ -94,6 +95,15 @@ module velo_dma_rd #(
     localparam integer TICK   = (TIMEOUT / 4 > 0) ? TIMEOUT / 4 : 1;
     localparam integer PW     = $clog2(TICK + 1);
     localparam [2:0]   AGE_LIMIT = 3'd5;
+
+    `VELO_CHECK_TLP_W
+    `VELO_CHECK(g_check_mrrs, MRRS >= 128 && MRRS <= 4096 && (MRRS & (MRRS - 1)) == 0, "velo_dma_rd: MRRS must be a power of 2, 128..4096")
+    `VELO_CHECK(g_check_tag_w, TAG_W == 5 || TAG_W == 8, "velo_dma_rd: TAG_W must be 5 or 8")
+    `VELO_CHECK(g_check_tags, TAGS >= 2 && TAGS <= (1 << TAG_W) && (TAGS & (TAGS - 1)) == 0, "velo_dma_rd: TAGS must be a power of 2, 2..2^TAG_W")
+    `VELO_CHECK(g_check_cb_log2, CB_LOG2 > $clog2(MRRS) && CB_AW <= 15, "velo_dma_rd: CB_LOG2 must exceed log2(MRRS), at most 2^15 beats")
+    `VELO_CHECK(g_check_ctx_w, CTX_W >= 1, "velo_dma_rd: CTX_W must be at least 1")
+    `VELO_CHECK(g_check_timeout, TIMEOUT >= 4, "velo_dma_rd: TIMEOUT must be at least 4")
+
     // static per-slot information, written when the read is issued
     localparam integer I_ALO  = 0;                      // address bits 11:0
     localparam integer I_LEN  = 12;                     // length - 1

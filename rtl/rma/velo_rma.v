@@ -26,6 +26,7 @@
 // cleared by a register write; byte counters add the bytes of the cycle.
 `default_nettype none
 `include "velo_spec.vh"
+`include "velo_check.vh"
 module velo_rma #(
     parameter integer NODE_BITS   = 8,    // node id width (spec param NODE_BITS), 1..8
     parameter integer VPID_BITS   = 8,    // vpid width (spec param VPID_BITS), 1..8
@@ -125,39 +126,16 @@ module velo_rma #(
     input  wire                 rcnt_clr,
     input  wire [4:0]           rcnt_clr_idx
 );
-    // parameter checks: an unknown module stops elaboration, the error names this instance
-    generate
-        if (NODE_BITS < 1 || NODE_BITS > 8) begin : g_bad_node_bits
-            velo_rma_error_NODE_BITS_out_of_range u_err ();
-        end
-        if (VPID_BITS < 1 || VPID_BITS > 8) begin : g_bad_vpid_bits
-            velo_rma_error_VPID_BITS_out_of_range u_err ();
-        end
-        if (REGION_BITS < 1 || REGION_BITS > 12) begin : g_bad_region_bits
-            velo_rma_error_REGION_BITS_out_of_range u_err ();
-        end
-        if (PTE_BITS < 4 || PTE_BITS > 16) begin : g_bad_pte_bits
-            velo_rma_error_PTE_BITS_out_of_range u_err ();
-        end
-        if (MTU < 8 || MTU > 240 || MTU % 8 != 0) begin : g_bad_mtu
-            velo_rma_error_MTU_out_of_range u_err ();
-        end
-        if (TAG_BITS < 1 || TAG_BITS > 6) begin : g_bad_tag_bits
-            velo_rma_error_TAG_BITS_out_of_range u_err ();
-        end
-        if (MPS < 64 || MPS > 4096 || ((MPS) & ((MPS) - 1)) != 0) begin : g_bad_mps
-            velo_rma_error_MPS_must_be_a_power_of_2_64_to_4096 u_err ();
-        end
-        if (MRRS < 128 || MRRS > 4096 || ((MRRS) & ((MRRS) - 1)) != 0) begin : g_bad_mrrs
-            velo_rma_error_MRRS_must_be_a_power_of_2_128_to_4096 u_err ();
-        end
-        if (SLOTS_LOG2 < 1) begin : g_bad_slots_log2
-            velo_rma_error_SLOTS_LOG2_out_of_range u_err ();
-        end
-        if (TIMEOUT < 4) begin : g_bad_timeout
-            velo_rma_error_TIMEOUT_out_of_range u_err ();
-        end
-    endgenerate
+    `VELO_CHECK_NODE_BITS
+    `VELO_CHECK_VPID_BITS
+    `VELO_CHECK(g_check_region_bits, REGION_BITS >= 1 && REGION_BITS <= 12, "velo_rma: REGION_BITS must be 1..12")
+    `VELO_CHECK(g_check_pte_bits, PTE_BITS >= 4 && PTE_BITS <= 16, "velo_rma: PTE_BITS must be 4..16")
+    `VELO_CHECK(g_check_mtu, MTU >= 8 && MTU <= 240 && MTU % 8 == 0, "velo_rma: MTU must be 8..240, a multiple of 8")
+    `VELO_CHECK(g_check_tag_bits, TAG_BITS >= 1 && TAG_BITS <= 6, "velo_rma: TAG_BITS must be 1..6")
+    `VELO_CHECK(g_check_mps, MPS >= 64 && MPS <= 4096 && (MPS & (MPS - 1)) == 0, "velo_rma: MPS must be a power of 2, 64..4096")
+    `VELO_CHECK(g_check_mrrs, MRRS >= 128 && MRRS <= 4096 && (MRRS & (MRRS - 1)) == 0, "velo_rma: MRRS must be a power of 2, 128..4096")
+    `VELO_CHECK(g_check_slots_log2, SLOTS_LOG2 >= 1, "velo_rma: SLOTS_LOG2 must be at least 1")
+    `VELO_CHECK(g_check_timeout, TIMEOUT >= 4, "velo_rma: TIMEOUT must be at least 4")
 
     localparam integer TCTX = 16;           // target DMA read context
     localparam integer NRC  = `VELO_RMA_CNT_NUM;

@@ -21,6 +21,7 @@
 // header's length are ignored.
 `default_nettype none
 `include "velo_spec.vh"
+`include "velo_check.vh"
 module velo_rma_cmd #(
     parameter integer TLP_W     = 64,  // TLP stream data width: 64 or 128
     parameter integer NODE_BITS = 8,   // node id width (spec param NODE_BITS), 1..8
@@ -52,18 +53,9 @@ module velo_rma_cmd #(
     output reg                  ev_cmd_torn,
     output reg                  ev_cmd_bad
 );
-    // parameter checks: an unknown module stops elaboration, the error names this instance
-    generate
-        if (TLP_W != 64 && TLP_W != 128) begin : g_bad_tlp_w
-            velo_rma_cmd_error_TLP_W_must_be_64_or_128 u_err ();
-        end
-        if (NODE_BITS < 1 || NODE_BITS > 8) begin : g_bad_node_bits
-            velo_rma_cmd_error_NODE_BITS_out_of_range u_err ();
-        end
-        if (VPID_BITS < 1 || VPID_BITS > 8) begin : g_bad_vpid_bits
-            velo_rma_cmd_error_VPID_BITS_out_of_range u_err ();
-        end
-    endgenerate
+    `VELO_CHECK_TLP_W
+    `VELO_CHECK_NODE_BITS
+    `VELO_CHECK_VPID_BITS
 
     localparam integer R = TLP_W / 64;  // 64-bit words per beat
 

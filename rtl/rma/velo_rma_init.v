@@ -54,6 +54,7 @@
 // can arbitrate one ATU between this unit and the target (responses in order). TLP data 64 bits.
 `default_nettype none
 `include "velo_spec.vh"
+`include "velo_check.vh"
 module velo_rma_init #(
     parameter integer NODE_BITS   = 8,   // node id width (spec param NODE_BITS), 1..8
     parameter integer VPID_BITS   = 8,   // vpid width (spec param VPID_BITS), 1..8
@@ -142,24 +143,11 @@ module velo_rma_init #(
     output reg  [3:0]           ev_err_reason,
     output wire                 ev_rsp_drop  // a response packet was dropped (no such command, bad range, malformed)
 );
-    // parameter checks: an unknown module stops elaboration, the error names this instance
-    generate
-        if (NODE_BITS < 1 || NODE_BITS > 8) begin : g_bad_node_bits
-            velo_rma_init_error_NODE_BITS_out_of_range u_err ();
-        end
-        if (VPID_BITS < 1 || VPID_BITS > 8) begin : g_bad_vpid_bits
-            velo_rma_init_error_VPID_BITS_out_of_range u_err ();
-        end
-        if (REGION_BITS < 1 || REGION_BITS > 12) begin : g_bad_region_bits
-            velo_rma_init_error_REGION_BITS_out_of_range u_err ();
-        end
-        if (TAG_BITS < 1 || TAG_BITS > 8) begin : g_bad_tag_bits
-            velo_rma_init_error_TAG_BITS_out_of_range u_err ();
-        end
-        if (MTU < 8 || MTU > 240 || MTU % 8 != 0) begin : g_bad_mtu
-            velo_rma_init_error_MTU_out_of_range u_err ();
-        end
-    endgenerate
+    `VELO_CHECK_NODE_BITS
+    `VELO_CHECK_VPID_BITS
+    `VELO_CHECK(g_check_region_bits, REGION_BITS >= 1 && REGION_BITS <= 12, "velo_rma_init: REGION_BITS must be 1..12")
+    `VELO_CHECK(g_check_tag_bits, TAG_BITS >= 1 && TAG_BITS <= 8, "velo_rma_init: TAG_BITS must be 1..8")
+    `VELO_CHECK(g_check_mtu, MTU >= 8 && MTU <= 240 && MTU % 8 == 0, "velo_rma_init: MTU must be 8..240, a multiple of 8")
 
     localparam integer TAGS = 1 << TAG_BITS;
     localparam integer TB   = TAG_BITS;
@@ -792,46 +780,28 @@ module velo_rma_init #(
     assign c_lerr_tag = r_tag;
 
     // ================================================================ simulation-only invariants
-    // (Yosys defines SYNTHESIS): a violation stops the simulation, naming this instance
+    // (VELO_ASSERT, velo_check.vh): a violation stops the simulation
 `ifndef SYNTHESIS
     wire [QB-1:0] q_used  = q_wp - q_pp;     // entries of the put ring
     wire [QB-1:0] q_issue = q_ip - q_pp;     // ... the issuer is done with
     wire [QB-1:0] gq_used = gq_wp - gq_rp;   // entries of the get queue
-    always @(posedge clk) begin
-        if (!rst) begin
-            // tags: taken only when free, used only while held, ended once
-            if (i_alloc && t_busy[free_tag])
-                $fatal(1, "%m: invariant: tag %0d allocated while in use", free_tag);
-            if (p_end && (!t_busy[p_tag] || t_sent[p_tag]))
-                $fatal(1, "%m: invariant: put tag %0d ended in state busy %0d sent %0d", p_tag, t_busy[p_tag],
-                       t_sent[p_tag]);
-            if (g_pop && (!t_busy[g_tag] || t_sent[g_tag]))
-                $fatal(1, "%m: invariant: GET of tag %0d sent in state busy %0d sent %0d", g_tag, t_busy[g_tag],
-                       t_sent[g_tag]);
-            if (c_free && !t_busy[c_free_tag])
-                $fatal(1, "%m: invariant: response side frees the free tag %0d", c_free_tag);
-            if (p_st == P_FAIL && b_ngo && !t_busy[p_tag])
-                $fatal(1, "%m: invariant: packetiser frees the free tag %0d", p_tag);
-            // the put ring and the get queue: never written full, never read empty, and the
-            // issuer between the packetiser and the writer
-            if (i_alloc && !c_get && q_used == TAGS[QB-1:0])
-                $fatal(1, "%m: invariant: put ring written full");
-            if (q_issue > q_used)
-                $fatal(1, "%m: invariant: put ring: issuer at %0d outside [%0d, %0d]", q_ip, q_pp, q_wp);
-            if (s_fin && q_ip == q_wp)
-                $fatal(1, "%m: invariant: issuer finished an entry of the empty put ring");
-            if (p_pop && q_pp == q_ip)
-                $fatal(1, "%m: invariant: packetiser popped a put the issuer is not done with");
-            if (i_alloc && c_get && gq_used == TAGS[QB-1:0])
-                $fatal(1, "%m: invariant: get queue written full");
-            if (g_pop && gq_used == {QB{1'b0}})
-                $fatal(1, "%m: invariant: get queue read empty");
-            // the byte aligner holds at most 16 bytes
-            if (al_cnt > 5'd16)
-                $fatal(1, "%m: invariant: byte aligner holds %0d bytes", al_cnt);
-        end
-    end
 `endif
+    // tags: taken only when free, used only while held, ended once
+    `VELO_ASSERT(clk, rst, !(i_alloc && t_busy[free_tag]), "velo_rma_init: a tag allocated while in use")
+    `VELO_ASSERT(clk, rst, !(p_end && (!t_busy[p_tag] || t_sent[p_tag])), "velo_rma_init: a put tag ended while free or sent")
+    `VELO_ASSERT(clk, rst, !(g_pop && (!t_busy[g_tag] || t_sent[g_tag])), "velo_rma_init: GET of a tag sent while free or sent")
+    `VELO_ASSERT(clk, rst, !(c_free && !t_busy[c_free_tag]), "velo_rma_init: response side frees a free tag")
+    `VELO_ASSERT(clk, rst, !(p_st == P_FAIL && b_ngo && !t_busy[p_tag]), "velo_rma_init: packetiser frees a free tag")
+    // the put ring and the get queue: never written full, never read empty, and the
+    // issuer between the packetiser and the writer
+    `VELO_ASSERT(clk, rst, !(i_alloc && !c_get && q_used == TAGS[QB-1:0]), "velo_rma_init: put ring written full")
+    `VELO_ASSERT(clk, rst, q_issue <= q_used, "velo_rma_init: put ring: issuer outside [packetiser, writer]")
+    `VELO_ASSERT(clk, rst, !(s_fin && q_ip == q_wp), "velo_rma_init: issuer finished an entry of the empty put ring")
+    `VELO_ASSERT(clk, rst, !(p_pop && q_pp == q_ip), "velo_rma_init: packetiser popped a put the issuer is not done with")
+    `VELO_ASSERT(clk, rst, !(i_alloc && c_get && gq_used == TAGS[QB-1:0]), "velo_rma_init: get queue written full")
+    `VELO_ASSERT(clk, rst, !(g_pop && gq_used == {QB{1'b0}}), "velo_rma_init: get queue read empty")
+    // the byte aligner holds at most 16 bytes
+    `VELO_ASSERT(clk, rst, al_cnt <= 5'd16, "velo_rma_init: byte aligner holds more than 16 bytes")
 
     assign busy = (t_busy != {TAGS{1'b0}}) || (i_st != I_IDLE) || n_valid || !r_idle;
 

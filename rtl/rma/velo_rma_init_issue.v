@@ -6,6 +6,7 @@
 // (the packetiser failed this put) stops the reads at the next lookup.
 `default_nettype none
 `include "velo_spec.vh"
+`include "velo_check.vh"
 module velo_rma_init_issue #(
     parameter integer VPID_BITS = 8,   // vpid width (spec param VPID_BITS), 1..8
     parameter integer TAG_BITS  = 4    // 2^TAG_BITS command tags, 1..8
@@ -45,15 +46,8 @@ module velo_rma_init_issue #(
 );
     localparam integer TB = TAG_BITS;
 
-    // parameter checks: an unknown module stops elaboration, the error names this instance
-    generate
-        if (VPID_BITS < 1 || VPID_BITS > 8) begin : g_bad_vpid_bits
-            velo_rma_init_issue_error_VPID_BITS_out_of_range u_err ();
-        end
-        if (TAG_BITS < 1 || TAG_BITS > 8) begin : g_bad_tag_bits
-            velo_rma_init_issue_error_TAG_BITS_out_of_range u_err ();
-        end
-    endgenerate
+    `VELO_CHECK_VPID_BITS
+    `VELO_CHECK(g_check_tag_bits, TAG_BITS >= 1 && TAG_BITS <= 8, "velo_rma_init_issue: TAG_BITS must be 1..8")
 
     localparam [1:0] S_IDLE = 2'd0, S_LK = 2'd1, S_RS = 2'd2, S_RQ = 2'd3;
     reg [1:0]  s_st;

@@ -10,6 +10,7 @@
 // and of the packet it holds (tag) and is given those tags' fields the same cycle.
 `default_nettype none
 `include "velo_spec.vh"
+`include "velo_check.vh"
 module velo_rma_init_rsp #(
     parameter integer NODE_BITS   = 8,   // node id width (spec param NODE_BITS), 1..8
     parameter integer VPID_BITS   = 8,   // vpid width (spec param VPID_BITS), 1..8
@@ -87,24 +88,11 @@ module velo_rma_init_rsp #(
     localparam integer GBB  = clog2(MTU / 8 + 4);      // get packet buffer: 2^GBB words
     localparam [7:0]   MTU8 = MTU[7:0];
 
-    // parameter checks: an unknown module stops elaboration, the error names this instance
-    generate
-        if (NODE_BITS < 1 || NODE_BITS > 8) begin : g_bad_node_bits
-            velo_rma_init_rsp_error_NODE_BITS_out_of_range u_err ();
-        end
-        if (VPID_BITS < 1 || VPID_BITS > 8) begin : g_bad_vpid_bits
-            velo_rma_init_rsp_error_VPID_BITS_out_of_range u_err ();
-        end
-        if (REGION_BITS < 1 || REGION_BITS > 12) begin : g_bad_region_bits
-            velo_rma_init_rsp_error_REGION_BITS_out_of_range u_err ();
-        end
-        if (TAG_BITS < 1 || TAG_BITS > 8) begin : g_bad_tag_bits
-            velo_rma_init_rsp_error_TAG_BITS_out_of_range u_err ();
-        end
-        if (MTU < 8 || MTU > 240 || MTU % 8 != 0) begin : g_bad_mtu
-            velo_rma_init_rsp_error_MTU_out_of_range u_err ();
-        end
-    endgenerate
+    `VELO_CHECK_NODE_BITS
+    `VELO_CHECK_VPID_BITS
+    `VELO_CHECK(g_check_region_bits, REGION_BITS >= 1 && REGION_BITS <= 12, "velo_rma_init_rsp: REGION_BITS must be 1..12")
+    `VELO_CHECK(g_check_tag_bits, TAG_BITS >= 1 && TAG_BITS <= 8, "velo_rma_init_rsp: TAG_BITS must be 1..8")
+    `VELO_CHECK(g_check_mtu, MTU >= 8 && MTU <= 240 && MTU % 8 == 0, "velo_rma_init_rsp: MTU must be 8..240, a multiple of 8")
 
     localparam [3:0] R_HDR = 4'd0, R_NLA = 4'd1, R_DROP = 4'd2, R_PNOTE = 4'd3, R_DATA = 4'd4, R_LK = 4'd5,
                      R_RS = 4'd6, R_TX = 4'd7, R_REL = 4'd8, R_END = 4'd9, R_GFIN = 4'd10, R_SKIP = 4'd11;

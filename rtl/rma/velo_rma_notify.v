@@ -18,6 +18,7 @@
 // cmt_valid pulses the cycle after the entry's last beat was accepted upstream (interrupt trigger).
 `default_nettype none
 `include "velo_spec.vh"
+`include "velo_check.vh"
 module velo_rma_notify #(
     parameter integer TLP_W     = 64,  // TLP stream data width: 64 or 128
     parameter integer VPID_BITS = 8    // vpid width (spec param VPID_BITS), 1..8
@@ -64,15 +65,8 @@ module velo_rma_notify #(
     output reg                  cmt_valid,
     output reg  [VPID_BITS-1:0] cmt_vpid
 );
-    // parameter checks: an unknown module stops elaboration, the error names this instance
-    generate
-        if (TLP_W != 64 && TLP_W != 128) begin : g_bad_tlp_w
-            velo_rma_notify_error_TLP_W_must_be_64_or_128 u_err ();
-        end
-        if (VPID_BITS < 1 || VPID_BITS > 8) begin : g_bad_vpid_bits
-            velo_rma_notify_error_VPID_BITS_out_of_range u_err ();
-        end
-    endgenerate
+    `VELO_CHECK_TLP_W
+    `VELO_CHECK_VPID_BITS
 
     localparam integer R     = TLP_W / 64;          // words per beat
     localparam [1:0]   NBEAT = 2'd3 >> (R - 1);     // last beat index: 3 (64-bit) or 1 (128-bit)

@@ -19,6 +19,7 @@
 // the packet's data are here (docs/rma.md §6.1, "host reads and posted writes"), so a packet that
 // has started never waits for a host read.
 `default_nettype none
+`include "velo_check.vh"
 module velo_rma_rdmux #(
     parameter integer TAG_BITS = 4,   // initiator context width (its command tag), 1..6
     parameter integer TCTX_W   = 16,  // target context width (>= TAG_BITS + 10)
@@ -70,18 +71,9 @@ module velo_rma_rdmux #(
     input  wire                rd_err,
     input  wire [TCTX_W:0]     rd_ctx
 );
-    // parameter checks: an unknown module stops elaboration, the error names this instance
-    generate
-        if (TAG_BITS < 1 || TAG_BITS > 6) begin : g_bad_tag_bits
-            velo_rma_rdmux_error_TAG_BITS_out_of_range u_err ();
-        end
-        if (TCTX_W < TAG_BITS + 10) begin : g_bad_tctx_w
-            velo_rma_rdmux_error_TCTX_W_out_of_range u_err ();
-        end
-        if (FIFO_AW < 10) begin : g_bad_fifo_aw
-            velo_rma_rdmux_error_FIFO_AW_out_of_range u_err ();
-        end
-    endgenerate
+    `VELO_CHECK(g_check_tag_bits, TAG_BITS >= 1 && TAG_BITS <= 6, "velo_rma_rdmux: TAG_BITS must be 1..6")
+    `VELO_CHECK(g_check_tctx_w, TCTX_W >= TAG_BITS + 10, "velo_rma_rdmux: TCTX_W must be at least TAG_BITS + 10")
+    `VELO_CHECK(g_check_fifo_aw, FIFO_AW >= 10, "velo_rma_rdmux: FIFO_AW must be at least 10")
 
     localparam integer FW = 64 + 8 + 2 + TAG_BITS;          // FIFO entry {ctx, err, last, be, data}
     localparam [FIFO_AW:0] DEPTH = 1 << FIFO_AW;
@@ -173,24 +165,13 @@ module velo_rma_rdmux #(
     end
 
     // ---------------------------------------------------------------- simulation-only invariants
-    // (Yosys defines SYNTHESIS): a violation stops the simulation, naming this instance
-`ifndef SYNTHESIS
-    always @(posedge clk) begin
-        if (!rst) begin
-            // the room of every initiator beat was reserved with its request
-            if (push && !f_in_ready)
-                $fatal(1, "%m: invariant: initiator data FIFO written full");
-            if (cred > DEPTH)
-                $fatal(1, "%m: invariant: FIFO credits %0d above its %0d beats", cred, DEPTH);
-            if (push && !rd_last && got == 10'h3FF)
-                $fatal(1, "%m: invariant: beat count of a request wraps");
-            if (pop && i_rd_err && errs == {(FIFO_AW+1){1'b0}})
-                $fatal(1, "%m: invariant: error beat count below zero");
-            if (i_rd_bytes < {{FIFO_AW{1'b0}}, pop_n})
-                $fatal(1, "%m: invariant: byte count below zero");
-        end
-    end
-`endif
+    // (VELO_ASSERT, velo_check.vh): a violation stops the simulation
+    // the room of every initiator beat was reserved with its request
+    `VELO_ASSERT(clk, rst, !(push && !f_in_ready), "velo_rma_rdmux: initiator data FIFO written full")
+    `VELO_ASSERT(clk, rst, cred <= DEPTH, "velo_rma_rdmux: FIFO credits above its beats")
+    `VELO_ASSERT(clk, rst, !(push && !rd_last && got == 10'h3FF), "velo_rma_rdmux: beat count of a request wraps")
+    `VELO_ASSERT(clk, rst, !(pop && i_rd_err && errs == {(FIFO_AW+1){1'b0}}), "velo_rma_rdmux: error beat count below zero")
+    `VELO_ASSERT(clk, rst, i_rd_bytes >= {{FIFO_AW{1'b0}}, pop_n}, "velo_rma_rdmux: byte count below zero")
 
     wire unused_ok = &{1'b0, f_in_ready, f_count, span[2:0], rd_ctx[TCTX_W-1:TAG_BITS+10]};
 endmodule

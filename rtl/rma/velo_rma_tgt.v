@@ -51,6 +51,7 @@
 // channels; it never waits for a host read.
 `default_nettype none
 `include "velo_spec.vh"
+`include "velo_check.vh"
 module velo_rma_tgt #(
     parameter integer TLP_W       = 64,   // TLP stream data width: 64 (the only width implemented)
     parameter integer NODE_BITS   = 8,    // node id width (spec param NODE_BITS), 1..8
@@ -143,36 +144,15 @@ module velo_rma_tgt #(
     output reg  [1:0]             ev_no_route,// responses dropped this cycle (0..2): no valid route
     output reg                    ev_put_rsp  // a PUT_RSP was generated
 );
-    // parameter checks: an unknown module stops elaboration, the error names this instance
-    generate
-        if (TLP_W != 64) begin : g_bad_tlp_w
-            velo_rma_tgt_error_TLP_W_must_be_64 u_err ();
-        end
-        if (NODE_BITS < 1 || NODE_BITS > 8) begin : g_bad_node_bits
-            velo_rma_tgt_error_NODE_BITS_out_of_range u_err ();
-        end
-        if (VPID_BITS < 1 || VPID_BITS > 8) begin : g_bad_vpid_bits
-            velo_rma_tgt_error_VPID_BITS_out_of_range u_err ();
-        end
-        if (REGION_BITS < 1 || REGION_BITS > 12) begin : g_bad_region_bits
-            velo_rma_tgt_error_REGION_BITS_out_of_range u_err ();
-        end
-        if (MTU < 8 || MTU > 240 || MTU % 8 != 0) begin : g_bad_mtu
-            velo_rma_tgt_error_MTU_out_of_range u_err ();
-        end
-        if (MPS < 64 || MPS > 4096 || ((MPS) & ((MPS) - 1)) != 0) begin : g_bad_mps
-            velo_rma_tgt_error_MPS_must_be_a_power_of_2_64_to_4096 u_err ();
-        end
-        if (SLOTS_LOG2 < 1) begin : g_bad_slots_log2
-            velo_rma_tgt_error_SLOTS_LOG2_out_of_range u_err ();
-        end
-        if (CTX_W < REGION_BITS + 1) begin : g_bad_ctx_w
-            velo_rma_tgt_error_CTX_W_out_of_range u_err ();
-        end
-        if (GQ_LOG2 < NODE_BITS) begin : g_bad_gq_log2
-            velo_rma_tgt_error_GQ_LOG2_out_of_range u_err ();
-        end
-    endgenerate
+    `VELO_CHECK(g_check_tlp_w, TLP_W == 64, "velo_rma_tgt: TLP_W must be 64")
+    `VELO_CHECK_NODE_BITS
+    `VELO_CHECK_VPID_BITS
+    `VELO_CHECK(g_check_region_bits, REGION_BITS >= 1 && REGION_BITS <= 12, "velo_rma_tgt: REGION_BITS must be 1..12")
+    `VELO_CHECK(g_check_mtu, MTU >= 8 && MTU <= 240 && MTU % 8 == 0, "velo_rma_tgt: MTU must be 8..240, a multiple of 8")
+    `VELO_CHECK(g_check_mps, MPS >= 64 && MPS <= 4096 && (MPS & (MPS - 1)) == 0, "velo_rma_tgt: MPS must be a power of 2, 64..4096")
+    `VELO_CHECK(g_check_slots_log2, SLOTS_LOG2 >= 1, "velo_rma_tgt: SLOTS_LOG2 must be at least 1")
+    `VELO_CHECK(g_check_ctx_w, CTX_W >= REGION_BITS + 1, "velo_rma_tgt: CTX_W must be at least REGION_BITS + 1")
+    `VELO_CHECK(g_check_gq_log2, GQ_LOG2 >= NODE_BITS, "velo_rma_tgt: GQ_LOG2 must be at least NODE_BITS")
 
     // ================================================================ sizes
     localparam integer NS   = 1 << SLOTS_LOG2;
@@ -731,20 +711,11 @@ module velo_rma_tgt #(
     assign out_data  = oram ? ob_rd : oword;
 
     // ================================================================ simulation-only invariants
-    // (Yosys defines SYNTHESIS): a violation stops the simulation, naming this instance
-`ifndef SYNTHESIS
-    always @(posedge clk) begin
-        if (!rst) begin
-            // slots: T frees or hands over only a complete packet, W frees only a slot it was given
-            if ((t_free || t_to_w) && sl_st[t_slot_w] != SL_FULL)
-                $fatal(1, "%m: invariant: T releases slot %0d in state %0d", t_slot_w, sl_st[t_slot_w]);
-            if (w_free && sl_st[w_slot_w] != SL_W)
-                $fatal(1, "%m: invariant: W frees slot %0d in state %0d", w_slot_w, sl_st[w_slot_w]);
-            if (t_free && t_to_w)
-                $fatal(1, "%m: invariant: T frees slot %0d and hands it to W", t_slot_w);
-        end
-    end
-`endif
+    // (VELO_ASSERT, velo_check.vh): a violation stops the simulation
+    // slots: T frees or hands over only a complete packet, W frees only a slot it was given
+    `VELO_ASSERT(clk, rst, !((t_free || t_to_w) && sl_st[t_slot_w] != SL_FULL), "velo_rma_tgt: T releases a slot that is not full")
+    `VELO_ASSERT(clk, rst, !(w_free && sl_st[w_slot_w] != SL_W), "velo_rma_tgt: W frees a slot it was not given")
+    `VELO_ASSERT(clk, rst, !(t_free && t_to_w), "velo_rma_tgt: T frees a slot and hands it to W")
 
     // ================================================================ status, events
     reg slots_busy;

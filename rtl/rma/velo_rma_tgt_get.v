@@ -13,6 +13,7 @@
 // with one LAST packet carrying ERR.
 `default_nettype none
 `include "velo_spec.vh"
+`include "velo_check.vh"
 module velo_rma_tgt_get #(
     parameter integer REGION_BITS = 8,    // region index width (spec param RMA_REGION_BITS), 1..12
     parameter integer MTU         = 48,   // data bytes per packet (spec param RMA_MTU), multiple of 8, 8..240
@@ -89,21 +90,10 @@ module velo_rma_tgt_get #(
     localparam [8:0]   MTU9 = MTU[8:0];
     localparam [3:0] E_NONE = `VELO_RMA_ERR_NONE;
 
-    // parameter checks: an unknown module stops elaboration, the error names this instance
-    generate
-        if (REGION_BITS < 1 || REGION_BITS > 12) begin : g_bad_region_bits
-            velo_rma_tgt_get_error_REGION_BITS_out_of_range u_err ();
-        end
-        if (MTU < 8 || MTU > 240 || MTU % 8 != 0) begin : g_bad_mtu
-            velo_rma_tgt_get_error_MTU_out_of_range u_err ();
-        end
-        if (CTX_W < REGION_BITS + 1) begin : g_bad_ctx_w
-            velo_rma_tgt_get_error_CTX_W_out_of_range u_err ();
-        end
-        if (GQ_LOG2 < 1) begin : g_bad_gq_log2
-            velo_rma_tgt_get_error_GQ_LOG2_out_of_range u_err ();
-        end
-    endgenerate
+    `VELO_CHECK(g_check_region_bits, REGION_BITS >= 1 && REGION_BITS <= 12, "velo_rma_tgt_get: REGION_BITS must be 1..12")
+    `VELO_CHECK(g_check_mtu, MTU >= 8 && MTU <= 240 && MTU % 8 == 0, "velo_rma_tgt_get: MTU must be 8..240, a multiple of 8")
+    `VELO_CHECK(g_check_ctx_w, CTX_W >= REGION_BITS + 1, "velo_rma_tgt_get: CTX_W must be at least REGION_BITS + 1")
+    `VELO_CHECK(g_check_gq_log2, GQ_LOG2 >= 1, "velo_rma_tgt_get: GQ_LOG2 must be at least 1")
 
     // ================================================================ issue side
     localparam [2:0] G_IDLE = 3'd0, G_LK = 3'd1, G_RS = 3'd2, G_RQ = 3'd3, G_REL = 3'd4, G_END = 3'd5;
@@ -388,23 +378,13 @@ module velo_rma_tgt_get #(
         .rdata(buf_rd));
 
     // ================================================================ simulation-only invariants
-    // (Yosys defines SYNTHESIS): a violation stops the simulation, naming this instance
-`ifndef SYNTHESIS
-    always @(posedge clk) begin
-        if (!rst) begin
-            // the count of reads issued and not yet ended never wraps
-            if (rq_fire && !rd_fire_last && g_outst == 7'h7F)
-                $fatal(1, "%m: invariant: count of outstanding reads wraps");
-            if (rd_fire_last && !rq_fire && g_outst == 7'd0)
-                $fatal(1, "%m: invariant: a read ended with none outstanding");
-            // a packet buffer is committed only when free, taken only when full
-            if (gb_commit && gs_st[gb_w])
-                $fatal(1, "%m: invariant: GET_RSP buffer %0d overwritten before it was sent", gb_w);
-            if (gs_take && !gs_st[go_b])
-                $fatal(1, "%m: invariant: empty GET_RSP buffer %0d taken", go_b);
-        end
-    end
-`endif
+    // (VELO_ASSERT, velo_check.vh): a violation stops the simulation
+    // the count of reads issued and not yet ended never wraps
+    `VELO_ASSERT(clk, rst, !(rq_fire && !rd_fire_last && g_outst == 7'h7F), "velo_rma_tgt_get: count of outstanding reads wraps")
+    `VELO_ASSERT(clk, rst, !(rd_fire_last && !rq_fire && g_outst == 7'd0), "velo_rma_tgt_get: a read ended with none outstanding")
+    // a packet buffer is committed only when free, taken only when full
+    `VELO_ASSERT(clk, rst, !(gb_commit && gs_st[gb_w]), "velo_rma_tgt_get: a GET_RSP buffer overwritten before it was sent")
+    `VELO_ASSERT(clk, rst, !(gs_take && !gs_st[go_b]), "velo_rma_tgt_get: an empty GET_RSP buffer taken")
 
     assign buf_valid = gs_st[go_b];
     assign buf_hdr   = gs_hdr[go_b];

@@ -29,6 +29,7 @@
 // packet's vpid after its lookup, a packet waiting for room reads the table again.
 `default_nettype none
 `include "velo_spec.vh"
+`include "velo_check.vh"
 module velo_completer #(
     parameter integer TLP_W         = 64,  // TLP stream data width: 64 or 128
     parameter integer VPID_BITS     = 8,   // vpid width (spec param VPID_BITS), 1..8
@@ -96,18 +97,9 @@ module velo_completer #(
     localparam [1:0] L_NONE = 2'd0, L_PEND = 2'd1, L_HAVE = 2'd2, L_RDY = 2'd3;
     localparam [3:0] TAIL_BEATS = (R == 1) ? 4'd2 : 4'd1;
 
-    // parameter checks: an unknown module stops elaboration, the error names this instance
-    generate
-        if (TLP_W != 64 && TLP_W != 128) begin : g_bad_tlp_w
-            velo_completer_error_TLP_W_must_be_64_or_128 u_err ();
-        end
-        if (VPID_BITS < 1 || VPID_BITS > 8) begin : g_bad_vpid_bits
-            velo_completer_error_VPID_BITS_out_of_range u_err ();
-        end
-        if (PIPE != 0 && PIPE != 1) begin : g_bad_pipe
-            velo_completer_error_PIPE_must_be_0_or_1 u_err ();
-        end
-    endgenerate
+    `VELO_CHECK_TLP_W
+    `VELO_CHECK_VPID_BITS
+    `VELO_CHECK_PIPE
 
     // payload area of a header in bytes: (FRAG_OFF % 4) + FRAG_LEN, 1..67 (over 64 is bad)
     function [6:0] area_of;
@@ -512,22 +504,12 @@ module velo_completer #(
         cmt_vpid <= emit_dst8[VPID_BITS-1:0];
     end
 
-    // ---- simulation-only invariants (Yosys defines SYNTHESIS): a violation stops the simulation,
-    // naming this instance
-`ifndef SYNTHESIS
-    always @(posedge clk) begin
-        if (!rst) begin
-            // a lookup or a decision only for a packet that is arriving or in
-            if (lookup_st != L_NONE && slot_st[head_slot] == S_FREE)
-                $fatal(1, "%m: invariant: lookup %0d for the free head slot %0d", lookup_st, head_slot);
-            if ((dec_go || dec_drop) && slot_st[head_slot] != S_FULL && !(in_done && in_slot == head_slot))
-                $fatal(1, "%m: invariant: head slot %0d decided before its packet is in", head_slot);
-            // the entry being emitted holds its slot until its last beat is taken
-            if ((sq_busy || entry_done) && slot_st[emit_slot] != S_EMIT)
-                $fatal(1, "%m: invariant: slot %0d emitted in state %0d", emit_slot, slot_st[emit_slot]);
-        end
-    end
-`endif
+    // ---- simulation-only invariants (VELO_ASSERT, velo_check.vh): a violation stops the simulation
+    // a lookup or a decision only for a packet that is arriving or in
+    `VELO_ASSERT(clk, rst, !(lookup_st != L_NONE && slot_st[head_slot] == S_FREE), "velo_completer: lookup for the free head slot")
+    `VELO_ASSERT(clk, rst, !((dec_go || dec_drop) && slot_st[head_slot] != S_FULL && !(in_done && in_slot == head_slot)), "velo_completer: head slot decided before its packet is in")
+    // the entry being emitted holds its slot until its last beat is taken
+    `VELO_ASSERT(clk, rst, !((sq_busy || entry_done) && slot_st[emit_slot] != S_EMIT), "velo_completer: a slot emitted outside S_EMIT")
 
     // ---- counter events
     always @(posedge clk) begin

@@ -17,15 +17,16 @@
 // nothing is stored and forwarded. Malformed writes are dropped whole and counted by reason.
 `default_nettype none
 `include "velo_spec.vh"
+`include "velo_check.vh"
 module velo_requester #(
     parameter integer TLP_W     = 64,  // TLP stream data width: 64 or 128
-    parameter integer NODE_BITS = 8,   // node id width (spec param NODE_BITS)
-    parameter integer VPID_BITS = 8,   // vpid width (spec param VPID_BITS)
+    parameter integer NODE_BITS = 8,   // node id width (spec param NODE_BITS), 1..8
+    parameter integer VPID_BITS = 8,   // vpid width (spec param VPID_BITS), 1..8
     // 0: a TLP is decoded (drop or forward) in the cycle its first beat arrives; 1: (smaller
     // devices, docs/board-guide.md) the header's fields, then the decision and the header word are
     // registered while the first beat waits, so neither the header's format select nor its
     // arithmetic reaches in_ready or the packet register: two cycles more per TLP (latency, and
-    // two idle output cycles per TLP)
+    // two idle output cycles per TLP); 0 or 1
     parameter integer PIPE      = 0
 ) (
     input  wire             clk,
@@ -61,6 +62,11 @@ module velo_requester #(
     output reg              ev_drop_too_long,
     output reg              ev_drop_cross_page
 );
+    `VELO_CHECK_TLP_W
+    `VELO_CHECK_NODE_BITS
+    `VELO_CHECK_VPID_BITS
+    `VELO_CHECK_PIPE
+
     localparam integer R = TLP_W / 64;  // 64-bit words per TLP beat
 
     // ---------------------------------------------------------------- decode of the first beat
