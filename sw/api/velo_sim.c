@@ -56,10 +56,15 @@ static struct timespec ts_of(int64_t ns) {
     return t;
 }
 
+// Whether the fabric closed the connection. Readable alone is not enough: with several threads, a
+// reply that another thread's request is about to read also makes the socket readable, so a
+// readable socket is dead only when a peek finds the end of the connection.
 static int sock_dead(struct velo_dev* s) {
     struct pollfd p = {.fd = s->sock, .events = POLLIN, .revents = 0};
-    if (poll(&p, 1, 0) < 0) return 0;
-    return (p.revents & (POLLHUP | POLLERR | POLLIN)) != 0;  // the fabric never speaks unasked
+    if (poll(&p, 1, 0) <= 0) return 0;
+    if (p.revents & (POLLHUP | POLLERR)) return 1;
+    char c;
+    return recv(s->sock, &c, 1, MSG_PEEK | MSG_DONTWAIT) == 0;
 }
 
 // One request and its reply (with up to nfds descriptors). Returns the reply's status.
