@@ -44,6 +44,7 @@ bench: configure
 	@mkdir -p $(BUILD)/bench
 	@{ echo "# $$(date -u +%Y-%m-%dT%H:%M:%SZ) $$(git rev-parse --short HEAD 2>/dev/null)"; \
 	   $(BUILD)/sim/velo-bench-hw && sh sw/tools/bench_api.sh $(BUILD) && sh sw/btl/bench_btl.sh $(BUILD) && \
+	   sh sw/tools/bench_fabric.sh $(BUILD) && \
 	   python3 scripts/synth.py --bench && \
 	   $(MAKE) -s --no-print-directory -C fpga bench BUILD=$(abspath $(BUILD))/fpga; } \
 	   | tee $(BUILD)/bench/last.txt

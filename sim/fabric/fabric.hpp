@@ -17,6 +17,7 @@ struct Options {
     bool split_bytes = false;   // cut at any byte (byte stores), not between quadwords
     uint64_t seed = 1;          // split injection and System randomness
     int sync_timeout_ms = 100;  // time stands while woken clients react, at most this long (0: off)
+    int spin_us = -1;           // poll this long for a reaction or a store before sleeping (-1: by cores)
     int ready_fd = -1;          // write "ready\n" here once clients can connect
     bool verbose = false;
 };

@@ -39,7 +39,9 @@ class Fabric;
 extern volatile bool g_verbose;
 
 void logf(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
+int64_t now_ns();
 int64_t now_ms();
+void cpu_relax();
 void futex_wake(volatile uint32_t* a);
 int make_memfd(const char* name, size_t bytes, void** map);
 // Clients may map it, but not writable (the fabric's own mapping stays writable).
@@ -161,6 +163,8 @@ class Fabric {
     bool any_store_ready() const;
     bool any_deferred() const;
     bool reacting_done();
+    template <class Done>
+    bool spin_until(Done done);
     void update_info();
 
     Options opt_;
@@ -179,6 +183,7 @@ class Fabric {
     uint64_t next_frame_ = kFrameBase >> 12;
     std::set<uint64_t> fault_logged_;  // clients whose RMA DMA faults were logged (once each)
     int64_t freeze_start_ = 0;
+    int64_t spin_ns_ = 0;  // --spin-us
     std::mt19937_64 rng_;
     std::string sock_path_, lock_path_;
     int lock_fd_ = -1, listen_fd_ = -1, epfd_ = -1, doorbell_ = -1, sigfd_ = -1, info_fd_ = -1;

@@ -9,13 +9,15 @@ namespace velo::fabric {
 const char* usage() {
     return "usage: velo-fabric [--nodes N] [--topology pair|ring:N|torus:XxY] [--socket PATH]\n"
            "                   [--split-rate P [--split-bytes]] [--seed S] [--sync-timeout-ms MS] [--wide]\n"
-           "                   [--ready-fd FD] [--verbose]\n"
+           "                   [--spin-us US] [--ready-fd FD] [--verbose]\n"
            "Serves a simulated VELO cluster (Verilated NICs) to programs using libvelo:\n"
            "  VELO_DEVICE=sim:PATH VELO_NODE=<node> ./program\n"
            "Default socket: $XDG_RUNTIME_DIR/velo-fabric.sock, else /tmp/velo-fabric-<uid>.sock.\n"
            "  --split-rate P        flush that fraction of stores as two pieces (fragments), cut\n"
            "                        between two quadword stores (--split-bytes: at any byte)\n"
-           "  --sync-timeout-ms MS  simulated time stands while a woken client reacts (0: off)\n";
+           "  --sync-timeout-ms MS  simulated time stands while a woken client reacts (0: off)\n"
+           "  --spin-us US          poll this long for a woken client's reaction or a new store before\n"
+           "                        sleeping (default: 50 with two or more CPUs online, else 0)\n";
 }
 
 bool parse_options(int argc, char** argv, Options& o, std::string& err) {
@@ -57,6 +59,9 @@ bool parse_options(int argc, char** argv, Options& o, std::string& err) {
         } else if (a == "--sync-timeout-ms") {
             if (!(v = val("--sync-timeout-ms")) || !num(v, 0, 600000, d)) return false;
             o.sync_timeout_ms = static_cast<int>(d);
+        } else if (a == "--spin-us") {
+            if (!(v = val("--spin-us")) || !num(v, 0, 1000000, d)) return false;
+            o.spin_us = static_cast<int>(d);
         } else if (a == "--ready-fd") {
             if (!(v = val("--ready-fd")) || !num(v, 0, 1 << 20, d)) return false;
             o.ready_fd = static_cast<int>(d);

@@ -4,6 +4,7 @@
 #include <verilated.h>
 #include <verilated_fst_c.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <deque>
@@ -24,20 +25,23 @@ namespace velo::sim {
 
 namespace {
 
-// Bits [lo, lo + w) of a Verilated port of any width (w <= 64).
+// Bits [lo, lo + w) of a Verilated port of any width (w <= 64), a word at a time: a flit spans at
+// most three 32-bit words.
 uint64_t get_bits(const Words& v, unsigned lo, unsigned w) {
     uint64_t r = 0;
-    for (unsigned i = 0; i < w; ++i) {
-        unsigned b = lo + i;
-        r |= static_cast<uint64_t>((v.w[b / 32] >> (b % 32)) & 1u) << i;
+    for (unsigned got = 0; got < w;) {
+        const unsigned b = lo + got, sh = b % 32, take = std::min(32 - sh, w - got);
+        r |= static_cast<uint64_t>((v.w[b / 32] >> sh) & (take == 32 ? ~0u : (1u << take) - 1)) << got;
+        got += take;
     }
     return r;
 }
 void set_bits(const Words& v, unsigned lo, unsigned w, uint64_t x) {
-    for (unsigned i = 0; i < w; ++i) {
-        unsigned b = lo + i;
-        uint32_t m = 1u << (b % 32);
-        v.w[b / 32] = ((x >> i) & 1) ? (v.w[b / 32] | m) : (v.w[b / 32] & ~m);
+    for (unsigned put = 0; put < w;) {
+        const unsigned b = lo + put, sh = b % 32, take = std::min(32 - sh, w - put);
+        const uint32_t m = (take == 32 ? ~0u : (1u << take) - 1) << sh;
+        v.w[b / 32] = (v.w[b / 32] & ~m) | (static_cast<uint32_t>(x >> put) << sh & m);
+        put += take;
     }
 }
 
@@ -80,13 +84,19 @@ class NicT : public Nic {
     }
     void set_rst(bool r) override { m_->rst = r; }
     void eval() override { m_->eval(); }
+    // The rising edge. The falling edge is evaluated by the next cycle's eval() (System::step
+    // settles every NIC's inputs with the clock low before the next tick): the NIC has no logic on
+    // the falling edge, so an eval of its own would change nothing, at a third of the cost of a
+    // cycle. With waves on it is evaluated here, for the dump.
     void tick(uint64_t cycle) override {
         m_->clk = 1;
         m_->eval();
-        if (fst_) fst_->dump(2 * cycle + 1);
         m_->clk = 0;
-        m_->eval();
-        if (fst_) fst_->dump(2 * cycle + 2);
+        if (fst_) {
+            fst_->dump(2 * cycle + 1);
+            m_->eval();
+            fst_->dump(2 * cycle + 2);
+        }
     }
     TlpInPins in_pins() override {
         return TlpInPins{&m_->rx_valid,     &m_->rx_ready, &m_->rx_sop,       &m_->rx_eop,

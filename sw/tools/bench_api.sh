@@ -9,7 +9,7 @@
 #  api.halfrtt_cycles_8B (and friends): velo-pingpong between two processes on a 2-node fabric
 #  api.put_halfrtt_cycles_<size>: the same with RMA puts (64 B, 4 KiB; larger ping-pong puts stall
 #    in the NIC for now, docs/simulator.md)
-#  fabric.sim_cycles_per_s_<n>nodes: simulated cycles per second with every rank streaming
+#  (how fast the fabric itself runs: sw/tools/bench_fabric.sh)
 set -u
 B=${1:?usage: bench_api.sh <build dir>}
 T=$B/sw/tools
@@ -76,10 +76,3 @@ rm -f "$tmp.train.csv" "$tmp.put.csv"
 "$T/velo-run" -n 2 -q --timeout 900 -- "$T/velo-pingpong" --sizes 4096,65536,1048576 --bench --quiet 2>/dev/null |
     grep '^BENCH api.send'
 
-"$T/velo-run" -n 2 -q -- "$T/velo-bench-api" simrate 2 2>/dev/null | grep -E '^(BENCH|#)'
-if "$T/velo-run" -n 8 -q --timeout 60 -- "$T/velo-bench-api" simrate 2 > /tmp/velo-bench-ring.$$ 2>&1; then
-    grep -E '^(BENCH|#)' /tmp/velo-bench-ring.$$
-else
-    echo "# 8-node ring: not available ($(grep -m1 -i 'topology\|error\|fabric' /tmp/velo-bench-ring.$$))"
-fi
-rm -f /tmp/velo-bench-ring.$$

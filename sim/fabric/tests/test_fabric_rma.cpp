@@ -84,11 +84,19 @@ void fill(uint8_t* p, size_t n, uint64_t seed) {
     for (size_t i = 0; i < n; ++i) p[i] = pat(seed, i);
 }
 
-// The next completion: 0 and *c, or a check failure.
-int next_cpl(velo_ep_t* ep, velo_rma_cpl_t* c, int ms = 90000) {
-    int r = velo_rma_wait(ep, c, ms);
-    CHECK(r == 0, "velo_rma_wait: %d (%s)", r, velo_strerror(r));
-    return 0;
+// The next completion: 0 and *c, or a check failure. No wall-clock limit (a loaded machine may
+// take minutes over a long put; ctest's timeout is the backstop): it fails when a 10-second wait
+// ends with the simulated clock where it was, i.e. when nothing moves that could complete.
+int next_cpl(velo_ep_t* ep, velo_rma_cpl_t* c) {
+    for (;;) {
+        uint64_t c0 = 0, c1 = 0;
+        velo_clock(ep, &c0, nullptr);
+        const int r = velo_rma_wait(ep, c, 10000);
+        if (r == 0) return 0;
+        velo_clock(ep, &c1, nullptr);
+        CHECK(r == -ETIMEDOUT && c1 != c0, "velo_rma_wait: %d (%s) at cycle %llu", r, velo_strerror(r),
+              (unsigned long long)c1);
+    }
 }
 
 // Wait for the completion of kind `kind` with `cookie`; anything else is a failure.

@@ -16,6 +16,10 @@
 #                  from a peer it has not added yet; ping-pong checked
 #   fabric_gone    the fabric stops under a running job: the BTL reports the lost peers to the PML, the
 #                  job ends with an error and the BTL's message instead of hanging
+#   determinism    the fabric's cycle figures do not depend on the host: velo-pingpong's half round
+#                  trips (1..64 B) and mpi_pingpong's median half round trips (1..58 B) are the same on
+#                  two runs, and the same as before the fabric was made fast (the figures of commit
+#                  12a4880: a change that moves a simulated cycle fails here)
 #   netpipe_*      NetPIPE (NPopenmpi -i, integrity) over 1 B..8 KiB with perturbation 7 (57/64/71 B and
 #                  4089..4103 B) and 14 (50/64/78 B, 4082..4110 B: the eager limit), 1 B..1 MiB (the
 #                  large sizes through the RMA engine: put/get counters), and -S
@@ -239,6 +243,37 @@ netpipe_large)
     check_rdma
     ;;
 netpipe_sync) netpipe 1 131072 1 -n 2 -S ;;
+determinism)
+    for r in 1 2; do
+        "$T/velo-run" -n 2 -q --timeout 200 -- "$T/velo-pingpong" --sizes 1,8,32,56,64 --iters 40 --stream 10 \
+            --quiet --csv "$tmp/pp$r.csv" > "$tmp/out" 2> "$tmp/err" || fail "velo-pingpong run $r failed"
+        run 2 --mpi-arg -x --mpi-arg "LD_PRELOAD=$T/libvelo_simtime.so" -- "$B/mpi_pingpong" --bench --iters 40 \
+            --sizes 1,8,57,58
+        [ "$rc" -eq 0 ] || fail "mpi_pingpong run $r: exit status $rc"
+        sed -n 's/^PINGPONG size=\([0-9]*\) halfrtt_us=\([0-9.]*\) .*/\1 \2/p' "$tmp/out" > "$tmp/mpi$r"
+    done
+    python3 - "$tmp" <<'EOF' || fail "cycle figures moved"
+import csv, sys
+t = sys.argv[1]
+# before the fabric was made fast (12a4880): half round trips in NIC cycles (velo-pingpong: mean of
+# its round trips; mpi_pingpong: median)
+api_want = {1: 17.02, 8: 20.04, 32: 35.04, 56: 50.02, 64: 56.88}
+mpi_want = {1: 20.0, 8: 25.0, 57: 56.0, 58: 63.0}
+bad = []
+for r in (1, 2):
+    rows = list(csv.reader(open('%s/pp%d.csv' % (t, r))))
+    api = {int(row[0]): float(row[1]) for row in rows[1:]}
+    mpi = {int(a): round(float(b) * 100, 1) for a, b in (l.split() for l in open('%s/mpi%d' % (t, r)))}
+    if api != api_want:
+        bad.append('run %d: velo-pingpong half round trips %s, want %s' % (r, api, api_want))
+    if mpi != mpi_want:
+        bad.append('run %d: mpi_pingpong median half round trips %s, want %s' % (r, mpi, mpi_want))
+if bad:
+    print('\n'.join(bad))
+    sys.exit(1)
+print('determinism: velo-pingpong %s, mpi_pingpong %s cycles, twice' % (api_want, mpi_want))
+EOF
+    ;;
 *)
     echo "unknown case $case"
     exit 2
