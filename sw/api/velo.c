@@ -60,14 +60,19 @@ int velo__write_rp(struct velo_ep* ep, struct velo_ring* r, uint32_t rp) {
 }
 
 // The backend's sleep until a line at either ring's read pointer may have changed.
+static void fill_wait(struct velo_ep* ep, struct velo_be_wait* w) {
+    w->data_cur = ep->cur;
+    w->data_expect = ep->expect;
+    w->data_rp = ep->divert ? 0 : velo__ring_rp(&ep->data, ep->cur);
+    w->ctl_cur = ep->ctl.cur;
+    w->ctl_expect = ep->ctl.expect;
+    w->ctl_rp = velo__ring_rp(&ep->ctl, ep->ctl.cur);
+    w->pending = ep->divert;
+}
+
 int velo__sleep(struct velo_ep* ep, int64_t timeout_ns) {
-    const struct velo_be_wait w = {.data_cur = ep->cur,
-                                   .data_expect = ep->expect,
-                                   .data_rp = ep->divert ? 0 : velo__ring_rp(&ep->data, ep->cur),
-                                   .ctl_cur = ep->ctl.cur,
-                                   .ctl_expect = ep->ctl.expect,
-                                   .ctl_rp = velo__ring_rp(&ep->ctl, ep->ctl.cur),
-                                   .pending = ep->divert};
+    struct velo_be_wait w = {0};
+    fill_wait(ep, &w);
     return ep->be->sleep(&ep->b, &w, timeout_ns);
 }
 
@@ -315,6 +320,48 @@ int velo_wait(velo_ep_t* ep, velo_msg_t* msg, int timeout_ms) {
     if (timeout_ms == 0) return -ETIMEDOUT;
     if (ep->be->wait_state) ep->be->wait_state(&ep->b, 1);
     r = wait_loop(ep, msg, timeout_ms);
+    if (ep->be->wait_state && !ep->closed) ep->be->wait_state(&ep->b, 0);
+    return r;
+}
+
+// Whether velo_idle can return: control traffic handled now, a message, or RMA work (1); else 0
+// with what to sleep on in *w.
+static int idle_ready(velo_ep_t* ep, struct velo_be_wait* w) {
+    if (velo__ctl_progress(ep, 0) > 0) return 1;
+    if (ep->divert || phase_bit(ep->cur) == (ep->expect & 1)) return 1;
+    if (velo__rma_ready(ep, w)) return 1;
+    fill_wait(ep, w);
+    return 0;
+}
+
+int velo_idle(velo_ep_t* ep, int timeout_ms) {
+    if (!ep || timeout_ms < -1) return -EINVAL;
+    if (ep->closed) return -EBADF;
+    struct velo_be_wait w = {0};
+    int r = idle_ready(ep, &w);
+    if (r || timeout_ms == 0) return r;
+    const int64_t deadline = timeout_ms < 0 ? INT64_MAX : velo__now_ns() + (int64_t)timeout_ms * 1000000;
+    if (ep->be->wait_state) ep->be->wait_state(&ep->b, 1);
+    for (unsigned i = 0;; ++i) {
+        if ((r = idle_ready(ep, &w)) != 0) break;
+        if (ep->b.dead) {
+            r = -EPIPE;
+            break;
+        }
+        if (i < ep->be->spin_polls) {
+            cpu_relax();
+            continue;
+        }
+        // idle: give the NIC the read pointer now rather than at the next batch point
+        if (!ep->divert && velo__ring_rp(&ep->data, ep->cur) != ep->data.rp_nic) velo__batch(ep);
+        const int64_t left = deadline == INT64_MAX ? -1 : deadline - velo__now_ns();
+        if (deadline != INT64_MAX && left <= 0) break;
+        const int e = ep->be->sleep(&ep->b, &w, left);
+        if (e == -EINTR || e == -EPIPE) {
+            r = e;
+            break;
+        }
+    }
     if (ep->be->wait_state && !ep->closed) ep->be->wait_state(&ep->b, 0);
     return r;
 }

@@ -68,6 +68,10 @@ struct velo_be_wait {
     uint64_t ctl_expect;
     uint32_t ctl_rp;
     int pending; /* the core has a message to deliver without the ring: do not sleep */
+    /* velo_idle also waits for the RMA notification queue (NULL: not watched): its next entry is
+     * there when (*nq_hdr & nq_mask) == nq_val. No interrupt announces it on hw. */
+    const volatile uint64_t* nq_hdr;
+    uint64_t nq_mask, nq_val;
 };
 
 /* What a backend's rma_map provides (docs/rma.md §1, §4). */

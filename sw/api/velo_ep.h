@@ -169,6 +169,9 @@ uint32_t velo__ring_rp(const struct velo_ring* r, const uint8_t* cur);
 int velo__write_rp(struct velo_ep* ep, struct velo_ring* r, uint32_t rp);
 /* the backend's sleep until a line at a ring's read pointer may have changed */
 int velo__sleep(struct velo_ep* ep, int64_t timeout_ns);
+/* velo_idle's RMA side: 1 if velo_rma_poll has work now (a completion queued or written, refused
+ * commands to issue again); else 0 and the notification queue to watch in *w (nq_hdr NULL: none). */
+int velo__rma_ready(struct velo_ep* ep, struct velo_be_wait* w);
 void velo__ep_set_data_ring(struct velo_ep* ep);
 void velo__set_phase(struct velo_ep* ep);
 /* velo_poll takes the slow path (DIVERT_*) */

@@ -100,6 +100,8 @@ static int hw_store(struct velo_be* b, int page, uint8_t* win, unsigned off, con
     return 0;
 }
 
+#define VELO_HW_NQ_POLL_NS 50000
+
 static int hw_sleep(struct velo_be* b, const struct velo_be_wait* wt, int64_t timeout_ns) {
     struct velo_dev* h = b->dev;
     if (wt->pending) return 0;
@@ -111,6 +113,8 @@ static int hw_sleep(struct velo_be* b, const struct velo_be_wait* wt, int64_t ti
     w.flags = VELO_WAIT_DATA | VELO_WAIT_CTL;
     w.rp = wt->data_rp;
     w.ctl_rp = wt->ctl_rp;
+    // no interrupt announces a notification-queue entry: a watched queue is looked at every 50 us
+    if (wt->nq_hdr && (timeout_ns < 0 || timeout_ns > VELO_HW_NQ_POLL_NS)) timeout_ns = VELO_HW_NQ_POLL_NS;
     w.timeout_ns = timeout_ns < 0 ? VELO_WAIT_FOREVER : (uint64_t)timeout_ns;
     if (ioctl(h->fd, VELO_IOC_WAIT, &w) < 0) {
         if (errno == ETIMEDOUT) return 0;

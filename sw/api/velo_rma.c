@@ -571,17 +571,38 @@ int velo_rma_poll(velo_ep_t* ep, velo_rma_cpl_t* cpl) {
 }
 
 // The queue entry at the read pointer and what its header looks like once it is there.
+// The notification queue's next entry: there when (*hdr & *mask) == *val.
+static void nq_next_entry(const struct velo_rma* s, const volatile uint64_t** hdr, uint64_t* mask, uint64_t* val) {
+    *hdr = (const volatile uint64_t*)(s->m.nq + (size_t)(s->rp & s->mask) * VELO_RMA_NQ_ENTRY_BYTES);
+    *mask = VELO_FIELD_MASK(VELO_RMA_NQ_HDR_PHASE);
+    *val = VELO_FIELD_PREP(VELO_RMA_NQ_HDR_PHASE, ((s->rp >> s->m.nq_log2) & 1u) ^ 1u);
+}
+
+// Refused commands and none of ours in flight: no entry may come, poll for the re-issue.
+static int nq_parked(const struct velo_rma* s) {
+    return s->park_len && s->outstanding == s->park_len;
+}
+
 static int nq_peek(velo_ep_t* ep, const volatile uint64_t** hdr, uint64_t* mask, uint64_t* val, int user) {
     pthread_mutex_lock(&ep->rma_lock);
     struct velo_rma* s = ep->rma;
     int r = s ? 0 : -EAGAIN;
     if (s) {
-        *hdr = (const volatile uint64_t*)(s->m.nq + (size_t)(s->rp & s->mask) * VELO_RMA_NQ_ENTRY_BYTES);
-        *mask = VELO_FIELD_MASK(VELO_RMA_NQ_HDR_PHASE);
-        *val = VELO_FIELD_PREP(VELO_RMA_NQ_HDR_PHASE, ((s->rp >> s->m.nq_log2) & 1u) ^ 1u);
-        if (user && s->evq_len) r = -EAGAIN;  // completions queued: poll again at once
-        // refused commands and none of ours in flight: no entry may come, poll for the re-issue
-        if (s->park_len && s->outstanding == s->park_len) r = -EAGAIN;
+        nq_next_entry(s, hdr, mask, val);
+        if ((user && s->evq_len) || nq_parked(s)) r = -EAGAIN;  // completions queued: poll again at once
+    }
+    pthread_mutex_unlock(&ep->rma_lock);
+    return r;
+}
+
+int velo__rma_ready(velo_ep_t* ep, struct velo_be_wait* w) {
+    w->nq_hdr = NULL;
+    pthread_mutex_lock(&ep->rma_lock);
+    struct velo_rma* s = ep->rma;
+    int r = 0;
+    if (s) {
+        nq_next_entry(s, &w->nq_hdr, &w->nq_mask, &w->nq_val);
+        r = s->evq_len || nq_parked(s) || (__atomic_load_n(w->nq_hdr, __ATOMIC_ACQUIRE) & w->nq_mask) == w->nq_val;
     }
     pthread_mutex_unlock(&ep->rma_lock);
     return r;

@@ -84,9 +84,9 @@ static int velo_component_register(void) {
         MCA_BASE_VAR_TYPE_BOOL, NULL, 0, 0, OPAL_INFO_LVL_5, MCA_BASE_VAR_SCOPE_READONLY, &c->compress);
     c->idle_wait_ms = -1;
     reg_int("idle_wait_ms",
-            "When progress found nothing btl_velo_idle_polls times in a row and nothing is queued, wait for a "
-            "message up to this long (velo_wait) instead of returning at once; 0: never; -1: 1 on the simulator "
-            "(simulated time then stands while the rank reacts), 0 on hardware",
+            "When progress found nothing btl_velo_idle_polls times in a row, sleep up to this long until a "
+            "message, a credit or an RMA completion comes (velo_idle) instead of returning at once; 0: never; "
+            "-1: 1 on the simulator (simulated time then stands while the rank reacts), 0 on hardware",
             OPAL_INFO_LVL_5, &c->idle_wait_ms);
     c->idle_polls = 1;
     reg_int("idle_polls", "Empty progress calls before an idle wait (see btl_velo_idle_wait_ms)", OPAL_INFO_LVL_6,

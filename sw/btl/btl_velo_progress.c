@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // mca_btl_velo: progress. Completion callbacks, queued fragments (stored as credit allows), the
 // RDMA path's completions, then the mailbox: messages reassembled into fragments and delivered to
-// the PML's callbacks; an idle wait in velo_wait when nothing moves. See docs/mpi.md.
+// the PML's callbacks; an idle wait in velo_idle when nothing moves. See docs/mpi.md.
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -68,13 +68,17 @@ static int progress_rx(mca_btl_velo_module_t* m, int may_wait) {
     }
     if (n == 0 && r == -EAGAIN && may_wait) {
         if (++m->idle >= (unsigned)c->idle_polls) {
+            // sleep until a message, a credit or an RMA completion is there (whatever the PML
+            // waits for comes that way), then take the messages; the rest is the next call's
             m->idle = 0;
             ++m->st.idle_waits;
-            r = velo_wait(m->ep, &msg, c->idle_wait_ms);
-            if (r > 0) {
-                rx_msg(m, &msg);
-                ++n;
-            } else if (r == -ETIMEDOUT || r == -EINTR) {
+            r = velo_idle(m->ep, c->idle_wait_ms);
+            if (r == 1) {
+                while (n < c->poll_batch && (r = velo_poll(m->ep, &msg)) > 0) {
+                    rx_msg(m, &msg);
+                    ++n;
+                }
+            } else if (r == 0 || r == -EINTR) {
                 r = -EAGAIN;
             }
         }
@@ -160,11 +164,13 @@ int mca_btl_velo_progress(void) {
     int n = 0;
     if (__atomic_load_n(&m->ndone, __ATOMIC_ACQUIRE)) n += mca_btl_velo_progress_done(m);
     if (__atomic_load_n(&m->npending, __ATOMIC_ACQUIRE)) n += progress_pending(m);
+    // queued fragments wait for credit and RMA operations for their completions: velo_idle wakes
+    // for both, so a rank with work in flight sleeps too instead of taking the CPU from the fabric
     const int idle_ok = n == 0 && mca_btl_velo_component.idle_wait_ms > 0 &&
-                        __atomic_load_n(&m->npending, __ATOMIC_ACQUIRE) == 0 &&
                         __atomic_load_n(&m->ndone, __ATOMIC_ACQUIRE) == 0 && !m->finalizing;
-    n += mca_btl_velo_rdma_progress(m);
-    n += progress_rx(m, idle_ok && !__atomic_load_n(&m->rdma_outstanding, __ATOMIC_ACQUIRE));
+    const int k = mca_btl_velo_rdma_progress(m);
+    n += k;
+    n += progress_rx(m, idle_ok && k == 0);
     if (__atomic_load_n(&m->ndone, __ATOMIC_ACQUIRE)) n += mca_btl_velo_progress_done(m);
     return n;
 }

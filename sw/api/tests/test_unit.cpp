@@ -12,6 +12,7 @@
 #include <cstring>
 #include <deque>
 #include <map>
+#include <chrono>
 #include <random>
 #include <thread>
 #include <vector>
@@ -153,6 +154,10 @@ TEST(Mock, BadInputs) {
     EXPECT_EQ(velo_wait(ep, &m, -2), -EINVAL);
     EXPECT_EQ(velo_wait(ep, &m, 0), -ETIMEDOUT);
     EXPECT_EQ(velo_wait(ep, &m, 5), -ETIMEDOUT);
+    EXPECT_EQ(velo_idle(nullptr, 0), -EINVAL);
+    EXPECT_EQ(velo_idle(ep, -2), -EINVAL);
+    EXPECT_EQ(velo_idle(ep, 0), 0) << "nothing there";
+    EXPECT_EQ(velo_idle(ep, 5), 0) << "nothing came";
     velo_addr_t a;
     EXPECT_EQ(velo_addr(nullptr, &a), -EINVAL);
     EXPECT_EQ(velo_addr(ep, &a), 0);
@@ -184,6 +189,7 @@ TEST(Mock, ClosedEndpointAnswersEbadf) {
     EXPECT_EQ(velo_send(c, b, 8), -EBADF);
     EXPECT_EQ(velo_poll(ep, &m), -EBADF);
     EXPECT_EQ(velo_wait(ep, &m, 10), -EBADF);
+    EXPECT_EQ(velo_idle(ep, 10), -EBADF);
     EXPECT_EQ(velo_addr(ep, &a), -EBADF);
     EXPECT_EQ(velo_connect(ep, {1, 3}, 0, &c2), -EBADF);
     EXPECT_EQ(velo_disconnect(c), -EBADF);
@@ -242,6 +248,29 @@ TEST(Mock, PollReadsAcrossWrapsWithLazyReadPointer) {
     }
     EXPECT_EQ(velo_wait(ep, &m, 1), -ETIMEDOUT);
     EXPECT_EQ(velo__mock_rp(ep), consumed);
+    EXPECT_EQ(velo_close(ep), 0);
+}
+
+// velo_idle reports a message without taking it, at once or when it comes while it sleeps.
+TEST(Mock, IdleWakesForAMessageAndTakesNothing) {
+    velo_ep_t* ep = nullptr;
+    ASSERT_EQ(velo__mock_open(&ep, 0, 1, 8), 0);
+    MockNic nic(velo__mock_ring(ep), 8);
+    const uint8_t x[8] = {7, 6, 5, 4, 3, 2, 1, 0};
+    nic.write(0, 3, 4, 8, 0, x, 8);
+    EXPECT_EQ(velo_idle(ep, 0), 1);
+    EXPECT_EQ(velo_idle(ep, -1), 1) << "still there: velo_idle took nothing";
+    velo_msg_t m;
+    ASSERT_EQ(velo_poll(ep, &m), 8);
+    EXPECT_EQ(std::memcmp(m.data, x, 8), 0);
+    EXPECT_EQ(velo_idle(ep, 0), 0);
+    std::thread nic_thread([&] {
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+        nic.write(0, 3, 4, 8, 0, x, 8);
+    });
+    EXPECT_EQ(velo_idle(ep, -1), 1) << "woken by the message that came while it slept";
+    nic_thread.join();
+    EXPECT_EQ(velo_poll(ep, &m), 8);
     EXPECT_EQ(velo_close(ep), 0);
 }
 

@@ -136,6 +136,16 @@ int velo_poll(velo_ep_t* ep, velo_msg_t* msg);
  * spinning briefly, then sleeping. Returns -ETIMEDOUT when the time is up, -EINTR on a signal. */
 int velo_wait(velo_ep_t* ep, velo_msg_t* msg, int timeout_ms);
 
+/* Sleep until the endpoint has something for its owner, taking nothing: a message for velo_poll,
+ * an RMA completion for velo_rma_poll, or control traffic (credit a blocked velo_send waits for,
+ * a connection's answer), which it handles. For progress loops with several sources (an MPI
+ * library): one call instead of spinning on velo_poll and velo_rma_poll, so that the CPU goes to
+ * whoever must answer (on the simulator: the fabric). Waits up to timeout_ms (-1: forever, 0: just
+ * check), spinning briefly, then sleeping. Returns 1 when there is something, 0 when the time is
+ * up; -EINTR on a signal, -EPIPE if the device or fabric is gone, -EBADF if the endpoint is
+ * closed, -EINVAL for a NULL endpoint or timeout_ms < -1. */
+int velo_idle(velo_ep_t* ep, int timeout_ms);
+
 /* Simulated NIC clock cycles (sim backend): the fabric's cycle counter now, and the cycle of
  * the last DMA write into this endpoint's mailbox. -EOPNOTSUPP on hardware. */
 int velo_clock(const velo_ep_t* ep, uint64_t* now, uint64_t* last_rx);
