@@ -40,19 +40,30 @@ struct velo_be_ring {
                                 * (VELO_MBOX_PTR_BITS) into it; NULL: write_rp() */
 };
 
-/* The endpoint as a backend's open() leaves it. The core owns the storage; the backend fills
- * every field but `be` in open(); afterwards it writes only `dead` (and `dev` in close()). */
+/* The endpoint as a backend's open() leaves it. The core owns the storage and sets `be`, the
+ * default address widths (VELO_DEFAULT_NODE_BITS, VELO_DEFAULT_VPID_BITS) and nodes 0; the
+ * backend's open() ends with velo__be_set and sets what its device reports of the rest;
+ * afterwards it writes only `dead` (and `dev` in close()). */
 struct velo_be {
     const struct velo_backend* be; /* set by the core */
     struct velo_dev* dev;          /* the backend's state, handed back to every operation */
-    uint32_t node, vpid;           /* the data vpid */
-    uint32_t ctl_vpid;             /* the control vpid (VELO_CTL_VPID(vpid, vpid_bits)) */
+    uint32_t node, vpid;           /* the data vpid (its control vpid: VELO_CTL_VPID) */
     uint32_t node_bits, vpid_bits; /* of the fabric's addresses */
     uint32_t nodes;                /* nodes of the fabric (0: unknown) */
     struct velo_be_ring data;      /* messages for this endpoint */
     struct velo_be_ring ctl;       /* its control ring: credits and answers to its connections */
     volatile int dead;             /* set by the backend: the device or fabric went away */
 };
+
+/* The end of a backend's open(): its state, the endpoint's address and its rings. */
+static inline void velo__be_set(struct velo_be* b, struct velo_dev* dev, uint32_t node, uint32_t vpid,
+                                struct velo_be_ring data, struct velo_be_ring ctl) {
+    b->dev = dev;
+    b->node = node;
+    b->vpid = vpid;
+    b->data = data;
+    b->ctl = ctl;
+}
 
 /* Rings: index of write_rp(). */
 #define VELO_BE_DATA 0u
@@ -114,7 +125,8 @@ struct velo_backend {
     /* Close the endpoint: the device quiesces both vpids, then every mapping goes (windows,
      * rings, RMA). */
     void (*close)(struct velo_be* b);
-    /* RMA (may be NULL: -ENOTSUP): set up the notification queue and the command page. */
+    /* RMA (may be NULL: -ENOTSUP): set up the notification queue and the command page (*m
+     * comes zeroed). */
     int (*rma_map)(struct velo_be* b, struct velo_rma_map* m);
     /* RMA: VELO_IOC_REGISTER / DEREGISTER / REPIN with its velo_uapi_* structure; 0 or -errno. */
     int (*rma_ioctl)(struct velo_be* b, unsigned long req, void* arg);

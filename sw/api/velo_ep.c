@@ -201,6 +201,8 @@ int velo__ep_open(const struct velo_backend* be, const char* arg, const velo_ope
     }
     ep->be = be;
     ep->b.be = be;
+    ep->b.node_bits = VELO_DEFAULT_NODE_BITS;
+    ep->b.vpid_bits = VELO_DEFAULT_VPID_BITS;
     r = be->open(&ep->b, arg, a);
     if (r < 0) {
         ep_free(ep);

@@ -153,7 +153,6 @@ static void hw_close(struct velo_be* b) {
 // RMA: the data vpid's notification queue and its BAR4 command page (docs/driver.md "RMA").
 static int hw_rma_map(struct velo_be* b, struct velo_rma_map* m) {
     struct velo_dev* h = b->dev;
-    memset(m, 0, sizeof *m);
     struct velo_uapi_rma_setup st;
     memset(&st, 0, sizeof st);
     st.argsz = sizeof st;
@@ -261,17 +260,13 @@ static int hw_open(struct velo_be* b, const char* dev, const velo_open_attr_t* a
         if (h->ctl_user_page == MAP_FAILED) h->ctl_user_page = NULL;
         goto fail;
     }
-    b->dev = h;
-    b->node = info.node_id;
+    velo__be_set(b, h, info.node_id, o.out_vpid,
+                 (struct velo_be_ring){(uint8_t*)h->ring, o.out_log2_lines,
+                                       (volatile uint32_t*)((uint8_t*)h->user_page + o.user_page_off)},
+                 (struct velo_be_ring){(uint8_t*)h->ctl_ring, o.out_ctl_log2_lines,
+                                       (volatile uint32_t*)((uint8_t*)h->ctl_user_page + o.user_page_off)});
     b->node_bits = info.node_bits;
     b->vpid_bits = info.vpid_bits;
-    b->nodes = 0;
-    b->vpid = o.out_vpid;
-    b->ctl_vpid = o.out_ctl_vpid;
-    b->data = (struct velo_be_ring){(uint8_t*)h->ring, o.out_log2_lines,
-                                    (volatile uint32_t*)((uint8_t*)h->user_page + o.user_page_off)};
-    b->ctl = (struct velo_be_ring){(uint8_t*)h->ctl_ring, o.out_ctl_log2_lines,
-                                   (volatile uint32_t*)((uint8_t*)h->ctl_user_page + o.user_page_off)};
     return 0;
 fail:
     hw_free(h);

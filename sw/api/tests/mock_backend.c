@@ -83,7 +83,6 @@ static void mock_close(struct velo_be* b) {
 
 static int mock_rma_map(struct velo_be* b, struct velo_rma_map* m) {
     struct velo_dev* d = b->dev;
-    memset(m, 0, sizeof *m);
     if (!d->nq) return -EOPNOTSUPP;
     m->nq = (const volatile uint8_t*)d->nq;
     m->nq_log2 = d->nq_log2;
@@ -113,15 +112,9 @@ static int mock_open(struct velo_be* b, const char* arg, const velo_open_attr_t*
     }
     memset(d->ring, 0, d->ring_bytes);
     memset(d->ctl_ring, 0, 4096);
-    b->dev = d;
-    b->node = (uint32_t)a->node;
-    b->vpid = (uint32_t)a->vpid;
-    b->node_bits = VELO_DEFAULT_NODE_BITS;
-    b->vpid_bits = VELO_DEFAULT_VPID_BITS;
-    b->ctl_vpid = VELO_CTL_VPID(b->vpid, b->vpid_bits);
-    b->nodes = 0;
-    b->data = (struct velo_be_ring){(uint8_t*)d->ring, a->ring_log2, &d->rp[0]};
-    b->ctl = (struct velo_be_ring){(uint8_t*)d->ctl_ring, VELO_RING_LOG2_MIN, &d->rp[1]};
+    velo__be_set(b, d, (uint32_t)a->node, (uint32_t)a->vpid,
+                 (struct velo_be_ring){(uint8_t*)d->ring, a->ring_log2, &d->rp[0]},
+                 (struct velo_be_ring){(uint8_t*)d->ctl_ring, VELO_RING_LOG2_MIN, &d->rp[1]});
     return 0;
 }
 
