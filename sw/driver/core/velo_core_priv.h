@@ -122,14 +122,10 @@ int velo_core_open_policy(const struct velo_core *c, const struct velo_core_ep_p
 int velo_core_rma_setup(struct velo_core *c);
 /* every region of endpoint vpid (closing); STUCK ones get one more chance to quiesce */
 void velo_core_rma_release_ep(struct velo_core *c, unsigned int vpid, uint64_t owner);
-/* the RMA ioctls (velo_core_ioctl dispatches, the argument size already checked) */
-int velo_core_ioc_rma_setup(struct velo_core *c, const struct velo_core_client *cl,
-			    struct velo_uapi_rma_setup *a);
-int velo_core_ioc_register(struct velo_core *c, const struct velo_core_client *cl,
-			   struct velo_uapi_register *a);
-int velo_core_ioc_deregister(struct velo_core *c, const struct velo_core_client *cl,
-			     const struct velo_uapi_deregister *a);
-int velo_core_ioc_repin(struct velo_core *c, const struct velo_core_client *cl,
-			struct velo_uapi_repin *a);
+/* the RMA ioctls (velo_core_ioctl dispatches, the argument's size already checked) */
+int velo_core_ioc_rma_setup(struct velo_core *c, struct velo_core_client *cl, void *arg);
+int velo_core_ioc_register(struct velo_core *c, struct velo_core_client *cl, void *arg);
+int velo_core_ioc_deregister(struct velo_core *c, struct velo_core_client *cl, void *arg);
+int velo_core_ioc_repin(struct velo_core *c, struct velo_core_client *cl, void *arg);
 
 #endif /* VELO_CORE_PRIV_H */
