@@ -105,8 +105,9 @@ struct velo_backend {
      * mapping, or NULL when stores go through store(). */
     int (*grant)(struct velo_be* b, unsigned from, unsigned node, unsigned vpid, uint8_t** win);
     int (*revoke)(struct velo_be* b, int page, uint8_t* win);
-    /* A store of `bytes` (<= 64, inside one line) at offset `off` of granted page `page` (win:
-     * its mapping or NULL). The line of a message of n bytes is (n - 1) * 64. */
+    /* A store of `bytes` (<= 64, inside one line) at offset `off` of granted page `page`, one
+     * without a mapping (the core stores into a mapping itself: NULL when grant() always gives
+     * one). The line of a message of n bytes is (n - 1) * 64. */
     int (*store)(struct velo_be* b, int page, uint8_t* win, unsigned off, const void* data, unsigned bytes);
     /* The read pointer of a ring (VELO_BE_DATA, VELO_BE_CTL) to the NIC; only for rings without
      * rp_reg. */
@@ -121,6 +122,7 @@ struct velo_backend {
      * time while a client woken by mail reacts. */
     void (*wait_state)(struct velo_be* b, int waiting);
     unsigned spin_polls; /* polls velo_wait spins before it sleeps */
+    /* velo_clock (may be NULL: -EOPNOTSUPP) */
     int (*clock)(const struct velo_be* b, uint64_t* now, uint64_t* last_rx);
     /* Close the endpoint: the device quiesces both vpids, then every mapping goes (windows,
      * rings, RMA). */
@@ -137,6 +139,11 @@ struct velo_backend {
     int (*rma_write_rp)(struct velo_be* b, uint32_t rp);
     int (*rma_sleep)(struct velo_be* b, const volatile uint64_t* hdr, uint64_t mask, uint64_t val, int64_t timeout_ns);
 };
+
+/* The operations every backend has, when they are called <p>_open, <p>_grant, ...: a backend's
+ * table starts with VELO_BACKEND_OPS(p, "name") and adds spin_polls and the others it has. */
+#define VELO_BACKEND_OPS(p, nm) \
+    .name = (nm), .open = p##_open, .grant = p##_grant, .revoke = p##_revoke, .sleep = p##_sleep, .close = p##_close
 
 /* The backends of velo_open's table. */
 extern const struct velo_backend velo__backend_hw;

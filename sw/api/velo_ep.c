@@ -329,5 +329,5 @@ int velo_stats(const velo_ep_t* ep, velo_stats_t* s) {
 int velo_clock(const velo_ep_t* ep, uint64_t* now, uint64_t* last_rx) {
     if (!ep) return -EINVAL;
     if (ep->closed) return -EBADF;
-    return ep->be->clock(&ep->b, now, last_rx);
+    return ep->be->clock ? ep->be->clock(&ep->b, now, last_rx) : -EOPNOTSUPP;
 }

@@ -92,14 +92,6 @@ static int hw_revoke(struct velo_be* b, int page, uint8_t* win) {
     return ioctl(h->fd, VELO_IOC_REVOKE, &rv) < 0 ? neg_errno() : 0;
 }
 
-static int hw_store(struct velo_be* b, int page, uint8_t* win, unsigned off, const void* data, unsigned bytes) {
-    (void)b;
-    (void)page;
-    if (!win || off + bytes > 4096) return -EINVAL;
-    velo__wc_store(win + off, data, bytes);
-    return 0;
-}
-
 static int hw_sleep(struct velo_be* b, const struct velo_be_wait* wt, int64_t timeout_ns) {
     struct velo_dev* h = b->dev;
     if (wt->pending) return 0;
@@ -122,13 +114,6 @@ static int hw_sleep(struct velo_be* b, const struct velo_be_wait* wt, int64_t ti
         return neg_errno();
     }
     return 0;
-}
-
-static int hw_clock(const struct velo_be* b, uint64_t* now, uint64_t* last_rx) {
-    (void)b;
-    (void)now;
-    (void)last_rx;
-    return -EOPNOTSUPP;
 }
 
 static void hw_free(struct velo_dev* h) {
@@ -274,16 +259,6 @@ fail:
 }
 
 const struct velo_backend velo__backend_hw = {
-    .name = "hw",
-    .probe = hw_probe,
-    .open = hw_open,
-    .grant = hw_grant,
-    .revoke = hw_revoke,
-    .store = hw_store,
-    .sleep = hw_sleep,
-    .spin_polls = 20000,
-    .clock = hw_clock,
-    .close = hw_close,
-    .rma_map = hw_rma_map,
-    .rma_ioctl = hw_rma_ioctl,
+    VELO_BACKEND_OPS(hw, "hw"), .probe = hw_probe,         .spin_polls = 20000,
+    .rma_map = hw_rma_map,      .rma_ioctl = hw_rma_ioctl,
 };

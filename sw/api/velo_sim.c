@@ -486,19 +486,14 @@ static int sim_open(struct velo_be* b, const char* path, const velo_open_attr_t*
 }
 
 const struct velo_backend velo__backend_sim = {
-    .name = "sim",
+    VELO_BACKEND_OPS(sim, "sim"),
     .probe = sim_probe,
-    .open = sim_open,
-    .grant = sim_grant,
-    .revoke = sim_revoke,
     .store = sim_store,
     .write_rp = sim_write_rp,
-    .sleep = sim_sleep,
     .no_credit = sim_no_credit,
     .wait_state = sim_wait_state,
     .spin_polls = 16,
     .clock = sim_clock,
-    .close = sim_close,
     .rma_map = sim_rma_map,
     .rma_ioctl = sim_rma_ioctl,
     .rma_cmd = sim_rma_cmd,

@@ -305,16 +305,7 @@ static int lb_open(struct velo_be* b, const char* arg, const velo_open_attr_t* a
 }
 
 static const struct velo_backend loop_backend = {
-    .name = "loop",
-    .open = lb_open,
-    .grant = lb_grant,
-    .revoke = lb_revoke,
-    .store = lb_store,
-    .write_rp = lb_write_rp,
-    .sleep = lb_sleep,
-    .spin_polls = 4,
-    .clock = lb_clock,
-    .close = lb_close,
+    VELO_BACKEND_OPS(lb, "loop"), .store = lb_store, .write_rp = lb_write_rp, .spin_polls = 4, .clock = lb_clock,
 };
 
 // ---------------------------------------------------------------------------- API
