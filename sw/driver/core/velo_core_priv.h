@@ -72,10 +72,27 @@ static inline void wr(const struct velo_core *c, uint32_t off, uint32_t v)
 	c->ops->reg_write32(c->ctx, off, v);
 }
 
+/* register reg (its offset in the spec's map) of the CTRL, IRQ, RMA block where the NIC has it */
 static inline uint32_t reg_ctrl(const struct velo_core *c, uint32_t reg)
 {
 	return reg - VELO_BLK_CTRL_BASE + c->caps.ctrl_base;
 }
+
+static inline uint32_t reg_irq(const struct velo_core *c, uint32_t reg)
+{
+	return reg - VELO_BLK_IRQ_BASE + c->caps.irq_base;
+}
+
+static inline uint32_t reg_rma(const struct velo_core *c, uint32_t reg)
+{
+	return reg - VELO_BLK_RMA_BASE + c->caps.rma_base;
+}
+
+/*
+ * A call on an optional unit (base: irq_base, rma_base, its block's offset in caps): -EINVAL
+ * without a core, `absent` when the NIC has no such block, else 0.
+ */
+#define core_unit(c, base, absent) (!(c) ? -VELO_CORE_EINVAL : !(c)->caps.base ? (absent) : 0)
 
 /* VPID_TABLE entry of vpid, its user page, its RMA notification queue entry */
 static inline uint32_t tbl(const struct velo_core *c, unsigned int vpid, uint32_t reg)

@@ -6,20 +6,13 @@
 #include "velo_core_priv.h"
 
 /* ---- RMA: notification queues, regions, translation (docs/rma.md §2, §4) */
-static uint32_t reg_rma(const struct velo_core *c, uint32_t reg)
-{
-	return reg - VELO_BLK_RMA_BASE + c->caps.rma_base;
-}
-
 int velo_core_rma_enable(struct velo_core *c, int on)
 {
-	if (!c)
-		return -VELO_CORE_EINVAL;
-	if (!c->caps.rma_base)
-		return -VELO_CORE_EOPNOTSUPP;
-	return velo_core_write_enable(c, reg_rma(c, VELO_REG_RMA_CONTROL),
-				      (uint32_t)VELO_FIELD_MASK(VELO_REG_RMA_CONTROL_ENABLE), on,
-				      "velo: RMA CONTROL read back ");
+	const int r = core_unit(c, rma_base, -VELO_CORE_EOPNOTSUPP);
+
+	return r ? r : velo_core_write_enable(c, reg_rma(c, VELO_REG_RMA_CONTROL),
+					      (uint32_t)VELO_FIELD_MASK(VELO_REG_RMA_CONTROL_ENABLE),
+					      on, "velo: RMA CONTROL read back ");
 }
 
 static uint32_t rg_reg(const struct velo_core *c, unsigned int r, uint32_t reg)
