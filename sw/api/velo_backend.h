@@ -43,7 +43,7 @@ struct velo_be_ring {
 /* The endpoint as a backend's open() leaves it. The core owns the storage and sets `be`, the
  * default address widths (VELO_DEFAULT_NODE_BITS, VELO_DEFAULT_VPID_BITS) and nodes 0; the
  * backend's open() ends with velo__be_set and sets what its device reports of the rest;
- * afterwards it writes only `dead` (and `dev` in close()). */
+ * afterwards it writes only `dead`. */
 struct velo_be {
     const struct velo_backend* be; /* set by the core */
     struct velo_dev* dev;          /* the backend's state, handed back to every operation */
@@ -124,8 +124,8 @@ struct velo_backend {
     unsigned spin_polls; /* polls velo_wait spins before it sleeps */
     /* velo_clock (may be NULL: -EOPNOTSUPP) */
     int (*clock)(const struct velo_be* b, uint64_t* now, uint64_t* last_rx);
-    /* Close the endpoint: the device quiesces both vpids, then every mapping goes (windows,
-     * rings, RMA). */
+    /* Close the endpoint (once; the core clears dev afterwards): the device quiesces both vpids,
+     * then every mapping goes (windows, rings, RMA). */
     void (*close)(struct velo_be* b);
     /* RMA (may be NULL: -ENOTSUP): set up the notification queue and the command page (*m
      * comes zeroed). */

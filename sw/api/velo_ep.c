@@ -263,6 +263,7 @@ int velo_close(velo_ep_t* ep) {
     ep->closed = 1;
     velo__rma_close(ep);    // the driver deregisters the regions at close
     ep->be->close(&ep->b);  // the driver/fabric quiesces the vpids before it frees the rings
+    ep->b.dev = NULL;
     pthread_mutex_unlock(&ep->ctl_lock);
     velo__peers_free(ep);
     free(ep->counts);

@@ -130,9 +130,7 @@ static void hw_free(struct velo_dev* h) {
 }
 
 static void hw_close(struct velo_be* b) {
-    if (!b->dev) return;
     hw_free(b->dev);
-    b->dev = NULL;
 }
 
 // RMA: the data vpid's notification queue and its BAR4 command page (docs/driver.md "RMA").
