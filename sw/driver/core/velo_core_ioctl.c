@@ -47,21 +47,26 @@ static int ioc_info(struct velo_core *c, struct velo_core_client *cl, void *arg)
 	(void)cl; /* any client */
 	if (a->flags)
 		return -VELO_CORE_EINVAL;
+	const uint32_t status = velo_core_status(c);
+	const uint32_t links = velo_core_link_status(c);
 
-	a->uapi_version = VELO_UAPI_VERSION;
-	a->spec_hash = k->spec_hash;
-	a->design_version = k->design_version;
-	a->node_id = k->node_id;
-	a->node_bits = k->node_bits;
-	a->vpid_bits = k->vpid_bits;
-	a->msg_max = k->msg_max;
-	a->num_vpids = k->num_vpids;
-	a->link_up = (uint32_t)VELO_FIELD_GET(VELO_REG_CTRL_STATUS_LINK_UP, velo_core_status(c));
-	a->clock_khz = 0;
-	a->policy = c->policy;
-	a->out_flags = 0;
-	a->nports = k->nports;
-	a->link_status = velo_core_link_status(c);
+	*a = (struct velo_uapi_info){
+		.argsz = a->argsz,
+		.uapi_version = VELO_UAPI_VERSION,
+		.spec_hash = k->spec_hash,
+		.design_version = k->design_version,
+		.node_id = k->node_id,
+		.node_bits = k->node_bits,
+		.vpid_bits = k->vpid_bits,
+		.msg_max = k->msg_max,
+		.num_vpids = k->num_vpids,
+		.link_up = (uint32_t)VELO_FIELD_GET(VELO_REG_CTRL_STATUS_LINK_UP, status),
+		.clock_khz = 0,
+		.policy = c->policy,
+		.out_flags = 0,
+		.nports = k->nports,
+		.link_status = links,
+	};
 	return 0;
 }
 
@@ -79,17 +84,17 @@ static int ioc_ep_open(struct velo_core *c, struct velo_core_client *cl, void *a
 	if (log2 < VELO_RING_LOG2_MIN || log2 > c->max_log2 || ctl < VELO_RING_LOG2_MIN ||
 	    ctl > c->max_log2)
 		return -VELO_CORE_EINVAL;
-	struct velo_core_ep_params p = { 0 };
-
-	p.vpid = a->vpid;
-	p.log2_lines = log2;
-	p.ctl_log2_lines = ctl;
-	p.max_grants = c->max_grants;
-	p.owner = cl->owner;
-	p.job_key = a->job_key;
-	p.pid = cl->pid;
-	p.uid = cl->uid;
-	p.privileged = cl->privileged;
+	const struct velo_core_ep_params p = {
+		.vpid = a->vpid,
+		.log2_lines = log2,
+		.ctl_log2_lines = ctl,
+		.max_grants = c->max_grants,
+		.owner = cl->owner,
+		.job_key = a->job_key,
+		.pid = cl->pid,
+		.uid = cl->uid,
+		.privileged = cl->privileged,
+	};
 	const struct velo_core_ep *e = NULL;
 	const int r = velo_core_ep_open(c, &p, &e);
 
