@@ -52,6 +52,7 @@
 `default_nettype none
 `include "velo_spec.vh"
 `include "velo_check.vh"
+`include "velo_ports.vh"
 module velo_rma_tgt #(
     parameter integer TLP_W       = 64,   // TLP stream data width: 64 (the only width implemented)
     parameter integer NODE_BITS   = 8,    // node id width (spec param NODE_BITS), 1..8
@@ -102,20 +103,9 @@ module velo_rma_tgt #(
     input  wire                   rs_tag,
     output wire                   rel_valid,
     output wire [REGION_BITS-1:0] rel_region,
-    // DMA read engine (velo_dma_rd rq_*/rd_*)
-    output wire                   rq_valid,
-    input  wire                   rq_ready,
-    output wire [63:0]            rq_addr,
-    output wire [11:0]            rq_len_m1,
-    output wire [CTX_W-1:0]       rq_ctx,
-    input  wire                   rd_valid,
-    output wire                   rd_ready,
-    input  wire [TLP_W-1:0]       rd_data,
-    input  wire [TLP_W/8-1:0]     rd_be,
-    input  wire                   rd_first,
-    input  wire                   rd_last,
-    input  wire                   rd_err,
-    input  wire [CTX_W-1:0]       rd_ctx,
+    // DMA read engine (velo_dma_rd rq_*/rd_*, TLP_W 64)
+    `VELO_DMARD_CLIENT_PORTS(CTX_W),
+    input  wire                   rd_first,   // (not used)
     // TLP stream out: DMA writes of put data
     output wire                   tx_valid,
     input  wire                   tx_ready,
@@ -248,10 +238,10 @@ module velo_rma_tgt #(
     wire [REGION_BITS-1:0] t_rel_r;
     wire                  g_rel_req;
     wire [REGION_BITS-1:0] g_rel_r;
-    wire t_rel_gnt = t_rel_req && !w_rel_q;
+    wire t_rel_go = t_rel_req && !w_rel_q;
     wire                  rd_rel;      // the get data side: a translation's last read ended
     wire [REGION_BITS-1:0] rd_rel_r;
-    wire g_rel_gnt = g_rel_req && !w_rel_q && !t_rel_req && !rd_rel;
+    wire g_rel_go = g_rel_req && !w_rel_q && !t_rel_req && !rd_rel;
     assign rel_valid  = w_rel_q || t_rel_req || rd_rel || g_rel_req;
     assign rel_region = w_rel_q ? w_rel_r : (t_rel_req ? t_rel_r : (rd_rel ? rd_rel_r : g_rel_r));
 
@@ -267,8 +257,8 @@ module velo_rma_tgt #(
     assign lk_vpid  = {VPID_BITS{1'b0}};   // remote kinds are authorised by the key
     assign lk_kind  = lk_sel_g ? `VELO_RMA_ACC_REMOTE_READ : `VELO_RMA_ACC_REMOTE_WRITE;
     assign lk_tag   = lk_sel_g;
-    wire t_lk_gnt = lk_ready && t_lk_req && !lk_sel_g;
-    wire g_lk_gnt = lk_ready && lk_sel_g;
+    wire t_lk_go = lk_ready && t_lk_req && !lk_sel_g;
+    wire g_lk_go = lk_ready && lk_sel_g;
     always @(posedge clk) begin
         if (rst) lk_last_g <= 1'b0;
         else if (lk_valid && lk_ready) lk_last_g <= lk_sel_g;
@@ -369,16 +359,16 @@ module velo_rma_tgt #(
                     else if (!enable || (!t_first && t_src_cur[4])) t_st <= T_HAND;
                     else t_st <= T_LK1;
                 end
-                T_LK1: if (t_lk_gnt) t_st <= T_RS1;
+                T_LK1: if (t_lk_go) t_st <= T_RS1;
                 T_RS1: if (t_rs) begin
                     if (rs_err != E_NONE) t_st <= T_HAND;
                     else if (t_dl == 9'd0) t_st <= T_REL;
                     else if (rs_fits) t_st <= T_HAND;
                     else t_st <= T_LK2;
                 end
-                T_LK2: if (t_lk_gnt) t_st <= T_RS2;
+                T_LK2: if (t_lk_go) t_st <= T_RS2;
                 T_RS2: if (t_rs) t_st <= (rs_err != E_NONE) ? T_REL : T_HAND;
-                T_REL: if (t_rel_gnt) t_st <= T_HAND;
+                T_REL: if (t_rel_go) t_st <= T_HAND;
                 T_HAND: if (w_take) begin
                     t_st   <= T_IDLE;
                     t_slot <= (NS == 1) ? {SB{1'b0}} : t_slot + 1'b1;
@@ -647,13 +637,11 @@ module velo_rma_tgt #(
         .req_tag(t_hdr[`VELO_RMA_PKT_HDR_TAG]), .req_vpid(t_hdr[`VELO_RMA_PKT_HDR_SRC_VPID]), .req_route(t_route_now),
         .direct(g_direct), .push(gq_push), .start(g_start), .start_no_route(g_start_no_route), .idle(g_idle),
         .q_empty(g_q_empty),
-        .lk_req(g_lk_req), .lk_nla(g_lk_nla), .lk_len(g_lk_len), .lk_gnt(g_lk_gnt), .rs_wait(g_rs_wait),
-        .rs_go(g_rs), .rs_err(rs_err), .rs_addr(rs_addr), .rs_room(rs_room), .rs_region(rs_region),
-        .rel_req(g_rel_req), .rel_region(g_rel_r), .rel_gnt(g_rel_gnt), .rel_other(w_rel_q || t_rel_req),
+        .lk_req(g_lk_req), .lk_nla(g_lk_nla), .lk_len(g_lk_len), .lk_go(g_lk_go), .rs_wait(g_rs_wait),
+        `VELO_ATU_RESULT_CONNECT(g_rs), .rs_region(rs_region),
+        .rel_req(g_rel_req), .rel_region(g_rel_r), .rel_go(g_rel_go), .rel_other(w_rel_q || t_rel_req),
         .rd_rel(rd_rel), .rd_rel_region(rd_rel_r),
-        .rq_valid(rq_valid), .rq_ready(rq_ready), .rq_addr(rq_addr), .rq_len_m1(rq_len_m1), .rq_ctx(rq_ctx),
-        .rd_valid(rd_valid), .rd_ready(rd_ready), .rd_data(rd_data), .rd_be(rd_be), .rd_last(rd_last),
-        .rd_err(rd_err), .rd_ctx(rd_ctx),
+        `VELO_DMARD_REQ_CONNECT, `VELO_DMARD_DATA_CONNECT,
         .buf_valid(g_buf_valid), .buf_hdr(g_buf_hdr), .buf_nla(g_buf_nla), .buf_nw(g_buf_nw), .buf_lnb(g_buf_lnb),
         .buf_take(gs_take), .buf_re(ob_re), .buf_ra(ob_ra[GWB-1:0]), .buf_rd(ob_rd), .bufs_busy(g_bufs_busy),
         .final_err(g_final_err), .err_code(g_err_code), .pkt_bytes(g_pkt_bytes));

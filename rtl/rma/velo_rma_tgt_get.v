@@ -14,6 +14,7 @@
 `default_nettype none
 `include "velo_spec.vh"
 `include "velo_check.vh"
+`include "velo_ports.vh"
 module velo_rma_tgt_get #(
     parameter integer REGION_BITS = 8,    // region index width (spec param RMA_REGION_BITS), 1..12
     parameter integer MTU         = 48,   // data bytes per packet (spec param RMA_MTU), multiple of 8, 8..240
@@ -38,37 +39,18 @@ module velo_rma_tgt_get #(
     output wire                   start_no_route, // ... that has no route back (nothing is sent)
     output wire                   idle,       // no get being served
     output wire                   q_empty,    // the GET queue is empty
-    // ATU lookups (granted by velo_rma_tgt: lk_gnt when taken, rs_go with this engine's response)
-    output wire                   lk_req,
-    output wire [63:0]            lk_nla,
-    output wire [23:0]            lk_len,
-    input  wire                   lk_gnt,
-    output wire                   rs_wait,
-    input  wire                   rs_go,
-    input  wire [3:0]             rs_err,
-    input  wire [63:0]            rs_addr,
-    input  wire [21:0]            rs_room,
+    // ATU lookups (granted by velo_rma_tgt: lk_go when taken, rs_go with this engine's response)
+    `VELO_ATU_LOOKUP_PORTS,
+    output wire                   rs_wait,    // waiting for the response (the ATU may give it)
+    `VELO_ATU_RESULT_PORTS,
     input  wire [REGION_BITS-1:0] rs_region,
-    // ATU releases: of an unused translation (rel_gnt when taken), and with a read's last beat
-    output wire                   rel_req,
-    output wire [REGION_BITS-1:0] rel_region,
-    input  wire                   rel_gnt,
+    // ATU releases: of an unused translation (rel_go when taken), and with a read's last beat
+    `VELO_ATU_RELEASE_PORTS(REGION_BITS),
     input  wire                   rel_other,  // another release is under way: hold the read data
     output wire                   rd_rel,
     output wire [REGION_BITS-1:0] rd_rel_region,
     // DMA read engine (velo_dma_rd rq_*/rd_*, 64-bit data)
-    output wire                   rq_valid,
-    input  wire                   rq_ready,
-    output wire [63:0]            rq_addr,
-    output wire [11:0]            rq_len_m1,
-    output wire [CTX_W-1:0]       rq_ctx,
-    input  wire                   rd_valid,
-    output wire                   rd_ready,
-    input  wire [63:0]            rd_data,
-    input  wire [7:0]             rd_be,
-    input  wire                   rd_last,
-    input  wire                   rd_err,
-    input  wire [CTX_W-1:0]       rd_ctx,
+    `VELO_DMARD_CLIENT_PORTS(CTX_W),
     // the GET_RSP buffer the response output sends next: header, NLA word, data words (read
     // through buf_re/buf_ra, data on buf_rd the next cycle), last word's valid bytes minus one
     output wire                   buf_valid,
@@ -98,17 +80,21 @@ module velo_rma_tgt_get #(
     // ================================================================ issue side
     localparam [2:0] G_IDLE = 3'd0, G_LK = 3'd1, G_RS = 3'd2, G_RQ = 3'd3, G_REL = 3'd4, G_END = 3'd5;
     reg [2:0]   g_st;
-    reg [63:0]  g_tnla, g_inla;
-    reg [23:0]  g_len, g_off;
-    reg [63:0]  g_hdr;       // the request's header word
+    // the get: its request's fields
+    reg [63:0]  g_tnla, g_inla;  // target NLA, initiator NLA
+    reg [23:0]  g_len;
+    reg [7:0]   g_vpid, g_tag;   // the initiator's vpid and tag (SRC_VPID, TAG of the request)
     reg [14:0]  g_route;
+    // the walk: offset of the next read, its host address, the bytes its translation has left
+    // (to the page end) and the translation's region
+    reg [23:0]  g_off;
     reg [63:0]  g_addr;
     reg [21:0]  g_room;
     reg [REGION_BITS-1:0] g_region;
-    reg         g_fail;
+    // outcome: the get failed (reason g_err); a read failed (discard data)
+    reg         g_fail, g_dfail;
     reg [3:0]   g_err;
     reg [6:0]   g_outst;     // requests issued and not yet ended
-    reg         g_dfail;     // a read failed: discard data
     wire        d_done;      // the data side sent the last packet
     wire        g_final_go;  // the final (error or empty) packet is queued
     wire        rd_fire_last;
@@ -136,12 +122,6 @@ module velo_rma_tgt_get #(
     wire [7:0]  q_tag   = g_direct ? req_tag : gq_q[159:152];
     wire [7:0]  q_vpid  = g_direct ? req_vpid : gq_q[167:160];
     wire [14:0] q_route = g_direct ? req_route : gq_q[182:168];
-    reg  [63:0] q_hdr;
-    always @(*) begin
-        q_hdr = 64'd0;
-        q_hdr[`VELO_RMA_PKT_HDR_SRC_VPID] = q_vpid;
-        q_hdr[`VELO_RMA_PKT_HDR_TAG]      = q_tag;
-    end
 
     wire   g_start = g_pop || g_direct;
     assign idle    = (g_st == G_IDLE);
@@ -179,14 +159,14 @@ module velo_rma_tgt_get #(
                     else if (!enable || q_len == 24'd0) g_st <= G_END;
                     else g_st <= G_LK;
                 end
-                G_LK: if (lk_gnt) g_st <= G_RS;
+                G_LK: if (lk_go) g_st <= G_RS;
                 G_RS: if (rs_go) g_st <= (rs_err != E_NONE || g_dfail) ? ((rs_err == E_NONE) ? G_REL : G_END) : G_RQ;
                 G_RQ: if (g_dfail) g_st <= G_REL;
                       else if (rq_fire) begin
                           if (g_q_len == g_rem) g_st <= G_END;
                           else if (g_q_uses_tr) g_st <= G_LK;
                       end
-                G_REL: if (rel_gnt) g_st <= G_END;
+                G_REL: if (rel_go) g_st <= G_END;
                 default: if (d_done || g_final_go) g_st <= G_IDLE;   // G_END
             endcase
         end
@@ -197,7 +177,8 @@ module velo_rma_tgt_get #(
             g_tnla  <= q_tnla;
             g_len   <= q_len;
             g_inla  <= q_inla;
-            g_hdr   <= q_hdr;
+            g_vpid  <= q_vpid;
+            g_tag   <= q_tag;
             g_route <= q_route;
             g_off   <= 24'd0;
             g_fail  <= !enable;
@@ -296,8 +277,8 @@ module velo_rma_tgt_get #(
         gr_hdr[`VELO_RMA_PKT_HDR_LAST]     = g_final_go ? 1'b1 : p_lastpk;
         gr_hdr[`VELO_RMA_PKT_HDR_ERR]      = g_final_go ? g_err : E_NONE;
         gr_hdr[`VELO_RMA_PKT_HDR_SRC_NODE] = node_id;
-        gr_hdr[`VELO_RMA_PKT_HDR_SRC_VPID] = g_hdr[`VELO_RMA_PKT_HDR_SRC_VPID];
-        gr_hdr[`VELO_RMA_PKT_HDR_TAG]      = g_hdr[`VELO_RMA_PKT_HDR_TAG];
+        gr_hdr[`VELO_RMA_PKT_HDR_SRC_VPID] = g_vpid;
+        gr_hdr[`VELO_RMA_PKT_HDR_TAG]      = g_tag;
         gr_hdr[`VELO_RMA_PKT_HDR_LEN_M1]   = g_final_go ? 8'd7 : p_am1[7:0];
     end
     assign d_done = (g_st == G_END) && !g_fail && (g_len != 24'd0) && (d_left == 24'd0) && !p_act;
@@ -397,6 +378,6 @@ module velo_rma_tgt_get #(
     assign err_code  = g_err;
     assign pkt_bytes = p_done ? p_n : 8'd0;
 
-    wire unused_ok = &{1'b0, rd_ctx, g_q_len_m1, g_inla, g_hdr, g_route[14], p_am1[8]};
+    wire unused_ok = &{1'b0, rd_ctx, g_q_len_m1, g_inla, g_route[14], p_am1[8]};
 endmodule
 `default_nettype wire
