@@ -624,13 +624,13 @@ module velo_rma_tgt #(
 
     // ================================================================ get engine (velo_rma_tgt_get)
     wire        g_buf_valid, g_bufs_busy, g_q_empty, g_start_no_route, g_final_err;
-    wire [63:0] g_buf_hdr, g_buf_nla, ob_rd;
+    wire [63:0] g_buf_hdr, g_buf_nla, g_buf_rd;
     wire [GWB:0] g_buf_nw;
     wire [2:0]  g_buf_lnb;
     wire [3:0]  g_err_code;
     wire [7:0]  g_pkt_bytes;
-    wire        gs_take, ob_re;
-    wire [GWB:0] ob_ra;
+    wire        g_buf_take, g_buf_re;
+    wire [GWB:0] g_buf_ra;
     velo_rma_tgt_get #(.REGION_BITS(REGION_BITS), .MTU(MTU), .CTX_W(CTX_W), .GQ_LOG2(GQ_LOG2)) u_get (
         .clk(clk), .rst(rst), .enable(enable), .node_id(node_id),
         .t_get(t_st == T_GET), .req_tnla(t_nla), .req_len(t_len_word[`VELO_RMA_PKT_LEN_LEN]), .req_inla(t_word3),
@@ -643,7 +643,7 @@ module velo_rma_tgt #(
         .rd_rel(rd_rel), .rd_rel_region(rd_rel_r),
         `VELO_DMARD_REQ_CONNECT, `VELO_DMARD_DATA_CONNECT,
         .buf_valid(g_buf_valid), .buf_hdr(g_buf_hdr), .buf_nla(g_buf_nla), .buf_nw(g_buf_nw), .buf_lnb(g_buf_lnb),
-        .buf_take(gs_take), .buf_re(ob_re), .buf_ra(ob_ra[GWB-1:0]), .buf_rd(ob_rd), .bufs_busy(g_bufs_busy),
+        .buf_take(g_buf_take), .buf_re(g_buf_re), .buf_ra(g_buf_ra[GWB-1:0]), .buf_rd(g_buf_rd), .bufs_busy(g_bufs_busy),
         .final_err(g_final_err), .err_code(g_err_code), .pkt_bytes(g_pkt_bytes));
 
     // ================================================================ response output
@@ -663,11 +663,11 @@ module velo_rma_tgt #(
     wire [GWB+1:0] cur_i    = rsp_busy ? rsp_wi : {(GWB+2){1'b0}};
     wire [GWB+1:0] cur_n    = rsp_busy ? rsp_nw : (pick_g ? {1'b0, g_buf_nw} + TWO : TWO);
     wire           cur_last = (cur_i == cur_n - 1'b1);
-    assign pr_take = rsp_go && !cur_g && cur_last;
-    assign gs_take = rsp_go && cur_g && cur_last;
-    assign ob_re   = rsp_go && cur_g && (cur_i >= 2);
+    assign pr_take    = rsp_go && !cur_g && cur_last;
+    assign g_buf_take = rsp_go && cur_g && cur_last;
+    assign g_buf_re   = rsp_go && cur_g && (cur_i >= 2);
     wire [GWB+1:0] cur_im2 = cur_i - TWO;
-    assign ob_ra   = cur_im2[GWB:0];
+    assign g_buf_ra = cur_im2[GWB:0];
     always @(posedge clk) begin
         if (rst) begin
             rsp_busy     <= 1'b0;
@@ -696,7 +696,7 @@ module velo_rma_tgt #(
     assign out_valid = rsp_valid;
     assign out_last  = rsp_last;
     assign out_lnb   = rsp_lnb;
-    assign out_data  = rsp_from_ram ? ob_rd : rsp_word;
+    assign out_data  = rsp_from_ram ? g_buf_rd : rsp_word;
 
     // ================================================================ simulation-only invariants
     // (VELO_ASSERT, velo_check.vh): a violation stops the simulation
@@ -745,7 +745,7 @@ module velo_rma_tgt #(
     end
 
     wire unused_ok = &{1'b0, rd_first, rd_ctx, t_hdr, t_len_word, t_word3, in_h, w_hdr, w_len, slot_wi9, tlp_span, tlp_mps_room, rs_room,
-                       tlp_nbeats8, tlp_ndw10, in_ar[2:0], slot_wi_next[0], txs_rot[127:64], ob_ra[GWB], cur_im2[GWB+1],
+                       tlp_nbeats8, tlp_ndw10, in_ar[2:0], slot_wi_next[0], txs_rot[127:64], g_buf_ra[GWB], cur_im2[GWB+1],
                        t_plen24, src_st[0], pc_rem};
 endmodule
 `default_nettype wire

@@ -205,13 +205,14 @@ module velo_rma_tgt_get #(
     end
 
     // ================================================================ data side
-    // a GET_RSP packet being gathered into buffer gb_w: p_need data bytes still to take
-    reg [1:0]   gs_st;          // per buffer: ready to send
-    reg [63:0]  gs_hdr [0:1];
-    reg [63:0]  gs_nla [0:1];
-    reg [GWB:0] gs_nw  [0:1];   // data words
-    reg [2:0]   gs_lnb [0:1];
-    reg         gb_w;           // buffer being filled
+    // two GET_RSP packet buffers (pbuf_*); a packet being gathered into buffer pbuf_fill: p_need
+    // data bytes still to take
+    reg [1:0]   pbuf_full;        // per buffer: holds a packet ready to send
+    reg [63:0]  pbuf_hdr [0:1];
+    reg [63:0]  pbuf_nla [0:1];
+    reg [GWB:0] pbuf_nw  [0:1];   // data words
+    reg [2:0]   pbuf_lnb [0:1];
+    reg         pbuf_fill;        // buffer being filled
     reg         p_act;
     reg         p_first;        // the next packet is the get's first
     reg [7:0]   p_need;
@@ -260,10 +261,10 @@ module velo_rma_tgt_get #(
     wire         p_done  = p_act && p_need == 8'd0 && acc_n == 5'd0 && !g_fail;
     wire [7:0]   p_room  = p_first ? (MTU9[7:0] - {5'd0, g_inla[2:0]}) : MTU9[7:0];
     wire [7:0]   p_len   = ({16'd0, p_room} < d_left) ? p_room : d_left[7:0];
-    wire         p_start = g_active && !p_act && !g_disc && (d_left != 24'd0) && !gs_st[gb_w] && (g_st != G_IDLE);
+    wire         p_start = g_active && !p_act && !g_disc && (d_left != 24'd0) && !pbuf_full[pbuf_fill] && (g_st != G_IDLE);
 
     // the final packet without data: an error, or a get of length 0
-    assign g_final_go = (g_st == G_END) && !gs_st[gb_w] &&
+    assign g_final_go = (g_st == G_END) && !pbuf_full[pbuf_fill] &&
                         ((g_fail && g_outst == 7'd0) || (!g_fail && g_len == 24'd0));
     reg [63:0] gr_hdr;
     wire [8:0] p_area = 9'd8 + {7'd0, p_pad} + {1'b0, p_n};
@@ -283,27 +284,27 @@ module velo_rma_tgt_get #(
     end
     assign d_done = (g_st == G_END) && !g_fail && (g_len != 24'd0) && (d_left == 24'd0) && !p_act;
 
-    wire gs_take = buf_take;    // the output takes buffer go_b
-    reg  go_b;                  // buffer the output sends next
-    wire gb_commit = p_done || g_final_go;
+    wire pbuf_take   = buf_take;    // the output takes buffer pbuf_send
+    reg  pbuf_send;                 // buffer the output sends next
+    wire pbuf_commit = p_done || g_final_go;
     always @(posedge clk) begin
         if (rst) begin
-            gs_st   <= 2'b00;
-            gb_w    <= 1'b0;
-            go_b    <= 1'b0;
+            pbuf_full <= 2'b00;
+            pbuf_fill <= 1'b0;
+            pbuf_send <= 1'b0;
             p_act   <= 1'b0;
             acc_n   <= 5'd0;
             rd_lanes_used    <= 3'd0;
             d_left  <= 24'd0;
             g_dfail <= 1'b0;
         end else begin
-            if (gs_take) begin
-                gs_st[go_b] <= 1'b0;
-                go_b <= ~go_b;
+            if (pbuf_take) begin
+                pbuf_full[pbuf_send] <= 1'b0;
+                pbuf_send <= ~pbuf_send;
             end
-            if (gb_commit) begin
-                gs_st[gb_w] <= 1'b1;
-                gb_w <= ~gb_w;
+            if (pbuf_commit) begin
+                pbuf_full[pbuf_fill] <= 1'b1;
+                pbuf_fill <= ~pbuf_fill;
             end
             if (g_start) begin
                 d_left  <= (enable && q_route[14]) ? q_len : 24'd0;
@@ -344,18 +345,18 @@ module velo_rma_tgt_get #(
             if (rd_take) p_need <= p_need - {4'd0, b_take};
             if (emit) p_wi <= p_wi + 1'b1;
         end
-        if (gb_commit) begin
-            gs_hdr[gb_w] <= gr_hdr;
-            gs_nla[gb_w] <= p_nla;
-            gs_nw[gb_w]  <= g_final_go ? {(GWB+1){1'b0}} : p_wi;
-            gs_lnb[gb_w] <= g_final_go ? 3'd7 : p_am1[2:0];
+        if (pbuf_commit) begin
+            pbuf_hdr[pbuf_fill] <= gr_hdr;
+            pbuf_nla[pbuf_fill] <= p_nla;
+            pbuf_nw[pbuf_fill]  <= g_final_go ? {(GWB+1){1'b0}} : p_wi;
+            pbuf_lnb[pbuf_fill] <= g_final_go ? 3'd7 : p_am1[2:0];
         end
         if (p_done) p_nla <= {p_nla[63:40], p_nla[39:0] + {32'd0, p_n}};
     end
 
     // GET_RSP buffers: word i of buffer b at {b, i}
     velo_sdp_ram #(.W(64), .ADDR_W(GWB + 1)) u_gbuf (
-        .clk(clk), .we(emit), .waddr({gb_w, p_wi[GWB-1:0]}), .wdata(acc[63:0]), .re(buf_re), .raddr({go_b, buf_ra}),
+        .clk(clk), .we(emit), .waddr({pbuf_fill, p_wi[GWB-1:0]}), .wdata(acc[63:0]), .re(buf_re), .raddr({pbuf_send, buf_ra}),
         .rdata(buf_rd));
 
     // ================================================================ simulation-only invariants
@@ -364,15 +365,15 @@ module velo_rma_tgt_get #(
     `VELO_ASSERT(clk, rst, !(rq_fire && !rd_fire_last && g_outst == 7'h7F), "velo_rma_tgt_get: count of outstanding reads wraps")
     `VELO_ASSERT(clk, rst, !(rd_fire_last && !rq_fire && g_outst == 7'd0), "velo_rma_tgt_get: a read ended with none outstanding")
     // a packet buffer is committed only when free, taken only when full
-    `VELO_ASSERT(clk, rst, !(gb_commit && gs_st[gb_w]), "velo_rma_tgt_get: a GET_RSP buffer overwritten before it was sent")
-    `VELO_ASSERT(clk, rst, !(gs_take && !gs_st[go_b]), "velo_rma_tgt_get: an empty GET_RSP buffer taken")
+    `VELO_ASSERT(clk, rst, !(pbuf_commit && pbuf_full[pbuf_fill]), "velo_rma_tgt_get: a GET_RSP buffer overwritten before it was sent")
+    `VELO_ASSERT(clk, rst, !(pbuf_take && !pbuf_full[pbuf_send]), "velo_rma_tgt_get: an empty GET_RSP buffer taken")
 
-    assign buf_valid = gs_st[go_b];
-    assign buf_hdr   = gs_hdr[go_b];
-    assign buf_nla   = gs_nla[go_b];
-    assign buf_nw    = gs_nw[go_b];
-    assign buf_lnb   = gs_lnb[go_b];
-    assign bufs_busy = (gs_st != 2'b00);
+    assign buf_valid = pbuf_full[pbuf_send];
+    assign buf_hdr   = pbuf_hdr[pbuf_send];
+    assign buf_nla   = pbuf_nla[pbuf_send];
+    assign buf_nw    = pbuf_nw[pbuf_send];
+    assign buf_lnb   = pbuf_lnb[pbuf_send];
+    assign bufs_busy = (pbuf_full != 2'b00);
     assign start_no_route = g_start && !q_route[14];
     assign final_err = g_final_go && g_fail;
     assign err_code  = g_err;
