@@ -85,7 +85,8 @@
 
 // ---------------------------------------------------------------- TLP stream (device-independent)
 // `VELO_TLP_TX_CONNECT: a TLP stream output (tx_valid, tx_ready, tx_sop, tx_eop, tx_hdr,
-// tx_data; docs/host.md) to the parent's of the same name.
+// tx_data: the device-independent stream of rtl/host/, header fields VELO_TLP_HDR_* of
+// velo_spec.vh) to the parent's of the same name.
 `define VELO_TLP_TX_CONNECT \
     .tx_valid(tx_valid), .tx_ready(tx_ready), .tx_sop(tx_sop), .tx_eop(tx_eop), .tx_hdr(tx_hdr), .tx_data(tx_data)
 
