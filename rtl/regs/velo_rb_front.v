@@ -9,16 +9,13 @@
 // rb_init_idx counting up, rb_wdata 0: every block writes it into row rb_init_idx of its tables)
 // before the first request is taken.
 //
-// The bus, one DW at a time (rb_addr, and rb_wdata for a write, stay until the DW is done):
-//   write: rb_wr_en asks; while a block holds rb_wwait the front waits, else the DW is done in this
-//          cycle (rb_wr_go); rb_wack (some block takes the write) low then: a bad access, counted.
-//   read:  rb_rd_en asks; a register rb_rram does not name is read in this cycle (rb_rdata); one
-//          that rb_rram names lives in RAM: the block starts its read (rb_rgo) when its port is
-//          free and the front takes rb_rdata in the next cycle.
+// The bus (rtl/include/velo_rb.vh says how an access goes): the request rb_req goes to every block,
+// rb_rsp is their answers ORed (velo_regfile).
 // With PIPE = 1 every block registers its decode: the front waits a cycle after each address change.
 `default_nettype none
 `include "velo_spec.vh"
 `include "velo_check.vh"
+`include "velo_rb.vh"
 module velo_rb_front #(
     parameter integer TLP_W = 64,  // TLP stream data width: 64 or 128
     parameter integer IW    = 8,   // table clear: 2^IW cycles (the widest table index: 1..8, the spec's bits)
@@ -49,19 +46,9 @@ module velo_rb_front #(
     output wire                 cpl_eop,
     output reg  [127:0]         cpl_hdr,
     output wire [TLP_W-1:0]     cpl_data,
-    // the register bus
-    output reg  [20:0]          rb_addr,
-    output wire [31:0]          rb_wdata,
-    output wire                 rb_wr_en,
-    output wire                 rb_wr_go,
-    output wire                 rb_rd_en,
-    output wire                 rb_init,      // the table clear runs
-    output reg  [IW-1:0]        rb_init_idx,  // ... at this row
-    input  wire [31:0]          rb_rdata,
-    input  wire                 rb_wack,
-    input  wire                 rb_wwait,
-    input  wire                 rb_rram,
-    input  wire                 rb_rgo,
+    // the register bus: the request, and the blocks' answers ORed
+    output wire [`VELO_RB_REQ_W-1:0] rb_req,
+    input  wire [`VELO_RB_RSP_W-1:0] rb_rsp,
     // counter events
     output reg                  ev_window_read,
     output reg                  ev_unsupported,
@@ -87,6 +74,17 @@ module velo_rb_front #(
     reg [6:0]  lower;
     reg [11:0] bcnt;
     reg        a_new;      // rb_addr was set in the last cycle (PIPE)
+    reg [20:0] rb_addr;    // the bus's request ...
+    reg [IW-1:0] rb_init_idx;
+    wire [31:0] rb_wdata;
+    wire       rb_wr_en, rb_wr_go, rb_rd_en, rb_init;
+    wire [31:0] rb_rdata = `VELO_RB_RDATA(rb_rsp);
+    wire        rb_wack  = `VELO_RB_WACK(rb_rsp);
+    wire        rb_wwait = `VELO_RB_WWAIT(rb_rsp);
+    wire        rb_rram  = `VELO_RB_RRAM(rb_rsp);
+    wire        rb_rgo   = `VELO_RB_RGO(rb_rsp);
+    assign rb_req = `VELO_RB_REQ(rb_addr, rb_wdata, rb_wr_en, rb_wr_go, rb_rd_en, rb_init,
+                                 {{(`VELO_RB_IDX_W-IW){1'b0}}, rb_init_idx});
 
     assign cpl_sop = 1'b1;
     assign cpl_eop = 1'b1;

@@ -1,11 +1,12 @@
 // Register block RMA (docs/rma.md §5) and its tables: the notification queue table (RMA_NQ_TABLE)
-// and NQ_RP in the user pages (RAMs like the mailbox table, cleared while rb_init runs, read port
+// and NQ_RP in the user pages (RAMs like the mailbox table, cleared by the table clear after reset, read port
 // and write-pointer port shared with velo_rma_notify, which has priority), the ATU's region and
 // page tables (RMA_REGION, RMA_PTE: write-only, every write forwarded to the ATU's configuration
 // port, waiting while it is busy clearing after reset) and the RMA counters (read through rcnt_*).
 `default_nettype none
 `include "velo_spec.vh"
 `include "velo_check.vh"
+`include "velo_rb.vh"
 module velo_rb_rma #(
     parameter integer VPID_BITS   = 8,   // vpid width: 2^VPID_BITS queue table rows and user pages (spec range)
     parameter integer REGION_BITS = 8,   // ATU region index width (reported in CAPS; spec RMA_REGION_BITS range)
@@ -15,19 +16,8 @@ module velo_rb_rma #(
 ) (
     input  wire                 clk,
     input  wire                 rst,
-    // the register bus (velo_rb_front)
-    input  wire [20:0]          rb_addr,
-    input  wire [31:0]          rb_wdata,
-    input  wire                 rb_wr_en,
-    input  wire                 rb_wr_go,
-    input  wire                 rb_rd_en,
-    input  wire                 rb_init,
-    input  wire [VPID_BITS-1:0] rb_init_idx,
-    output wire [31:0]          rb_rdata,
-    output wire                 rb_wack,
-    output wire                 rb_wwait,
-    output wire                 rb_rram,
-    output wire                 rb_rgo,
+    input  wire [`VELO_RB_REQ_W-1:0] rb_req,  // the register bus (velo_rb.vh)
+    output wire [`VELO_RB_RSP_W-1:0] rb_rsp,  // ... and the block's answer
     // the unit
     output wire                 rma_enable,   // CONTROL.ENABLE
     input  wire                 rma_busy,     // STATUS.BUSY
@@ -74,34 +64,34 @@ module velo_rb_rma #(
     localparam [31:0]  RGB32 = REGION_BITS, PTB32 = PTE_BITS, MTU32 = RMA_MTU;
     wire unused_rp = &{1'b0, RGB32[31:5], PTB32[31:5], MTU32[31:8]};
 
-    wire [31:0] r_rd;
-    wire        r_wack, unused_sel;
+    wire [`VELO_RB_RSP_W-1:0] r_rsp;
     velo_rb_rma_regs #(.PIPE(PIPE), .RMA_REGION_BITS(REGION_BITS), .CNT_BASE_IDX_W(5), .CAPS_REGION_BITS(RGB32[4:0]),
                        .CAPS_PTE_BITS(PTB32[4:0]), .CAPS_MTU(MTU32[7:0])) u_regs (
-        .clk(clk), .rst(rst), .rb_addr(rb_addr), .rb_wdata(rb_wdata), .rb_wr_en(rb_wr_en),
-        .rb_wr_go(rb_wr_go), .rb_sel(unused_sel), .rb_rdata(r_rd), .rb_wack(r_wack),
-        .control_enable(rma_enable), .status_busy(rma_busy), .quiesce_region(rq_region),
-        .quiesce_status_busy(rq_busy), .cnt_base(rcnt_data), .cnt_base_idx(rcnt_idx),
+        .clk(clk), .rst(rst), .rb_req(rb_req), .rb_rsp(r_rsp), .control_enable(rma_enable), .status_busy(rma_busy),
+        .quiesce_region(rq_region), .quiesce_status_busy(rq_busy), .cnt_base(rcnt_data), .cnt_base_idx(rcnt_idx),
         .cnt_base_clr(rcnt_clr), .cnt_base_clr_idx(rcnt_clr_idx));
 
     wire in_nq, in_nqrp, in_rg, in_pte;
     velo_rb_range #(.LO(NQ_LO), .HI({11'd0, NQ_LO} + NV * 16), .PIPE(PIPE)) u_dnq (
-        .clk(clk), .rst(rst), .addr(rb_addr), .hit(in_nq));
+        .clk(clk), .rst(rst), .rb_req(rb_req), .hit(in_nq));
     velo_rb_range #(.LO(USR_LO), .HI({11'd0, USR_LO} + NV * 4096), .PAGE(4), .PIPE(PIPE)) u_dnqrp (
-        .clk(clk), .rst(rst), .addr(rb_addr), .hit(in_nqrp));
+        .clk(clk), .rst(rst), .rb_req(rb_req), .hit(in_nqrp));
     velo_rb_range #(.LO(RG_LO), .HI({11'd0, RG_LO} + NRG * 32), .PIPE(PIPE)) u_drg (
-        .clk(clk), .rst(rst), .addr(rb_addr), .hit(in_rg));
+        .clk(clk), .rst(rst), .rb_req(rb_req), .hit(in_rg));
     velo_rb_range #(.LO(PTE_LO), .HI({11'd0, PTE_LO} + NPTE * 8), .PIPE(PIPE)) u_dpte (
-        .clk(clk), .rst(rst), .addr(rb_addr), .hit(in_pte));
-    wire [VPID_BITS-1:0] ntv = in_nqrp ? rb_addr[12 +: VPID_BITS] : rb_addr[4 +: VPID_BITS];
-    wire [1:0]  tfield  = rb_addr[3:2];
-    wire [20:0] rg_off  = rb_addr - RG_LO;
-    wire [20:0] pte_off = rb_addr - PTE_LO;
+        .clk(clk), .rst(rst), .rb_req(rb_req), .hit(in_pte));
+    wire [20:0] addr    = `VELO_RB_ADDR(rb_req);
+    wire [31:0] wd      = `VELO_RB_WDATA(rb_req);
+    wire        wr_en   = `VELO_RB_WR_EN(rb_req);
+    wire        init    = `VELO_RB_INIT(rb_req);
+    wire [VPID_BITS-1:0] ntv = in_nqrp ? addr[12 +: VPID_BITS] : addr[4 +: VPID_BITS];
+    wire [1:0]  tfield  = addr[3:2];
+    wire [20:0] rg_off  = addr - RG_LO;
+    wire [20:0] pte_off = addr - PTE_LO;
     wire unused_off = &{1'b0, rg_off, pte_off};
-    wire [31:0] wd = rb_wdata;
 
     // ATU table writes: forwarded one DW at a time
-    wire acfg_wr = rb_wr_en && (in_rg || in_pte);
+    wire acfg_wr = wr_en && (in_rg || in_pte);
     assign acfg_valid = acfg_wr;
     assign acfg_pte   = in_pte;
     assign acfg_idx   = in_pte ? pte_off[18:3] : {rg_off[20:5]};
@@ -109,38 +99,38 @@ module velo_rb_rma #(
     assign acfg_data  = wd;
 
     // notification queue table: the writer's reads and write-pointer updates have priority
-    wire nq_sw_re = rb_rd_en && (in_nq || in_nqrp) && !nq_re;
-    wire wr_nq    = rb_wr_en && in_nq;
+    wire nq_sw_re = `VELO_RB_RD_EN(rb_req) && (in_nq || in_nqrp) && !nq_re;
+    wire wr_nq    = wr_en && in_nq;
     wire nwp_busy = wr_nq && tfield == 2'd3 && nq_wp_we;  // the notification writer has the port
     wire nre = nq_re || nq_sw_re;
     wire [VPID_BITS-1:0] nra = nq_re ? nq_vpid : ntv;
-    wire [VPID_BITS-1:0] nwa = rb_init ? rb_init_idx : ntv;
+    wire [VPID_BITS-1:0] nwa = init ? `VELO_RB_INIT_IDX(rb_req, VPID_BITS) : ntv;
     wire [5:0] ncfg_w = {wd[`VELO_TBL_RMA_NQ_TABLE_NQ_CFG_LOG2_ENTRIES], wd[`VELO_TBL_RMA_NQ_TABLE_NQ_CFG_ENABLE]};
     wire [25:0] n_lo;
     wire [31:0] n_hi;
     wire [5:0]  n_cfg;
     velo_sdp_ram #(.W(26), .ADDR_W(VPID_BITS)) u_nlo (
-        .clk(clk), .we(rb_init || (wr_nq && tfield == 2'd0)), .waddr(nwa),
+        .clk(clk), .we(init || (wr_nq && tfield == 2'd0)), .waddr(nwa),
         .wdata(wd[31:6]), .re(nre), .raddr(nra), .rdata(n_lo));
     velo_sdp_ram #(.W(32), .ADDR_W(VPID_BITS)) u_nhi (
-        .clk(clk), .we(rb_init || (wr_nq && tfield == 2'd1)), .waddr(nwa),
+        .clk(clk), .we(init || (wr_nq && tfield == 2'd1)), .waddr(nwa),
         .wdata(wd), .re(nre), .raddr(nra), .rdata(n_hi));
     velo_sdp_ram #(.W(6), .ADDR_W(VPID_BITS)) u_ncfg (
-        .clk(clk), .we(rb_init || (wr_nq && tfield == 2'd2)), .waddr(nwa),
+        .clk(clk), .we(init || (wr_nq && tfield == 2'd2)), .waddr(nwa),
         .wdata(ncfg_w), .re(nre), .raddr(nra), .rdata(n_cfg));
     velo_sdp_ram #(.W(17), .ADDR_W(VPID_BITS)) u_nwp (
-        .clk(clk), .we(nq_wp_we || rb_init || (wr_nq && tfield == 2'd3)),
+        .clk(clk), .we(nq_wp_we || init || (wr_nq && tfield == 2'd3)),
         .waddr(nq_wp_we ? nq_wp_vpid : nwa),
         .wdata(nq_wp_we ? nq_wp_data : wd[16:0]),
         .re(nre), .raddr(nra), .rdata(nq_wp));
     velo_sdp_ram #(.W(17), .ADDR_W(VPID_BITS)) u_nrp (
-        .clk(clk), .we(rb_init || (rb_wr_en && in_nqrp)), .waddr(nwa),
+        .clk(clk), .we(init || (wr_en && in_nqrp)), .waddr(nwa),
         .wdata(wd[16:0]), .re(nre), .raddr(nra), .rdata(nq_rp));
     assign nq_base = {n_hi, n_lo};
     assign nq_en   = n_cfg[0];
     assign nq_log2 = n_cfg[5:1];
 
-    // the RAM-backed registers as software sees them (valid the cycle after rb_rgo)
+    // the RAM-backed registers as software sees them (valid the cycle after the read starts)
     reg [31:0] t_rd;
     always @(*) begin
         t_rd = 32'd0;
@@ -164,15 +154,14 @@ module velo_rb_rma #(
             nq_sw_wr      <= 1'b0;
             nq_sw_wr_vpid <= {VPID_BITS{1'b0}};
         end else begin
-            nq_sw_wr <= rb_wr_go && (in_nq || in_nqrp);
-            if (rb_wr_go && (in_nq || in_nqrp)) nq_sw_wr_vpid <= ntv;
+            nq_sw_wr <= `VELO_RB_WR_GO(rb_req) && (in_nq || in_nqrp);
+            if (`VELO_RB_WR_GO(rb_req) && (in_nq || in_nqrp)) nq_sw_wr_vpid <= ntv;
         end
     end
 
-    assign rb_wwait = nwp_busy || (acfg_wr && !acfg_ready);  // ... or the ATU is clearing
-    assign rb_rram  = in_nq || in_nqrp;
-    assign rb_rgo   = nq_sw_re;
-    assign rb_wack  = r_wack || in_nq || in_nqrp || in_rg || in_pte;
-    assign rb_rdata = r_rd | t_rd;
+    // the block's answer: its registers', or the tables' (the queue table's from RAM; a write waits
+    // while the notification writer has the WP port or the ATU is clearing)
+    assign rb_rsp = r_rsp | `VELO_RB_RSP(t_rd, in_nq || in_nqrp || in_rg || in_pte, in_nq || in_nqrp, nq_sw_re,
+                                         nwp_busy || (acfg_wr && !acfg_ready));
 endmodule
 `default_nettype wire

@@ -1,33 +1,21 @@
 // Register block VPID and its tables: the per-vpid mailbox table (VPID_TABLE) and the read pointer
 // in each vpid's user page (VPID_USER.MB_RP), in block RAM with one read port shared with the
 // completer (the completer has priority) and, for the write pointer, one write port shared with
-// the completer (again with priority). The table is cleared while rb_init runs (every vpid
-// disabled). A software write of a row or read pointer is reported (sw_wr) the cycle after it
+// the completer (again with priority). The table is cleared by the table clear after reset
+// (every vpid disabled). A software write of a row or read pointer is reported (sw_wr) the cycle after it
 // lands; an MB_CFG write is reported to the interrupts as it is asked for (it disarms the vpid).
 `default_nettype none
 `include "velo_spec.vh"
 `include "velo_check.vh"
+`include "velo_rb.vh"
 module velo_rb_vpid #(
     parameter integer VPID_BITS = 8,  // vpid width: 2^VPID_BITS table rows and user pages (spec range)
     parameter integer PIPE      = 0   // 1: the decodes are registered (the front waits a cycle)
 ) (
     input  wire                 clk,
     input  wire                 rst,
-    // the register bus (velo_rb_front)
-    input  wire [20:0]          rb_addr,
-    /* verilator lint_off UNUSEDSIGNAL */
-    input  wire [31:0]          rb_wdata,     // bits 5:0 go nowhere (MB_BASE_LO)
-    /* verilator lint_on UNUSEDSIGNAL */
-    input  wire                 rb_wr_en,
-    input  wire                 rb_wr_go,
-    input  wire                 rb_rd_en,
-    input  wire                 rb_init,
-    input  wire [VPID_BITS-1:0] rb_init_idx,
-    output wire [31:0]          rb_rdata,
-    output wire                 rb_wack,
-    output wire                 rb_wwait,
-    output wire                 rb_rram,
-    output wire                 rb_rgo,
+    input  wire [`VELO_RB_REQ_W-1:0] rb_req,  // the register bus (velo_rb.vh)
+    output wire [`VELO_RB_RSP_W-1:0] rb_rsp,  // ... and the block's answer
     // the completer's port
     input  wire                 tbl_re,
     input  wire [VPID_BITS-1:0] tbl_vpid,
@@ -51,40 +39,38 @@ module velo_rb_vpid #(
     localparam [20:0] TBL_LO = `VELO_TBL_VPID_TABLE_BASE;
     localparam [20:0] USR_LO = `VELO_TBL_VPID_USER_BASE;
 
-    wire [31:0] r_rd;
-    wire        r_wack;
-    wire        unused_sel;
     localparam [31:0] NV32 = NV;
-    velo_rb_vpid_regs #(.PIPE(PIPE), .NUM_VPIDS(NV32)) u_regs (
-        .clk(clk), .rst(rst), .rb_addr(rb_addr), .rb_wdata(rb_wdata), .rb_wr_en(rb_wr_en),
-        .rb_wr_go(rb_wr_go), .rb_sel(unused_sel), .rb_rdata(r_rd), .rb_wack(r_wack));
+    wire [`VELO_RB_RSP_W-1:0] r_rsp;
+    velo_rb_vpid_regs #(.PIPE(PIPE), .NUM_VPIDS(NV32)) u_regs (.clk(clk), .rst(rst), .rb_req(rb_req), .rb_rsp(r_rsp));
 
     wire in_tbl, in_user;
     velo_rb_range #(.LO(TBL_LO), .HI({11'd0, TBL_LO} + NV * 16), .PIPE(PIPE)) u_dtbl (
-        .clk(clk), .rst(rst), .addr(rb_addr), .hit(in_tbl));
+        .clk(clk), .rst(rst), .rb_req(rb_req), .hit(in_tbl));
     velo_rb_range #(.LO(USR_LO), .HI({11'd0, USR_LO} + NV * 4096), .PAGE(0), .PIPE(PIPE)) u_dusr (
-        .clk(clk), .rst(rst), .addr(rb_addr), .hit(in_user));
-    wire [VPID_BITS-1:0] tv = in_user ? rb_addr[12 +: VPID_BITS] : rb_addr[4 +: VPID_BITS];
-    wire [1:0] tfield = rb_addr[3:2];
+        .clk(clk), .rst(rst), .rb_req(rb_req), .hit(in_user));
+    /* verilator lint_off UNUSEDSIGNAL */
+    wire [20:0] addr  = `VELO_RB_ADDR(rb_req);
+    wire [31:0] wd    = `VELO_RB_WDATA(rb_req);  // bits 5:0 go nowhere (MB_BASE_LO)
+    /* verilator lint_on UNUSEDSIGNAL */
+    wire        wr_en = `VELO_RB_WR_EN(rb_req);
+    wire        wr_go = `VELO_RB_WR_GO(rb_req);
+    wire        init  = `VELO_RB_INIT(rb_req);
+    wire [VPID_BITS-1:0] tv = in_user ? addr[12 +: VPID_BITS] : addr[4 +: VPID_BITS];
+    wire [1:0] tfield = addr[3:2];
 
-    wire sw_re   = rb_rd_en && (in_tbl || in_user) && !tbl_re;
+    wire sw_re   = `VELO_RB_RD_EN(rb_req) && (in_tbl || in_user) && !tbl_re;
     wire ram_re  = tbl_re || sw_re;
     wire [VPID_BITS-1:0] ram_ra = tbl_re ? tbl_vpid : tv;
-    wire wr_tbl  = rb_wr_en && in_tbl;
-    wire wr_user = rb_wr_en && in_user;
+    wire wr_tbl  = wr_en && in_tbl;
+    wire wr_user = wr_en && in_user;
     wire wp_busy = wr_tbl && tfield == 2'd3 && wp_we;  // the completer has the port
-    wire we_lo   = rb_init || (wr_tbl && tfield == 2'd0);
-    wire we_hi   = rb_init || (wr_tbl && tfield == 2'd1);
-    wire we_cfg  = rb_init || (rb_wr_go && in_tbl && tfield == 2'd2);
-    wire we_wp   = wp_we || rb_init || (wr_tbl && tfield == 2'd3);
-    wire we_rp   = rb_init || wr_user;
-    wire [VPID_BITS-1:0] wa = rb_init ? rb_init_idx : tv;
-    wire [31:0] wd = rb_wdata;
+    wire we_lo   = init || (wr_tbl && tfield == 2'd0);
+    wire we_hi   = init || (wr_tbl && tfield == 2'd1);
+    wire we_cfg  = init || (wr_go && in_tbl && tfield == 2'd2);
+    wire we_wp   = wp_we || init || (wr_tbl && tfield == 2'd3);
+    wire we_rp   = init || wr_user;
+    wire [VPID_BITS-1:0] wa = init ? `VELO_RB_INIT_IDX(rb_req, VPID_BITS) : tv;
 
-    assign rb_wwait   = wp_busy;
-    assign rb_rram    = in_tbl || in_user;
-    assign rb_rgo     = sw_re;
-    assign rb_wack    = r_wack || in_tbl || in_user;
     assign mbcfg_wr   = wr_tbl && tfield == 2'd2;
     assign mbcfg_vpid = tv;
 
@@ -117,7 +103,7 @@ module velo_rb_vpid #(
     assign tbl_wp   = r_wp;
     assign tbl_rp   = r_rp;
 
-    // the RAM-backed registers as software sees them (valid the cycle after rb_rgo)
+    // the RAM-backed registers as software sees them (valid the cycle after the read starts)
     reg [31:0] t_rd;
     always @(*) begin
         t_rd = 32'd0;
@@ -135,15 +121,17 @@ module velo_rb_vpid #(
             endcase
         end
     end
-    assign rb_rdata = r_rd | t_rd;
+    // the block's answer: its registers', or the table's and user pages' (from RAM; a write of WP
+    // waits while the completer has the port)
+    assign rb_rsp = r_rsp | `VELO_RB_RSP(t_rd, in_tbl || in_user, in_tbl || in_user, sw_re, wp_busy);
 
     always @(posedge clk) begin
         if (rst) begin
             sw_wr      <= 1'b0;
             sw_wr_vpid <= {VPID_BITS{1'b0}};
         end else begin
-            sw_wr <= rb_wr_go && (in_tbl || in_user);
-            if (rb_wr_go && (in_tbl || in_user)) sw_wr_vpid <= tv;
+            sw_wr <= wr_go && (in_tbl || in_user);
+            if (wr_go && (in_tbl || in_user)) sw_wr_vpid <= tv;
         end
     end
 endmodule

@@ -2,12 +2,13 @@
 // velo_rb_front turns the TLPs of BAR0 into bus accesses and answers completions and unsupported
 // requests; every block of the spec's chain (ID, CTRL, COUNTERS, NET, VPID, IRQ and, with RMA = 1,
 // RMA) decodes its own registers and tables. velo_rb_<block>_regs.v is generated from
-// spec/velo_spec.json (header, decode, storage, read mux); velo_rb_<block>.v holds what has
-// behaviour (tables in RAM, counters, interrupts). This module only wires them: the bus is
-// broadcast, the blocks' answers are ORed (a block answers 0 outside its addresses).
+// spec/velo_spec.json (storage, read data; velo_rb_hdr: select, header, answer); velo_rb_<block>.v
+// holds what has behaviour (tables in RAM, counters, interrupts). This module only wires them: the
+// request rb_req (rtl/include/velo_rb.vh) is broadcast, the front ORs the blocks' answers (a block
+// answers 0 outside its addresses).
 //
 // Adding a block: its entry in the spec (gen_spec.py writes velo_rb_<block>_regs.v), its module,
-// and its answers in the OR below.
+// and its instance below with its answer in a slot of rsp.
 //
 // RMA (parameter RMA = 1, docs/rma.md §5): the RMA block (IRQ.NEXT reads the spec's value, the
 // RMA block; with RMA = 0 IRQ.NEXT reads 0, IRQ is the last block and nothing of RMA exists) and
@@ -15,6 +16,7 @@
 `default_nettype none
 `include "velo_spec.vh"
 `include "velo_check.vh"
+`include "velo_rb.vh"
 // Parameters checked here: those this module's own logic uses; the others where they are used (the
 // block named in their comment), with the instance path in the message.
 module velo_regfile #(
@@ -160,67 +162,59 @@ module velo_regfile #(
     localparam [31:0]  MSG_MAX  = `VELO_MSG_MAX;
 
     // ---------------------------------------------------------------- the front and the bus
-    wire [20:0]   rb_addr;
-    wire [31:0]   rb_wdata;
-    wire          rb_wr_en, rb_wr_go, rb_rd_en, rb_init;
-    wire [IW-1:0] rb_init_idx;
-    // the blocks' answers: read data, write taken, write waits, read from RAM, RAM read started
-    wire [31:0] rd_id, rd_ctrl, rd_cnt, rd_net, rd_vpid, rd_irq, rd_rma;
-    wire        ack_id, ack_ctrl, ack_cnt, ack_net, ack_vpid, ack_irq, ack_rma;
-    wire        wait_vpid, wait_irq, wait_rma;
-    wire        ram_net, ram_vpid, ram_rma;
-    wire        go_net, go_vpid, go_rma;
+    localparam integer NBLK = 7;  // blocks: ID, CTRL, COUNTERS, NET, VPID, IRQ, RMA (none with RMA = 0)
+    localparam integer RW   = `VELO_RB_RSP_W;
+    wire [`VELO_RB_REQ_W-1:0] rb_req;
+    wire [NBLK*RW-1:0]        rsp;     // the blocks' answers, in the order above
+    reg  [RW-1:0]             rb_rsp;  // ... ORed (a block answers 0 outside its addresses)
+    integer                   bi;
+    always @(*) begin
+        rb_rsp = `VELO_RB_RSP_NONE;
+        for (bi = 0; bi < NBLK; bi = bi + 1) rb_rsp = rb_rsp | rsp[bi*RW +: RW];
+    end
     velo_rb_front #(.TLP_W(TLP_W), .IW(IW), .RMA(RMA), .PIPE(PIPE)) u_front (
         .clk(clk), .rst(rst), .cpl_id(cpl_id),
         .in_valid(in_valid), .in_ready(in_ready), .in_sop(in_sop), .in_eop(in_eop), .in_hdr(in_hdr),
         .in_bar(in_bar), .in_data(in_data),
         .cpl_valid(cpl_valid), .cpl_ready(cpl_ready), .cpl_sop(cpl_sop), .cpl_eop(cpl_eop),
-        .cpl_hdr(cpl_hdr), .cpl_data(cpl_data),
-        .rb_addr(rb_addr), .rb_wdata(rb_wdata), .rb_wr_en(rb_wr_en), .rb_wr_go(rb_wr_go),
-        .rb_rd_en(rb_rd_en), .rb_init(rb_init), .rb_init_idx(rb_init_idx),
-        .rb_rdata(rd_id | rd_ctrl | rd_cnt | rd_net | rd_vpid | rd_irq | rd_rma),
-        .rb_wack(ack_id | ack_ctrl | ack_cnt | ack_net | ack_vpid | ack_irq | ack_rma),
-        .rb_wwait(wait_vpid | wait_irq | wait_rma),
-        .rb_rram(ram_net | ram_vpid | ram_rma),
-        .rb_rgo(go_net | go_vpid | go_rma),
+        .cpl_hdr(cpl_hdr), .cpl_data(cpl_data), .rb_req(rb_req), .rb_rsp(rb_rsp),
         .ev_window_read(ev_window_read), .ev_unsupported(ev_unsupported), .ev_bad_access(ev_bad_access),
         .ev_rma_read(ev_rma_read));
 
-    // the answers are ORed: at most one block may answer an address (simulation only)
-    wire [6:0] answer = {ack_id | (|rd_id), ack_ctrl | (|rd_ctrl), ack_cnt | (|rd_cnt),
-                         ack_net | ram_net | (|rd_net), ack_vpid | ram_vpid | (|rd_vpid),
-                         ack_irq | (|rd_irq), ack_rma | ram_rma | (|rd_rma)};
-    `VELO_ASSERT(clk, rst, (answer & (answer - 7'd1)) == 7'd0, "velo_regfile: two register blocks answer the same address")
+    // at most one block may answer an address (simulation only)
+    wire [NBLK-1:0] answers;
+    genvar gb;
+    generate
+        for (gb = 0; gb < NBLK; gb = gb + 1) begin : g_answers
+            /* verilator lint_off UNUSEDSIGNAL */
+            wire [RW-1:0] r = rsp[gb*RW +: RW];  // (its WWAIT is no answer)
+            /* verilator lint_on UNUSEDSIGNAL */
+            assign answers[gb] = `VELO_RB_ANSWERS(r);
+        end
+    endgenerate
+    `VELO_ASSERT(clk, rst, (answers & (answers - 1'b1)) == {NBLK{1'b0}}, "velo_regfile: two register blocks answer the same address")
 
     // ---------------------------------------------------------------- ID, CTRL, COUNTERS
-    wire unused_sel_id, unused_sel_ctrl, unused_sel_cnt;
     wire [31:0] unused_scratch;  // SCRATCH goes nowhere
     localparam [31:0] NB32 = NODE_BITS, VB32 = VPID_BITS, TW32 = TLP_W, LW32 = LINK_W;
     velo_rb_id_regs #(.PIPE(PIPE), .CAPS_NODE_BITS(NB32[3:0]), .CAPS_VPID_BITS(VB32[3:0]),
                       .CAPS_TLP_BYTES(TW32[10:3]), .CAPS_LINK_BYTES(LW32[10:3]), .CAPS_MSG_MAX(MSG_MAX[7:0])) u_id (
-        .clk(clk), .rst(rst), .rb_addr(rb_addr), .rb_wdata(rb_wdata), .rb_wr_en(rb_wr_en),
-        .rb_wr_go(rb_wr_go), .rb_sel(unused_sel_id), .rb_rdata(rd_id), .rb_wack(ack_id));
+        .clk(clk), .rst(rst), .rb_req(rb_req), .rb_rsp(rsp[0*RW +: RW]));
 
     wire [NODE_BITS-1:0] node_q;
     assign node_id = {{(8-NODE_BITS){1'b0}}, node_q};
     velo_rb_ctrl_regs #(.PIPE(PIPE), .NODE_BITS(NODE_BITS), .VPID_BITS(VPID_BITS)) u_ctrl (
-        .clk(clk), .rst(rst), .rb_addr(rb_addr), .rb_wdata(rb_wdata), .rb_wr_en(rb_wr_en),
-        .rb_wr_go(rb_wr_go), .rb_sel(unused_sel_ctrl), .rb_rdata(rd_ctrl), .rb_wack(ack_ctrl),
-        .node_id(node_q), .control_enable(enable), .status_link_up(link_up), .status_cpl_busy(cpl_busy),
-        .quiesce_vpid(q_vpid), .quiesce_status_busy(q_busy), .scratch(unused_scratch));
+        .clk(clk), .rst(rst), .rb_req(rb_req), .rb_rsp(rsp[1*RW +: RW]), .node_id(node_q), .control_enable(enable),
+        .status_link_up(link_up), .status_cpl_busy(cpl_busy), .quiesce_vpid(q_vpid), .quiesce_status_busy(q_busy), .scratch(unused_scratch));
 
     velo_rb_counters_regs #(.PIPE(PIPE), .COUNTER_BASE_IDX_W(CNT_IDX_W)) u_cnt (
-        .clk(clk), .rst(rst), .rb_addr(rb_addr), .rb_wdata(rb_wdata), .rb_wr_en(rb_wr_en),
-        .rb_wr_go(rb_wr_go), .rb_sel(unused_sel_cnt), .rb_rdata(rd_cnt), .rb_wack(ack_cnt),
-        .counter_base(cnt_data), .counter_base_idx(cnt_idx), .counter_base_clr(cnt_clr),
-        .counter_base_clr_idx(cnt_clr_idx));
+        .clk(clk), .rst(rst), .rb_req(rb_req), .rb_rsp(rsp[2*RW +: RW]), .counter_base(cnt_data),
+        .counter_base_idx(cnt_idx), .counter_base_clr(cnt_clr), .counter_base_clr_idx(cnt_clr_idx));
 
     // ---------------------------------------------------------------- NET, VPID, IRQ
     velo_rb_net #(.NODE_BITS(NODE_BITS), .NP(NP), .PB(PB), .NVC(NVC), .VC_DEPTH(VC_DEPTH),
                   .NCNT_IDX_W(NCNT_IDX_W), .RMA(RMA), .PIPE(PIPE)) u_net (
-        .clk(clk), .rst(rst), .rb_addr(rb_addr), .rb_wdata(rb_wdata), .rb_wr_en(rb_wr_en),
-        .rb_wr_go(rb_wr_go), .rb_rd_en(rb_rd_en), .rb_init(rb_init), .rb_init_idx(rb_init_idx[NODE_BITS-1:0]),
-        .rb_rdata(rd_net), .rb_wack(ack_net), .rb_rram(ram_net), .rb_rgo(go_net),
+        .clk(clk), .rst(rst), .rb_req(rb_req), .rb_rsp(rsp[3*RW +: RW]),
         .rt_re(rt_re), .rt_node(rt_node), .rt_data(rt_data), .rt2_re(rt2_re), .rt2_node(rt2_node),
         .rt2_data(rt2_data), .rt3_re(rt3_re), .rt3_node(rt3_node), .rt3_data(rt3_data),
         .port_cfg(port_cfg), .port_up(port_up), .ncnt_idx(ncnt_idx), .ncnt_data(ncnt_data),
@@ -229,17 +223,13 @@ module velo_regfile #(
     wire                 mbcfg_wr;
     wire [VPID_BITS-1:0] mbcfg_vpid;
     velo_rb_vpid #(.VPID_BITS(VPID_BITS), .PIPE(PIPE)) u_vpid (
-        .clk(clk), .rst(rst), .rb_addr(rb_addr), .rb_wdata(rb_wdata), .rb_wr_en(rb_wr_en),
-        .rb_wr_go(rb_wr_go), .rb_rd_en(rb_rd_en), .rb_init(rb_init), .rb_init_idx(rb_init_idx[VPID_BITS-1:0]),
-        .rb_rdata(rd_vpid), .rb_wack(ack_vpid), .rb_wwait(wait_vpid), .rb_rram(ram_vpid), .rb_rgo(go_vpid),
+        .clk(clk), .rst(rst), .rb_req(rb_req), .rb_rsp(rsp[4*RW +: RW]),
         .tbl_re(tbl_re), .tbl_vpid(tbl_vpid), .tbl_base(tbl_base), .tbl_en(tbl_en), .tbl_log2(tbl_log2),
         .tbl_wp(tbl_wp), .tbl_rp(tbl_rp), .wp_we(wp_we), .wp_vpid(wp_vpid), .wp_data(wp_data),
         .sw_wr(sw_wr), .sw_wr_vpid(sw_wr_vpid), .mbcfg_wr(mbcfg_wr), .mbcfg_vpid(mbcfg_vpid));
 
     velo_rb_irq #(.VPID_BITS(VPID_BITS), .NEXT(IRQ_NEXT), .PIPE(PIPE)) u_irq (
-        .clk(clk), .rst(rst), .rb_addr(rb_addr), .rb_wdata(rb_wdata), .rb_wr_en(rb_wr_en),
-        .rb_wr_go(rb_wr_go), .rb_init(rb_init), .rb_init_idx(rb_init_idx[VPID_BITS-1:0]),
-        .rb_rdata(rd_irq), .rb_wack(ack_irq), .rb_wwait(wait_irq), .mbcfg_wr(mbcfg_wr), .mbcfg_vpid(mbcfg_vpid),
+        .clk(clk), .rst(rst), .rb_req(rb_req), .rb_rsp(rsp[5*RW +: RW]), .mbcfg_wr(mbcfg_wr), .mbcfg_vpid(mbcfg_vpid),
         .cmt_valid(cmt_valid), .cmt_vpid(cmt_vpid), .irq_valid(irq_valid), .irq_ready(irq_ready));
 
     // ---------------------------------------------------------------- RMA
@@ -247,10 +237,7 @@ module velo_regfile #(
         if (RMA != 0) begin : g_rma
             velo_rb_rma #(.VPID_BITS(VPID_BITS), .REGION_BITS(REGION_BITS), .PTE_BITS(PTE_BITS),
                           .RMA_MTU(RMA_MTU), .PIPE(PIPE)) u_rma (
-                .clk(clk), .rst(rst), .rb_addr(rb_addr), .rb_wdata(rb_wdata), .rb_wr_en(rb_wr_en),
-                .rb_wr_go(rb_wr_go), .rb_rd_en(rb_rd_en), .rb_init(rb_init),
-                .rb_init_idx(rb_init_idx[VPID_BITS-1:0]), .rb_rdata(rd_rma), .rb_wack(ack_rma),
-                .rb_wwait(wait_rma), .rb_rram(ram_rma), .rb_rgo(go_rma),
+                .clk(clk), .rst(rst), .rb_req(rb_req), .rb_rsp(rsp[6*RW +: RW]),
                 .rma_enable(rma_enable), .rma_busy(rma_busy), .rq_region(rq_region), .rq_busy(rq_busy),
                 .acfg_valid(acfg_valid), .acfg_ready(acfg_ready), .acfg_pte(acfg_pte), .acfg_idx(acfg_idx),
                 .acfg_reg(acfg_reg), .acfg_data(acfg_data),
@@ -259,7 +246,7 @@ module velo_regfile #(
                 .nq_wp_data(nq_wp_data), .nq_sw_wr(nq_sw_wr), .nq_sw_wr_vpid(nq_sw_wr_vpid),
                 .rcnt_idx(rcnt_idx), .rcnt_data(rcnt_data), .rcnt_clr(rcnt_clr), .rcnt_clr_idx(rcnt_clr_idx));
         end else begin : g_no_rma
-            assign {rd_rma, ack_rma, wait_rma, ram_rma, go_rma} = 36'd0;
+            assign rsp[6*RW +: RW] = `VELO_RB_RSP_NONE;
             assign rma_enable    = 1'b0;
             assign rq_region     = {REGION_BITS{1'b0}};
             assign acfg_valid    = 1'b0;

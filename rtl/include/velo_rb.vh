@@ -1,0 +1,48 @@
+// The register bus of the register file (rtl/regs/, docs/spec.md): velo_rb_front drives one request
+// vector, every register block answers with one response vector, 0 outside its addresses, and the
+// front ORs the answers. A block's port list is clk, rst, rb_req and rb_rsp (then its own ports);
+// the macros below name the fields.
+//
+// One DW at a time (the address, and the write data, stay until the DW is done):
+//   write: WR_EN asks; while a block holds WWAIT the front waits, else the DW is done in this
+//          cycle (WR_GO); WACK (some block takes the write) low then: a bad access, counted.
+//   read:  RD_EN asks; a register RRAM does not name is read in this cycle (RDATA); one that RRAM
+//          names lives in RAM: the block starts its read (RGO) when its port is free and the front
+//          takes RDATA in the next cycle.
+//   table clear: after reset INIT runs for 2^IW cycles, INIT_IDX counting up and WDATA 0: every
+//          block writes it into row INIT_IDX of its tables.
+`ifndef VELO_RB_VH
+`define VELO_RB_VH
+
+// request {INIT_IDX, INIT, RD_EN, WR_GO, WR_EN, WDATA, ADDR}: ADDR the byte offset in BAR0 (DW
+// aligned), INIT_IDX as wide as the widest table index (VELO_MAX_NODE_BITS, VELO_MAX_VPID_BITS: 8)
+`define VELO_RB_IDX_W 8
+`define VELO_RB_REQ_W 65
+`define VELO_RB_REQ(ADDR, WDATA, WR_EN, WR_GO, RD_EN, INIT, INIT_IDX) {INIT_IDX, INIT, RD_EN, WR_GO, WR_EN, WDATA, ADDR}
+`define VELO_RB_ADDR(Q)   Q[20:0]
+`define VELO_RB_WDATA(Q)  Q[52:21]
+`define VELO_RB_WR_EN(Q)  Q[53]
+`define VELO_RB_WR_GO(Q)  Q[54]
+`define VELO_RB_RD_EN(Q)  Q[55]
+`define VELO_RB_INIT(Q)   Q[56]
+// the low W bits of INIT_IDX (a table of 2^W rows)
+`define VELO_RB_INIT_IDX(Q, W) Q[57 +: (W)]
+
+// response {WWAIT, RGO, RRAM, WACK, RDATA}
+`define VELO_RB_RSP_W 36
+`define VELO_RB_RSP(RDATA, WACK, RRAM, RGO, WWAIT) {WWAIT, RGO, RRAM, WACK, RDATA}
+`define VELO_RB_RSP_NONE 36'd0
+`define VELO_RB_RDATA(R)  R[31:0]
+`define VELO_RB_WACK(R)   R[32]
+`define VELO_RB_RRAM(R)   R[33]
+`define VELO_RB_RGO(R)    R[34]
+`define VELO_RB_WWAIT(R)  R[35]
+// the block answers the address (read data, a write taken, a read from RAM); WWAIT is left out:
+// a block may hold a write of another block's address (velo_rb_irq, an MB_CFG write)
+`define VELO_RB_ANSWERS(R) (|R[34:0])
+
+// the header's read data, as the first items of a block's read case (rd = its read data, the case
+// is of the register index: velo_rb_hdr's off): TYPE, VERSION and NEXT at 0x0, 0x4, 0x8
+`define VELO_RB_HDR_READ(RD, TYPE, VERSION, NEXT) 6'h00: RD = TYPE; 6'h01: RD = VERSION; 6'h02: RD = {11'd0, NEXT};
+
+`endif // VELO_RB_VH
