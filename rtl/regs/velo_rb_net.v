@@ -20,28 +20,9 @@ module velo_rb_net #(
 ) (
     input  wire                  clk,
     input  wire                  rst,
+    `include "velo_rb_net_ports.vh"
     input  wire [`VELO_RB_REQ_W-1:0] rb_req,  // the register bus (velo_rb.vh)
-    output wire [`VELO_RB_RSP_W-1:0] rb_rsp,  // ... and the block's answer
-    // route table read ports: the requester's, the RMA initiator's and target's (data the cycle
-    // after *_re)
-    input  wire                  rt_re,
-    input  wire [NODE_BITS-1:0]  rt_node,
-    output wire [14:0]           rt_data,      // {VALID, ROUTE}
-    input  wire                  rt2_re,
-    input  wire [NODE_BITS-1:0]  rt2_node,
-    output wire [14:0]           rt2_data,
-    input  wire                  rt3_re,
-    input  wire [NODE_BITS-1:0]  rt3_node,
-    output wire [14:0]           rt3_data,
-    // network ports: configuration {DATELINE, DIM} per port (port 1 in the low bits), status,
-    // link counters (read combinationally, cleared by a write) and the no-route drop event
-    output wire [3*NP-1:0]       port_cfg,
-    input  wire [NP-1:0]         port_up,
-    output wire [NCNT_IDX_W-1:0] ncnt_idx,
-    input  wire [31:0]           ncnt_data,
-    output reg                   ncnt_clr,
-    output reg  [NCNT_IDX_W-1:0] ncnt_clr_idx,
-    input  wire                  ev_no_route
+    output wire [`VELO_RB_RSP_W-1:0] rb_rsp   // ... and the block's answer
 );
     `VELO_CHECK_NODE_BITS
     `VELO_CHECK_NP
@@ -92,20 +73,24 @@ module velo_rb_net #(
     assign ncnt_idx = {np_port, np_cidx[4:2]};
     wire unused_np = &{1'b0, np_off, np_cidx[5], np_cidx[1:0]};
     wire [7:0]  up8 = {{(8-NP){1'b0}}, port_up};
+    reg                  ncnt_clr_q;   // a link counter write: clear it (registered)
+    reg [NCNT_IDX_W-1:0] ncnt_clr_idx_q;
+    assign ncnt_clr     = ncnt_clr_q;
+    assign ncnt_clr_idx = ncnt_clr_idx_q;
     reg  [2:0]  pcfg [0:7];     // {DATELINE, DIM} of network port p+1 (entries >= NP unused)
     integer     pi;
     always @(posedge clk) begin
         if (rst) begin
             for (pi = 0; pi < 8; pi = pi + 1) pcfg[pi] <= 3'd0;
-            ncnt_clr     <= 1'b0;
-            ncnt_clr_idx <= {NCNT_IDX_W{1'b0}};
+            ncnt_clr_q     <= 1'b0;
+            ncnt_clr_idx_q <= {NCNT_IDX_W{1'b0}};
         end else begin
-            ncnt_clr <= 1'b0;
+            ncnt_clr_q <= 1'b0;
             if (wr_go && in_np && np_cfg)
                 pcfg[np_port] <= {wd[`VELO_TBL_NET_PORT_CFG_DATELINE_LSB], wd[`VELO_TBL_NET_PORT_CFG_DIM]};
             if (wr_go && in_np && np_cnt) begin
-                ncnt_clr     <= 1'b1;
-                ncnt_clr_idx <= ncnt_idx;
+                ncnt_clr_q     <= 1'b1;
+                ncnt_clr_idx_q <= ncnt_idx;
             end
         end
     end

@@ -16,38 +16,9 @@ module velo_rb_rma #(
 ) (
     input  wire                 clk,
     input  wire                 rst,
+    `include "velo_rb_rma_ports.vh"
     input  wire [`VELO_RB_REQ_W-1:0] rb_req,  // the register bus (velo_rb.vh)
-    output wire [`VELO_RB_RSP_W-1:0] rb_rsp,  // ... and the block's answer
-    // the unit
-    output wire                 rma_enable,   // CONTROL.ENABLE
-    input  wire                 rma_busy,     // STATUS.BUSY
-    output wire [REGION_BITS-1:0] rq_region,  // QUIESCE_REGION
-    input  wire                 rq_busy,      // QUIESCE_STATUS.BUSY
-    // ATU table writes (RMA_REGION, RMA_PTE)
-    output wire                 acfg_valid,
-    input  wire                 acfg_ready,
-    output wire                 acfg_pte,
-    output wire [15:0]          acfg_idx,
-    output wire [2:0]           acfg_reg,
-    output wire [31:0]          acfg_data,
-    // notification queue table port of velo_rma_notify
-    input  wire                 nq_re,
-    input  wire [VPID_BITS-1:0] nq_vpid,
-    output wire [57:0]          nq_base,
-    output wire                 nq_en,
-    output wire [4:0]           nq_log2,
-    output wire [16:0]          nq_wp,
-    output wire [16:0]          nq_rp,
-    input  wire                 nq_wp_we,
-    input  wire [VPID_BITS-1:0] nq_wp_vpid,
-    input  wire [16:0]          nq_wp_data,
-    output reg                  nq_sw_wr,     // software wrote the queue table row or NQ_RP of ...
-    output reg  [VPID_BITS-1:0] nq_sw_wr_vpid,// ... this vpid
-    // RMA counters (read combinationally, cleared by a write)
-    output wire [4:0]           rcnt_idx,
-    input  wire [31:0]          rcnt_data,
-    output wire                 rcnt_clr,
-    output wire [4:0]           rcnt_clr_idx
+    output wire [`VELO_RB_RSP_W-1:0] rb_rsp   // ... and the block's answer
 );
     `VELO_CHECK_VPID_BITS
     `VELO_CHECK(g_check_region_bits, REGION_BITS >= `VELO_MIN_RMA_REGION_BITS && REGION_BITS <= `VELO_MAX_RMA_REGION_BITS, "velo_rb_rma: REGION_BITS outside the spec's RMA_REGION_BITS range")
@@ -149,13 +120,17 @@ module velo_rb_rma #(
         end
     end
 
+    reg                 nq_sw_wr_q;
+    reg [VPID_BITS-1:0] nq_sw_wr_vpid_q;
+    assign nq_sw_wr      = nq_sw_wr_q;
+    assign nq_sw_wr_vpid = nq_sw_wr_vpid_q;
     always @(posedge clk) begin
         if (rst) begin
-            nq_sw_wr      <= 1'b0;
-            nq_sw_wr_vpid <= {VPID_BITS{1'b0}};
+            nq_sw_wr_q      <= 1'b0;
+            nq_sw_wr_vpid_q <= {VPID_BITS{1'b0}};
         end else begin
-            nq_sw_wr <= `VELO_RB_WR_GO(rb_req) && (in_nq || in_nqrp);
-            if (`VELO_RB_WR_GO(rb_req) && (in_nq || in_nqrp)) nq_sw_wr_vpid <= ntv;
+            nq_sw_wr_q <= `VELO_RB_WR_GO(rb_req) && (in_nq || in_nqrp);
+            if (`VELO_RB_WR_GO(rb_req) && (in_nq || in_nqrp)) nq_sw_wr_vpid_q <= ntv;
         end
     end
 

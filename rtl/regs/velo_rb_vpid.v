@@ -16,19 +16,7 @@ module velo_rb_vpid #(
     input  wire                 rst,
     input  wire [`VELO_RB_REQ_W-1:0] rb_req,  // the register bus (velo_rb.vh)
     output wire [`VELO_RB_RSP_W-1:0] rb_rsp,  // ... and the block's answer
-    // the completer's port
-    input  wire                 tbl_re,
-    input  wire [VPID_BITS-1:0] tbl_vpid,
-    output wire [57:0]          tbl_base,
-    output wire                 tbl_en,
-    output wire [4:0]           tbl_log2,
-    output wire [16:0]          tbl_wp,
-    output wire [16:0]          tbl_rp,
-    input  wire                 wp_we,
-    input  wire [VPID_BITS-1:0] wp_vpid,
-    input  wire [16:0]          wp_data,
-    output reg                  sw_wr,        // software wrote the table or read pointer of ...
-    output reg  [VPID_BITS-1:0] sw_wr_vpid,   // ... this vpid
+    `include "velo_rb_vpid_ports.vh"
     // an MB_CFG write of this vpid is asked for (the interrupts disarm it)
     output wire                 mbcfg_wr,
     output wire [VPID_BITS-1:0] mbcfg_vpid
@@ -125,13 +113,17 @@ module velo_rb_vpid #(
     // waits while the completer has the port)
     assign rb_rsp = r_rsp | `VELO_RB_RSP(t_rd, in_tbl || in_user, in_tbl || in_user, sw_re, wp_busy);
 
+    reg                 sw_wr_q;
+    reg [VPID_BITS-1:0] sw_wr_vpid_q;
+    assign sw_wr      = sw_wr_q;
+    assign sw_wr_vpid = sw_wr_vpid_q;
     always @(posedge clk) begin
         if (rst) begin
-            sw_wr      <= 1'b0;
-            sw_wr_vpid <= {VPID_BITS{1'b0}};
+            sw_wr_q      <= 1'b0;
+            sw_wr_vpid_q <= {VPID_BITS{1'b0}};
         end else begin
-            sw_wr <= wr_go && (in_tbl || in_user);
-            if (wr_go && (in_tbl || in_user)) sw_wr_vpid <= tv;
+            sw_wr_q <= wr_go && (in_tbl || in_user);
+            if (wr_go && (in_tbl || in_user)) sw_wr_vpid_q <= tv;
         end
     end
 endmodule

@@ -66,32 +66,9 @@ module velo_regfile #(
     // configuration
     output wire [7:0]           node_id,
     output wire                 enable,
-    // mailbox table port of the completer
-    input  wire                 tbl_re,
-    input  wire [VPID_BITS-1:0] tbl_vpid,
-    output wire [57:0]          tbl_base,
-    output wire                 tbl_en,
-    output wire [4:0]           tbl_log2,
-    output wire [16:0]          tbl_wp,
-    output wire [16:0]          tbl_rp,
-    input  wire                 wp_we,
-    input  wire [VPID_BITS-1:0] wp_vpid,
-    input  wire [16:0]          wp_data,
-    output wire                 sw_wr,        // software wrote the table or read pointer of ...
-    output wire [VPID_BITS-1:0] sw_wr_vpid,   // ... this vpid
-    // route table port of the requester: data the cycle after rt_re
-    input  wire                 rt_re,
-    input  wire [NODE_BITS-1:0] rt_node,
-    output wire [14:0]          rt_data,      // {VALID, ROUTE}
-    // network ports: configuration {DATELINE, DIM} per port (port 1 in the low bits), status,
-    // link counters (read combinationally, cleared by a write) and the no-route drop event
-    output wire [3*NP-1:0]      port_cfg,
-    input  wire [NP-1:0]        port_up,
-    output wire [NCNT_IDX_W-1:0] ncnt_idx,
-    input  wire [31:0]          ncnt_data,
-    output wire                 ncnt_clr,
-    output wire [NCNT_IDX_W-1:0] ncnt_clr_idx,
-    input  wire                 ev_no_route,
+    // the ports of the blocks VPID (the completer's mailbox table port) and NET (route tables, network ports)
+    `include "velo_rb_vpid_ports.vh"
+    `include "velo_rb_net_ports.vh"
     // status
     input  wire                 link_up,
     input  wire                 cpl_busy,
@@ -112,43 +89,9 @@ module velo_regfile #(
     input  wire [VPID_BITS-1:0] cmt_vpid,
     output wire                 irq_valid,
     input  wire                 irq_ready,
-    // ---- RMA (used with RMA = 1)
-    output wire                 rma_enable,   // RMA.CONTROL.ENABLE
-    input  wire                 rma_busy,     // RMA.STATUS.BUSY
-    output wire [REGION_BITS-1:0] rq_region,  // RMA.QUIESCE_REGION
-    input  wire                 rq_busy,      // RMA.QUIESCE_STATUS.BUSY
-    // route table read ports of the RMA initiator and target (data the cycle after *_re)
-    input  wire                 rt2_re,
-    input  wire [NODE_BITS-1:0] rt2_node,
-    output wire [14:0]          rt2_data,
-    input  wire                 rt3_re,
-    input  wire [NODE_BITS-1:0] rt3_node,
-    output wire [14:0]          rt3_data,
-    // ATU table writes (RMA_REGION, RMA_PTE)
-    output wire                 acfg_valid,
-    input  wire                 acfg_ready,
-    output wire                 acfg_pte,
-    output wire [15:0]          acfg_idx,
-    output wire [2:0]           acfg_reg,
-    output wire [31:0]          acfg_data,
-    // notification queue table port of velo_rma_notify
-    input  wire                 nq_re,
-    input  wire [VPID_BITS-1:0] nq_vpid,
-    output wire [57:0]          nq_base,
-    output wire                 nq_en,
-    output wire [4:0]           nq_log2,
-    output wire [16:0]          nq_wp,
-    output wire [16:0]          nq_rp,
-    input  wire                 nq_wp_we,
-    input  wire [VPID_BITS-1:0] nq_wp_vpid,
-    input  wire [16:0]          nq_wp_data,
-    output wire                 nq_sw_wr,     // software wrote the queue table row or NQ_RP of ...
-    output wire [VPID_BITS-1:0] nq_sw_wr_vpid,// ... this vpid
-    // RMA counters (read combinationally, cleared by a write) and the BAR4 read event
-    output wire [4:0]           rcnt_idx,
-    input  wire [31:0]          rcnt_data,
-    output wire                 rcnt_clr,
-    output wire [4:0]           rcnt_clr_idx,
+    // ---- the ports of the RMA block (used with RMA = 1)
+    `include "velo_rb_rma_ports.vh"
+    // the BAR4 read event
     output wire                 ev_rma_read
 );
     `VELO_CHECK_TLP_W
