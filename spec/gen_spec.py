@@ -306,6 +306,7 @@ def rb_module(spec, b):
             rd += ["                rd%s = %s;" % bv for bv in body]
             rd.append("            end")
     assert len(cmd) <= 1, (b["name"], "one command register at most")
+    assert wmask < (1 << (BLOCK_SPAN >> 2)), (b["name"], "a window past the block's end")
 
     def plist(entries, last_sep):
         out = []
@@ -314,8 +315,7 @@ def rb_module(spec, b):
             out.append(("    %-34s // %s" % (s, c)) if c else "    " + s)
         return out
 
-    prm = [("parameter integer PIPE = 0", "1: the block select is registered (the front then waits a cycle)"),
-           ("parameter [%d:0] NEXT = %s_NEXT" % (rb - 1, blk), "NEXT pointer: the spec's, or 0 (the last block)")]
+    prm = [("`VELO_RB_PARAMS(%s_NEXT)" % blk, "PIPE, NEXT (velo_rb.vh)")]
     prm += [("parameter integer %s = %d" % (u, next(p["default"] for p in spec["params"] if p["name"] == u)),
              "spec parameter (VELO_MIN_%s..VELO_MAX_%s)" % (u, u)) for u in used] + params
     # parameter checks: the spec's ranges (the shared check where velo_check.vh has one); a
@@ -323,33 +323,21 @@ def rb_module(spec, b):
     checks = [SHARED_CHECKS.get(u, "`VELO_CHECK(g_check_%s, %s >= `VELO_MIN_%s && %s <= `VELO_MAX_%s, \"%s: %s "
                                    "outside the spec's range\")" % (u.lower(), u, u, u, u, mod, u))
               for u in used]
-    bus = [("input  wire clk", ""), ("input  wire rst", ""),
-           ("input  wire [`VELO_RB_REQ_W-1:0] rb_req", "the register bus (velo_rb.vh)"),
-           ("output wire [`VELO_RB_RSP_W-1:0] rb_rsp", "... and the block's answer")]
     L = ["// " + BANNER,
          "// Register block %s (TYPE 0x%08X, VERSION %d) at BAR0 0x%04X: %s" % (
              b["name"], num(b["type"]), b["version"], num(b["base"]), b["doc"]),
-         "// Its plain registers' storage and read data; velo_rb_hdr selects the block on the register bus,",
-         "// reads the header and answers.",
-         "`default_nettype none", '`include "velo_spec.vh"', '`include "velo_check.vh"', '`include "velo_rb.vh"',
+         "// Its plain registers' storage and read mux; velo_rb_hdr selects the block on the register bus",
+         "// and answers (velo_rb.vh: VELO_RB_PARAMS, VELO_RB_PORTS, VELO_RB_HDR, VELO_RB_READ ... _END).",
+         "`default_nettype none", '`include "velo_rb.vh"  // and velo_spec.vh, velo_check.vh',
          "module %s #(" % mod]
     L += plist(prm, "")
     L += [") ("]
-    L += plist(bus + ports, "")
+    L += plist(ports, ",") + ["    `VELO_RB_PORTS  // clk, rst and the register bus (velo_rb.vh)"]
     L += [");"]
     L += ["    " + c for c in checks]
     unused = [u for u in ("we", "wreq") if u not in uses]
-    L += ["    wire        sel;  // the address is in the block, at register off: a write of it done (we) or asked",
-          "    wire [5:0]  off;  // for (wreq)",
-          "    wire        we, wreq;",
-          "    reg  [31:0] rd;   // its read data",
-          "    velo_rb_hdr #(.BASE(%s_BASE), .SPEC_NEXT(%s_NEXT), .NEXT(NEXT), .WR(64'h%016X), .CMD(64'h%016X)," % (
-              blk, blk, wmask, cmask),
-          "                  .PIPE(PIPE)) u_hdr (",
-          "        .clk(clk), .rst(rst), .rb_req(rb_req), .rb_rsp(rb_rsp), .sel(sel), .off(off), .we(we), .wreq(wreq),",
-          "        .rd(rd), .ok(%s));" % ("%s_ok" % cmd[0][1] if cmd else "1'b0")]
-    if unused:
-        L += ["    wire        unused_wr = &{1'b0, %s};" % ", ".join(unused)]
+    L += ["    `VELO_RB_HDR(%s_BASE, %s_NEXT, 64'h%016X, 64'h%016X, %s)" % (
+        blk, blk, wmask, cmask, "%s_ok" % cmd[0][1] if cmd else "1'b0")]
     if rst:
         L += ["    /* verilator lint_off UNUSEDSIGNAL */",
               "    wire [31:0] wd = `VELO_RB_WDATA(rb_req);  // the bits the registers take",
@@ -361,16 +349,12 @@ def rb_module(spec, b):
               "    velo_rb_window #(.BASE(%s_BASE), .WOFF(6'h%02X), .N(%s), .IDX_W(%s)) u_win (" % (blk, woff >> 2, cnt, W),
               "        .clk(clk), .rst(rst), .rb_req(rb_req), .off(off), .we(we), .win(win), .idx(%s_idx)," % n,
               "        .clr(%s_clr), .clr_idx(%s_clr_idx));" % (n, n)]
-    L += ["    always @(*) begin",
-          "        rd = 32'd0;",
-          "        if (sel) case (off)",
-          "            `VELO_RB_HDR_READ(rd, %s_TYPE, %s_VERSION, NEXT)" % (blk, blk)] + rd
-    L += ["            default: if (win) rd = %s;" % win[2]] if win else ["            default: ;"]
-    L += ["        endcase", "    end"]
     if rst:
         L += ["    always @(posedge clk) begin", "        if (rst) begin"] + rst + [
               "        end else if (we) begin", "            case (off)"] + wr + [
               "                default: ;", "            endcase", "        end", "    end"]
+    L += ["    `VELO_RB_READ(%s_TYPE, %s_VERSION)  // the read mux, the header's registers first" % (blk, blk)] + rd
+    L += ["    `VELO_RB_READ_END(%s)" % ("win ? %s : 32'd0" % win[2] if win else "32'd0")]
     L += ["endmodule", "`default_nettype wire", ""]
     return mod, "\n".join(L)
 

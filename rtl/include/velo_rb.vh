@@ -13,6 +13,9 @@
 //          block writes it into row INIT_IDX of its tables.
 `ifndef VELO_RB_VH
 `define VELO_RB_VH
+// what every register block uses besides: the spec's items and the checks
+`include "velo_spec.vh"
+`include "velo_check.vh"
 
 // request {INIT_IDX, INIT, RD_EN, WR_GO, WR_EN, WDATA, ADDR}: ADDR the byte offset in BAR0 (DW
 // aligned), INIT_IDX as wide as the widest table index (VELO_MAX_NODE_BITS, VELO_MAX_VPID_BITS: 8)
@@ -41,8 +44,42 @@
 // a block may hold a write of another block's address (velo_rb_irq, an MB_CFG write)
 `define VELO_RB_ANSWERS(R) (|R[34:0])
 
-// the header's read data, as the first items of a block's read case (rd = its read data, the case
-// is of the register index: velo_rb_hdr's off): TYPE, VERSION and NEXT at 0x0, 0x4, 0x8
-`define VELO_RB_HDR_READ(RD, TYPE, VERSION, NEXT) 6'h00: RD = TYPE; 6'h01: RD = VERSION; 6'h02: RD = {11'd0, NEXT};
+// What every generated register block (rtl/regs/velo_rb_<block>_regs.v) has, written once:
+//   VELO_RB_PARAMS(B_NEXT) its parameters PIPE and NEXT (velo_rb_hdr's; B_NEXT the spec's NEXT),
+//                          the first of its parameter list
+//   VELO_RB_PORTS          its bus ports, the last of its port list
+//   VELO_RB_HDR(B_BASE, B_NEXT, B_WR, B_CMD, B_OK)
+//                          its velo_rb_hdr (BASE, SPEC_NEXT, WR, CMD and ok as there):
+//                          declares sel, off, we, wreq and rd, the read data the block's mux gives
+//   VELO_RB_READ(T, V)     opens the read mux (always block, rd = 0, a case of off while sel) with
+//                          the header TYPE = T, VERSION = V and NEXT; the block's items follow
+//   VELO_RB_READ_END(D)    ... and this closes it: rd = D for every other register (0, or a window)
+`define VELO_RB_PARAMS(B_NEXT) \
+    parameter integer PIPE = 0,     /* 1: the block select is registered (the front then waits a cycle) */ \
+    parameter [20:0]  NEXT = B_NEXT /* NEXT as read: the spec's, or 0 (the last block) */
+`define VELO_RB_PORTS \
+    input  wire                      clk, \
+    input  wire                      rst, \
+    input  wire [`VELO_RB_REQ_W-1:0] rb_req, \
+    output wire [`VELO_RB_RSP_W-1:0] rb_rsp
+`define VELO_RB_HDR(B_BASE, B_NEXT, B_WR, B_CMD, B_OK) \
+    wire        sel, we, wreq; \
+    wire [5:0]  off; \
+    reg  [31:0] rd; \
+    velo_rb_hdr #(.BASE(B_BASE), .SPEC_NEXT(B_NEXT), .NEXT(NEXT), .WR(B_WR), .CMD(B_CMD), .PIPE(PIPE)) u_hdr ( \
+        .clk(clk), .rst(rst), .rb_req(rb_req), .rb_rsp(rb_rsp), .sel(sel), .off(off), .we(we), .wreq(wreq), \
+        .rd(rd), .ok(B_OK)); \
+    wire        unused_hdr = &{1'b0, we, wreq};
+`define VELO_RB_READ(B_TYPE, B_VERSION) \
+    always @(*) begin \
+        rd = 32'd0; \
+        if (sel) case (off) \
+            6'h00: rd = B_TYPE; \
+            6'h01: rd = B_VERSION; \
+            6'h02: rd = {11'd0, NEXT};
+`define VELO_RB_READ_END(D) \
+            default: rd = D; \
+        endcase \
+    end
 
 `endif // VELO_RB_VH

@@ -1,9 +1,9 @@
 // What every register block of the spec shares (its generated velo_rb_<block>_regs.v instantiates
-// it): the block's select on the register bus (0x100 bytes at BASE, registered with PIPE), the
-// register the address names in it, whether a write of it is asked for or done, and the block's
-// answer on the bus: its read data rd (which the block gives only while sel: its registers and the
-// header, VELO_RB_HDR_READ) and whether a write is taken (a register of WR, or of CMD when the
-// block says ok).
+// it through VELO_RB_HDR, velo_rb.vh): the block's select on the register bus (0x100 bytes at BASE,
+// registered with PIPE), the register the address names in it, whether a write of it is asked for
+// or done, and the block's answer on the bus: its read data rd (which the block gives only while
+// sel: the header and its registers, VELO_RB_READ) and whether a write is taken (a register of WR,
+// or of CMD when the block says ok).
 `default_nettype none
 `include "velo_spec.vh"
 `include "velo_check.vh"

@@ -8,7 +8,7 @@
 // answers 0 outside its addresses).
 //
 // Adding a block: its entry in the spec (gen_spec.py writes velo_rb_<block>_regs.v), its module,
-// and its instance below with its answer in a slot of rsp.
+// and its instance below with its answer in a slot of rsp (NBLK slots).
 //
 // RMA (parameter RMA = 1, docs/rma.md §5): the RMA block (IRQ.NEXT reads the spec's value, the
 // RMA block; with RMA = 0 IRQ.NEXT reads 0, IRQ is the last block and nothing of RMA exists) and
