@@ -41,28 +41,7 @@ module velo_regfile #(
 ) (
     input  wire                 clk,
     input  wire                 rst,          // synchronous, active high
-    input  wire [15:0]          cpl_id,       // our completer id (bus/device/function)
-    // TLP stream in: BAR0 writes and every non-posted request
-    input  wire                 in_valid,
-    output wire                 in_ready,
-    input  wire                 in_sop,
-    input  wire                 in_eop,
-    // TC, attributes, digest and the address bits above BAR0's size are of no use here.
-    /* verilator lint_off UNUSEDSIGNAL */
-    input  wire [127:0]         in_hdr,
-    /* verilator lint_on UNUSEDSIGNAL */
-    input  wire [2:0]           in_bar,
-    // register writes carry at most 2 DW (the low 64 bits of the first beat)
-    /* verilator lint_off UNUSEDSIGNAL */
-    input  wire [TLP_W-1:0]     in_data,
-    /* verilator lint_on UNUSEDSIGNAL */
-    // completions out (single beat)
-    output wire                 cpl_valid,
-    input  wire                 cpl_ready,
-    output wire                 cpl_sop,
-    output wire                 cpl_eop,
-    output wire [127:0]         cpl_hdr,
-    output wire [TLP_W-1:0]     cpl_data,
+    `include "velo_rb_front_ports.vh"
     // configuration
     output wire [7:0]           node_id,
     output wire                 enable,
@@ -190,23 +169,11 @@ module velo_regfile #(
                 .rcnt_idx(rcnt_idx), .rcnt_data(rcnt_data), .rcnt_clr(rcnt_clr), .rcnt_clr_idx(rcnt_clr_idx));
         end else begin : g_no_rma
             assign rsp[6*RW +: RW] = `VELO_RB_RSP_NONE;
-            assign rma_enable    = 1'b0;
-            assign rq_region     = {REGION_BITS{1'b0}};
-            assign acfg_valid    = 1'b0;
-            assign acfg_pte      = 1'b0;
-            assign acfg_idx      = 16'd0;
-            assign acfg_reg      = 3'd0;
-            assign acfg_data     = 32'd0;
-            assign nq_base       = 58'd0;
-            assign nq_en         = 1'b0;
-            assign nq_log2       = 5'd0;
-            assign nq_wp         = 17'd0;
-            assign nq_rp         = 17'd0;
-            assign nq_sw_wr      = 1'b0;
-            assign nq_sw_wr_vpid = {VPID_BITS{1'b0}};
-            assign rcnt_idx      = 5'd0;
-            assign rcnt_clr      = 1'b0;
-            assign rcnt_clr_idx  = 5'd0;
+            // no RMA block: its outputs are 0
+            localparam integer RMA_OUT_W = 1 + REGION_BITS + 1 + 1 + 16 + 3 + 32 + 58 + 1 + 5 + 17 + 17 + 1 + VPID_BITS
+                                           + 5 + 1 + 5;
+            assign {rma_enable, rq_region, acfg_valid, acfg_pte, acfg_idx, acfg_reg, acfg_data, nq_base, nq_en, nq_log2,
+                    nq_wp, nq_rp, nq_sw_wr, nq_sw_wr_vpid, rcnt_idx, rcnt_clr, rcnt_clr_idx} = {RMA_OUT_W{1'b0}};
             wire unused_rma = &{1'b0, rma_busy, rq_busy, acfg_ready, nq_re, nq_vpid, nq_wp_we, nq_wp_vpid,
                                 nq_wp_data, rcnt_data, REGION_BITS, PTE_BITS, RMA_MTU};
         end
