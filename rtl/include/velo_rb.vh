@@ -1,7 +1,7 @@
 // The register bus of the register file (rtl/regs/, docs/spec.md): velo_rb_front drives one request
 // vector, every register block answers with one response vector, 0 outside its addresses, and the
-// front ORs the answers. A block's port list is clk, rst, rb_req and rb_rsp (then its own ports);
-// the macros below name the fields.
+// front takes them ORed (velo_regfile). A block's port list is its own ports, then VELO_RB_PORTS
+// (clk, rst, rb_req, rb_rsp); the macros below name the fields.
 //
 // One DW at a time (the address, and the write data, stay until the DW is done):
 //   write: WR_EN asks; while a block holds WWAIT the front waits, else the DW is done in this
@@ -44,7 +44,8 @@
 // a block may hold a write of another block's address (velo_rb_irq, an MB_CFG write)
 `define VELO_RB_ANSWERS(R) (|R[34:0])
 
-// What every generated register block (rtl/regs/velo_rb_<block>_regs.v) has, written once:
+// What every generated register block (rtl/regs/velo_rb_<block>_regs.v) has, written once (the
+// hand-written blocks end their port lists with VELO_RB_PORTS too):
 //   VELO_RB_PARAMS(B_NEXT) its parameters PIPE and NEXT (velo_rb_hdr's; B_NEXT the spec's NEXT),
 //                          the first of its parameter list
 //   VELO_RB_PORTS          its bus ports, the last of its port list

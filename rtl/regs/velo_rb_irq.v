@@ -19,10 +19,6 @@ module velo_rb_irq #(
     parameter [20:0]  NEXT      = `VELO_BLK_IRQ_NEXT,  // IRQ.NEXT: the spec's, or 0 (the last block; checked in velo_rb_hdr)
     parameter integer PIPE      = 0   // 1: the decodes are registered (the front waits a cycle)
 ) (
-    input  wire                 clk,
-    input  wire                 rst,
-    input  wire [`VELO_RB_REQ_W-1:0] rb_req,  // the register bus (velo_rb.vh)
-    output wire [`VELO_RB_RSP_W-1:0] rb_rsp,  // ... and the block's answer
     // an MB_CFG write of this vpid is asked for (velo_rb_vpid): it disarms the vpid
     input  wire                 mbcfg_wr,
     input  wire [VPID_BITS-1:0] mbcfg_vpid,
@@ -31,7 +27,8 @@ module velo_rb_irq #(
     input  wire                 cmt_valid,
     input  wire [VPID_BITS-1:0] cmt_vpid,
     output reg                  irq_valid,
-    input  wire                 irq_ready
+    input  wire                 irq_ready,
+    `VELO_RB_PORTS  // clk, rst and the register bus (velo_rb.vh)
 );
     `VELO_CHECK_VPID_BITS
     `VELO_CHECK_PIPE

@@ -18,11 +18,8 @@ module velo_rb_net #(
     parameter integer RMA        = 0,   // 1: the route table copies rt2, rt3
     parameter integer PIPE       = 0    // 1: the decodes are registered (the front waits a cycle)
 ) (
-    input  wire                  clk,
-    input  wire                  rst,
     `include "velo_rb_net_ports.vh"
-    input  wire [`VELO_RB_REQ_W-1:0] rb_req,  // the register bus (velo_rb.vh)
-    output wire [`VELO_RB_RSP_W-1:0] rb_rsp   // ... and the block's answer
+    `VELO_RB_PORTS  // clk, rst and the register bus (velo_rb.vh)
 );
     `VELO_CHECK_NODE_BITS
     `VELO_CHECK_NP

@@ -18,10 +18,6 @@ module velo_rb_qtable #(
     parameter integer LOG2_LSB  = `VELO_TBL_VPID_TABLE_MB_CFG_LOG2_LINES_LSB,  // (5 bits)
     parameter integer PIPE      = 0            // 1: the decodes are registered (the front waits a cycle)
 ) (
-    input  wire                      clk,
-    input  wire                      rst,
-    input  wire [`VELO_RB_REQ_W-1:0] rb_req,  // the register bus (velo_rb.vh)
-    output wire [`VELO_RB_RSP_W-1:0] rb_rsp,  // ... and the table's answer
     // the queue writer's port: a row (data the cycle after re), and its write pointer updates
     input  wire                      re,
     input  wire [VPID_BITS-1:0]      vpid,
@@ -36,7 +32,8 @@ module velo_rb_qtable #(
     output reg                       sw_wr,       // software wrote the row or read pointer of ...
     output reg  [VPID_BITS-1:0]      sw_wr_vpid,  // ... this vpid
     output wire                      cfg_wr,      // a CFG write of ...
-    output wire [VPID_BITS-1:0]      cfg_vpid     // ... this vpid is asked for
+    output wire [VPID_BITS-1:0]      cfg_vpid,    // ... this vpid is asked for
+    `VELO_RB_PORTS  // clk, rst and the register bus (velo_rb.vh): the table's answer
 );
     `VELO_CHECK_VPID_BITS
     `VELO_CHECK(g_check_rp_off, RP_OFF < 4096 && RP_OFF % 4 == 0, "velo_rb_qtable: RP_OFF must be a DW offset in a 4 KiB page")

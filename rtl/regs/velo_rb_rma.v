@@ -14,11 +14,8 @@ module velo_rb_rma #(
     parameter integer RMA_MTU     = 48,  // data bytes per packet (reported; spec RMA_MTU range, a multiple of 8)
     parameter integer PIPE        = 0    // 1: the decodes are registered (the front waits a cycle)
 ) (
-    input  wire                 clk,
-    input  wire                 rst,
     `include "velo_rb_rma_ports.vh"
-    input  wire [`VELO_RB_REQ_W-1:0] rb_req,  // the register bus (velo_rb.vh)
-    output wire [`VELO_RB_RSP_W-1:0] rb_rsp   // ... and the block's answer
+    `VELO_RB_PORTS  // clk, rst and the register bus (velo_rb.vh)
 );
     `VELO_CHECK_VPID_BITS
     `VELO_CHECK(g_check_region_bits, REGION_BITS >= `VELO_MIN_RMA_REGION_BITS && REGION_BITS <= `VELO_MAX_RMA_REGION_BITS, "velo_rb_rma: REGION_BITS outside the spec's RMA_REGION_BITS range")

@@ -9,14 +9,11 @@ module velo_rb_vpid #(
     parameter integer VPID_BITS = 8,  // vpid width: 2^VPID_BITS table rows and user pages (spec range)
     parameter integer PIPE      = 0   // 1: the decodes are registered (the front waits a cycle)
 ) (
-    input  wire                 clk,
-    input  wire                 rst,
     `include "velo_rb_vpid_ports.vh"
     // an MB_CFG write of this vpid is asked for (the interrupts disarm it)
     output wire                 mbcfg_wr,
     output wire [VPID_BITS-1:0] mbcfg_vpid,
-    input  wire [`VELO_RB_REQ_W-1:0] rb_req,  // the register bus (velo_rb.vh)
-    output wire [`VELO_RB_RSP_W-1:0] rb_rsp   // ... and the block's answer
+    `VELO_RB_PORTS  // clk, rst and the register bus (velo_rb.vh)
 );
     `VELO_CHECK_VPID_BITS
     `VELO_CHECK_PIPE
