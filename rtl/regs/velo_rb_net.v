@@ -128,12 +128,17 @@ module velo_rb_net #(
     assign rt_data = r_rt;
     generate
         if (RMA != 0) begin : g_rt_copies
-            velo_sdp_ram #(.W(15), .ADDR_W(NODE_BITS)) u_rt2 (
-                .clk(clk), .we(we_rt), .waddr(rt_wa), .wdata(rt_wd),
-                .re(rt2_re), .raddr(rt2_node), .rdata(rt2_data));
-            velo_sdp_ram #(.W(15), .ADDR_W(NODE_BITS)) u_rt3 (
-                .clk(clk), .we(we_rt), .waddr(rt_wa), .wdata(rt_wd),
-                .re(rt3_re), .raddr(rt3_node), .rdata(rt3_data));
+            // copy c serves port c + 2 (rt2, rt3)
+            wire [1:0]             c_re   = {rt3_re, rt2_re};
+            wire [2*NODE_BITS-1:0] c_node = {rt3_node, rt2_node};
+            wire [2*15-1:0]        c_data;
+            genvar gc;
+            for (gc = 0; gc < 2; gc = gc + 1) begin : g_copy
+                velo_sdp_ram #(.W(15), .ADDR_W(NODE_BITS)) u_rt (
+                    .clk(clk), .we(we_rt), .waddr(rt_wa), .wdata(rt_wd),
+                    .re(c_re[gc]), .raddr(c_node[gc*NODE_BITS +: NODE_BITS]), .rdata(c_data[gc*15 +: 15]));
+            end
+            assign {rt3_data, rt2_data} = c_data;
         end else begin : g_no_copies
             assign rt2_data = 15'd0;
             assign rt3_data = 15'd0;
