@@ -299,7 +299,17 @@ def rb_module(spec, b):
                 ports.append(("output wire %s_we" % n, "%s written (in the cycle it is done)" % r["name"]))
                 assigns.append("    assign %s_we = we && off == %s;" % (n, sel))
                 uses.add("we")
-        if len(body) == 1:
+        fl = [(num(f["lsb"]), num(f["width"]), v) for (_, _, _, f), (_, v) in zip(parts(r), body) if f] \
+            if k in ("param", "in", "store", "ext") else []
+        if len(body) > 1 and len(fl) == len(body) and all(l is not None and w is not None for l, w, _ in fl):
+            # fields at fixed places: the DW as one concatenation, highest field first
+            cat, top = [], 32
+            for lsb, w, v in sorted(fl, reverse=True):
+                cat += (["%d'd0" % (top - lsb - w)] if top > lsb + w else []) + [v]
+                top = lsb
+            cat += ["%d'd0" % top] if top else []
+            rd.append("            %s: rd = {%s};  // %s" % (sel, ", ".join(cat), r["name"]))
+        elif len(body) == 1:
             rd.append("            %s: rd%s = %s;  // %s" % (sel, body[0][0], body[0][1], r["name"]))
         elif body:
             rd.append("            %s: begin  // %s" % (sel, r["name"]))

@@ -43,10 +43,7 @@ module velo_rb_ctrl_regs #(
     `VELO_RB_READ(`VELO_BLK_CTRL_TYPE, `VELO_BLK_CTRL_VERSION)  // the read mux, the header's registers first
             6'h03: rd[NODE_BITS-1:0] = node_id;  // NODE_ID
             6'h04: rd[`VELO_REG_CTRL_CONTROL_ENABLE] = control_enable;  // CONTROL
-            6'h05: begin  // STATUS
-                rd[`VELO_REG_CTRL_STATUS_LINK_UP] = status_link_up;
-                rd[`VELO_REG_CTRL_STATUS_CPL_BUSY] = status_cpl_busy;
-            end
+            6'h05: rd = {30'd0, status_cpl_busy, status_link_up};  // STATUS
             6'h06: rd[VPID_BITS-1:0] = quiesce_vpid;  // QUIESCE_VPID
             6'h07: rd[`VELO_REG_CTRL_QUIESCE_STATUS_BUSY] = quiesce_status_busy;  // QUIESCE_STATUS
             6'h08: rd = scratch;  // SCRATCH

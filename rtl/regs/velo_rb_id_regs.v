@@ -17,13 +17,7 @@ module velo_rb_id_regs #(
     `VELO_RB_HDR(`VELO_BLK_ID_BASE, `VELO_BLK_ID_NEXT, 64'h0000000000000000, 64'h0000000000000000, 1'b0)
     `VELO_RB_READ(`VELO_BLK_ID_TYPE, `VELO_BLK_ID_VERSION)  // the read mux, the header's registers first
             6'h03: rd = `VELO_SPEC_VERSION;  // DESIGN_VERSION
-            6'h04: begin  // CAPS
-                rd[`VELO_REG_ID_CAPS_NODE_BITS] = CAPS_NODE_BITS;
-                rd[`VELO_REG_ID_CAPS_VPID_BITS] = CAPS_VPID_BITS;
-                rd[`VELO_REG_ID_CAPS_TLP_BYTES] = CAPS_TLP_BYTES;
-                rd[`VELO_REG_ID_CAPS_LINK_BYTES] = CAPS_LINK_BYTES;
-                rd[`VELO_REG_ID_CAPS_MSG_MAX] = CAPS_MSG_MAX;
-            end
+            6'h04: rd = {CAPS_MSG_MAX, CAPS_LINK_BYTES, CAPS_TLP_BYTES, CAPS_VPID_BITS, CAPS_NODE_BITS};  // CAPS
             6'h05: rd = `VELO_SPEC_HASH;  // SPEC_HASH
     `VELO_RB_READ_END(32'd0)
 endmodule

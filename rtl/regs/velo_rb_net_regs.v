@@ -19,12 +19,7 @@ module velo_rb_net_regs #(
     `VELO_RB_HDR(`VELO_BLK_NET_BASE, `VELO_BLK_NET_NEXT, 64'h0000000000000100, 64'h0000000000000000, 1'b0)
     assign drop_no_route_we = we && off == 6'h08;
     `VELO_RB_READ(`VELO_BLK_NET_TYPE, `VELO_BLK_NET_VERSION)  // the read mux, the header's registers first
-            6'h03: begin  // PORTS
-                rd[`VELO_REG_NET_PORTS_NP] = PORTS_NP;
-                rd[`VELO_REG_NET_PORTS_PB] = PORTS_PB;
-                rd[`VELO_REG_NET_PORTS_NVC] = PORTS_NVC;
-                rd[`VELO_REG_NET_PORTS_VC_DEPTH] = PORTS_VC_DEPTH;
-            end
+            6'h03: rd = {8'd0, PORTS_VC_DEPTH, 4'd0, PORTS_NVC, PORTS_PB, PORTS_NP};  // PORTS
             6'h04: rd = link_status;  // LINK_STATUS
             6'h05: rd = {11'd0, `VELO_TBL_ROUTE_TABLE_BASE};  // ROUTE_OFFSET
             6'h06: rd = {11'd0, `VELO_TBL_NET_PORT_BASE};  // PORT_OFFSET

@@ -44,11 +44,7 @@ module velo_rb_rma_regs #(
         end
     end
     `VELO_RB_READ(`VELO_BLK_RMA_TYPE, `VELO_BLK_RMA_VERSION)  // the read mux, the header's registers first
-            6'h03: begin  // CAPS
-                rd[`VELO_REG_RMA_CAPS_REGION_BITS] = CAPS_REGION_BITS;
-                rd[`VELO_REG_RMA_CAPS_PTE_BITS] = CAPS_PTE_BITS;
-                rd[`VELO_REG_RMA_CAPS_MTU] = CAPS_MTU;
-            end
+            6'h03: rd = {8'd0, CAPS_MTU, 3'd0, CAPS_PTE_BITS, 3'd0, CAPS_REGION_BITS};  // CAPS
             6'h04: rd[`VELO_REG_RMA_CONTROL_ENABLE] = control_enable;  // CONTROL
             6'h05: rd[`VELO_REG_RMA_STATUS_BUSY] = status_busy;  // STATUS
             6'h06: rd[RMA_REGION_BITS-1:0] = quiesce_region;  // QUIESCE_REGION
