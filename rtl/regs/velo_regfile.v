@@ -127,7 +127,8 @@ module velo_regfile #(
     assign node_id = {{(8-NODE_BITS){1'b0}}, node_q};
     velo_rb_ctrl_regs #(.PIPE(PIPE), .NODE_BITS(NODE_BITS), .VPID_BITS(VPID_BITS)) u_ctrl (
         .clk(clk), .rst(rst), .rb_req(rb_req), .rb_rsp(rsp[1*RW +: RW]), .node_id(node_q), .control_enable(enable),
-        .status_link_up(link_up), .status_cpl_busy(cpl_busy), .quiesce_vpid(q_vpid), .quiesce_status_busy(q_busy), .scratch(unused_scratch));
+        .status_link_up(link_up), .status_cpl_busy(cpl_busy), .quiesce_vpid(q_vpid), .quiesce_status_busy(q_busy),
+        .scratch(unused_scratch));
 
     velo_rb_counters_regs #(.PIPE(PIPE), .COUNTER_BASE_IDX_W(CNT_IDX_W)) u_cnt (
         .clk(clk), .rst(rst), .rb_req(rb_req), .rb_rsp(rsp[2*RW +: RW]), .counter_base(cnt_data),
