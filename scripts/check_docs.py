@@ -43,17 +43,6 @@ BUILD_OUTPUTS = {
 
 FENCE = re.compile(r"^\s*```")
 INLINE = re.compile(r"`([^`\n]+)`")
-MAKE = re.compile(r"(?<![\w./-])make((?:[ \t]+[^\s#;&|)`'\"]+)*)")
-CMAKE_TARGET = re.compile(r"cmake --build \S+((?: +--?[\w-]+(?: +[^-\s]\S*)?)*)")
-BINARY = re.compile(r"(?<![\w./<$-])(velo-[a-z0-9]+(?:-[a-z0-9]+)*)(?![\w./<>-])")
-BINARY_ARGS = re.compile(r"(?<![\w./<$-])(velo-[a-z0-9-]+)((?:[ \t]+(?!--(?:\s|$))[^\s#;&|`]+)*)")
-BENCH_BIN = re.compile(r"(?<![\w.-])(tb_[a-z0-9_]+)(?![\w./-])")
-DOTTED = re.compile(r"(?<![\w./$-])([a-z][a-z0-9_]*(?:\.[A-Za-z0-9_*-]+)+)")
-CTEST_R = re.compile(r"ctest\b[^\n]*?-R +('[^']+'|\"[^\"]+\"|\S+)")
-CMAKE_DEF = re.compile(r"\badd_(?:executable|library|custom_target)\(\s*([\w.${}-]+)")
-LINK = re.compile(r"\]\(([^)\s]+)\)")
-MD_NAME = re.compile(r"(?<![\w./-])((?:[\w-]+/)*[\w-]+\.md)\b")
-RULE = re.compile(r"^([^\s:#=$()][^:=#]*?)\s*::?(?!=)")
 
 
 def code_spans(text):
@@ -70,6 +59,9 @@ def code_spans(text):
     return out
 
 
+RULE = re.compile(r"^([^\s:#=$()][^:=#]*?)\s*::?(?!=)")
+
+
 def make_rules(path):
     rules = set()
     if not os.path.isfile(path):
@@ -80,6 +72,9 @@ def make_rules(path):
             if m:
                 rules.update(m.group(1).split())
     return rules
+
+
+CMAKE_DEF = re.compile(r"\badd_(?:executable|library|custom_target)\(\s*([\w.${}-]+)")
 
 
 class Tree:
@@ -161,49 +156,98 @@ def check_make(tree, args, where, errors):
             errors.append(f"{where}: `make{args}`: {rules_file} has no target '{t}'")
 
 
-def check_code(tree, code, where, errors):
-    for m in MAKE.finditer(code):
-        if re.match(r"\s+(sure|it|the|a|an)\b", m.group(1)):
-            continue  # prose in a comment
+MAKE = re.compile(r"(?<![\w./-])make((?:[ \t]+[^\s#;&|)`'\"]+)*)")
+
+
+def check_make_command(tree, m, where, errors):
+    if not re.match(r"\s+(sure|it|the|a|an)\b", m.group(1)):  # else prose in a comment
         check_make(tree, m.group(1), where, errors)
-    for m in CMAKE_TARGET.finditer(code):
-        t = re.search(r"--target((?: +[^-\s]\S*)+)", m.group(1))
-        for name in (t.group(1).split() if t else []):
-            if name not in tree.cmake:
-                errors.append(f"{where}: '{name}' is not a target of the build")
-    for m in BINARY.finditer(code):
-        if m.group(1) not in tree.cmake:
-            errors.append(f"{where}: '{m.group(1)}' is not a target of the build")
-    for m in BINARY_ARGS.finditer(code):
-        # an option after another option may be that option's value (--mpi-arg --mca)
-        prev = ""
-        for word in m.group(2).split():
-            if word.startswith("--") and len(word) > 2 and not prev.startswith("-"):
-                opt = word.split("=")[0]
-                if not tree.source_has('"' + opt) and not tree.source_has('"' + opt[2:] + '"'):
-                    errors.append(f"{where}: {m.group(1)}: option '{opt}' is in no source of the tree")
-            prev = word
-    for m in BENCH_BIN.finditer(code):
-        tb = m.group(1)
-        if tb not in tree.cmake and not any(t == tb or t.startswith(tb + ".") for t in tree.tests):
-            errors.append(f"{where}: test bench '{tb}' is no ctest test")
-    for m in CTEST_R.finditer(code):
-        rx = m.group(1).strip("'\"")
-        try:
-            if not any(re.search(rx, t) for t in tree.tests):
-                errors.append(f"{where}: `ctest -R {rx}` selects no test")
-        except re.error:
-            errors.append(f"{where}: `ctest -R {rx}`: not a regular expression")
-    for m in DOTTED.finditer(code):
-        name = m.group(1).rstrip(".")
-        if name.split(".")[0] not in tree.prefixes or "/" in code[m.end():m.end() + 1]:
-            continue
-        pat = name + "*" if name.endswith("_") else name
-        if any(fnmatch.fnmatchcase(t, pat) for t in tree.tests):
-            continue
-        if "*" not in name and tree.source_has(name):
-            continue  # a figure of make bench
-        errors.append(f"{where}: '{name}' is no ctest test (nor a name in the sources)")
+
+
+CMAKE_TARGET = re.compile(r"cmake --build \S+((?: +--?[\w-]+(?: +[^-\s]\S*)?)*)")
+
+
+def check_cmake_targets(tree, m, where, errors):
+    t = re.search(r"--target((?: +[^-\s]\S*)+)", m.group(1))
+    for name in (t.group(1).split() if t else []):
+        if name not in tree.cmake:
+            errors.append(f"{where}: '{name}' is not a target of the build")
+
+
+BINARY = re.compile(r"(?<![\w./<$-])(velo-[a-z0-9]+(?:-[a-z0-9]+)*)(?![\w./<>-])")
+
+
+def check_binary(tree, m, where, errors):
+    if m.group(1) not in tree.cmake:
+        errors.append(f"{where}: '{m.group(1)}' is not a target of the build")
+
+
+BINARY_ARGS = re.compile(r"(?<![\w./<$-])(velo-[a-z0-9-]+)((?:[ \t]+(?!--(?:\s|$))[^\s#;&|`]+)*)")
+
+
+def check_options(tree, m, where, errors):
+    # an option after another option may be that option's value (--mpi-arg --mca)
+    prev = ""
+    for word in m.group(2).split():
+        if word.startswith("--") and len(word) > 2 and not prev.startswith("-"):
+            opt = word.split("=")[0]
+            if not tree.source_has('"' + opt) and not tree.source_has('"' + opt[2:] + '"'):
+                errors.append(f"{where}: {m.group(1)}: option '{opt}' is in no source of the tree")
+        prev = word
+
+
+BENCH_BIN = re.compile(r"(?<![\w.-])(tb_[a-z0-9_]+)(?![\w./-])")
+
+
+def check_bench(tree, m, where, errors):
+    tb = m.group(1)
+    if tb not in tree.cmake and not any(t == tb or t.startswith(tb + ".") for t in tree.tests):
+        errors.append(f"{where}: test bench '{tb}' is no ctest test")
+
+
+CTEST_R = re.compile(r"ctest\b[^\n]*?-R +('[^']+'|\"[^\"]+\"|\S+)")
+
+
+def check_ctest_regex(tree, m, where, errors):
+    rx = m.group(1).strip("'\"")
+    try:
+        if not any(re.search(rx, t) for t in tree.tests):
+            errors.append(f"{where}: `ctest -R {rx}` selects no test")
+    except re.error:
+        errors.append(f"{where}: `ctest -R {rx}`: not a regular expression")
+
+
+DOTTED = re.compile(r"(?<![\w./$-])([a-z][a-z0-9_]*(?:\.[A-Za-z0-9_*-]+)+)")
+
+
+def check_test_name(tree, m, where, errors):
+    name = m.group(1).rstrip(".")
+    if name.split(".")[0] not in tree.prefixes or "/" in m.string[m.end():m.end() + 1]:
+        return
+    pat = name + "*" if name.endswith("_") else name
+    if any(fnmatch.fnmatchcase(t, pat) for t in tree.tests):
+        return
+    if "*" not in name and tree.source_has(name):
+        return  # a figure of make bench
+    errors.append(f"{where}: '{name}' is no ctest test (nor a name in the sources)")
+
+
+# the names in a document's code, in the order they are checked: what finds them, what checks one
+CODE_NAMES = (
+    (MAKE, check_make_command),
+    (CMAKE_TARGET, check_cmake_targets),
+    (BINARY, check_binary),
+    (BINARY_ARGS, check_options),
+    (BENCH_BIN, check_bench),
+    (CTEST_R, check_ctest_regex),
+    (DOTTED, check_test_name),
+)
+
+
+def check_code(tree, code, where, errors):
+    for pattern, check in CODE_NAMES:
+        for m in pattern.finditer(code):
+            check(tree, m, where, errors)
     # words, a comma inside braces (host.{hpp,cpp}) kept
     code = re.sub(r"\{[^{}\s]*\}", lambda b: b.group(0).replace(",", "\0"), code)
     for word in re.split(r"[\s`'\"(),;=<>|]+", code):
@@ -229,6 +273,10 @@ def anchors(text):
     for h in re.findall(r"^#+\s+(.*)$", text, re.M):
         out.add(re.sub(r"[^\w\- ]", "", h.strip().lower()).replace(" ", "-"))
     return out
+
+
+LINK = re.compile(r"\]\(([^)\s]+)\)")
+MD_NAME = re.compile(r"(?<![\w./-])((?:[\w-]+/)*[\w-]+\.md)\b")
 
 
 def check_links(tree, doc, text, errors):

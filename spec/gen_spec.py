@@ -175,15 +175,16 @@ def gen_h(spec):
 
 # ---------------------------------------------------------------------------- register blocks
 # Every block of the spec becomes rtl/regs/velo_rb_<block>_regs.v (OpenTitan reggen style): the
-# block's decode on the register bus, its header (TYPE, VERSION, NEXT), the storage of its plain
-# registers and its read mux. A register's kind follows from its spec entry:
+# storage of its plain registers and its read data, on velo_rb_hdr (hand-written, shared by every
+# block: the select on the register bus, the header TYPE, VERSION, NEXT, the answer). A register's
+# kind follows from its spec entry:
 #   ro with "const"         a constant (the name of a spec item)  -> nothing
 #   ro with "param"         a build parameter                     -> parameter (one per field)
 #   ro                      a value of the hardware               -> input (one per field)
 #   rw with "reset"         storage in the block                  -> output (one per field)
 #   rw with "hwext"         held by the block's hand-written logic -> input (read), output <r>_we
 #   rw with "count"         a window of counters held elsewhere    -> input (read), output <r>_idx,
-#                                                                    registered <r>_clr/<r>_clr_idx
+#                                                                    <r>_clr/<r>_clr_idx (velo_rb_window)
 #   wo                      a command                              -> output <r>_wr (request),
 #                                                                    input <r>_ok (accepted)
 # "width" (a number or a spec parameter) sizes a register without fields (default 32).
@@ -207,6 +208,7 @@ def rb_module(spec, b):
     rb = reg_bits(spec)
     widths = dict((n, w) for n, w, _, _ in items(spec))
     pnames = [p["name"] for p in spec["params"]]
+    blk = "`VELO_BLK_" + b["name"]
     mod = "velo_rb_%s_regs" % b["name"].lower()
     used = []  # spec parameters this block's widths use
 
@@ -231,7 +233,15 @@ def rb_module(spec, b):
                     for f in r["fields"]]
         return [(r["name"].lower(), r.get("width", 32), None, None)]
 
-    ports, params, rd, wr, rst, assigns, win, checks = [], [], [], [], [], [], None, []
+    def dest(fr, w):
+        """the bits of a DW (rd or wd) a field or register of width w takes."""
+        if fr is not None:
+            return "[%s]" % fr
+        wn, we = wexpr(w)
+        return "" if wn == 32 else ("[%s-1:0]" % we if wn is None else "[%d:0]" % (wn - 1))
+
+    ports, params, rd, wr, rst, assigns, win, checks, cmd = [], [], [], [], [], [], None, [], []
+    wmask, cmask, uses = 0, 0, set()
     for r in b["regs"]:
         k = reg_kind(r)
         off = num(r["off"])
@@ -239,63 +249,74 @@ def rb_module(spec, b):
         sel = "6'h%02X" % (off >> 2)
         n = r["name"].lower()
         doc = "%s (%s)" % (r["name"], r["access"])
+        body = []  # the read data of the register: (bits of rd, value)
         if k == "const":
             v = "`VELO_" + r["const"]
             if widths[r["const"]] < 32:
                 v = "{%d'd0, %s}" % (32 - widths[r["const"]], v)
-            rd.append("            %s: rb_rdata = %s;  // %s" % (sel, v, r["name"]))
+            body.append(("", v))
         elif k == "param":
-            body = []
             for port, w, fr, f in parts(r):
                 wn, we = wexpr(w)
                 assert wn is not None, (b["name"], r["name"])
                 params.append(("parameter [%d:0] %s = %d'd0" % (wn - 1, port.upper(), wn), doc + (" " + f["name"] if f else "")))
-                body.append("rb_rdata[%s] = %s;" % (fr, port.upper()) if fr else
-                            ("rb_rdata = %s;" % port.upper() if wn == 32 else "rb_rdata[%d:0] = %s;" % (wn - 1, port.upper())))
-            rd.append("            %s: begin  // %s\n                %s\n            end" % (sel, r["name"], "\n                ".join(body)))
+                body.append((dest(fr, w), port.upper()))
         elif k == "window":
-
             nc = next(v for nm, _, v, _ in items(spec) if nm == r["count"])
             W = r["name"] + "_IDX_W"
             win = (off, "`VELO_" + r["count"], n, W)
+            wmask |= ((1 << nc) - 1) << (off >> 2)
+            uses.add("we")
             params.append(("parameter integer %s = %d" % (W, max(1, (nc - 1).bit_length())),
                            "counter index width: 2^%s >= %s, at most %d (rb_addr's bits above the DW)" % (
                                W, r["count"], rb - 2)))
-            checks.append("`VELO_CHECK(g_check_%s, (1 << %s) >= `VELO_%s && %s <= %d, \"%s: %s must give 2^%s >= %s, "
-                          "at most %d\")" % (W.lower(), W, r["count"], W, rb - 2, mod, W, W, r["count"], rb - 2))
             ports += [("input  wire [31:0] %s" % n, "%s: counter %s_idx's value" % (doc, n)),
-                      ("output wire [%s-1:0] %s_idx" % (W, n), "the counter rb_addr names in the window"),
-                      ("output reg  %s_clr" % n, "clear counter %s_clr_idx (a write)" % n),
-                      ("output reg  [%s-1:0] %s_clr_idx" % (W, n), "")]
+                      ("output wire [%s-1:0] %s_idx" % (W, n), "the counter the address names in the window"),
+                      ("output wire %s_clr" % n, "clear counter %s_clr_idx (a write)" % n),
+                      ("output wire [%s-1:0] %s_clr_idx" % (W, n), "")]
         elif k == "wo":
             ports += [("output wire %s_wr" % n, "%s written (request: held while the access waits)" % doc),
                       ("input  wire %s_ok" % n, "the value written is taken")]
-            rd.append("            %s: rb_wack = %s_ok;  // %s (reads 0)" % (sel, n, r["name"]))
-            assigns.append("    assign %s_wr = rb_wr_en && rb_sel && off == %s;" % (n, sel))
+            cmask |= 1 << (off >> 2)
+            cmd.append((sel, n))
+            uses.add("wreq")
+            assigns.append("    assign %s_wr = wreq && off == %s;" % (n, sel))
         else:
-            body = []
             for port, w, fr, f in parts(r):
                 io = "output reg " if k == "store" else "input  wire"
                 ports.append(("%s %s%s" % (io, rng(w), port), doc + (" " + f["name"] if f else "")))
-                if fr is not None:
-                    body.append("rb_rdata[%s] = %s;" % (fr, port))
-                elif wexpr(w)[0] == 32:
-                    body.append("rb_rdata = %s;" % port)
-                else:
-                    body.append("rb_rdata[%s-1:0] = %s;" % (wexpr(w)[1], port))
+                body.append((dest(fr, w), port))
                 if k == "store":
                     wn, we = wexpr(w)
                     rv = (num(r["reset"]) >> (f["lsb"] if f else 0)) & ((1 << (wn or 32)) - 1)
                     assert wn is not None or rv == 0, (b["name"], r["name"])
                     rst.append("            %s <= %s;" % (port, "{%s{1'b0}}" % we if wn is None else "%d'd%d" % (wn, rv)))
-                    src = "rb_wdata[%s]" % fr if fr else ("rb_wdata" if wn == 32 else "rb_wdata[%s-1:0]" % we)
-                    wr.append("                %s: %s <= %s;" % (sel, port, src))
+                    wr.append("                %s: %s <= wd%s;" % (sel, port, dest(fr, w)))
+                    uses.add("we")
             if k != "in":
-                body.append("rb_wack = 1'b1;")
+                wmask |= 1 << (off >> 2)
             if k == "ext":
                 ports.append(("output wire %s_we" % n, "%s written (in the cycle it is done)" % r["name"]))
-                assigns.append("    assign %s_we = rb_wr_go && rb_sel && off == %s;" % (n, sel))
-            rd.append("            %s: begin  // %s\n                %s\n            end" % (sel, r["name"], "\n                ".join(body)))
+                assigns.append("    assign %s_we = we && off == %s;" % (n, sel))
+                uses.add("we")
+        fl = [(num(f["lsb"]), num(f["width"]), v) for (_, _, _, f), (_, v) in zip(parts(r), body) if f] \
+            if k in ("param", "in", "store", "ext") else []
+        if len(body) > 1 and len(fl) == len(body) and all(l is not None and w is not None for l, w, _ in fl):
+            # fields at fixed places: the DW as one concatenation, highest field first
+            cat, top = [], 32
+            for lsb, w, v in sorted(fl, reverse=True):
+                cat += (["%d'd0" % (top - lsb - w)] if top > lsb + w else []) + [v]
+                top = lsb
+            cat += ["%d'd0" % top] if top else []
+            rd.append("            %s: rd = {%s};  // %s" % (sel, ", ".join(cat), r["name"]))
+        elif len(body) == 1:
+            rd.append("            %s: rd%s = %s;  // %s" % (sel, body[0][0], body[0][1], r["name"]))
+        elif body:
+            rd.append("            %s: begin  // %s" % (sel, r["name"]))
+            rd += ["                rd%s = %s;" % bv for bv in body]
+            rd.append("            end")
+    assert len(cmd) <= 1, (b["name"], "one command register at most")
+    assert wmask < (1 << (BLOCK_SPAN >> 2)), (b["name"], "a window past the block's end")
 
     def plist(entries, last_sep):
         out = []
@@ -304,82 +325,46 @@ def rb_module(spec, b):
             out.append(("    %-34s // %s" % (s, c)) if c else "    " + s)
         return out
 
-    prm = [("parameter integer PIPE = 0", "1: the block select is registered (the front then waits a cycle)"),
-           ("parameter [%d:0] NEXT = `VELO_BLK_%s_NEXT" % (rb - 1, b["name"]),
-            "NEXT pointer: the spec's, or 0 (the last block)")]
+    prm = [("`VELO_RB_PARAMS(%s_NEXT)" % blk, "PIPE, NEXT (velo_rb.vh)")]
     prm += [("parameter integer %s = %d" % (u, next(p["default"] for p in spec["params"] if p["name"] == u)),
              "spec parameter (VELO_MIN_%s..VELO_MAX_%s)" % (u, u)) for u in used] + params
     # parameter checks: the spec's ranges (the shared check where velo_check.vh has one); a
     # reported value (ro "param") is as wide as its field, so any value fits
-    checks = ["`VELO_CHECK_PIPE",
-              "`VELO_CHECK(g_check_next, NEXT == 0 || NEXT == `VELO_BLK_%s_NEXT, \"%s: NEXT must be 0 (the last "
-              "block) or the spec's %s.NEXT\")" % (b["name"], mod, b["name"])] + [
-             SHARED_CHECKS.get(u, "`VELO_CHECK(g_check_%s, %s >= `VELO_MIN_%s && %s <= `VELO_MAX_%s, \"%s: %s "
-                                  "outside the spec's range\")" % (u.lower(), u, u, u, u, mod, u))
-             for u in used] + checks
-    bus = [("input  wire clk", ""), ("input  wire rst", ""),
-           ("input  wire [%d:0] rb_addr" % (rb - 1), "byte offset in BAR0 (DW aligned)"),
-           ("input  wire [31:0] rb_wdata", ""),
-           ("input  wire rb_wr_en", "a write of rb_addr is asked for (held while it waits)"),
-           ("input  wire rb_wr_go", "... and done in this cycle (no block waits)")]
-    outs = [("output wire rb_sel", "rb_addr is in this block"),
-            ("output reg  [31:0] rb_rdata", "the register rb_addr names (0: none, or not here)"),
-            ("output reg  rb_wack", "a write of rb_addr is taken (else: a bad access)")] + ports
+    checks = [SHARED_CHECKS.get(u, "`VELO_CHECK(g_check_%s, %s >= `VELO_MIN_%s && %s <= `VELO_MAX_%s, \"%s: %s "
+                                   "outside the spec's range\")" % (u.lower(), u, u, u, u, mod, u))
+              for u in used]
     L = ["// " + BANNER,
          "// Register block %s (TYPE 0x%08X, VERSION %d) at BAR0 0x%04X: %s" % (
              b["name"], num(b["type"]), b["version"], num(b["base"]), b["doc"]),
-         "// Its decode on the register bus (velo_rb_front), header, plain registers' storage and read mux.",
-         "`default_nettype none", '`include "velo_spec.vh"', '`include "velo_check.vh"', "module %s #(" % mod]
+         "// Its plain registers' storage and read mux; velo_rb_hdr selects the block on the register bus",
+         "// and answers (velo_rb.vh: VELO_RB_PARAMS, VELO_RB_PORTS, VELO_RB_HDR, VELO_RB_READ ... _END).",
+         "`default_nettype none", '`include "velo_rb.vh"  // and velo_spec.vh, velo_check.vh',
+         "module %s #(" % mod]
     L += plist(prm, "")
-    L += [") (", "    // the register bus: every block sees every access (unused bits are other blocks')",
-          "    /* verilator lint_off UNUSEDSIGNAL */"]
-    L += plist(bus, ",")
-    L += ["    /* verilator lint_on UNUSEDSIGNAL */"]
-    L += plist(outs, "")
-    L += [");",
-          "    localparam [%d:0] BASE = `VELO_BLK_%s_BASE;" % (rb - 1, b["name"])]
+    L += [") ("]
+    L += plist(ports, ",") + ["    `VELO_RB_PORTS  // clk, rst and the register bus (velo_rb.vh)"]
+    L += [");"]
     L += ["    " + c for c in checks]
-    L += [
-          "    velo_rb_range #(.LO(BASE), .HI({%d'd0, BASE} + 32'h%X), .PIPE(PIPE)) u_sel (" % (32 - rb, BLOCK_SPAN),
-          "        .clk(clk), .rst(rst), .addr(rb_addr), .hit(rb_sel));",
-          "    wire [5:0] off = rb_addr[7:2];  // the register in the block"]
+    unused = [u for u in ("we", "wreq") if u not in uses]
+    L += ["    `VELO_RB_HDR(%s_BASE, %s_NEXT, 64'h%016X, 64'h%016X, %s)" % (
+        blk, blk, wmask, cmask, "%s_ok" % cmd[0][1] if cmd else "1'b0")]
+    if rst:
+        L += ["    /* verilator lint_off UNUSEDSIGNAL */",
+              "    wire [31:0] wd = `VELO_RB_WDATA(rb_req);  // the bits the registers take",
+              "    /* verilator lint_on UNUSEDSIGNAL */"]
     L += assigns
     if win:
         woff, cnt, n, W = win
-        L += ["    // the window %s: counter i at 0x%02X + 4*i" % (n.upper(), woff),
-              "    wire [%d:0] win_off = rb_addr - (BASE + %d'h%X);" % (rb - 1, rb, woff),
-              "    wire win = (off >= 6'h%02X) && ({26'd0, off} < 32'h%02X + %s);" % (woff >> 2, woff >> 2, cnt),
-              "    assign %s_idx = win_off[2 +: %s];" % (n, W),
-              "    wire unused_win = &{1'b0, win_off};",
-              "    always @(posedge clk) begin",
-              "        if (rst) begin",
-              "            %s_clr     <= 1'b0;" % n,
-              "            %s_clr_idx <= {%s{1'b0}};" % (n, W),
-              "        end else begin",
-              "            %s_clr <= rb_wr_go && rb_sel && win;" % n,
-              "            if (rb_wr_go && rb_sel && win) %s_clr_idx <= %s_idx;" % (n, n),
-              "        end",
-              "    end"]
-    L += ["    always @(*) begin",
-          "        rb_rdata = 32'd0;",
-          "        rb_wack  = 1'b0;",
-          "        if (rb_sel) begin",
-          "            case (off)",
-          "            6'h00: rb_rdata = `VELO_BLK_%s_TYPE;" % b["name"],
-          "            6'h01: rb_rdata = `VELO_BLK_%s_VERSION;" % b["name"],
-          "            6'h02: rb_rdata = {%d'd0, NEXT};" % (32 - rb)] + rd
-    if win:
-        L += ["            default: if (win) begin",
-              "                rb_rdata = %s;" % win[2],
-              "                rb_wack  = 1'b1;",
-              "            end"]
-    else:
-        L += ["            default: ;"]
-    L += ["            endcase", "        end", "    end"]
+        L += ["    wire        win;  // the window %s: counter i at 0x%02X + 4*i" % (n.upper(), woff),
+              "    velo_rb_window #(.BASE(%s_BASE), .WOFF(6'h%02X), .N(%s), .IDX_W(%s)) u_win (" % (blk, woff >> 2, cnt, W),
+              "        .clk(clk), .rst(rst), .rb_req(rb_req), .off(off), .we(we), .win(win), .idx(%s_idx)," % n,
+              "        .clr(%s_clr), .clr_idx(%s_clr_idx));" % (n, n)]
     if rst:
         L += ["    always @(posedge clk) begin", "        if (rst) begin"] + rst + [
-              "        end else if (rb_wr_go && rb_sel) begin", "            case (off)"] + wr + [
+              "        end else if (we) begin", "            case (off)"] + wr + [
               "                default: ;", "            endcase", "        end", "    end"]
+    L += ["    `VELO_RB_READ(%s_TYPE, %s_VERSION)  // the read mux, the header's registers first" % (blk, blk)] + rd
+    L += ["    `VELO_RB_READ_END(%s)" % ("win ? %s : 32'd0" % win[2] if win else "32'd0")]
     L += ["endmodule", "`default_nettype wire", ""]
     return mod, "\n".join(L)
 

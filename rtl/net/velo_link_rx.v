@@ -266,26 +266,28 @@ module velo_link_rx #(
     reg  [15:0]      n_crc;
     reg  [LINK_W-1:0] n_hold;
     reg  [6:0]       n_exp, n_chk, n_rs;
-    reg              o_v, o_l, o_b;
-    reg  [LINK_W-1:0] o_d;
-    reg  [1:0]       o_c;
+    reg              out_valid, out_last, out_bad;   // the flit for the switch (rx_*, registered)
+    reg  [LINK_W-1:0] out_data;
+    reg  [1:0]       out_vc;
     reg              cnt_dup;    // a dropped duplicate flit: counted stored and freed at once
     reg  [1:0]       dup_vc;
-    reg              e_crc, e_stomp, e_pkt, e_nack, e_sync;
+    // this cycle: a CRC error, a stomped packet, a good packet (events); a NACK to send; a REPLAY
+    // received (SYNCs to send)
+    reg              crc_err_now, stomp_now, pkt_now, nack_now, sync_now;
 
     always @(*) begin
-        n_wait = wait_rep;  n_in = in_pkt;   n_pos = pos;      n_lidx = last_idx; n_lk = len_known;
-        n_fwd = fwd;        n_pvc = pvc;     n_crc = crc;      n_holdv = hold_v;  n_hold = hold;
-        n_pad = pad;        n_pnk = pnack;   n_exp = exp_q;    n_chk = chk_seq;   n_rp = rep_pend;
-        n_rs = rep_seq;     n_o2 = off2_q;   n_rma = rma_q;    n_ad = epoch ? 1'b1 : adopt;
-        o_v = 1'b0; o_l = 1'b0; o_b = 1'b0; o_d = {LINK_W{1'b0}}; o_c = pvc;
-        cnt_dup = 1'b0; dup_vc = pvc;
-        e_crc = 1'b0; e_stomp = 1'b0; e_pkt = 1'b0; e_nack = 1'b0; e_sync = 1'b0;
+        n_wait      = wait_rep;  n_in = in_pkt;   n_pos = pos;      n_lidx = last_idx; n_lk = len_known;
+        n_fwd       = fwd;        n_pvc = pvc;     n_crc = crc;      n_holdv = hold_v;  n_hold = hold;
+        n_pad       = pad;        n_pnk = pnack;   n_exp = exp_q;    n_chk = chk_seq;   n_rp = rep_pend;
+        n_rs        = rep_seq;     n_o2 = off2_q;   n_rma = rma_q;    n_ad = epoch ? 1'b1 : adopt;
+        out_valid   = 1'b0; out_last = 1'b0; out_bad = 1'b0; out_data = {LINK_W{1'b0}}; out_vc = pvc;
+        cnt_dup     = 1'b0; dup_vc = pvc;
+        crc_err_now = 1'b0; stomp_now = 1'b0; pkt_now = 1'b0; nack_now = 1'b0; sync_now = 1'b0;
 
         if (pad) begin
             // one zero filler flit per cycle up to the announced length; the last one is bad
-            o_v   = 1'b1;
-            n_pos = pos + 1'b1;
+            out_valid = 1'b1;
+            n_pos     = pos + 1'b1;
             if (down_edge) begin
                 n_rp = 1'b0;
             end else if (rep_ok) begin
@@ -293,25 +295,25 @@ module velo_link_rx #(
                 n_rs = rep_e;
             end
             if (pos == last_idx) begin
-                o_l   = 1'b1;
-                o_b   = 1'b1;
-                n_pad = 1'b0;
-                n_pnk = 1'b0;
-                n_in  = 1'b0;
+                out_last = 1'b1;
+                out_bad  = 1'b1;
+                n_pad    = 1'b0;
+                n_pnk    = 1'b0;
+                n_in     = 1'b0;
                 if (!down_edge && (rep_pend || rep_ok)) begin
                     n_chk  = rep_ok ? rep_e : rep_seq;
                     if (ad_eff) begin
                         n_exp = n_chk;
                         n_ad  = 1'b0;
                     end
-                    n_wait = 1'b0;
-                    n_rp   = 1'b0;
-                    e_sync = 1'b1;
+                    n_wait   = 1'b0;
+                    n_rp     = 1'b0;
+                    sync_now = 1'b1;
                 end else if (pnack && link_up && !down_edge) begin
                     // the NACK of a packet that failed, once it is complete: the REPLAY it brings
                     // must not arrive while fillers are still going out (the data behind it would
                     // be lost)
-                    e_nack = 1'b1;
+                    nack_now = 1'b1;
                 end
             end
         end else if (down_edge || rep_ok || (active && in_pkt && bad_sync)) begin
@@ -319,7 +321,7 @@ module velo_link_rx #(
             if (in_pkt) begin
                 n_in = 1'b0;
                 if (fwd && hold_v) begin
-                    o_v = 1'b1; o_d = hold; o_l = 1'b1; o_b = 1'b1;
+                    out_valid = 1'b1; out_data = hold; out_last = 1'b1; out_bad = 1'b1;
                 end else if (fwd) begin
                     n_in  = 1'b1;
                     n_pad = 1'b1;
@@ -343,42 +345,42 @@ module velo_link_rx #(
                         n_exp = rep_e;
                         n_ad  = 1'b0;
                     end
-                    n_wait = 1'b0;
-                    e_sync = 1'b1;
+                    n_wait   = 1'b0;
+                    sync_now = 1'b1;
                 end
             end else begin  // invalid sync inside a packet (a lost flit)
-                n_wait = 1'b1;
-                e_crc  = 1'b1;
+                n_wait      = 1'b1;
+                crc_err_now = 1'b1;
                 if (n_pad) n_pnk = 1'b1;
-                else e_nack = 1'b1;
+                else nack_now = 1'b1;
             end
         end else if (active && is_data) begin
             if (!in_pkt) begin
                 // first flit of a packet: new (forward at once) or a duplicate of a replay (drop)
                 if (chk_seq == exp_q && !d_room) begin
                     // no room for it: a corrupted VC or a protocol error; never forwarded
-                    n_wait = 1'b1;
-                    e_crc  = 1'b1;
-                    e_nack = 1'b1;
+                    n_wait      = 1'b1;
+                    crc_err_now = 1'b1;
+                    nack_now    = 1'b1;
                 end else if (LEN_IDX == 0 && ovl) begin
                     // the first flit holds the length field, and it announces too much
-                    n_wait = 1'b1;
-                    e_crc  = 1'b1;
+                    n_wait      = 1'b1;
+                    crc_err_now = 1'b1;
                     if (chk_seq == exp_q) begin
-                        n_in  = 1'b1;
-                        n_fwd = 1'b1;
-                        n_pvc = d_vc;
-                        n_pos = {{(XW-1){1'b0}}, 1'b1};
-                        n_pad = 1'b1;
-                        n_pnk = 1'b1;
-                        n_lk  = 1'b1;
-                        n_lidx = lz_len;
-                        n_o2  = off2;
-                        n_rma = rma;
-                        o_v = 1'b1; o_d = d_len0; o_c = d_vc;
+                        n_in      = 1'b1;
+                        n_fwd     = 1'b1;
+                        n_pvc     = d_vc;
+                        n_pos     = {{(XW-1){1'b0}}, 1'b1};
+                        n_pad     = 1'b1;
+                        n_pnk     = 1'b1;
+                        n_lk      = 1'b1;
+                        n_lidx    = lz_len;
+                        n_o2      = off2;
+                        n_rma     = rma;
+                        out_valid = 1'b1; out_data = d_len0; out_vc = d_vc;
                     end else begin
-                        cnt_dup = 1'b1; dup_vc = d_vc;
-                        e_nack  = 1'b1;
+                        cnt_dup  = 1'b1; dup_vc = d_vc;
+                        nack_now = 1'b1;
                     end
                 end else begin
                     n_in    = 1'b1;
@@ -392,7 +394,7 @@ module velo_link_rx #(
                     if (OFF_IDX == 0) n_o2 = off2;
                     if (TYP_IDX == 0) n_rma = rma;
                     if (chk_seq == exp_q) begin
-                        o_v = 1'b1; o_d = d; o_c = d_vc;
+                        out_valid = 1'b1; out_data = d; out_vc = d_vc;
                     end else begin
                         cnt_dup = 1'b1; dup_vc = d_vc;
                     end
@@ -402,39 +404,39 @@ module velo_link_rx #(
                 n_in    = 1'b0;
                 n_holdv = 1'b0;
                 if (fwd) begin
-                    o_v = 1'b1; o_d = hold; o_l = 1'b1; o_b = !crc_good;
+                    out_valid = 1'b1; out_data = hold; out_last = 1'b1; out_bad = !crc_good;
                 end
                 if (crc_good || crc_stomp) begin
                     n_chk = chk_seq + 1'b1;
                     if (fwd) begin
-                        n_exp   = exp_q + 1'b1;
-                        e_pkt   = crc_good;
-                        e_stomp = crc_stomp;
+                        n_exp     = exp_q + 1'b1;
+                        pkt_now   = crc_good;
+                        stomp_now = crc_stomp;
                     end
                 end else begin
-                    n_wait = 1'b1;
-                    e_crc  = 1'b1;
-                    e_nack = 1'b1;
+                    n_wait      = 1'b1;
+                    crc_err_now = 1'b1;
+                    nack_now    = 1'b1;
                 end
             end else if (pos == LENIX && ovl) begin
                 // the length field announces more than the type allows: a framing error. The header
                 // goes on with its length field cleared and the packet ends bad at that length.
-                n_wait = 1'b1;
-                e_crc  = 1'b1;
+                n_wait      = 1'b1;
+                crc_err_now = 1'b1;
                 if (fwd) begin
-                    o_v    = 1'b1;
-                    o_d    = d_len0;
-                    n_pos  = pos + 1'b1;
-                    n_pad  = 1'b1;
-                    n_pnk  = 1'b1;
-                    n_lk   = 1'b1;
-                    n_lidx = lz_len;
+                    out_valid = 1'b1;
+                    out_data  = d_len0;
+                    n_pos     = pos + 1'b1;
+                    n_pad     = 1'b1;
+                    n_pnk     = 1'b1;
+                    n_lk      = 1'b1;
+                    n_lidx    = lz_len;
                     if (pos == OFFIX) n_o2 = off2;
                     if (pos == TYPIX) n_rma = rma;
                 end else begin
-                    cnt_dup = 1'b1;
-                    n_in    = 1'b0;
-                    e_nack  = 1'b1;
+                    cnt_dup  = 1'b1;
+                    n_in     = 1'b0;
+                    nack_now = 1'b1;
                 end
             end else begin
                 n_crc = crc_nx;
@@ -452,7 +454,7 @@ module velo_link_rx #(
                         cnt_dup = 1'b1;
                     end
                 end else if (fwd) begin
-                    o_v = 1'b1; o_d = d;
+                    out_valid = 1'b1; out_data = d;
                 end else begin
                     cnt_dup = 1'b1;
                 end
@@ -463,8 +465,8 @@ module velo_link_rx #(
     // ------------------------------------------------------------------ registers
     // Every flit handed to the switch (or dropped as a duplicate) counts as stored; when a packet
     // ends, the flits that round its count up to a multiple of CU count as stored and freed at once
-    wire          cred    = o_v || cnt_dup;                 // a flit counted this cycle (at most one)
-    wire [1:0]    cred_vc = o_v ? o_c : dup_vc;
+    wire          cred    = out_valid || cnt_dup;  // a flit counted this cycle (at most one)
+    wire [1:0]    cred_vc = out_valid ? out_vc : dup_vc;
     wire [UW-1:0] cu_nx   = cu_n + {{(UW-1){1'b0}}, cred};  // flits of the packet so far, mod CU
     wire          p_end   = !n_in;                          // no packet in progress after this cycle
     wire [UW-1:0] rnd_n   = (CUB > 0 && p_end) ? (~cu_nx + 1'b1) : {UW{1'b0}};  // (-flits) mod CU
@@ -548,33 +550,33 @@ module velo_link_rx #(
             rc        <= rc_nx;
             fc        <= fc_nx;
             cu_n      <= p_end ? {UW{1'b0}} : cu_nx;
-            if (e_sync) snap <= rc_nx;  // R up to the REPLAY: what the SYNCs report
+            if (sync_now) snap <= rc_nx;  // R up to the REPLAY: what the SYNCs report
             // NACK at once on an error, then every NACK_TIMEOUT cycles until the REPLAY (PIPE: the
             // timer restarts from registers, a cycle after the NACK or the end of the wait, so that
             // the receiver's next-state logic does not reach it; the timeout NACK comes
             // NACK_TIMEOUT + 1 cycles after the previous one)
-            if (!link_up || ((PIPE != 0) ? (!wait_rep || req_nack) : (!n_wait || e_nack)) ||
+            if (!link_up || ((PIPE != 0) ? (!wait_rep || req_nack) : (!n_wait || nack_now)) ||
                 ntmr == NACK_TIMEOUT[NTW-1:0] - 1'b1) begin
                 ntmr <= {NTW{1'b0}};
             end else if (wait_rep && !pad) begin
                 ntmr <= ntmr + 1'b1;
             end
-            req_nack  <= link_up && (e_nack || (wait_rep && n_wait && !pad && ntmr == NACK_TIMEOUT[NTW-1:0] - 1'b1));
-            req_sync  <= e_sync;
-            rx_valid  <= o_v;
-            rx_last   <= o_l;
-            rx_bad    <= o_b;
-            rx_vc     <= o_c;
-            ev_crc_err  <= e_crc;
-            ev_stomp    <= e_stomp;
-            ev_rx_pkt   <= e_pkt;
+            req_nack    <= link_up && (nack_now || (wait_rep && n_wait && !pad && ntmr == NACK_TIMEOUT[NTW-1:0] - 1'b1));
+            req_sync    <= sync_now;
+            rx_valid    <= out_valid;
+            rx_last     <= out_last;
+            rx_bad      <= out_bad;
+            rx_vc       <= out_vc;
+            ev_crc_err  <= crc_err_now;
+            ev_stomp    <= stomp_now;
+            ev_rx_pkt   <= pkt_now;
             ev_ctl_drop <= link_up && ((is_ctl && !ctl_ok) || (bad_sync && !(active && in_pkt)));
         end
     end
 
     // data needs no reset (qualified by rx_valid / hold_v)
     always @(posedge clk) begin
-        rx_data <= o_d;
+        rx_data <= out_data;
         hold    <= n_hold;
     end
 endmodule

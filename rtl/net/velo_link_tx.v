@@ -207,17 +207,17 @@ module velo_link_tx #(
     assign phy_tx = phy_q;
 
     // ------------------------------------------------------------------ received control symbols
-    wire [6:0] c_seq = ctl_val[`VELO_LINK_CTLV_SEQ];
-    wire [1:0] c_sub = ctl_val[`VELO_LINK_CTLV_SUB];  // LINK sub type, or VC
-    wire c_ack    = ctl_ok && ctl_type == `VELO_LINK_CTL_TYPE_ACK;
-    wire c_nack   = ctl_ok && ctl_type == `VELO_LINK_CTL_TYPE_LINK && c_sub == `VELO_LINK_SUB_NACK;
-    wire c_credit = ctl_ok && ctl_type == `VELO_LINK_CTL_TYPE_CREDIT;
-    wire c_sync   = ctl_ok && ctl_type == `VELO_LINK_CTL_TYPE_SYNC;
+    wire [6:0] ctl_seq       = ctl_val[`VELO_LINK_CTLV_SEQ];
+    wire [1:0] ctl_sub       = ctl_val[`VELO_LINK_CTLV_SUB];  // LINK sub type, or VC
+    wire       ctl_is_ack    = ctl_ok && ctl_type == `VELO_LINK_CTL_TYPE_ACK;
+    wire       ctl_is_nack   = ctl_ok && ctl_type == `VELO_LINK_CTL_TYPE_LINK && ctl_sub == `VELO_LINK_SUB_NACK;
+    wire       ctl_is_credit = ctl_ok && ctl_type == `VELO_LINK_CTL_TYPE_CREDIT;
+    wire       ctl_is_sync   = ctl_ok && ctl_type == `VELO_LINK_CTL_TYPE_SYNC;
 
     // a sequence number inside [ack_tgt, done_seq]: a valid ACK / NACK
-    wire [6:0] win_n  = done_seq - ack_tgt;
-    wire [6:0] seq_d  = c_seq - ack_tgt;
-    wire       seq_in = (seq_d <= win_n);
+    wire [6:0]  win_n  = done_seq - ack_tgt;
+    wire [6:0]  seq_d  = ctl_seq - ack_tgt;
+    wire        seq_in = (seq_d <= win_n);
     // the peer's TS value is mod 64: the window holds at most 64 values, so it names one of them
     wire [5:0] peer_d = peer_seq - ack_tgt[5:0];
     wire       peer_in = ({1'b0, peer_d} <= win_n);
@@ -509,7 +509,7 @@ module velo_link_tx #(
         r_of = {CW{1'b0}};
         t_of = {CW{1'b0}};
         for (i = 0; i < NVC; i = i + 1)
-            if (c_sub == i[1:0]) begin
+            if (ctl_sub == i[1:0]) begin
                 f_of = fcnt[i*CW +: CW];
                 s_of = scnt[i*CW +: CW];
                 r_of = srep[i*CW +: CW];
@@ -534,33 +534,33 @@ module velo_link_tx #(
         is_of = {CW{1'b0}};
         it_of = {CW{1'b0}};
         for (i = 0; i < NVC; i = i + 1)
-            if (c_sub == i[1:0]) begin
+            if (ctl_sub == i[1:0]) begin
                 is_of = inc_s[i*CW +: CW];
                 it_of = inc_t[i*CW +: CW];
             end
     end
     // the 7-bit values count units of CU flits; F is always a multiple of CU
-    wire [6:0]    c_inc  = c_seq - f_of[CUB +: 7];               // CREDIT: newly freed units
-    wire [CW-1:0] c_incf = {{(CW-7){1'b0}}, c_inc} << CUB;     // ... in flits
-    wire          c_good = (c_incf <= s_of - f_of);              // never more than sent
-    wire [CW-1:0] s_base = f_of + c_incf;                        // CREDIT: F; SYNC: R, unwrapped
-    wire [CW-1:0] s_dlt  = s_base - r_of;                        // SYNC: R - S at the REPLAY
+    wire [6:0]     credit_inc       = ctl_seq - f_of[CUB +: 7];             // CREDIT: newly freed units
+    wire [CW-1:0]  credit_inc_flits = {{(CW-7){1'b0}}, credit_inc} << CUB;  // ... in flits
+    wire           credit_ok        = (credit_inc_flits <= s_of - f_of);    // never more than sent
+    wire [CW-1:0]  s_base           = f_of + credit_inc_flits;              // CREDIT: F; SYNC: R, unwrapped
+    wire [CW-1:0]  s_dlt            = s_base - r_of;                        // SYNC: R - S at the REPLAY
     // SYNC: S := R + flits sent since the REPLAY (and this cycle's); T moves with S
-    wire [CW-1:0] s_syn  = s_of + s_dlt + is_of;
-    wire [CW-1:0] t_syn  = t_of + s_dlt + it_of;
-    wire          c_vc_ok = ({1'b0, c_sub} < NVC3);
+    wire [CW-1:0]  s_syn     = s_of + s_dlt + is_of;
+    wire [CW-1:0]  t_syn     = t_of + s_dlt + it_of;
+    wire           ctl_vc_ok = ({1'b0, ctl_sub} < NVC3);
     reg           got_sub;  // sync_got of the symbol's VC (0 for a VC >= NVC)
     always @(*) begin
         got_sub = 1'b0;
         for (i = 0; i < NVC; i = i + 1)
-            if (c_sub == i[1:0]) got_sub = sync_got[i];
+            if (ctl_sub == i[1:0]) got_sub = sync_got[i];
     end
-    wire          take_sync = c_sync && c_vc_ok && (st == ST_WSYNC) && !got_sub;
-    wire [NVC-1:0] got_nx = sync_got | (take_sync ? ({{(NVC-1){1'b0}}, 1'b1} << c_sub) : {NVC{1'b0}});
-    wire [6:0]    snd_d  = snd_seq - ack_tgt;
-    wire          outstanding = (snd_d != 7'd0) && !snd_d[6];
-    wire          up_edge = link_up && !lu_q;
-    wire          tr_ep   = (st == ST_TRAIN) && up_edge && ep;  // an epoch begins
+    wire           take_sync   = ctl_is_sync && ctl_vc_ok && (st == ST_WSYNC) && !got_sub;
+    wire [NVC-1:0] got_nx      = sync_got | (take_sync ? ({{(NVC-1){1'b0}}, 1'b1} << ctl_sub) : {NVC{1'b0}});
+    wire [6:0]     snd_d       = snd_seq - ack_tgt;
+    wire           outstanding = (snd_d != 7'd0) && !snd_d[6];
+    wire           up_edge     = link_up && !lu_q;
+    wire           tr_ep       = (st == ST_TRAIN) && up_edge && ep;  // an epoch begins
     assign disc_ld  = tr_ep;
     assign disc_num = done_seq - ack_tgt;
 
@@ -683,7 +683,7 @@ module velo_link_tx #(
                     srep[v*CW +: CW] <= scnt[v*CW +: CW];
                     tcnt[v*CW +: CW] <= scnt[v*CW +: CW] + {{(CW-RA-1){1'b0}}, ucnt[v*(RA+1) +: RA+1]}
                                         + inc_t[v*CW +: CW];
-                end else if (take_sync && c_sub == v[1:0]) begin
+                end else if (take_sync && ctl_sub == v[1:0]) begin
                     scnt[v*CW +: CW] <= s_syn;
                     tcnt[v*CW +: CW] <= t_syn;
                 end else begin
@@ -692,7 +692,7 @@ module velo_link_tx #(
                 end
                 if (tr_ep)
                     fcnt[v*CW +: CW] <= {CW{1'b0}};
-                else if (c_credit && c_good && c_sub == v[1:0])
+                else if (ctl_is_credit && credit_ok && ctl_sub == v[1:0])
                     fcnt[v*CW +: CW] <= s_base;
                 // PIPE's first-flit check for the next cycle: this cycle's S and F, with room for
                 // this cycle's growth of S; none while an epoch or a SYNC moves S or F
@@ -808,7 +808,7 @@ module velo_link_tx #(
                     // one that crossed the REPLAY is answered by it, a later one follows the SYNCs.
                     sync_got <= got_nx;
                     tmr      <= tmr + 1'b1;
-                    if ((c_ack || c_nack) && seq_in && |sync_got) ack_tgt <= c_seq;
+                    if ((ctl_is_ack || ctl_is_nack) && seq_in && |sync_got) ack_tgt <= ctl_seq;
                     if (&got_nx) begin
                         st      <= ST_SEND;
                         tmr     <= {TMW{1'b0}};
@@ -826,13 +826,13 @@ module velo_link_tx #(
                     end
                 end
                 default: begin  // ST_SEND
-                    if (c_nack && seq_in) begin
-                        ack_tgt <= c_seq;
+                    if (ctl_is_nack && seq_in) begin
+                        ack_tgt <= ctl_seq;
                         st      <= ST_ACKW;
                         tmr     <= {TMW{1'b0}};
                         abandon <= 1'b1;
-                    end else if (c_ack && seq_in && c_seq != ack_tgt) begin
-                        ack_tgt <= c_seq;
+                    end else if (ctl_is_ack && seq_in && ctl_seq != ack_tgt) begin
+                        ack_tgt <= ctl_seq;
                         tmr     <= {TMW{1'b0}};
                     end else if (!outstanding) begin
                         tmr <= {TMW{1'b0}};

@@ -9,16 +9,13 @@
 // rb_init_idx counting up, rb_wdata 0: every block writes it into row rb_init_idx of its tables)
 // before the first request is taken.
 //
-// The bus, one DW at a time (rb_addr, and rb_wdata for a write, stay until the DW is done):
-//   write: rb_wr_en asks; while a block holds rb_wwait the front waits, else the DW is done in this
-//          cycle (rb_wr_go); rb_wack (some block takes the write) low then: a bad access, counted.
-//   read:  rb_rd_en asks; a register rb_rram does not name is read in this cycle (rb_rdata); one
-//          that rb_rram names lives in RAM: the block starts its read (rb_rgo) when its port is
-//          free and the front takes rb_rdata in the next cycle.
+// The bus (rtl/include/velo_rb.vh says how an access goes): the request rb_req goes to every block,
+// rb_rsp is their answers ORed (velo_regfile).
 // With PIPE = 1 every block registers its decode: the front waits a cycle after each address change.
 `default_nettype none
 `include "velo_spec.vh"
 `include "velo_check.vh"
+`include "velo_rb.vh"
 module velo_rb_front #(
     parameter integer TLP_W = 64,  // TLP stream data width: 64 or 128
     parameter integer IW    = 8,   // table clear: 2^IW cycles (the widest table index: 1..8, the spec's bits)
@@ -27,41 +24,10 @@ module velo_rb_front #(
 ) (
     input  wire                 clk,
     input  wire                 rst,          // synchronous, active high
-    input  wire [15:0]          cpl_id,       // our completer id (bus/device/function)
-    // TLP stream in: BAR0 writes and every non-posted request
-    input  wire                 in_valid,
-    output reg                  in_ready,
-    input  wire                 in_sop,
-    input  wire                 in_eop,
-    // TC, attributes, digest and the address bits above BAR0's size are of no use here.
-    /* verilator lint_off UNUSEDSIGNAL */
-    input  wire [127:0]         in_hdr,
-    /* verilator lint_on UNUSEDSIGNAL */
-    input  wire [2:0]           in_bar,
-    // register writes carry at most 2 DW (the low 64 bits of the first beat)
-    /* verilator lint_off UNUSEDSIGNAL */
-    input  wire [TLP_W-1:0]     in_data,
-    /* verilator lint_on UNUSEDSIGNAL */
-    // completions out (single beat)
-    output reg                  cpl_valid,
-    input  wire                 cpl_ready,
-    output wire                 cpl_sop,
-    output wire                 cpl_eop,
-    output reg  [127:0]         cpl_hdr,
-    output wire [TLP_W-1:0]     cpl_data,
-    // the register bus
-    output reg  [20:0]          rb_addr,
-    output wire [31:0]          rb_wdata,
-    output wire                 rb_wr_en,
-    output wire                 rb_wr_go,
-    output wire                 rb_rd_en,
-    output wire                 rb_init,      // the table clear runs
-    output reg  [IW-1:0]        rb_init_idx,  // ... at this row
-    input  wire [31:0]          rb_rdata,
-    input  wire                 rb_wack,
-    input  wire                 rb_wwait,
-    input  wire                 rb_rram,
-    input  wire                 rb_rgo,
+    `include "velo_rb_front_ports.vh"
+    // the register bus: the request, and the blocks' answers ORed
+    output wire [`VELO_RB_REQ_W-1:0] rb_req,
+    input  wire [`VELO_RB_RSP_W-1:0] rb_rsp,
     // counter events
     output reg                  ev_window_read,
     output reg                  ev_unsupported,
@@ -87,7 +53,20 @@ module velo_rb_front #(
     reg [6:0]  lower;
     reg [11:0] bcnt;
     reg        a_new;      // rb_addr was set in the last cycle (PIPE)
+    reg        cpl_v;      // the completion is offered (cpl_valid)
+    reg [20:0] rb_addr;    // the bus's request ...
+    reg [IW-1:0] rb_init_idx;
+    wire [31:0] rb_wdata;
+    wire       rb_wr_en, rb_wr_go, rb_rd_en, rb_init;
+    wire [31:0] rb_rdata = `VELO_RB_RDATA(rb_rsp);
+    wire        rb_wack  = `VELO_RB_WACK(rb_rsp);
+    wire        rb_wwait = `VELO_RB_WWAIT(rb_rsp);
+    wire        rb_rram  = `VELO_RB_RRAM(rb_rsp);
+    wire        rb_rgo   = `VELO_RB_RGO(rb_rsp);
+    assign rb_req = `VELO_RB_REQ(rb_addr, rb_wdata, rb_wr_en, rb_wr_go, rb_rd_en, rb_init,
+                                 {{(`VELO_RB_IDX_W-IW){1'b0}}, rb_init_idx});
 
+    assign cpl_valid = cpl_v;
     assign cpl_sop = 1'b1;
     assign cpl_eop = 1'b1;
 
@@ -159,21 +138,20 @@ module velo_rb_front #(
     assign rb_wr_go = rb_wr_en && !rb_wwait;
     assign rb_rd_en = (st == R_RD) && a_ok;
 
+    // the current DW is done (written, read, or its read from RAM taken): then the next one, if any
+    wire dw_done = (st == R_WR && rb_wr_go) || (st == R_RD && a_ok && !rb_rram) || (st == R_RDW);
+    wire dw_next = dw_done && two && !second;
+
     // ------------------------------------------------------------------ control
     wire in_fire = in_valid && in_ready;
-    always @(*) begin
-        case (st)
-            R_IDLE, R_DRAIN: in_ready = 1'b1;
-            default:         in_ready = 1'b0;
-        endcase
-    end
+    assign in_ready = (st == R_IDLE) || (st == R_DRAIN);
 
     always @(posedge clk) begin
         if (rst) begin
             st             <= R_INIT;
             st_after_drain <= R_IDLE;
             rb_init_idx    <= {IW{1'b0}};
-            cpl_valid      <= 1'b0;
+            cpl_v          <= 1'b0;
             ev_window_read <= 1'b0;
             ev_unsupported <= 1'b0;
             ev_bad_access  <= 1'b0;
@@ -228,50 +206,32 @@ module velo_rb_front #(
                 end
                 R_DRAIN: if (in_fire && in_eop) st <= st_after_drain;
                 R_WR: begin
-                    if (rb_wr_go) begin
-                        if (!rb_wack) ev_bad_access <= 1'b1;
-                        if (two && !second) begin
-                            second  <= 1'b1;
-                            rb_addr <= rb_addr + 21'd4;
-                            a_new   <= 1'b1;
-                        end else begin
-                            st <= R_IDLE;
-                        end
-                    end
+                    if (rb_wr_go && !rb_wack) ev_bad_access <= 1'b1;
+                    if (dw_done && !dw_next) st <= R_IDLE;
                 end
-                R_RD: if (a_ok) begin
-                    if (rb_rram) begin
-                        // RAM-backed: the block reads when its port is free
+                R_RD: begin
+                    // RAM-backed: the block reads when its port is free
+                    if (a_ok && rb_rram) begin
                         if (rb_rgo) st <= R_RDW;
-                    end else begin
-                        if (two && !second) begin
-                            second  <= 1'b1;
-                            rb_addr <= rb_addr + 21'd4;
-                            a_new   <= 1'b1;
-                        end else begin
-                            st <= R_CPL;
-                        end
-                    end
-                end
-                R_RDW: begin
-                    if (two && !second) begin
-                        second  <= 1'b1;
-                        rb_addr <= rb_addr + 21'd4;
-                        a_new   <= 1'b1;
-                        st      <= R_RD;
-                    end else begin
+                    end else if (dw_done && !dw_next) begin
                         st <= R_CPL;
                     end
                 end
+                R_RDW: st <= dw_next ? R_RD : R_CPL;
                 R_CPL: begin
-                    if (!cpl_valid) cpl_valid <= 1'b1;
+                    if (!cpl_v) cpl_v <= 1'b1;
                     else if (cpl_ready) begin
-                        cpl_valid <= 1'b0;
+                        cpl_v <= 1'b0;
                         st        <= R_IDLE;
                     end
                 end
                 default: st <= R_IDLE;
             endcase
+            if (dw_next) begin  // on to the second DW
+                second  <= 1'b1;
+                rb_addr <= rb_addr + 21'd4;
+                a_new   <= 1'b1;
+            end
         end
     end
 
@@ -302,16 +262,18 @@ module velo_rb_front #(
         end
     end
 
+    reg [127:0] hdr_c;  // the completion's header
+    assign cpl_hdr = hdr_c;
     always @(*) begin
-        cpl_hdr = 128'd0;
-        cpl_hdr[`VELO_TLP_HDR_FMT_TYPE]       = ur ? `VELO_TLP_FMT_TYPE_CPL : `VELO_TLP_FMT_TYPE_CPLD;
-        cpl_hdr[`VELO_TLP_HDR_LENGTH]         = ur ? 10'd0 : (two ? 10'd2 : 10'd1);
-        cpl_hdr[`VELO_TLP_HDR_CPL_ID]         = cpl_id;
-        cpl_hdr[`VELO_TLP_HDR_CPL_STATUS]     = ur ? `VELO_TLP_CPL_UR : `VELO_TLP_CPL_SC;
-        cpl_hdr[`VELO_TLP_HDR_CPL_BYTE_COUNT] = bcnt;
-        cpl_hdr[`VELO_TLP_HDR_CPL_REQ_ID]     = rq_id;
-        cpl_hdr[`VELO_TLP_HDR_CPL_TAG]        = rq_tag;
-        cpl_hdr[`VELO_TLP_HDR_CPL_LOWER_ADDR] = lower;
+        hdr_c = 128'd0;
+        hdr_c[`VELO_TLP_HDR_FMT_TYPE]       = ur ? `VELO_TLP_FMT_TYPE_CPL : `VELO_TLP_FMT_TYPE_CPLD;
+        hdr_c[`VELO_TLP_HDR_LENGTH]         = ur ? 10'd0 : (two ? 10'd2 : 10'd1);
+        hdr_c[`VELO_TLP_HDR_CPL_ID]         = cpl_id;
+        hdr_c[`VELO_TLP_HDR_CPL_STATUS]     = ur ? `VELO_TLP_CPL_UR : `VELO_TLP_CPL_SC;
+        hdr_c[`VELO_TLP_HDR_CPL_BYTE_COUNT] = bcnt;
+        hdr_c[`VELO_TLP_HDR_CPL_REQ_ID]     = rq_id;
+        hdr_c[`VELO_TLP_HDR_CPL_TAG]        = rq_tag;
+        hdr_c[`VELO_TLP_HDR_CPL_LOWER_ADDR] = lower;
     end
     generate
         if (TLP_W > 64) begin : g_wide

@@ -1,12 +1,13 @@
 // Register block NET and its tables: the no-route drop counter (DROP_NO_ROUTE), the network port
 // entries (NET_PORT: configuration out on port_cfg, link status, the link counters read through
-// ncnt_* and cleared by a write) and the route table (ROUTE_TABLE, block RAM, cleared while rb_init
-// runs, read port shared with the requester, which has priority). With RMA = 1 two more copies of
-// the route table serve the RMA engines' read ports (written together with the first, so they
+// ncnt_* and cleared by a write) and the route table (ROUTE_TABLE, block RAM, cleared by the table clear
+// after reset, read port shared with the requester, which has priority). With RMA = 1 two more
+// copies of the route table serve the RMA engines' read ports (written together with the first, so they
 // never differ).
 `default_nettype none
 `include "velo_spec.vh"
 `include "velo_check.vh"
+`include "velo_rb.vh"
 module velo_rb_net #(
     parameter integer NODE_BITS  = 8,   // node id width: the route table has 2^NODE_BITS rows (spec range)
     parameter integer NP         = 2,   // network ports of the switch (1..VELO_NP_MAX = 6)
@@ -17,42 +18,8 @@ module velo_rb_net #(
     parameter integer RMA        = 0,   // 1: the route table copies rt2, rt3
     parameter integer PIPE       = 0    // 1: the decodes are registered (the front waits a cycle)
 ) (
-    input  wire                  clk,
-    input  wire                  rst,
-    // the register bus (velo_rb_front)
-    input  wire [20:0]           rb_addr,
-    /* verilator lint_off UNUSEDSIGNAL */
-    input  wire [31:0]           rb_wdata,     // bits 30:14 go nowhere (ROUTE)
-    /* verilator lint_on UNUSEDSIGNAL */
-    input  wire                  rb_wr_en,
-    input  wire                  rb_wr_go,
-    input  wire                  rb_rd_en,
-    input  wire                  rb_init,
-    input  wire [NODE_BITS-1:0]  rb_init_idx,
-    output wire [31:0]           rb_rdata,
-    output wire                  rb_wack,
-    output wire                  rb_rram,
-    output wire                  rb_rgo,
-    // route table read ports: the requester's, the RMA initiator's and target's (data the cycle
-    // after *_re)
-    input  wire                  rt_re,
-    input  wire [NODE_BITS-1:0]  rt_node,
-    output wire [14:0]           rt_data,      // {VALID, ROUTE}
-    input  wire                  rt2_re,
-    input  wire [NODE_BITS-1:0]  rt2_node,
-    output wire [14:0]           rt2_data,
-    input  wire                  rt3_re,
-    input  wire [NODE_BITS-1:0]  rt3_node,
-    output wire [14:0]           rt3_data,
-    // network ports: configuration {DATELINE, DIM} per port (port 1 in the low bits), status,
-    // link counters (read combinationally, cleared by a write) and the no-route drop event
-    output wire [3*NP-1:0]       port_cfg,
-    input  wire [NP-1:0]         port_up,
-    output wire [NCNT_IDX_W-1:0] ncnt_idx,
-    input  wire [31:0]           ncnt_data,
-    output reg                   ncnt_clr,
-    output reg  [NCNT_IDX_W-1:0] ncnt_clr_idx,
-    input  wire                  ev_no_route
+    `include "velo_rb_net_ports.vh"
+    `VELO_RB_PORTS  // clk, rst and the register bus (velo_rb.vh)
 );
     `VELO_CHECK_NODE_BITS
     `VELO_CHECK_NP
@@ -69,15 +36,20 @@ module velo_rb_net #(
     localparam [31:0]  NP32 = NP, PB32 = PB, NVC32 = NVC, VCD32 = VC_DEPTH;
     wire unused_par = &{1'b0, NP32[31:4], PB32[31:4], NVC32[31:4], VCD32[31:8]};
 
+    wire [20:0] addr  = `VELO_RB_ADDR(rb_req);
+    /* verilator lint_off UNUSEDSIGNAL */
+    wire [31:0] wd    = `VELO_RB_WDATA(rb_req);  // bits 30:14 go nowhere (ROUTE)
+    /* verilator lint_on UNUSEDSIGNAL */
+    wire        wr_go = `VELO_RB_WR_GO(rb_req);
+    wire        init  = `VELO_RB_INIT(rb_req);
+
     reg  [31:0] no_route;   // DROP_NO_ROUTE
-    wire        no_route_we, unused_sel;
-    wire [31:0] r_rd;
-    wire        r_wack;
+    wire        no_route_we;
+    wire [`VELO_RB_RSP_W-1:0] r_rsp;
     velo_rb_net_regs #(.PIPE(PIPE), .PORTS_NP(NP32[3:0]), .PORTS_PB(PB32[3:0]), .PORTS_NVC(NVC32[3:0]),
                        .PORTS_VC_DEPTH(VCD32[7:0])) u_regs (
-        .clk(clk), .rst(rst), .rb_addr(rb_addr), .rb_wdata(rb_wdata), .rb_wr_en(rb_wr_en),
-        .rb_wr_go(rb_wr_go), .rb_sel(unused_sel), .rb_rdata(r_rd), .rb_wack(r_wack),
-        .link_status({{(32-NP){1'b0}}, port_up}), .drop_no_route(no_route), .drop_no_route_we(no_route_we));
+        .clk(clk), .rst(rst), .rb_req(rb_req), .rb_rsp(r_rsp), .link_status({{(32-NP){1'b0}}, port_up}),
+        .drop_no_route(no_route), .drop_no_route_we(no_route_we));
 
     always @(posedge clk) begin
         if (rst || no_route_we)                       no_route <= 32'd0;
@@ -87,8 +59,8 @@ module velo_rb_net #(
     // ---------------------------------------------------------------- network port entries
     wire in_np;
     velo_rb_range #(.LO(NP_LO), .HI({11'd0, NP_LO} + NP * `VELO_TBL_NET_PORT_STRIDE), .PIPE(PIPE)) u_dnp (
-        .clk(clk), .rst(rst), .addr(rb_addr), .hit(in_np));
-    wire [20:0] np_off  = rb_addr - NP_LO;
+        .clk(clk), .rst(rst), .rb_req(rb_req), .hit(in_np));
+    wire [20:0] np_off  = addr - NP_LO;
     wire [2:0]  np_port = np_off[6 +: 3];   // port - 1
     wire [5:0]  np_reg  = np_off[5:0];
     wire        np_cnt  = (np_reg >= 6'h10) && ({26'd0, np_reg} < 32'h10 + 32'd4 * `VELO_NET_PORT_COUNTERS);
@@ -98,20 +70,24 @@ module velo_rb_net #(
     assign ncnt_idx = {np_port, np_cidx[4:2]};
     wire unused_np = &{1'b0, np_off, np_cidx[5], np_cidx[1:0]};
     wire [7:0]  up8 = {{(8-NP){1'b0}}, port_up};
+    reg                  ncnt_clr_q;   // a link counter write: clear it (registered)
+    reg [NCNT_IDX_W-1:0] ncnt_clr_idx_q;
+    assign ncnt_clr     = ncnt_clr_q;
+    assign ncnt_clr_idx = ncnt_clr_idx_q;
     reg  [2:0]  pcfg [0:7];     // {DATELINE, DIM} of network port p+1 (entries >= NP unused)
     integer     pi;
     always @(posedge clk) begin
         if (rst) begin
             for (pi = 0; pi < 8; pi = pi + 1) pcfg[pi] <= 3'd0;
-            ncnt_clr     <= 1'b0;
-            ncnt_clr_idx <= {NCNT_IDX_W{1'b0}};
+            ncnt_clr_q     <= 1'b0;
+            ncnt_clr_idx_q <= {NCNT_IDX_W{1'b0}};
         end else begin
-            ncnt_clr <= 1'b0;
-            if (rb_wr_go && in_np && np_cfg)
-                pcfg[np_port] <= {rb_wdata[`VELO_TBL_NET_PORT_CFG_DATELINE_LSB], rb_wdata[`VELO_TBL_NET_PORT_CFG_DIM]};
-            if (rb_wr_go && in_np && np_cnt) begin
-                ncnt_clr     <= 1'b1;
-                ncnt_clr_idx <= ncnt_idx;
+            ncnt_clr_q <= 1'b0;
+            if (wr_go && in_np && np_cfg)
+                pcfg[np_port] <= {wd[`VELO_TBL_NET_PORT_CFG_DATELINE_LSB], wd[`VELO_TBL_NET_PORT_CFG_DIM]};
+            if (wr_go && in_np && np_cnt) begin
+                ncnt_clr_q     <= 1'b1;
+                ncnt_clr_idx_q <= ncnt_idx;
             end
         end
     end
@@ -139,13 +115,12 @@ module velo_rb_net #(
     // ---------------------------------------------------------------- route table
     wire in_rt;
     velo_rb_range #(.LO(RT_LO), .HI({11'd0, RT_LO} + NN * 4), .PIPE(PIPE)) u_drt (
-        .clk(clk), .rst(rst), .addr(rb_addr), .hit(in_rt));
-    wire [NODE_BITS-1:0] rt_sw_node = rb_addr[2 +: NODE_BITS];
-    wire                 rt_sw_re   = rb_rd_en && in_rt && !rt_re;
-    wire                 we_rt      = rb_init || (rb_wr_en && in_rt);
-    wire [NODE_BITS-1:0] rt_wa      = rb_init ? rb_init_idx : rt_sw_node;
-    wire [14:0]          rt_wd      = {rb_wdata[`VELO_TBL_ROUTE_TABLE_ROUTE_VALID_LSB],
-                                      rb_wdata[`VELO_TBL_ROUTE_TABLE_ROUTE_ROUTE]};
+        .clk(clk), .rst(rst), .rb_req(rb_req), .hit(in_rt));
+    wire [NODE_BITS-1:0] rt_sw_node = addr[2 +: NODE_BITS];
+    wire                 rt_sw_re   = `VELO_RB_RD_EN(rb_req) && in_rt && !rt_re;
+    wire                 we_rt      = init || (`VELO_RB_WR_EN(rb_req) && in_rt);
+    wire [NODE_BITS-1:0] rt_wa      = init ? `VELO_RB_INIT_IDX(rb_req, NODE_BITS) : rt_sw_node;
+    wire [14:0]          rt_wd      = {wd[`VELO_TBL_ROUTE_TABLE_ROUTE_VALID_LSB], wd[`VELO_TBL_ROUTE_TABLE_ROUTE_ROUTE]};
     wire [14:0] r_rt;
     velo_sdp_ram #(.W(15), .ADDR_W(NODE_BITS)) u_rt (
         .clk(clk), .we(we_rt), .waddr(rt_wa), .wdata(rt_wd),
@@ -153,19 +128,24 @@ module velo_rb_net #(
     assign rt_data = r_rt;
     generate
         if (RMA != 0) begin : g_rt_copies
-            velo_sdp_ram #(.W(15), .ADDR_W(NODE_BITS)) u_rt2 (
-                .clk(clk), .we(we_rt), .waddr(rt_wa), .wdata(rt_wd),
-                .re(rt2_re), .raddr(rt2_node), .rdata(rt2_data));
-            velo_sdp_ram #(.W(15), .ADDR_W(NODE_BITS)) u_rt3 (
-                .clk(clk), .we(we_rt), .waddr(rt_wa), .wdata(rt_wd),
-                .re(rt3_re), .raddr(rt3_node), .rdata(rt3_data));
+            // copy c serves port c + 2 (rt2, rt3)
+            wire [1:0]             c_re   = {rt3_re, rt2_re};
+            wire [2*NODE_BITS-1:0] c_node = {rt3_node, rt2_node};
+            wire [2*15-1:0]        c_data;
+            genvar gc;
+            for (gc = 0; gc < 2; gc = gc + 1) begin : g_copy
+                velo_sdp_ram #(.W(15), .ADDR_W(NODE_BITS)) u_rt (
+                    .clk(clk), .we(we_rt), .waddr(rt_wa), .wdata(rt_wd),
+                    .re(c_re[gc]), .raddr(c_node[gc*NODE_BITS +: NODE_BITS]), .rdata(c_data[gc*15 +: 15]));
+            end
+            assign {rt3_data, rt2_data} = c_data;
         end else begin : g_no_copies
             assign rt2_data = 15'd0;
             assign rt3_data = 15'd0;
             wire unused_rt = &{1'b0, rt2_re, rt2_node, rt3_re, rt3_node};
         end
     endgenerate
-    reg [31:0] rt_rd;  // the entry as software sees it (valid the cycle after rb_rgo)
+    reg [31:0] rt_rd;  // the entry as software sees it (valid the cycle after its read starts)
     always @(*) begin
         rt_rd = 32'd0;
         if (in_rt) begin
@@ -174,9 +154,7 @@ module velo_rb_net #(
         end
     end
 
-    assign rb_rram  = in_rt;
-    assign rb_rgo   = rt_sw_re;
-    assign rb_wack  = r_wack || in_rt || (in_np && (np_cfg || np_cnt));
-    assign rb_rdata = r_rd | np_rd | rt_rd;
+    // the block's answer: its registers', or the port entries' and route table's (from RAM)
+    assign rb_rsp = r_rsp | `VELO_RB_RSP(np_rd | rt_rd, in_rt || (in_np && (np_cfg || np_cnt)), in_rt, rt_sw_re, 1'b0);
 endmodule
 `default_nettype wire

@@ -4,6 +4,7 @@
 `default_nettype none
 `include "velo_spec.vh"
 `include "velo_check.vh"
+`include "velo_rb.vh"
 module velo_rb_range #(
     parameter [20:0]  LO   = 21'h8000,  // first byte offset in BAR0 of the range
     parameter [31:0]  HI   = 32'h9000,  // the offset after it: LO < HI <= 2^VELO_BAR_REGS_BITS
@@ -12,7 +13,9 @@ module velo_rb_range #(
 ) (
     input  wire        clk,
     input  wire        rst,
-    input  wire [20:0] addr,
+    /* verilator lint_off UNUSEDSIGNAL */
+    input  wire [`VELO_RB_REQ_W-1:0] rb_req,  // the register bus (its address)
+    /* verilator lint_on UNUSEDSIGNAL */
     output wire        hit
 );
     // LO aligned to the range's size rounded up to a power of two (2^K, as every table's is): the
@@ -24,6 +27,7 @@ module velo_rb_range #(
     localparam integer K    = (SIZE > 1) ? $clog2(SIZE) : 1;
     localparam [31:0]  S2   = 32'd1 << K;
     localparam [21:0]  LO22 = {1'b0, LO};
+    wire [20:0] addr = `VELO_RB_ADDR(rb_req);
     wire [21:0] a22 = {1'b0, addr};
     wire        unused_a = &{1'b0, a22};  // bits K-1:0 only with the size below 2^K
     wire        in_rng;

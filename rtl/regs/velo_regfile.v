@@ -2,12 +2,13 @@
 // velo_rb_front turns the TLPs of BAR0 into bus accesses and answers completions and unsupported
 // requests; every block of the spec's chain (ID, CTRL, COUNTERS, NET, VPID, IRQ and, with RMA = 1,
 // RMA) decodes its own registers and tables. velo_rb_<block>_regs.v is generated from
-// spec/velo_spec.json (header, decode, storage, read mux); velo_rb_<block>.v holds what has
-// behaviour (tables in RAM, counters, interrupts). This module only wires them: the bus is
-// broadcast, the blocks' answers are ORed (a block answers 0 outside its addresses).
+// spec/velo_spec.json (storage, read data; velo_rb_hdr: select, header, answer); velo_rb_<block>.v
+// holds what has behaviour (tables in RAM, counters, interrupts). This module only wires them: the
+// request rb_req (rtl/include/velo_rb.vh) is broadcast, the front ORs the blocks' answers (a block
+// answers 0 outside its addresses).
 //
 // Adding a block: its entry in the spec (gen_spec.py writes velo_rb_<block>_regs.v), its module,
-// and its answers in the OR below.
+// and its instance below with its answer in a slot of rsp (NBLK slots).
 //
 // RMA (parameter RMA = 1, docs/rma.md §5): the RMA block (IRQ.NEXT reads the spec's value, the
 // RMA block; with RMA = 0 IRQ.NEXT reads 0, IRQ is the last block and nothing of RMA exists) and
@@ -15,6 +16,7 @@
 `default_nettype none
 `include "velo_spec.vh"
 `include "velo_check.vh"
+`include "velo_rb.vh"
 // Parameters checked here: those this module's own logic uses; the others where they are used (the
 // block named in their comment), with the instance path in the message.
 module velo_regfile #(
@@ -39,57 +41,13 @@ module velo_regfile #(
 ) (
     input  wire                 clk,
     input  wire                 rst,          // synchronous, active high
-    input  wire [15:0]          cpl_id,       // our completer id (bus/device/function)
-    // TLP stream in: BAR0 writes and every non-posted request
-    input  wire                 in_valid,
-    output wire                 in_ready,
-    input  wire                 in_sop,
-    input  wire                 in_eop,
-    // TC, attributes, digest and the address bits above BAR0's size are of no use here.
-    /* verilator lint_off UNUSEDSIGNAL */
-    input  wire [127:0]         in_hdr,
-    /* verilator lint_on UNUSEDSIGNAL */
-    input  wire [2:0]           in_bar,
-    // register writes carry at most 2 DW (the low 64 bits of the first beat)
-    /* verilator lint_off UNUSEDSIGNAL */
-    input  wire [TLP_W-1:0]     in_data,
-    /* verilator lint_on UNUSEDSIGNAL */
-    // completions out (single beat)
-    output wire                 cpl_valid,
-    input  wire                 cpl_ready,
-    output wire                 cpl_sop,
-    output wire                 cpl_eop,
-    output wire [127:0]         cpl_hdr,
-    output wire [TLP_W-1:0]     cpl_data,
+    `include "velo_rb_front_ports.vh"
     // configuration
     output wire [7:0]           node_id,
     output wire                 enable,
-    // mailbox table port of the completer
-    input  wire                 tbl_re,
-    input  wire [VPID_BITS-1:0] tbl_vpid,
-    output wire [57:0]          tbl_base,
-    output wire                 tbl_en,
-    output wire [4:0]           tbl_log2,
-    output wire [16:0]          tbl_wp,
-    output wire [16:0]          tbl_rp,
-    input  wire                 wp_we,
-    input  wire [VPID_BITS-1:0] wp_vpid,
-    input  wire [16:0]          wp_data,
-    output wire                 sw_wr,        // software wrote the table or read pointer of ...
-    output wire [VPID_BITS-1:0] sw_wr_vpid,   // ... this vpid
-    // route table port of the requester: data the cycle after rt_re
-    input  wire                 rt_re,
-    input  wire [NODE_BITS-1:0] rt_node,
-    output wire [14:0]          rt_data,      // {VALID, ROUTE}
-    // network ports: configuration {DATELINE, DIM} per port (port 1 in the low bits), status,
-    // link counters (read combinationally, cleared by a write) and the no-route drop event
-    output wire [3*NP-1:0]      port_cfg,
-    input  wire [NP-1:0]        port_up,
-    output wire [NCNT_IDX_W-1:0] ncnt_idx,
-    input  wire [31:0]          ncnt_data,
-    output wire                 ncnt_clr,
-    output wire [NCNT_IDX_W-1:0] ncnt_clr_idx,
-    input  wire                 ev_no_route,
+    // the ports of the blocks VPID (the completer's mailbox table port) and NET (route tables, network ports)
+    `include "velo_rb_vpid_ports.vh"
+    `include "velo_rb_net_ports.vh"
     // status
     input  wire                 link_up,
     input  wire                 cpl_busy,
@@ -110,43 +68,9 @@ module velo_regfile #(
     input  wire [VPID_BITS-1:0] cmt_vpid,
     output wire                 irq_valid,
     input  wire                 irq_ready,
-    // ---- RMA (used with RMA = 1)
-    output wire                 rma_enable,   // RMA.CONTROL.ENABLE
-    input  wire                 rma_busy,     // RMA.STATUS.BUSY
-    output wire [REGION_BITS-1:0] rq_region,  // RMA.QUIESCE_REGION
-    input  wire                 rq_busy,      // RMA.QUIESCE_STATUS.BUSY
-    // route table read ports of the RMA initiator and target (data the cycle after *_re)
-    input  wire                 rt2_re,
-    input  wire [NODE_BITS-1:0] rt2_node,
-    output wire [14:0]          rt2_data,
-    input  wire                 rt3_re,
-    input  wire [NODE_BITS-1:0] rt3_node,
-    output wire [14:0]          rt3_data,
-    // ATU table writes (RMA_REGION, RMA_PTE)
-    output wire                 acfg_valid,
-    input  wire                 acfg_ready,
-    output wire                 acfg_pte,
-    output wire [15:0]          acfg_idx,
-    output wire [2:0]           acfg_reg,
-    output wire [31:0]          acfg_data,
-    // notification queue table port of velo_rma_notify
-    input  wire                 nq_re,
-    input  wire [VPID_BITS-1:0] nq_vpid,
-    output wire [57:0]          nq_base,
-    output wire                 nq_en,
-    output wire [4:0]           nq_log2,
-    output wire [16:0]          nq_wp,
-    output wire [16:0]          nq_rp,
-    input  wire                 nq_wp_we,
-    input  wire [VPID_BITS-1:0] nq_wp_vpid,
-    input  wire [16:0]          nq_wp_data,
-    output wire                 nq_sw_wr,     // software wrote the queue table row or NQ_RP of ...
-    output wire [VPID_BITS-1:0] nq_sw_wr_vpid,// ... this vpid
-    // RMA counters (read combinationally, cleared by a write) and the BAR4 read event
-    output wire [4:0]           rcnt_idx,
-    input  wire [31:0]          rcnt_data,
-    output wire                 rcnt_clr,
-    output wire [4:0]           rcnt_clr_idx,
+    // ---- the ports of the RMA block (used with RMA = 1)
+    `include "velo_rb_rma_ports.vh"
+    // the BAR4 read event
     output wire                 ev_rma_read
 );
     `VELO_CHECK_TLP_W
@@ -160,67 +84,60 @@ module velo_regfile #(
     localparam [31:0]  MSG_MAX  = `VELO_MSG_MAX;
 
     // ---------------------------------------------------------------- the front and the bus
-    wire [20:0]   rb_addr;
-    wire [31:0]   rb_wdata;
-    wire          rb_wr_en, rb_wr_go, rb_rd_en, rb_init;
-    wire [IW-1:0] rb_init_idx;
-    // the blocks' answers: read data, write taken, write waits, read from RAM, RAM read started
-    wire [31:0] rd_id, rd_ctrl, rd_cnt, rd_net, rd_vpid, rd_irq, rd_rma;
-    wire        ack_id, ack_ctrl, ack_cnt, ack_net, ack_vpid, ack_irq, ack_rma;
-    wire        wait_vpid, wait_irq, wait_rma;
-    wire        ram_net, ram_vpid, ram_rma;
-    wire        go_net, go_vpid, go_rma;
+    localparam integer NBLK = 7;  // blocks: ID, CTRL, COUNTERS, NET, VPID, IRQ, RMA (none with RMA = 0)
+    localparam integer RW   = `VELO_RB_RSP_W;
+    wire [`VELO_RB_REQ_W-1:0] rb_req;
+    wire [NBLK*RW-1:0]        rsp;     // the blocks' answers, in the order above
+    reg  [RW-1:0]             rb_rsp;  // ... ORed (a block answers 0 outside its addresses)
+    integer                   bi;
+    always @(*) begin
+        rb_rsp = `VELO_RB_RSP_NONE;
+        for (bi = 0; bi < NBLK; bi = bi + 1) rb_rsp = rb_rsp | rsp[bi*RW +: RW];
+    end
     velo_rb_front #(.TLP_W(TLP_W), .IW(IW), .RMA(RMA), .PIPE(PIPE)) u_front (
         .clk(clk), .rst(rst), .cpl_id(cpl_id),
         .in_valid(in_valid), .in_ready(in_ready), .in_sop(in_sop), .in_eop(in_eop), .in_hdr(in_hdr),
         .in_bar(in_bar), .in_data(in_data),
         .cpl_valid(cpl_valid), .cpl_ready(cpl_ready), .cpl_sop(cpl_sop), .cpl_eop(cpl_eop),
-        .cpl_hdr(cpl_hdr), .cpl_data(cpl_data),
-        .rb_addr(rb_addr), .rb_wdata(rb_wdata), .rb_wr_en(rb_wr_en), .rb_wr_go(rb_wr_go),
-        .rb_rd_en(rb_rd_en), .rb_init(rb_init), .rb_init_idx(rb_init_idx),
-        .rb_rdata(rd_id | rd_ctrl | rd_cnt | rd_net | rd_vpid | rd_irq | rd_rma),
-        .rb_wack(ack_id | ack_ctrl | ack_cnt | ack_net | ack_vpid | ack_irq | ack_rma),
-        .rb_wwait(wait_vpid | wait_irq | wait_rma),
-        .rb_rram(ram_net | ram_vpid | ram_rma),
-        .rb_rgo(go_net | go_vpid | go_rma),
+        .cpl_hdr(cpl_hdr), .cpl_data(cpl_data), .rb_req(rb_req), .rb_rsp(rb_rsp),
         .ev_window_read(ev_window_read), .ev_unsupported(ev_unsupported), .ev_bad_access(ev_bad_access),
         .ev_rma_read(ev_rma_read));
 
-    // the answers are ORed: at most one block may answer an address (simulation only)
-    wire [6:0] answer = {ack_id | (|rd_id), ack_ctrl | (|rd_ctrl), ack_cnt | (|rd_cnt),
-                         ack_net | ram_net | (|rd_net), ack_vpid | ram_vpid | (|rd_vpid),
-                         ack_irq | (|rd_irq), ack_rma | ram_rma | (|rd_rma)};
-    `VELO_ASSERT(clk, rst, (answer & (answer - 7'd1)) == 7'd0, "velo_regfile: two register blocks answer the same address")
+    // at most one block may answer an address (simulation only)
+    wire [NBLK-1:0] answers;
+    genvar gb;
+    generate
+        for (gb = 0; gb < NBLK; gb = gb + 1) begin : g_answers
+            /* verilator lint_off UNUSEDSIGNAL */
+            wire [RW-1:0] r = rsp[gb*RW +: RW];  // (its WWAIT is no answer)
+            /* verilator lint_on UNUSEDSIGNAL */
+            assign answers[gb] = `VELO_RB_ANSWERS(r);
+        end
+    endgenerate
+    `VELO_ASSERT(clk, rst, (answers & (answers - 1'b1)) == {NBLK{1'b0}}, "velo_regfile: two register blocks answer the same address")
 
     // ---------------------------------------------------------------- ID, CTRL, COUNTERS
-    wire unused_sel_id, unused_sel_ctrl, unused_sel_cnt;
     wire [31:0] unused_scratch;  // SCRATCH goes nowhere
     localparam [31:0] NB32 = NODE_BITS, VB32 = VPID_BITS, TW32 = TLP_W, LW32 = LINK_W;
     velo_rb_id_regs #(.PIPE(PIPE), .CAPS_NODE_BITS(NB32[3:0]), .CAPS_VPID_BITS(VB32[3:0]),
                       .CAPS_TLP_BYTES(TW32[10:3]), .CAPS_LINK_BYTES(LW32[10:3]), .CAPS_MSG_MAX(MSG_MAX[7:0])) u_id (
-        .clk(clk), .rst(rst), .rb_addr(rb_addr), .rb_wdata(rb_wdata), .rb_wr_en(rb_wr_en),
-        .rb_wr_go(rb_wr_go), .rb_sel(unused_sel_id), .rb_rdata(rd_id), .rb_wack(ack_id));
+        .clk(clk), .rst(rst), .rb_req(rb_req), .rb_rsp(rsp[0*RW +: RW]));
 
     wire [NODE_BITS-1:0] node_q;
     assign node_id = {{(8-NODE_BITS){1'b0}}, node_q};
     velo_rb_ctrl_regs #(.PIPE(PIPE), .NODE_BITS(NODE_BITS), .VPID_BITS(VPID_BITS)) u_ctrl (
-        .clk(clk), .rst(rst), .rb_addr(rb_addr), .rb_wdata(rb_wdata), .rb_wr_en(rb_wr_en),
-        .rb_wr_go(rb_wr_go), .rb_sel(unused_sel_ctrl), .rb_rdata(rd_ctrl), .rb_wack(ack_ctrl),
-        .node_id(node_q), .control_enable(enable), .status_link_up(link_up), .status_cpl_busy(cpl_busy),
-        .quiesce_vpid(q_vpid), .quiesce_status_busy(q_busy), .scratch(unused_scratch));
+        .clk(clk), .rst(rst), .rb_req(rb_req), .rb_rsp(rsp[1*RW +: RW]), .node_id(node_q), .control_enable(enable),
+        .status_link_up(link_up), .status_cpl_busy(cpl_busy), .quiesce_vpid(q_vpid), .quiesce_status_busy(q_busy),
+        .scratch(unused_scratch));
 
     velo_rb_counters_regs #(.PIPE(PIPE), .COUNTER_BASE_IDX_W(CNT_IDX_W)) u_cnt (
-        .clk(clk), .rst(rst), .rb_addr(rb_addr), .rb_wdata(rb_wdata), .rb_wr_en(rb_wr_en),
-        .rb_wr_go(rb_wr_go), .rb_sel(unused_sel_cnt), .rb_rdata(rd_cnt), .rb_wack(ack_cnt),
-        .counter_base(cnt_data), .counter_base_idx(cnt_idx), .counter_base_clr(cnt_clr),
-        .counter_base_clr_idx(cnt_clr_idx));
+        .clk(clk), .rst(rst), .rb_req(rb_req), .rb_rsp(rsp[2*RW +: RW]), .counter_base(cnt_data),
+        .counter_base_idx(cnt_idx), .counter_base_clr(cnt_clr), .counter_base_clr_idx(cnt_clr_idx));
 
     // ---------------------------------------------------------------- NET, VPID, IRQ
     velo_rb_net #(.NODE_BITS(NODE_BITS), .NP(NP), .PB(PB), .NVC(NVC), .VC_DEPTH(VC_DEPTH),
                   .NCNT_IDX_W(NCNT_IDX_W), .RMA(RMA), .PIPE(PIPE)) u_net (
-        .clk(clk), .rst(rst), .rb_addr(rb_addr), .rb_wdata(rb_wdata), .rb_wr_en(rb_wr_en),
-        .rb_wr_go(rb_wr_go), .rb_rd_en(rb_rd_en), .rb_init(rb_init), .rb_init_idx(rb_init_idx[NODE_BITS-1:0]),
-        .rb_rdata(rd_net), .rb_wack(ack_net), .rb_rram(ram_net), .rb_rgo(go_net),
+        .clk(clk), .rst(rst), .rb_req(rb_req), .rb_rsp(rsp[3*RW +: RW]),
         .rt_re(rt_re), .rt_node(rt_node), .rt_data(rt_data), .rt2_re(rt2_re), .rt2_node(rt2_node),
         .rt2_data(rt2_data), .rt3_re(rt3_re), .rt3_node(rt3_node), .rt3_data(rt3_data),
         .port_cfg(port_cfg), .port_up(port_up), .ncnt_idx(ncnt_idx), .ncnt_data(ncnt_data),
@@ -229,17 +146,13 @@ module velo_regfile #(
     wire                 mbcfg_wr;
     wire [VPID_BITS-1:0] mbcfg_vpid;
     velo_rb_vpid #(.VPID_BITS(VPID_BITS), .PIPE(PIPE)) u_vpid (
-        .clk(clk), .rst(rst), .rb_addr(rb_addr), .rb_wdata(rb_wdata), .rb_wr_en(rb_wr_en),
-        .rb_wr_go(rb_wr_go), .rb_rd_en(rb_rd_en), .rb_init(rb_init), .rb_init_idx(rb_init_idx[VPID_BITS-1:0]),
-        .rb_rdata(rd_vpid), .rb_wack(ack_vpid), .rb_wwait(wait_vpid), .rb_rram(ram_vpid), .rb_rgo(go_vpid),
+        .clk(clk), .rst(rst), .rb_req(rb_req), .rb_rsp(rsp[4*RW +: RW]),
         .tbl_re(tbl_re), .tbl_vpid(tbl_vpid), .tbl_base(tbl_base), .tbl_en(tbl_en), .tbl_log2(tbl_log2),
         .tbl_wp(tbl_wp), .tbl_rp(tbl_rp), .wp_we(wp_we), .wp_vpid(wp_vpid), .wp_data(wp_data),
         .sw_wr(sw_wr), .sw_wr_vpid(sw_wr_vpid), .mbcfg_wr(mbcfg_wr), .mbcfg_vpid(mbcfg_vpid));
 
     velo_rb_irq #(.VPID_BITS(VPID_BITS), .NEXT(IRQ_NEXT), .PIPE(PIPE)) u_irq (
-        .clk(clk), .rst(rst), .rb_addr(rb_addr), .rb_wdata(rb_wdata), .rb_wr_en(rb_wr_en),
-        .rb_wr_go(rb_wr_go), .rb_init(rb_init), .rb_init_idx(rb_init_idx[VPID_BITS-1:0]),
-        .rb_rdata(rd_irq), .rb_wack(ack_irq), .rb_wwait(wait_irq), .mbcfg_wr(mbcfg_wr), .mbcfg_vpid(mbcfg_vpid),
+        .clk(clk), .rst(rst), .rb_req(rb_req), .rb_rsp(rsp[5*RW +: RW]), .mbcfg_wr(mbcfg_wr), .mbcfg_vpid(mbcfg_vpid),
         .cmt_valid(cmt_valid), .cmt_vpid(cmt_vpid), .irq_valid(irq_valid), .irq_ready(irq_ready));
 
     // ---------------------------------------------------------------- RMA
@@ -247,10 +160,7 @@ module velo_regfile #(
         if (RMA != 0) begin : g_rma
             velo_rb_rma #(.VPID_BITS(VPID_BITS), .REGION_BITS(REGION_BITS), .PTE_BITS(PTE_BITS),
                           .RMA_MTU(RMA_MTU), .PIPE(PIPE)) u_rma (
-                .clk(clk), .rst(rst), .rb_addr(rb_addr), .rb_wdata(rb_wdata), .rb_wr_en(rb_wr_en),
-                .rb_wr_go(rb_wr_go), .rb_rd_en(rb_rd_en), .rb_init(rb_init),
-                .rb_init_idx(rb_init_idx[VPID_BITS-1:0]), .rb_rdata(rd_rma), .rb_wack(ack_rma),
-                .rb_wwait(wait_rma), .rb_rram(ram_rma), .rb_rgo(go_rma),
+                .clk(clk), .rst(rst), .rb_req(rb_req), .rb_rsp(rsp[6*RW +: RW]),
                 .rma_enable(rma_enable), .rma_busy(rma_busy), .rq_region(rq_region), .rq_busy(rq_busy),
                 .acfg_valid(acfg_valid), .acfg_ready(acfg_ready), .acfg_pte(acfg_pte), .acfg_idx(acfg_idx),
                 .acfg_reg(acfg_reg), .acfg_data(acfg_data),
@@ -259,24 +169,12 @@ module velo_regfile #(
                 .nq_wp_data(nq_wp_data), .nq_sw_wr(nq_sw_wr), .nq_sw_wr_vpid(nq_sw_wr_vpid),
                 .rcnt_idx(rcnt_idx), .rcnt_data(rcnt_data), .rcnt_clr(rcnt_clr), .rcnt_clr_idx(rcnt_clr_idx));
         end else begin : g_no_rma
-            assign {rd_rma, ack_rma, wait_rma, ram_rma, go_rma} = 36'd0;
-            assign rma_enable    = 1'b0;
-            assign rq_region     = {REGION_BITS{1'b0}};
-            assign acfg_valid    = 1'b0;
-            assign acfg_pte      = 1'b0;
-            assign acfg_idx      = 16'd0;
-            assign acfg_reg      = 3'd0;
-            assign acfg_data     = 32'd0;
-            assign nq_base       = 58'd0;
-            assign nq_en         = 1'b0;
-            assign nq_log2       = 5'd0;
-            assign nq_wp         = 17'd0;
-            assign nq_rp         = 17'd0;
-            assign nq_sw_wr      = 1'b0;
-            assign nq_sw_wr_vpid = {VPID_BITS{1'b0}};
-            assign rcnt_idx      = 5'd0;
-            assign rcnt_clr      = 1'b0;
-            assign rcnt_clr_idx  = 5'd0;
+            assign rsp[6*RW +: RW] = `VELO_RB_RSP_NONE;
+            // no RMA block: its outputs are 0
+            localparam integer RMA_OUT_W = 1 + REGION_BITS + 1 + 1 + 16 + 3 + 32 + 58 + 1 + 5 + 17 + 17 + 1 + VPID_BITS
+                                           + 5 + 1 + 5;
+            assign {rma_enable, rq_region, acfg_valid, acfg_pte, acfg_idx, acfg_reg, acfg_data, nq_base, nq_en, nq_log2,
+                    nq_wp, nq_rp, nq_sw_wr, nq_sw_wr_vpid, rcnt_idx, rcnt_clr, rcnt_clr_idx} = {RMA_OUT_W{1'b0}};
             wire unused_rma = &{1'b0, rma_busy, rq_busy, acfg_ready, nq_re, nq_vpid, nq_wp_we, nq_wp_vpid,
                                 nq_wp_data, rcnt_data, REGION_BITS, PTE_BITS, RMA_MTU};
         end

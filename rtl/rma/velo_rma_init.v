@@ -55,6 +55,7 @@
 `default_nettype none
 `include "velo_spec.vh"
 `include "velo_check.vh"
+`include "velo_ports.vh"
 module velo_rma_init #(
     parameter integer NODE_BITS   = 8,   // node id width (spec param NODE_BITS), 1..8
     parameter integer VPID_BITS   = 8,   // vpid width (spec param VPID_BITS), 1..8
@@ -97,18 +98,7 @@ module velo_rma_init #(
     input  wire                 rel_ready,  // velo_atu: always 1
     output wire [REGION_BITS-1:0] rel_region,
     // DMA reads (velo_dma_rd rq_*/rd_*, TLP_W 64, CTX_W = TAG_BITS)
-    output wire                 rq_valid,
-    input  wire                 rq_ready,
-    output wire [63:0]          rq_addr,
-    output wire [11:0]          rq_len_m1,
-    output wire [TAG_BITS-1:0]  rq_ctx,
-    input  wire                 rd_valid,
-    output wire                 rd_ready,
-    input  wire [63:0]          rd_data,
-    input  wire [7:0]           rd_be,
-    input  wire                 rd_last,
-    input  wire                 rd_err,
-    input  wire [TAG_BITS-1:0]  rd_ctx,
+    `VELO_DMARD_CLIENT_PORTS(TAG_BITS),
     input  wire [13:0]          rd_avail,   // data bytes waiting at rd_* (velo_rma_rdmux FIFO), registered
     input  wire                 rd_errq,    // an error beat waits at rd_* (behind rd_avail's bytes)
     // packets out (request VC), 64-bit words, header word first
@@ -174,30 +164,28 @@ module velo_rma_init #(
     reg [NODE_BITS*TAGS-1:0] t_node;   // the command's remote node (copy of the table's F_NODE)
 
     // ================================================================ shared resources: requests
-    // ATU lookups: one outstanding; clients 0 intake, 1 issuer, 2 get writer
+    // ATU lookups: one outstanding; clients LK_INTAKE, LK_ISSUE (issuer), LK_GETWR (get writer),
+    // the highest first; lk_taken[c]: client c's lookup is taken, rs_for[c]: its response arrives
+    localparam [1:0] LK_INTAKE = 2'd0, LK_ISSUE = 2'd1, LK_GETWR = 2'd2;
     reg        lk_busy;
     reg [1:0]  lk_owner;
     wire       i_lk_req, s_lk_req, g_lk_req;
     wire [63:0] i_lk_nla, s_lk_nla, g_lk_nla;
     wire [23:0] i_lk_len, s_lk_len, g_lk_len;
     wire [VPID_BITS-1:0] i_lk_vpid, s_lk_vpid, g_lk_vpid;
-    wire [1:0] lk_sel = g_lk_req ? 2'd2 : (s_lk_req ? 2'd1 : 2'd0);
+    wire [1:0] lk_sel = g_lk_req ? LK_GETWR : (s_lk_req ? LK_ISSUE : LK_INTAKE);
     assign lk_valid = !lk_busy && (i_lk_req || s_lk_req || g_lk_req);
-    assign lk_nla   = (lk_sel == 2'd2) ? g_lk_nla : ((lk_sel == 2'd1) ? s_lk_nla : i_lk_nla);
-    assign lk_len   = (lk_sel == 2'd2) ? g_lk_len : ((lk_sel == 2'd1) ? s_lk_len : i_lk_len);
-    assign lk_vpid  = (lk_sel == 2'd2) ? g_lk_vpid : ((lk_sel == 2'd1) ? s_lk_vpid : i_lk_vpid);
-    assign lk_kind  = (lk_sel == 2'd2) ? `VELO_RMA_ACC_LOCAL_WRITE :
-                      ((lk_sel == 2'd1) ? `VELO_RMA_ACC_LOCAL_READ : i_lk_kind);
+    assign lk_nla   = (lk_sel == LK_GETWR) ? g_lk_nla : ((lk_sel == LK_ISSUE) ? s_lk_nla : i_lk_nla);
+    assign lk_len   = (lk_sel == LK_GETWR) ? g_lk_len : ((lk_sel == LK_ISSUE) ? s_lk_len : i_lk_len);
+    assign lk_vpid  = (lk_sel == LK_GETWR) ? g_lk_vpid : ((lk_sel == LK_ISSUE) ? s_lk_vpid : i_lk_vpid);
+    assign lk_kind  = (lk_sel == LK_GETWR) ? `VELO_RMA_ACC_LOCAL_WRITE :
+                      ((lk_sel == LK_ISSUE) ? `VELO_RMA_ACC_LOCAL_READ : i_lk_kind);
     wire [1:0] i_lk_kind;
     wire lk_fire = lk_valid && lk_ready;
     assign rs_ready = lk_busy;
     wire rs_fire = rs_valid && lk_busy;
-    wire i_rs = rs_fire && lk_owner == 2'd0;
-    wire s_rs = rs_fire && lk_owner == 2'd1;
-    wire g_rs = rs_fire && lk_owner == 2'd2;
-    wire i_lk_go = lk_fire && lk_sel == 2'd0;
-    wire s_lk_go = lk_fire && lk_sel == 2'd1;
-    wire g_lk_go = lk_fire && lk_sel == 2'd2;
+    wire [2:0] lk_taken = lk_fire ? (3'b001 << lk_sel) : 3'b000;
+    wire [2:0] rs_for   = rs_fire ? (3'b001 << lk_owner) : 3'b000;
     always @(posedge clk) begin
         if (rst) lk_busy <= 1'b0;
         else if (lk_fire) lk_busy <= 1'b1;
@@ -347,8 +335,8 @@ module velo_rma_init #(
                         i_st <= I_LK;
                     end
                 end
-                I_LK: if (i_lk_go) i_st <= I_RS;
-                I_RS: if (i_rs) begin
+                I_LK: if (lk_taken[LK_INTAKE]) i_st <= I_RS;
+                I_RS: if (rs_for[LK_INTAKE]) begin
                     i_rel_region <= rs_region;
                     if (rs_err != `VELO_RMA_ERR_NONE) begin
                         i_err <= rs_err;
@@ -434,9 +422,9 @@ module velo_rma_init #(
         .head_valid(q_ip != q_wp), .head_tag(s_head_tag), .head_len(row_issue_head[F_LEN +: 24]),
         .tag(s_tag), .tag_lnla(row_issue[F_LNLA +: 64]), .tag_len(row_issue[F_LEN +: 24]), .tag_vpid(row_issue[F_VPID +: VPID_BITS]),
         .put_failed(p_abort_issue),
-        .lk_req(s_lk_req), .lk_nla(s_lk_nla), .lk_len(s_lk_len), .lk_vpid(s_lk_vpid), .lk_go(s_lk_go),
-        .rs_go(s_rs), .rs_err(rs_err), .rs_addr(rs_addr), .rs_room(rs_room),
-        .rq_valid(rq_valid), .rq_ready(rq_ready), .rq_addr(rq_addr), .rq_len_m1(rq_len_m1), .rq_ctx(rq_ctx),
+        .lk_req(s_lk_req), .lk_nla(s_lk_nla), .lk_len(s_lk_len), .lk_vpid(s_lk_vpid), .lk_go(lk_taken[LK_ISSUE]),
+        `VELO_ATU_RESULT_CONNECT(rs_for[LK_ISSUE]),
+        `VELO_DMARD_REQ_CONNECT,
         .fin(s_fin), .fin_nreq(s_fin_nreq), .fin_err(s_fin_err));
 
     // ================================================================ packetiser (put packets)
@@ -768,11 +756,10 @@ module velo_rma_init #(
         .tag(r_tag), .tag_lnla(row_rsp[F_LNLA +: 64]), .tag_len(row_rsp[F_LEN +: 24]), .tag_vpid(row_rsp[F_VPID +: VPID_BITS]),
         .tag_rcpl(row_rsp[F_RCPL]), .tag_lcpl(row_rsp[F_LCPL]), .tag_lerr(t_lerr[5*r_tag +: 5]),
         .lerr_set(c_lerr_set), .lerr_val(c_lerr_val),
-        .lk_req(g_lk_req), .lk_nla(g_lk_nla), .lk_len(g_lk_len), .lk_vpid(g_lk_vpid), .lk_go(g_lk_go),
-        .rs_go(g_rs), .rs_err(rs_err), .rs_addr(rs_addr), .rs_room(rs_room), .rs_region(rs_region),
+        .lk_req(g_lk_req), .lk_nla(g_lk_nla), .lk_len(g_lk_len), .lk_vpid(g_lk_vpid), .lk_go(lk_taken[LK_GETWR]),
+        `VELO_ATU_RESULT_CONNECT(rs_for[LK_GETWR]), .rs_region(rs_region),
         .rel_req(g_rel_req), .rel_region(g_rel_region), .rel_go(g_rel_go),
-        .tx_valid(tx_valid), .tx_ready(tx_ready), .tx_sop(tx_sop), .tx_eop(tx_eop), .tx_hdr(tx_hdr),
-        .tx_data(tx_data),
+        `VELO_TLP_TX_CONNECT,
         .nreq(c_nreq), .nkind(c_nkind), .nerr(c_nerr), .ngo(c_ngo), .free(c_free),
         .idle(r_idle), .ev_rx_bytes(ev_rx_bytes), .ev_rsp_drop(ev_rsp_drop));
     assign c_ntag     = r_tag;

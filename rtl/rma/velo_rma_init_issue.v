@@ -7,6 +7,7 @@
 `default_nettype none
 `include "velo_spec.vh"
 `include "velo_check.vh"
+`include "velo_ports.vh"
 module velo_rma_init_issue #(
     parameter integer VPID_BITS = 8,   // vpid width (spec param VPID_BITS), 1..8
     parameter integer TAG_BITS  = 4    // 2^TAG_BITS command tags, 1..8
@@ -24,21 +25,11 @@ module velo_rma_init_issue #(
     input  wire [VPID_BITS-1:0] tag_vpid,
     input  wire                 put_failed,      // the packetiser failed this put: stop reading
     // ATU lookups (granted by velo_rma_init: lk_go when taken, rs_go with this lookup's response)
-    output wire                 lk_req,
-    output wire [63:0]          lk_nla,
-    output wire [23:0]          lk_len,
+    `VELO_ATU_LOOKUP_PORTS,
     output wire [VPID_BITS-1:0] lk_vpid,
-    input  wire                 lk_go,
-    input  wire                 rs_go,
-    input  wire [3:0]           rs_err,
-    input  wire [63:0]          rs_addr,
-    input  wire [21:0]          rs_room,
+    `VELO_ATU_RESULT_PORTS,
     // DMA reads (velo_dma_rd rq_*)
-    output wire                 rq_valid,
-    input  wire                 rq_ready,
-    output wire [63:0]          rq_addr,
-    output wire [11:0]          rq_len_m1,
-    output wire [TAG_BITS-1:0]  rq_ctx,
+    `VELO_DMARD_REQ_PORTS(TAG_BITS),
     // the entry is done (a one-cycle pulse): reads issued, reason of a failed lookup
     output wire                 fin,
     output wire [15:0]          fin_nreq,

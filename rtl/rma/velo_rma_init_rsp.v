@@ -11,12 +11,10 @@
 `default_nettype none
 `include "velo_spec.vh"
 `include "velo_check.vh"
+`include "velo_ports.vh"
 module velo_rma_init_rsp #(
-    parameter integer NODE_BITS   = 8,   // node id width (spec param NODE_BITS), 1..8
-    parameter integer VPID_BITS   = 8,   // vpid width (spec param VPID_BITS), 1..8
-    parameter integer REGION_BITS = 8,   // region index width (spec param RMA_REGION_BITS), 1..12
-    parameter integer TAG_BITS    = 4,   // 2^TAG_BITS command tags, 1..8
-    parameter integer MTU         = 48   // RMA_MTU: most data bytes per packet, multiple of 8, 8..240
+    // velo_rma_init's parameters (the same meaning and ranges, checked below)
+    parameter integer NODE_BITS = 8, VPID_BITS = 8, REGION_BITS = 8, TAG_BITS = 4, MTU = 48
 ) (
     input  wire                 clk,
     input  wire                 rst,        // synchronous, active high
@@ -43,20 +41,12 @@ module velo_rma_init_rsp #(
     output reg                  lerr_set,   // note a failure of tag: lerr_val (if none is noted yet)
     output reg  [4:0]           lerr_val,
     // ATU lookups (granted by velo_rma_init: lk_go when taken, rs_go with this lookup's response)
-    output wire                 lk_req,
-    output wire [63:0]          lk_nla,
-    output wire [23:0]          lk_len,
+    `VELO_ATU_LOOKUP_PORTS,
     output wire [VPID_BITS-1:0] lk_vpid,
-    input  wire                 lk_go,
-    input  wire                 rs_go,
-    input  wire [3:0]           rs_err,
-    input  wire [63:0]          rs_addr,
-    input  wire [21:0]          rs_room,
+    `VELO_ATU_RESULT_PORTS,
     input  wire [REGION_BITS-1:0] rs_region,
     // ATU release of a translation (rel_go when taken)
-    output wire                 rel_req,
-    output reg  [REGION_BITS-1:0] rel_region,
-    input  wire                 rel_go,
+    `VELO_ATU_RELEASE_PORTS(REGION_BITS),
     // TLP stream out: DMA writes of get data
     output wire                 tx_valid,
     input  wire                 tx_ready,
@@ -143,6 +133,12 @@ module velo_rma_init_rsp #(
     assign rx_ready = (r_st == R_HDR) || (r_st == R_NLA) || (r_st == R_DROP) || (r_st == R_DATA) ||
                       (r_st == R_SKIP);
     wire rx_fire = rx_valid && rx_ready;
+    // the GET_RSP's data words into the packet buffer from word 1; word 0 (the NLA word's place)
+    // is cleared, so the realignment below reads zeros in front of the first data byte
+    always @(posedge clk) begin
+        if (r_st == R_DATA && rx_fire) gbuf[r_buf_wi] <= rx_data;
+        if (r_st == R_NLA && rx_fire) gbuf[{GBB{1'b0}}] <= 64'd0;
+    end
 
     // get write pieces
     assign lk_req  = (r_st == R_LK);
@@ -150,6 +146,8 @@ module velo_rma_init_rsp #(
     assign lk_len  = {16'd0, g_rem};
     assign lk_vpid = tag_vpid;
     assign rel_req = (r_st == R_REL);
+    reg [REGION_BITS-1:0] r_rel_region;   // the region of the piece's translation
+    assign rel_region = r_rel_region;
     wire [7:0]  gp_piece_n   = ({14'd0, g_rem} < rs_room) ? g_rem : rs_room[7:0];
     // host DWs of a piece: from addr & ~3 to the end
     wire [9:0]  gp_span = {8'd0, rs_addr[1:0]} + {2'd0, gp_piece_n} + 10'd3;
@@ -270,7 +268,7 @@ module velo_rma_init_rsp #(
                     g_piece_n    <= gp_piece_n;
                     g_beat <= 6'd0;
                     g_nbeat <= gp_ndw[6:1] - ((gp_ndw[0] == 1'b0) ? 6'd1 : 6'd0);
-                    rel_region <= rs_region;
+                    r_rel_region <= rs_region;
                     if (rs_err != `VELO_RMA_ERR_NONE) begin
                         lerr_set <= 1'b1;
                         lerr_val <= {1'b0, rs_err};
@@ -308,10 +306,6 @@ module velo_rma_init_rsp #(
                 end
             endcase
         end
-    end
-    always @(posedge clk) begin
-        if (r_st == R_DATA && rx_fire) gbuf[r_buf_wi] <= rx_data;
-        if (r_st == R_NLA && rx_fire) gbuf[{GBB{1'b0}}] <= 64'd0;
     end
 
     assign idle = (r_st == R_HDR);

@@ -52,6 +52,7 @@
 `default_nettype none
 `include "velo_spec.vh"
 `include "velo_check.vh"
+`include "velo_ports.vh"
 module velo_rma_tgt #(
     parameter integer TLP_W       = 64,   // TLP stream data width: 64 (the only width implemented)
     parameter integer NODE_BITS   = 8,    // node id width (spec param NODE_BITS), 1..8
@@ -102,20 +103,9 @@ module velo_rma_tgt #(
     input  wire                   rs_tag,
     output wire                   rel_valid,
     output wire [REGION_BITS-1:0] rel_region,
-    // DMA read engine (velo_dma_rd rq_*/rd_*)
-    output wire                   rq_valid,
-    input  wire                   rq_ready,
-    output wire [63:0]            rq_addr,
-    output wire [11:0]            rq_len_m1,
-    output wire [CTX_W-1:0]       rq_ctx,
-    input  wire                   rd_valid,
-    output wire                   rd_ready,
-    input  wire [TLP_W-1:0]       rd_data,
-    input  wire [TLP_W/8-1:0]     rd_be,
-    input  wire                   rd_first,
-    input  wire                   rd_last,
-    input  wire                   rd_err,
-    input  wire [CTX_W-1:0]       rd_ctx,
+    // DMA read engine (velo_dma_rd rq_*/rd_*, TLP_W 64)
+    `VELO_DMARD_CLIENT_PORTS(CTX_W),
+    input  wire                   rd_first,   // (not used)
     // TLP stream out: DMA writes of put data
     output wire                   tx_valid,
     input  wire                   tx_ready,
@@ -248,10 +238,10 @@ module velo_rma_tgt #(
     wire [REGION_BITS-1:0] t_rel_r;
     wire                  g_rel_req;
     wire [REGION_BITS-1:0] g_rel_r;
-    wire t_rel_gnt = t_rel_req && !w_rel_q;
+    wire t_rel_go = t_rel_req && !w_rel_q;
     wire                  rd_rel;      // the get data side: a translation's last read ended
     wire [REGION_BITS-1:0] rd_rel_r;
-    wire g_rel_gnt = g_rel_req && !w_rel_q && !t_rel_req && !rd_rel;
+    wire g_rel_go = g_rel_req && !w_rel_q && !t_rel_req && !rd_rel;
     assign rel_valid  = w_rel_q || t_rel_req || rd_rel || g_rel_req;
     assign rel_region = w_rel_q ? w_rel_r : (t_rel_req ? t_rel_r : (rd_rel ? rd_rel_r : g_rel_r));
 
@@ -267,8 +257,8 @@ module velo_rma_tgt #(
     assign lk_vpid  = {VPID_BITS{1'b0}};   // remote kinds are authorised by the key
     assign lk_kind  = lk_sel_g ? `VELO_RMA_ACC_REMOTE_READ : `VELO_RMA_ACC_REMOTE_WRITE;
     assign lk_tag   = lk_sel_g;
-    wire t_lk_gnt = lk_ready && t_lk_req && !lk_sel_g;
-    wire g_lk_gnt = lk_ready && lk_sel_g;
+    wire t_lk_go = lk_ready && t_lk_req && !lk_sel_g;
+    wire g_lk_go = lk_ready && lk_sel_g;
     always @(posedge clk) begin
         if (rst) lk_last_g <= 1'b0;
         else if (lk_valid && lk_ready) lk_last_g <= lk_sel_g;
@@ -369,16 +359,16 @@ module velo_rma_tgt #(
                     else if (!enable || (!t_first && t_src_cur[4])) t_st <= T_HAND;
                     else t_st <= T_LK1;
                 end
-                T_LK1: if (t_lk_gnt) t_st <= T_RS1;
+                T_LK1: if (t_lk_go) t_st <= T_RS1;
                 T_RS1: if (t_rs) begin
                     if (rs_err != E_NONE) t_st <= T_HAND;
                     else if (t_dl == 9'd0) t_st <= T_REL;
                     else if (rs_fits) t_st <= T_HAND;
                     else t_st <= T_LK2;
                 end
-                T_LK2: if (t_lk_gnt) t_st <= T_RS2;
+                T_LK2: if (t_lk_go) t_st <= T_RS2;
                 T_RS2: if (t_rs) t_st <= (rs_err != E_NONE) ? T_REL : T_HAND;
-                T_REL: if (t_rel_gnt) t_st <= T_HAND;
+                T_REL: if (t_rel_go) t_st <= T_HAND;
                 T_HAND: if (w_take) begin
                     t_st   <= T_IDLE;
                     t_slot <= (NS == 1) ? {SB{1'b0}} : t_slot + 1'b1;
@@ -437,69 +427,69 @@ module velo_rma_tgt #(
     reg [14:0]   w_route;
     reg [8:0]    w_p0;         // packet byte offset of data byte 0
     // current piece
-    reg [63:0]   c_a;
-    reg [8:0]    c_rem;
-    reg [8:0]    c_p;
-    reg [REGION_BITS-1:0] c_reg;
-    reg          c_second;
-    reg [5:0]    e_beat;
+    reg [63:0]   pc_addr;
+    reg [8:0]    pc_rem;
+    reg [8:0]    pc_pos;
+    reg [REGION_BITS-1:0] pc_region;
+    reg          pc_second;
+    reg [5:0]    tlp_beat;
 
     wire         put_rsp_free;
     assign w_take = (t_st == T_HAND) && (w_st == W_IDLE);
 
     // TLP geometry of the current piece position
-    wire [12:0] c_mroom = MPS13 - {1'b0, c_a[11:0] & (MPS13[11:0] - 12'd1)};
-    wire [8:0]  c_len   = ({4'd0, c_rem} <= c_mroom) ? c_rem : c_mroom[8:0];
-    wire [9:0]  c_span  = {8'd0, c_a[1:0]} + {1'b0, c_len};          // bytes from the DW start
-    wire [9:0]  c_ndw10 = (c_span + 10'd3) >> 2;
-    wire [7:0]  c_ndw   = c_ndw10[7:0];
-    wire [7:0]  c_nb8   = (c_ndw + 8'd1) >> 1;
-    wire [5:0]  c_nb    = c_nb8[5:0];
-    wire [8:0]  c_s     = c_p - {7'd0, c_a[1:0]};                    // packet byte of payload byte 0
-    wire [8:0]  c_wi9   = {3'd0, c_s[8:3]} + {3'd0, e_beat};
-    wire [SWB-1:0] c_wi = c_wi9[SWB-1:0];
-    wire [SWB-1:0] c_wi1 = c_wi + 1'b1;
-    wire        e_lastb = (e_beat == c_nb - 6'd1);
-    wire        e_lastt = (c_len == c_rem);                          // last TLP of the piece
-    wire        e_lastp = e_lastt && (!c_second ? (w_np == 2'd1) : 1'b1);
+    wire [12:0]    tlp_mps_room   = MPS13 - {1'b0, pc_addr[11:0] & (MPS13[11:0] - 12'd1)};
+    wire [8:0]     tlp_len        = ({4'd0, pc_rem} <= tlp_mps_room) ? pc_rem : tlp_mps_room[8:0];
+    wire [9:0]     tlp_span       = {8'd0, pc_addr[1:0]} + {1'b0, tlp_len};  // bytes from the DW start
+    wire [9:0]     tlp_ndw10      = (tlp_span + 10'd3) >> 2;
+    wire [7:0]     tlp_ndw        = tlp_ndw10[7:0];
+    wire [7:0]     tlp_nbeats8    = (tlp_ndw + 8'd1) >> 1;
+    wire [5:0]     tlp_nbeats     = tlp_nbeats8[5:0];
+    wire [8:0]     tlp_pkt_pos    = pc_pos - {7'd0, pc_addr[1:0]};  // packet byte of payload byte 0
+    wire [8:0]     slot_wi9       = {3'd0, tlp_pkt_pos[8:3]} + {3'd0, tlp_beat};
+    wire [SWB-1:0] slot_wi        = slot_wi9[SWB-1:0];
+    wire [SWB-1:0] slot_wi_next   = slot_wi + 1'b1;
+    wire           tlp_last_beat  = (tlp_beat == tlp_nbeats - 6'd1);
+    wire           piece_last_tlp = (tlp_len == pc_rem);  // last TLP of the piece
+    wire           pkt_last_tlp   = piece_last_tlp && (!pc_second ? (w_np == 2'd1) : 1'b1);
 
-    // output stage (the bank RAMs' output registers hold its data)
-    reg         o_valid, o_sop, o_eop, o_rel, o_swap;
-    reg [2:0]   o_sh;
-    reg [REGION_BITS-1:0] o_rel_r;
-    wire        advance = !o_valid || tx_ready;
-    wire        issue   = (w_st == W_TLP) && advance;
+    // TLP output stage, txs_* (the bank RAMs' output registers hold its data)
+    reg         txs_valid, txs_sop, txs_eop, txs_rel, txs_swap;
+    reg [2:0]   txs_shift;
+    reg [REGION_BITS-1:0] txs_rel_region;
+    wire         advance = !txs_valid || tx_ready;
+    wire         issue   = (w_st == W_TLP) && advance;
     assign b_re   = issue;
-    assign b_ra_e = {w_slot, c_wi[0] ? c_wi1[SWB-1:1] : c_wi[SWB-1:1]};
-    assign b_ra_o = {w_slot, c_wi[SWB-1:1]};
-    assign w_free = issue && e_lastb && e_lastp;   // (a packet without writes is freed by T)
+    assign b_ra_e = {w_slot, slot_wi[0] ? slot_wi_next[SWB-1:1] : slot_wi[SWB-1:1]};
+    assign b_ra_o = {w_slot, slot_wi[SWB-1:1]};
+    assign w_free = issue && tlp_last_beat && pkt_last_tlp;   // (a packet without writes is freed by T)
 
     // header of the TLP being started
-    wire [3:0]  c_fbe0 = 4'hF << c_a[1:0];
-    wire [1:0]  c_eb   = c_span[1:0];                            // (a + len) mod 4
-    wire [3:0]  c_lbe0 = (c_eb == 2'd0) ? 4'hF : (4'hF >> (3'd4 - {1'b0, c_eb}));
-    wire        c_one  = (c_ndw == 8'd1);
-    wire [3:0]  c_fbe  = c_one ? (c_fbe0 & c_lbe0) : c_fbe0;
-    wire [3:0]  c_lbe  = c_one ? 4'h0 : c_lbe0;
-    wire        c_w64  = (c_a[63:32] != 32'd0);
+    wire [3:0]   tlp_fbe0     = 4'hF << pc_addr[1:0];
+    wire [1:0]   tlp_end_byte = tlp_span[1:0];                            // (a + len) mod 4
+    wire [3:0]   tlp_lbe0     = (tlp_end_byte == 2'd0) ? 4'hF : (4'hF >> (3'd4 - {1'b0, tlp_end_byte}));
+    wire         tlp_one_dw   = (tlp_ndw == 8'd1);
+    wire [3:0]   tlp_fbe      = tlp_one_dw ? (tlp_fbe0 & tlp_lbe0) : tlp_fbe0;
+    wire [3:0]   tlp_lbe      = tlp_one_dw ? 4'h0 : tlp_lbe0;
+    wire         tlp_addr64   = (pc_addr[63:32] != 32'd0);
 
     always @(posedge clk) begin
         if (rst) begin
-            w_st     <= W_IDLE;
-            w_slot   <= {SB{1'b0}};
-            o_valid  <= 1'b0;
-            o_sop    <= 1'b0;
-            o_eop    <= 1'b0;
-            o_rel    <= 1'b0;
-            w_rel_q  <= 1'b0;
-            e_beat   <= 6'd0;
+            w_st      <= W_IDLE;
+            w_slot    <= {SB{1'b0}};
+            txs_valid <= 1'b0;
+            txs_sop   <= 1'b0;
+            txs_eop   <= 1'b0;
+            txs_rel   <= 1'b0;
+            w_rel_q   <= 1'b0;
+            tlp_beat  <= 6'd0;
         end else begin
-            w_rel_q <= o_valid && tx_ready && o_eop && o_rel;
+            w_rel_q <= txs_valid && tx_ready && txs_eop && txs_rel;
             if (advance) begin
-                o_valid <= issue;
-                o_sop   <= (e_beat == 6'd0);
-                o_eop   <= e_lastb;
-                o_rel   <= e_lastb && e_lastt;
+                txs_valid <= issue;
+                txs_sop   <= (tlp_beat == 6'd0);
+                txs_eop   <= tlp_last_beat;
+                txs_rel   <= tlp_last_beat && piece_last_tlp;
             end
             case (w_st)
                 W_IDLE: if (w_take) begin
@@ -507,13 +497,13 @@ module velo_rma_tgt #(
                     w_st   <= (t_np != 2'd0) ? W_TLP : (t_lastp ? W_FIN : W_IDLE);
                 end
                 W_TLP: if (issue) begin
-                    if (!e_lastb) e_beat <= e_beat + 6'd1;
+                    if (!tlp_last_beat) tlp_beat <= tlp_beat + 6'd1;
                     else begin
-                        e_beat <= 6'd0;
-                        if (e_lastp) w_st <= w_last ? W_FIN : W_IDLE;
+                        tlp_beat <= 6'd0;
+                        if (pkt_last_tlp) w_st <= w_last ? W_FIN : W_IDLE;
                     end
                 end
-                W_FIN: if (!o_valid) w_st <= (w_ntf && !w_fail) ? W_NTF : W_RSP;
+                W_FIN: if (!txs_valid) w_st <= (w_ntf && !w_fail) ? W_NTF : W_RSP;
                 W_NTF: if (n_ready) w_st <= W_NWT;
                 W_NWT: if (n_done || n_drop) w_st <= W_RSP;
                 default: if (put_rsp_free) w_st <= W_IDLE;   // W_RSP
@@ -523,38 +513,38 @@ module velo_rma_tgt #(
 
     always @(posedge clk) begin
         if (w_take) begin
-            w_np     <= t_np;
-            w_a2     <= t_a2;
-            w_l1     <= t_l1;
-            w_l2     <= t_l2;
-            w_r2     <= t_r2;
-            w_last   <= t_lastp;
-            w_ntf    <= t_notify;
-            w_fail   <= t_fail_new;
-            w_reason <= t_fail_new ? t_reason : E_NONE;
-            w_owner  <= t_owner;
-            w_hdr    <= t_hdr;
-            w_nla    <= t_nla;
-            w_len    <= t_len_word;
-            w_cookie <= t_word3;
-            w_route  <= t_route_now;
-            w_p0     <= 9'd8 + t_hwb + {7'd0, t_pad};
-            c_a      <= t_a1;
-            c_rem    <= t_l1;
-            c_p      <= 9'd8 + t_hwb + {7'd0, t_pad};
-            c_reg    <= t_r1;
-            c_second <= 1'b0;
-        end else if (issue && e_lastb) begin
-            if (e_lastt && !c_second) begin
-                c_a      <= w_a2;
-                c_rem    <= w_l2;
-                c_p      <= w_p0 + w_l1;
-                c_reg    <= w_r2;
-                c_second <= 1'b1;
+            w_np      <= t_np;
+            w_a2      <= t_a2;
+            w_l1      <= t_l1;
+            w_l2      <= t_l2;
+            w_r2      <= t_r2;
+            w_last    <= t_lastp;
+            w_ntf     <= t_notify;
+            w_fail    <= t_fail_new;
+            w_reason  <= t_fail_new ? t_reason : E_NONE;
+            w_owner   <= t_owner;
+            w_hdr     <= t_hdr;
+            w_nla     <= t_nla;
+            w_len     <= t_len_word;
+            w_cookie  <= t_word3;
+            w_route   <= t_route_now;
+            w_p0      <= 9'd8 + t_hwb + {7'd0, t_pad};
+            pc_addr   <= t_a1;
+            pc_rem    <= t_l1;
+            pc_pos    <= 9'd8 + t_hwb + {7'd0, t_pad};
+            pc_region <= t_r1;
+            pc_second <= 1'b0;
+        end else if (issue && tlp_last_beat) begin
+            if (piece_last_tlp && !pc_second) begin
+                pc_addr   <= w_a2;
+                pc_rem    <= w_l2;
+                pc_pos    <= w_p0 + w_l1;
+                pc_region <= w_r2;
+                pc_second <= 1'b1;
             end else begin
-                c_a   <= c_a + {55'd0, c_len};
-                c_rem <= c_rem - c_len;
-                c_p   <= c_p + c_len;
+                pc_addr <= pc_addr + {55'd0, tlp_len};
+                pc_rem  <= pc_rem - tlp_len;
+                pc_pos  <= pc_pos + tlp_len;
             end
         end
         if (w_st == W_NWT && n_drop) begin
@@ -562,33 +552,33 @@ module velo_rma_tgt #(
             w_reason <= `VELO_RMA_ERR_NQ_DISABLED;
         end
         if (advance && issue) begin
-            o_sh    <= c_s[2:0];
-            o_swap  <= c_wi[0];
-            o_rel_r <= c_reg;
-            if (e_beat == 6'd0) begin
+            txs_shift      <= tlp_pkt_pos[2:0];
+            txs_swap       <= slot_wi[0];
+            txs_rel_region <= pc_region;
+            if (tlp_beat == 6'd0) begin
                 tx_hdr <= 128'd0;
-                tx_hdr[`VELO_TLP_HDR_FMT_TYPE] <= c_w64 ? `VELO_TLP_FMT_TYPE_MWR64 : `VELO_TLP_FMT_TYPE_MWR32;
-                tx_hdr[`VELO_TLP_HDR_LENGTH]   <= {2'd0, c_ndw};
-                tx_hdr[`VELO_TLP_HDR_FIRST_BE] <= c_fbe;
-                tx_hdr[`VELO_TLP_HDR_LAST_BE]  <= c_lbe;
+                tx_hdr[`VELO_TLP_HDR_FMT_TYPE] <= tlp_addr64 ? `VELO_TLP_FMT_TYPE_MWR64 : `VELO_TLP_FMT_TYPE_MWR32;
+                tx_hdr[`VELO_TLP_HDR_LENGTH]   <= {2'd0, tlp_ndw};
+                tx_hdr[`VELO_TLP_HDR_FIRST_BE] <= tlp_fbe;
+                tx_hdr[`VELO_TLP_HDR_LAST_BE]  <= tlp_lbe;
                 tx_hdr[`VELO_TLP_HDR_REQ_ID]   <= req_id;
-                if (c_w64) begin
-                    tx_hdr[`VELO_TLP_HDR_ADDR64_HI] <= c_a[63:32];
-                    tx_hdr[`VELO_TLP_HDR_ADDR64_LO] <= c_a[31:2];
+                if (tlp_addr64) begin
+                    tx_hdr[`VELO_TLP_HDR_ADDR64_HI] <= pc_addr[63:32];
+                    tx_hdr[`VELO_TLP_HDR_ADDR64_LO] <= pc_addr[31:2];
                 end else begin
-                    tx_hdr[`VELO_TLP_HDR_ADDR32] <= c_a[31:2];
+                    tx_hdr[`VELO_TLP_HDR_ADDR32] <= pc_addr[31:2];
                 end
             end
         end
-        if (o_valid && tx_ready && o_eop && o_rel) w_rel_r <= o_rel_r;
+        if (txs_valid && tx_ready && txs_eop && txs_rel) w_rel_r <= txs_rel_region;
     end
 
-    wire [127:0] o_pair = o_swap ? {b_rd_e, b_rd_o} : {b_rd_o, b_rd_e};
-    wire [127:0] o_rot  = o_pair >> {o_sh, 3'b000};
-    assign tx_data  = o_rot[63:0];
-    assign tx_valid = o_valid;
-    assign tx_sop   = o_sop;
-    assign tx_eop   = o_eop;
+    wire [127:0] txs_pair = txs_swap ? {b_rd_e, b_rd_o} : {b_rd_o, b_rd_e};
+    wire [127:0] txs_rot  = txs_pair >> {txs_shift, 3'b000};
+    assign tx_data  = txs_rot[63:0];
+    assign tx_valid = txs_valid;
+    assign tx_sop   = txs_sop;
+    assign tx_eop   = txs_eop;
 
     // notification entry
     reg [63:0] nq_hdr;
@@ -634,81 +624,79 @@ module velo_rma_tgt #(
 
     // ================================================================ get engine (velo_rma_tgt_get)
     wire        g_buf_valid, g_bufs_busy, g_q_empty, g_start_no_route, g_final_err;
-    wire [63:0] g_buf_hdr, g_buf_nla, ob_rd;
+    wire [63:0] g_buf_hdr, g_buf_nla, g_buf_rd;
     wire [GWB:0] g_buf_nw;
     wire [2:0]  g_buf_lnb;
     wire [3:0]  g_err_code;
     wire [7:0]  g_pkt_bytes;
-    wire        gs_take, ob_re;
-    wire [GWB:0] ob_ra;
+    wire        g_buf_take, g_buf_re;
+    wire [GWB:0] g_buf_ra;
     velo_rma_tgt_get #(.REGION_BITS(REGION_BITS), .MTU(MTU), .CTX_W(CTX_W), .GQ_LOG2(GQ_LOG2)) u_get (
         .clk(clk), .rst(rst), .enable(enable), .node_id(node_id),
         .t_get(t_st == T_GET), .req_tnla(t_nla), .req_len(t_len_word[`VELO_RMA_PKT_LEN_LEN]), .req_inla(t_word3),
         .req_tag(t_hdr[`VELO_RMA_PKT_HDR_TAG]), .req_vpid(t_hdr[`VELO_RMA_PKT_HDR_SRC_VPID]), .req_route(t_route_now),
         .direct(g_direct), .push(gq_push), .start(g_start), .start_no_route(g_start_no_route), .idle(g_idle),
         .q_empty(g_q_empty),
-        .lk_req(g_lk_req), .lk_nla(g_lk_nla), .lk_len(g_lk_len), .lk_gnt(g_lk_gnt), .rs_wait(g_rs_wait),
-        .rs_go(g_rs), .rs_err(rs_err), .rs_addr(rs_addr), .rs_room(rs_room), .rs_region(rs_region),
-        .rel_req(g_rel_req), .rel_region(g_rel_r), .rel_gnt(g_rel_gnt), .rel_other(w_rel_q || t_rel_req),
+        .lk_req(g_lk_req), .lk_nla(g_lk_nla), .lk_len(g_lk_len), .lk_go(g_lk_go), .rs_wait(g_rs_wait),
+        `VELO_ATU_RESULT_CONNECT(g_rs), .rs_region(rs_region),
+        .rel_req(g_rel_req), .rel_region(g_rel_r), .rel_go(g_rel_go), .rel_other(w_rel_q || t_rel_req),
         .rd_rel(rd_rel), .rd_rel_region(rd_rel_r),
-        .rq_valid(rq_valid), .rq_ready(rq_ready), .rq_addr(rq_addr), .rq_len_m1(rq_len_m1), .rq_ctx(rq_ctx),
-        .rd_valid(rd_valid), .rd_ready(rd_ready), .rd_data(rd_data), .rd_be(rd_be), .rd_last(rd_last),
-        .rd_err(rd_err), .rd_ctx(rd_ctx),
+        `VELO_DMARD_REQ_CONNECT, `VELO_DMARD_DATA_CONNECT,
         .buf_valid(g_buf_valid), .buf_hdr(g_buf_hdr), .buf_nla(g_buf_nla), .buf_nw(g_buf_nw), .buf_lnb(g_buf_lnb),
-        .buf_take(gs_take), .buf_re(ob_re), .buf_ra(ob_ra[GWB-1:0]), .buf_rd(ob_rd), .bufs_busy(g_bufs_busy),
+        .buf_take(g_buf_take), .buf_re(g_buf_re), .buf_ra(g_buf_ra[GWB-1:0]), .buf_rd(g_buf_rd), .bufs_busy(g_bufs_busy),
         .final_err(g_final_err), .err_code(g_err_code), .pkt_bytes(g_pkt_bytes));
 
     // ================================================================ response output
-    reg        q_busy;          // a packet is being sent
-    reg        q_get;           // ... from a GET_RSP buffer (else the PUT_RSP register)
-    reg [GWB+1:0] q_i;          // next word index (0 header, 1 NLA, 2.. data)
-    reg [GWB+1:0] q_n;          // words of the packet
-    reg        q_last_put;      // round robin: the last packet sent was a PUT_RSP
-    reg        ov, ol, oram;
-    reg [2:0]  olnb;
-    reg [63:0] oword;
-    wire       oadv   = !ov || out_ready;
-    wire       pick_g = g_buf_valid && (!pr_valid || q_last_put);
-    wire       pick   = !q_busy && (pr_valid || g_buf_valid);
-    wire       q_go   = oadv && (q_busy || pick);
-    wire       cur_g  = q_busy ? q_get : pick_g;
-    wire [GWB+1:0] cur_i = q_busy ? q_i : {(GWB+2){1'b0}};
-    wire [GWB+1:0] cur_n = q_busy ? q_n : (pick_g ? {1'b0, g_buf_nw} + TWO : TWO);
-    wire       cur_last = (cur_i == cur_n - 1'b1);
-    assign pr_take = q_go && !cur_g && cur_last;
-    assign gs_take = q_go && cur_g && cur_last;
-    assign ob_re   = q_go && cur_g && (cur_i >= 2);
+    reg        rsp_busy;          // a packet is being sent
+    reg        rsp_get;           // ... from a GET_RSP buffer (else the PUT_RSP register)
+    reg [GWB+1:0] rsp_wi;          // next word index (0 header, 1 NLA, 2.. data)
+    reg [GWB+1:0] rsp_nw;          // words of the packet
+    reg        rsp_last_put;      // round robin: the last packet sent was a PUT_RSP
+    reg        rsp_valid, rsp_last, rsp_from_ram;
+    reg [2:0]  rsp_lnb;
+    reg [63:0] rsp_word;
+    wire           rsp_adv  = !rsp_valid || out_ready;
+    wire           pick_g   = g_buf_valid && (!pr_valid || rsp_last_put);
+    wire           pick     = !rsp_busy && (pr_valid || g_buf_valid);
+    wire           rsp_go   = rsp_adv && (rsp_busy || pick);
+    wire           cur_g    = rsp_busy ? rsp_get : pick_g;
+    wire [GWB+1:0] cur_i    = rsp_busy ? rsp_wi : {(GWB+2){1'b0}};
+    wire [GWB+1:0] cur_n    = rsp_busy ? rsp_nw : (pick_g ? {1'b0, g_buf_nw} + TWO : TWO);
+    wire           cur_last = (cur_i == cur_n - 1'b1);
+    assign pr_take    = rsp_go && !cur_g && cur_last;
+    assign g_buf_take = rsp_go && cur_g && cur_last;
+    assign g_buf_re   = rsp_go && cur_g && (cur_i >= 2);
     wire [GWB+1:0] cur_im2 = cur_i - TWO;
-    assign ob_ra   = cur_im2[GWB:0];
+    assign g_buf_ra = cur_im2[GWB:0];
     always @(posedge clk) begin
         if (rst) begin
-            q_busy     <= 1'b0;
-            q_last_put <= 1'b0;
-            ov         <= 1'b0;
+            rsp_busy     <= 1'b0;
+            rsp_last_put <= 1'b0;
+            rsp_valid    <= 1'b0;
         end else begin
-            if (q_go) begin
-                q_busy <= !cur_last;
-                q_i    <= cur_i + 1'b1;
-                if (!q_busy) begin
-                    q_get      <= pick_g;
-                    q_n        <= cur_n;
-                    q_last_put <= !pick_g;
+            if (rsp_go) begin
+                rsp_busy <= !cur_last;
+                rsp_wi   <= cur_i + 1'b1;
+                if (!rsp_busy) begin
+                    rsp_get      <= pick_g;
+                    rsp_nw       <= cur_n;
+                    rsp_last_put <= !pick_g;
                 end
             end
-            if (oadv) begin
-                ov   <= q_go;
-                ol   <= cur_last;
-                oram <= cur_g && (cur_i >= 2);
-                olnb <= (cur_last && cur_g) ? g_buf_lnb : 3'd7;
-                if (cur_i == 0) oword <= cur_g ? g_buf_hdr : pr_hdr;
-                else oword <= cur_g ? g_buf_nla : pr_nla;
+            if (rsp_adv) begin
+                rsp_valid    <= rsp_go;
+                rsp_last     <= cur_last;
+                rsp_from_ram <= cur_g && (cur_i >= 2);
+                rsp_lnb      <= (cur_last && cur_g) ? g_buf_lnb : 3'd7;
+                if (cur_i == 0) rsp_word <= cur_g ? g_buf_hdr : pr_hdr;
+                else rsp_word <= cur_g ? g_buf_nla : pr_nla;
             end
         end
     end
-    assign out_valid = ov;
-    assign out_last  = ol;
-    assign out_lnb   = olnb;
-    assign out_data  = oram ? ob_rd : oword;
+    assign out_valid = rsp_valid;
+    assign out_last  = rsp_last;
+    assign out_lnb   = rsp_lnb;
+    assign out_data  = rsp_from_ram ? g_buf_rd : rsp_word;
 
     // ================================================================ simulation-only invariants
     // (VELO_ASSERT, velo_check.vh): a violation stops the simulation
@@ -724,9 +712,9 @@ module velo_rma_tgt #(
         slots_busy = 1'b0;
         for (i = 0; i < NS; i = i + 1) if (sl_st[i] != SL_FREE) slots_busy = 1'b1;
     end
-    assign busy = slots_busy || (t_st != T_IDLE) || (w_st != W_IDLE) || o_valid || pr_valid || !g_idle ||
+    assign busy = slots_busy || (t_st != T_IDLE) || (w_st != W_IDLE) || txs_valid || pr_valid || !g_idle ||
                   !g_q_empty ||
-                  g_bufs_busy || q_busy || ov;
+                  g_bufs_busy || rsp_busy || rsp_valid;
 
     always @(posedge clk) begin
         if (rst) begin
@@ -742,22 +730,22 @@ module velo_rma_tgt #(
             ev_no_route <= 2'd0;
             ev_put_rsp  <= 1'b0;
         end else begin
-            ev_put_pkt  <= w_take;
-            ev_get      <= g_start;
-            ev_bad      <= t_drop;
-            ev_wr_bytes <= (issue && e_beat == 6'd0) ? {1'b0, c_len} : 10'd0;
-            ev_rd_bytes <= g_pkt_bytes;
-            ev_err      <= w_rsp_go && w_fail;
-            ev_err_code <= w_reason;
-            ev_gerr     <= g_final_err;
+            ev_put_pkt   <= w_take;
+            ev_get       <= g_start;
+            ev_bad       <= t_drop;
+            ev_wr_bytes  <= (issue && tlp_beat == 6'd0) ? {1'b0, tlp_len} : 10'd0;
+            ev_rd_bytes  <= g_pkt_bytes;
+            ev_err       <= w_rsp_go && w_fail;
+            ev_err_code  <= w_reason;
+            ev_gerr      <= g_final_err;
             ev_gerr_code <= g_err_code;
-            ev_no_route <= {1'b0, w_rsp_go && !w_route[14]} + {1'b0, g_start_no_route};
-            ev_put_rsp  <= w_rsp_go && w_route[14];
+            ev_no_route  <= {1'b0, w_rsp_go && !w_route[14]} + {1'b0, g_start_no_route};
+            ev_put_rsp   <= w_rsp_go && w_route[14];
         end
     end
 
-    wire unused_ok = &{1'b0, rd_first, rd_ctx, t_hdr, t_len_word, t_word3, in_h, w_hdr, w_len, c_wi9, c_span, c_mroom, rs_room,
-                       c_nb8, c_ndw10, in_ar[2:0], c_wi1[0], o_rot[127:64], ob_ra[GWB], cur_im2[GWB+1],
-                       t_plen24, src_st[0], c_rem};
+    wire unused_ok = &{1'b0, rd_first, rd_ctx, t_hdr, t_len_word, t_word3, in_h, w_hdr, w_len, slot_wi9, tlp_span, tlp_mps_room, rs_room,
+                       tlp_nbeats8, tlp_ndw10, in_ar[2:0], slot_wi_next[0], txs_rot[127:64], g_buf_ra[GWB], cur_im2[GWB+1],
+                       t_plen24, src_st[0], pc_rem};
 endmodule
 `default_nettype wire

@@ -14,6 +14,7 @@
 `default_nettype none
 `include "velo_spec.vh"
 `include "velo_check.vh"
+`include "velo_ports.vh"
 module velo_rma_tgt_get #(
     parameter integer REGION_BITS = 8,    // region index width (spec param RMA_REGION_BITS), 1..12
     parameter integer MTU         = 48,   // data bytes per packet (spec param RMA_MTU), multiple of 8, 8..240
@@ -38,37 +39,18 @@ module velo_rma_tgt_get #(
     output wire                   start_no_route, // ... that has no route back (nothing is sent)
     output wire                   idle,       // no get being served
     output wire                   q_empty,    // the GET queue is empty
-    // ATU lookups (granted by velo_rma_tgt: lk_gnt when taken, rs_go with this engine's response)
-    output wire                   lk_req,
-    output wire [63:0]            lk_nla,
-    output wire [23:0]            lk_len,
-    input  wire                   lk_gnt,
-    output wire                   rs_wait,
-    input  wire                   rs_go,
-    input  wire [3:0]             rs_err,
-    input  wire [63:0]            rs_addr,
-    input  wire [21:0]            rs_room,
+    // ATU lookups (granted by velo_rma_tgt: lk_go when taken, rs_go with this engine's response)
+    `VELO_ATU_LOOKUP_PORTS,
+    output wire                   rs_wait,    // waiting for the response (the ATU may give it)
+    `VELO_ATU_RESULT_PORTS,
     input  wire [REGION_BITS-1:0] rs_region,
-    // ATU releases: of an unused translation (rel_gnt when taken), and with a read's last beat
-    output wire                   rel_req,
-    output wire [REGION_BITS-1:0] rel_region,
-    input  wire                   rel_gnt,
+    // ATU releases: of an unused translation (rel_go when taken), and with a read's last beat
+    `VELO_ATU_RELEASE_PORTS(REGION_BITS),
     input  wire                   rel_other,  // another release is under way: hold the read data
     output wire                   rd_rel,
     output wire [REGION_BITS-1:0] rd_rel_region,
     // DMA read engine (velo_dma_rd rq_*/rd_*, 64-bit data)
-    output wire                   rq_valid,
-    input  wire                   rq_ready,
-    output wire [63:0]            rq_addr,
-    output wire [11:0]            rq_len_m1,
-    output wire [CTX_W-1:0]       rq_ctx,
-    input  wire                   rd_valid,
-    output wire                   rd_ready,
-    input  wire [63:0]            rd_data,
-    input  wire [7:0]             rd_be,
-    input  wire                   rd_last,
-    input  wire                   rd_err,
-    input  wire [CTX_W-1:0]       rd_ctx,
+    `VELO_DMARD_CLIENT_PORTS(CTX_W),
     // the GET_RSP buffer the response output sends next: header, NLA word, data words (read
     // through buf_re/buf_ra, data on buf_rd the next cycle), last word's valid bytes minus one
     output wire                   buf_valid,
@@ -98,17 +80,21 @@ module velo_rma_tgt_get #(
     // ================================================================ issue side
     localparam [2:0] G_IDLE = 3'd0, G_LK = 3'd1, G_RS = 3'd2, G_RQ = 3'd3, G_REL = 3'd4, G_END = 3'd5;
     reg [2:0]   g_st;
-    reg [63:0]  g_tnla, g_inla;
-    reg [23:0]  g_len, g_off;
-    reg [63:0]  g_hdr;       // the request's header word
+    // the get: its request's fields
+    reg [63:0]  g_tnla, g_inla;  // target NLA, initiator NLA
+    reg [23:0]  g_len;
+    reg [7:0]   g_vpid, g_tag;   // the initiator's vpid and tag (SRC_VPID, TAG of the request)
     reg [14:0]  g_route;
+    // the walk: offset of the next read, its host address, the bytes its translation has left
+    // (to the page end) and the translation's region
+    reg [23:0]  g_off;
     reg [63:0]  g_addr;
     reg [21:0]  g_room;
     reg [REGION_BITS-1:0] g_region;
-    reg         g_fail;
+    // outcome: the get failed (reason g_err); a read failed (discard data)
+    reg         g_fail, g_dfail;
     reg [3:0]   g_err;
     reg [6:0]   g_outst;     // requests issued and not yet ended
-    reg         g_dfail;     // a read failed: discard data
     wire        d_done;      // the data side sent the last packet
     wire        g_final_go;  // the final (error or empty) packet is queued
     wire        rd_fire_last;
@@ -136,12 +122,6 @@ module velo_rma_tgt_get #(
     wire [7:0]  q_tag   = g_direct ? req_tag : gq_q[159:152];
     wire [7:0]  q_vpid  = g_direct ? req_vpid : gq_q[167:160];
     wire [14:0] q_route = g_direct ? req_route : gq_q[182:168];
-    reg  [63:0] q_hdr;
-    always @(*) begin
-        q_hdr = 64'd0;
-        q_hdr[`VELO_RMA_PKT_HDR_SRC_VPID] = q_vpid;
-        q_hdr[`VELO_RMA_PKT_HDR_TAG]      = q_tag;
-    end
 
     wire   g_start = g_pop || g_direct;
     assign idle    = (g_st == G_IDLE);
@@ -179,14 +159,14 @@ module velo_rma_tgt_get #(
                     else if (!enable || q_len == 24'd0) g_st <= G_END;
                     else g_st <= G_LK;
                 end
-                G_LK: if (lk_gnt) g_st <= G_RS;
+                G_LK: if (lk_go) g_st <= G_RS;
                 G_RS: if (rs_go) g_st <= (rs_err != E_NONE || g_dfail) ? ((rs_err == E_NONE) ? G_REL : G_END) : G_RQ;
                 G_RQ: if (g_dfail) g_st <= G_REL;
                       else if (rq_fire) begin
                           if (g_q_len == g_rem) g_st <= G_END;
                           else if (g_q_uses_tr) g_st <= G_LK;
                       end
-                G_REL: if (rel_gnt) g_st <= G_END;
+                G_REL: if (rel_go) g_st <= G_END;
                 default: if (d_done || g_final_go) g_st <= G_IDLE;   // G_END
             endcase
         end
@@ -197,7 +177,8 @@ module velo_rma_tgt_get #(
             g_tnla  <= q_tnla;
             g_len   <= q_len;
             g_inla  <= q_inla;
-            g_hdr   <= q_hdr;
+            g_vpid  <= q_vpid;
+            g_tag   <= q_tag;
             g_route <= q_route;
             g_off   <= 24'd0;
             g_fail  <= !enable;
@@ -224,13 +205,14 @@ module velo_rma_tgt_get #(
     end
 
     // ================================================================ data side
-    // a GET_RSP packet being gathered into buffer gb_w: p_need data bytes still to take
-    reg [1:0]   gs_st;          // per buffer: ready to send
-    reg [63:0]  gs_hdr [0:1];
-    reg [63:0]  gs_nla [0:1];
-    reg [GWB:0] gs_nw  [0:1];   // data words
-    reg [2:0]   gs_lnb [0:1];
-    reg         gb_w;           // buffer being filled
+    // two GET_RSP packet buffers (pbuf_*); a packet being gathered into buffer pbuf_fill: p_need
+    // data bytes still to take
+    reg [1:0]   pbuf_full;        // per buffer: holds a packet ready to send
+    reg [63:0]  pbuf_hdr [0:1];
+    reg [63:0]  pbuf_nla [0:1];
+    reg [GWB:0] pbuf_nw  [0:1];   // data words
+    reg [2:0]   pbuf_lnb [0:1];
+    reg         pbuf_fill;        // buffer being filled
     reg         p_act;
     reg         p_first;        // the next packet is the get's first
     reg [7:0]   p_need;
@@ -279,10 +261,10 @@ module velo_rma_tgt_get #(
     wire         p_done  = p_act && p_need == 8'd0 && acc_n == 5'd0 && !g_fail;
     wire [7:0]   p_room  = p_first ? (MTU9[7:0] - {5'd0, g_inla[2:0]}) : MTU9[7:0];
     wire [7:0]   p_len   = ({16'd0, p_room} < d_left) ? p_room : d_left[7:0];
-    wire         p_start = g_active && !p_act && !g_disc && (d_left != 24'd0) && !gs_st[gb_w] && (g_st != G_IDLE);
+    wire         p_start = g_active && !p_act && !g_disc && (d_left != 24'd0) && !pbuf_full[pbuf_fill] && (g_st != G_IDLE);
 
     // the final packet without data: an error, or a get of length 0
-    assign g_final_go = (g_st == G_END) && !gs_st[gb_w] &&
+    assign g_final_go = (g_st == G_END) && !pbuf_full[pbuf_fill] &&
                         ((g_fail && g_outst == 7'd0) || (!g_fail && g_len == 24'd0));
     reg [63:0] gr_hdr;
     wire [8:0] p_area = 9'd8 + {7'd0, p_pad} + {1'b0, p_n};
@@ -296,33 +278,33 @@ module velo_rma_tgt_get #(
         gr_hdr[`VELO_RMA_PKT_HDR_LAST]     = g_final_go ? 1'b1 : p_lastpk;
         gr_hdr[`VELO_RMA_PKT_HDR_ERR]      = g_final_go ? g_err : E_NONE;
         gr_hdr[`VELO_RMA_PKT_HDR_SRC_NODE] = node_id;
-        gr_hdr[`VELO_RMA_PKT_HDR_SRC_VPID] = g_hdr[`VELO_RMA_PKT_HDR_SRC_VPID];
-        gr_hdr[`VELO_RMA_PKT_HDR_TAG]      = g_hdr[`VELO_RMA_PKT_HDR_TAG];
+        gr_hdr[`VELO_RMA_PKT_HDR_SRC_VPID] = g_vpid;
+        gr_hdr[`VELO_RMA_PKT_HDR_TAG]      = g_tag;
         gr_hdr[`VELO_RMA_PKT_HDR_LEN_M1]   = g_final_go ? 8'd7 : p_am1[7:0];
     end
     assign d_done = (g_st == G_END) && !g_fail && (g_len != 24'd0) && (d_left == 24'd0) && !p_act;
 
-    wire gs_take = buf_take;    // the output takes buffer go_b
-    reg  go_b;                  // buffer the output sends next
-    wire gb_commit = p_done || g_final_go;
+    wire pbuf_take   = buf_take;    // the output takes buffer pbuf_send
+    reg  pbuf_send;                 // buffer the output sends next
+    wire pbuf_commit = p_done || g_final_go;
     always @(posedge clk) begin
         if (rst) begin
-            gs_st   <= 2'b00;
-            gb_w    <= 1'b0;
-            go_b    <= 1'b0;
+            pbuf_full <= 2'b00;
+            pbuf_fill <= 1'b0;
+            pbuf_send <= 1'b0;
             p_act   <= 1'b0;
             acc_n   <= 5'd0;
             rd_lanes_used    <= 3'd0;
             d_left  <= 24'd0;
             g_dfail <= 1'b0;
         end else begin
-            if (gs_take) begin
-                gs_st[go_b] <= 1'b0;
-                go_b <= ~go_b;
+            if (pbuf_take) begin
+                pbuf_full[pbuf_send] <= 1'b0;
+                pbuf_send <= ~pbuf_send;
             end
-            if (gb_commit) begin
-                gs_st[gb_w] <= 1'b1;
-                gb_w <= ~gb_w;
+            if (pbuf_commit) begin
+                pbuf_full[pbuf_fill] <= 1'b1;
+                pbuf_fill <= ~pbuf_fill;
             end
             if (g_start) begin
                 d_left  <= (enable && q_route[14]) ? q_len : 24'd0;
@@ -363,18 +345,18 @@ module velo_rma_tgt_get #(
             if (rd_take) p_need <= p_need - {4'd0, b_take};
             if (emit) p_wi <= p_wi + 1'b1;
         end
-        if (gb_commit) begin
-            gs_hdr[gb_w] <= gr_hdr;
-            gs_nla[gb_w] <= p_nla;
-            gs_nw[gb_w]  <= g_final_go ? {(GWB+1){1'b0}} : p_wi;
-            gs_lnb[gb_w] <= g_final_go ? 3'd7 : p_am1[2:0];
+        if (pbuf_commit) begin
+            pbuf_hdr[pbuf_fill] <= gr_hdr;
+            pbuf_nla[pbuf_fill] <= p_nla;
+            pbuf_nw[pbuf_fill]  <= g_final_go ? {(GWB+1){1'b0}} : p_wi;
+            pbuf_lnb[pbuf_fill] <= g_final_go ? 3'd7 : p_am1[2:0];
         end
         if (p_done) p_nla <= {p_nla[63:40], p_nla[39:0] + {32'd0, p_n}};
     end
 
     // GET_RSP buffers: word i of buffer b at {b, i}
     velo_sdp_ram #(.W(64), .ADDR_W(GWB + 1)) u_gbuf (
-        .clk(clk), .we(emit), .waddr({gb_w, p_wi[GWB-1:0]}), .wdata(acc[63:0]), .re(buf_re), .raddr({go_b, buf_ra}),
+        .clk(clk), .we(emit), .waddr({pbuf_fill, p_wi[GWB-1:0]}), .wdata(acc[63:0]), .re(buf_re), .raddr({pbuf_send, buf_ra}),
         .rdata(buf_rd));
 
     // ================================================================ simulation-only invariants
@@ -383,20 +365,20 @@ module velo_rma_tgt_get #(
     `VELO_ASSERT(clk, rst, !(rq_fire && !rd_fire_last && g_outst == 7'h7F), "velo_rma_tgt_get: count of outstanding reads wraps")
     `VELO_ASSERT(clk, rst, !(rd_fire_last && !rq_fire && g_outst == 7'd0), "velo_rma_tgt_get: a read ended with none outstanding")
     // a packet buffer is committed only when free, taken only when full
-    `VELO_ASSERT(clk, rst, !(gb_commit && gs_st[gb_w]), "velo_rma_tgt_get: a GET_RSP buffer overwritten before it was sent")
-    `VELO_ASSERT(clk, rst, !(gs_take && !gs_st[go_b]), "velo_rma_tgt_get: an empty GET_RSP buffer taken")
+    `VELO_ASSERT(clk, rst, !(pbuf_commit && pbuf_full[pbuf_fill]), "velo_rma_tgt_get: a GET_RSP buffer overwritten before it was sent")
+    `VELO_ASSERT(clk, rst, !(pbuf_take && !pbuf_full[pbuf_send]), "velo_rma_tgt_get: an empty GET_RSP buffer taken")
 
-    assign buf_valid = gs_st[go_b];
-    assign buf_hdr   = gs_hdr[go_b];
-    assign buf_nla   = gs_nla[go_b];
-    assign buf_nw    = gs_nw[go_b];
-    assign buf_lnb   = gs_lnb[go_b];
-    assign bufs_busy = (gs_st != 2'b00);
+    assign buf_valid = pbuf_full[pbuf_send];
+    assign buf_hdr   = pbuf_hdr[pbuf_send];
+    assign buf_nla   = pbuf_nla[pbuf_send];
+    assign buf_nw    = pbuf_nw[pbuf_send];
+    assign buf_lnb   = pbuf_lnb[pbuf_send];
+    assign bufs_busy = (pbuf_full != 2'b00);
     assign start_no_route = g_start && !q_route[14];
     assign final_err = g_final_go && g_fail;
     assign err_code  = g_err;
     assign pkt_bytes = p_done ? p_n : 8'd0;
 
-    wire unused_ok = &{1'b0, rd_ctx, g_q_len_m1, g_inla, g_hdr, g_route[14], p_am1[8]};
+    wire unused_ok = &{1'b0, rd_ctx, g_q_len_m1, g_inla, g_route[14], p_am1[8]};
 endmodule
 `default_nettype wire

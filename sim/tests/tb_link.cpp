@@ -73,13 +73,6 @@ using velo::sim::words;
 
 namespace {
 
-// RTL defaults the tests rely on (velo_link parameters; VC_DEPTH, REPLAY_DEPTH and MAX_AREA per
-// model in Cfg)
-constexpr unsigned kNvc = 4;
-constexpr uint64_t kReplayTimeout = 512;
-constexpr uint64_t kSyncTimeout = 256;
-constexpr uint64_t kDownTimeout = 128;
-constexpr unsigned kAckUrgent = 8;
 constexpr unsigned kLatency = 2;  // channel latency of the benches
 
 constexpr unsigned log2u(unsigned x) {
@@ -105,7 +98,8 @@ void write_flit(T& port, const Flit& f) {
 
 // A model: velo_link with the PARAMS of sim/cmake/link.cmake (<model>_params.h): LINK_W = LW,
 // MAX_AREA = AREA, VC_DEPTH = VCD, REPLAY_DEPTH = RD, and PIPE = kPipe (1, the iCE40 board's: one
-// cycle more in the receiver and in the transmitter's cut-through).
+// cycle more in the receiver and in the transmitter's cut-through); the timing the tests rely on
+// (NVC, DOWN_TIMEOUT, REPLAY_TIMEOUT, ACK_URGENT) too.
 template <class M>
 struct Cfg {
     using Model = M;
@@ -120,6 +114,8 @@ struct Cfg {
     static constexpr int M64 = H + 512 / LW;        // a 64-byte message in data flits
     static constexpr unsigned kVcDepth = VCD;
     static constexpr unsigned kReplayDepth = RD;
+    static constexpr unsigned kNvc = P::NVC, kAckUrgent = P::ACK_URGENT;
+    static constexpr uint64_t kDownTimeout = P::DOWN_TIMEOUT, kReplayTimeout = P::REPLAY_TIMEOUT;
     // velo_link's credit unit (2^CUB flits) and velo_link_tx's internal credit counter width
     static constexpr unsigned CUB = VCD + MAXP <= 127 ? 0 : VCD + MAXP + 1 <= 254 ? 1 : VCD + MAXP + 3 <= 508 ? 2 : 3;
     static constexpr unsigned kCreditBits = log2u(RD) + 2 > 9 + CUB ? log2u(RD) + 2 : 9 + CUB;
@@ -253,7 +249,7 @@ Pkt overlong_pkt(std::mt19937_64& r, uint64_t id, unsigned vc) {
 struct TrafficCfg {
     unsigned min_len = 1, max_len = 64;  // VELO packets
     int rma_pct = 30;                    // RMA packets, 1 .. MAX_AREA bytes
-    unsigned vcs = kNvc;                 // VCs used (0 .. vcs-1)
+    unsigned vcs = 0;                    // VCs used (0 .. vcs-1); Pair sets the model's NVC
     int stomp_pct = 0;
     int gap_pct = 0;      // the source leaves a gap before a flit
     int drain_pct = 100;  // the sink frees a flit of each non-empty VC per cycle
@@ -327,6 +323,7 @@ class Pair {
         ch_[0].reset(new Channel(c));  // a -> b
         c.seed = ch.seed * 31 + 17;
         ch_[1].reset(new Channel(c));  // b -> a
+        for (TrafficCfg& t : traffic) t.vcs = C::kNvc;
     }
 
     // ---- configuration
@@ -354,7 +351,7 @@ class Pair {
     ::testing::AssertionResult credits_settled(int s) {
         auto* r = side(s).rootp;
         const uint64_t m = (1ull << C::kCreditBits) - 1;
-        for (unsigned v = 0; v < kNvc; ++v) {
+        for (unsigned v = 0; v < C::kNvc; ++v) {
             const uint64_t sc = (r->velo_link__DOT__u_tx__DOT__scnt >> (v * C::kCreditBits)) & m;
             const uint64_t tc = (r->velo_link__DOT__u_tx__DOT__tcnt >> (v * C::kCreditBits)) & m;
             const uint64_t fc = (r->velo_link__DOT__u_tx__DOT__fcnt >> (v * C::kCreditBits)) & m;
@@ -498,7 +495,7 @@ class Pair {
         bool valid = false;  // tx_valid this cycle
     };
     struct Snk {
-        unsigned occ[kNvc] = {0, 0, 0, 0};
+        unsigned occ[C::kNvc] = {};
         std::vector<uint64_t> flits;
         unsigned vc = 0;
         uint8_t freed = 0;
@@ -589,7 +586,7 @@ class Pair {
         const int dir = 1 - s;
         k.freed = 0;
         if (!rst[s])
-            for (unsigned v = 0; v < kNvc; ++v)
+            for (unsigned v = 0; v < C::kNvc; ++v)
                 if (k.occ[v] > 0 && pct(rng_, traffic[dir].drain_pct)) {
                     k.freed |= static_cast<uint8_t>(1u << v);
                     --k.occ[v];
@@ -603,7 +600,7 @@ class Pair {
         const int dir = 1 - s;
         if (rst[s] || !m.rx_valid) return;
         const unsigned vc = m.rx_vc;
-        ASSERT_LT(vc, kNvc);
+        ASSERT_LT(vc, C::kNvc);
         ++k.occ[vc];
         ASSERT_LE(k.occ[vc], C::kVcDepth) << "switch input buffer of VC " << vc << " overflows (side " << s << ")";
         if (k.flits.empty())
@@ -1004,7 +1001,7 @@ TYPED_TEST(Link, LinkDownMidTrafficAndBack) {
     // a real cut
     p.channel(0).set_down(true);
     p.channel(1).set_down(true);
-    p.run(kDownTimeout + 50);
+    p.run(C::kDownTimeout + 50);
     EXPECT_FALSE(p.up(0));
     EXPECT_FALSE(p.up(1));
     EXPECT_EQ(p.side(0).tx_start_ok, 0u);
@@ -1111,7 +1108,7 @@ TYPED_TEST(Link, CreditStallsNeverOverflow) {
     p.sb(0).strict = p.sb(1).strict = true;
     for (int d = 0; d < 2; ++d) {
         p.traffic[d].drain_pct = 3;
-        p.traffic[d].vcs = d == 0 ? 4 : 2;
+        p.traffic[d].vcs = d == 0 ? C::kNvc : 2;
     }
     p.bring_up();
     const unsigned n = 250;
@@ -1358,7 +1355,7 @@ TYPED_TEST(Link, NeighbourResetRecovers) {
         EXPECT_LE(lost, disc);
         // discarded packets that had arrived: those whose ACK had not gone out yet (an ACK waits
         // for ACK_URGENT packets or CTL_AGE cycles while data flow the other way) or was in flight
-        EXPECT_LE(disc, lost + kAckUrgent + 4) << "discarded packets that had arrived";
+        EXPECT_LE(disc, lost + C::kAckUrgent + 4) << "discarded packets that had arrived";
         disc_total += disc;
     }
     EXPECT_GT(disc_total, 0u);
@@ -1566,7 +1563,8 @@ TYPED_TEST(Link, LengthCornerCases) {
     for (unsigned round = 0; round < 3; ++round)
         for (size_t i = 0; i < sizeof ks / sizeof ks[0]; ++i) {
             const K& k = ks[i];
-            Pkt pk = make_pkt<C>(r, p.next_id(), k.len, static_cast<unsigned>((i + round) % kNvc), false, k.rma, k.pad);
+            Pkt pk =
+                make_pkt<C>(r, p.next_id(), k.len, static_cast<unsigned>((i + round) % C::kNvc), false, k.rma, k.pad);
             if (k.rma && k.len > static_cast<unsigned>(C::A)) {
                 // the source presents the whole packet; the link clears LEN_M1 and cuts it to H + 1
                 pk.send = pk.flits;
@@ -1699,8 +1697,8 @@ TYPED_TEST(Link, LostLastPacketReplayedAfterTimeout) {
     EXPECT_EQ(p.ev(1).nack, 0u);
     EXPECT_EQ(p.ev(1).ctl_drop, static_cast<uint64_t>(per_pkt));
     EXPECT_EQ(p.ev(0).replay, 2u);
-    EXPECT_GE(static_cast<int64_t>(p.cycle()) - t_lost, static_cast<int64_t>(kReplayTimeout));
-    EXPECT_LE(static_cast<int64_t>(p.cycle()) - t_lost, static_cast<int64_t>(kReplayTimeout) + 200);
+    EXPECT_GE(static_cast<int64_t>(p.cycle()) - t_lost, static_cast<int64_t>(C::kReplayTimeout));
+    EXPECT_LE(static_cast<int64_t>(p.cycle()) - t_lost, static_cast<int64_t>(C::kReplayTimeout) + 200);
 }
 
 // ------------------------------------------------------------------------------ retransmission timing
@@ -1816,13 +1814,13 @@ TYPED_TEST(Link, RetransmissionTimelineAndPenalty) {
                 find_sym(t, 1, rep_at_b, [](const WireSym& w) { return w.sync == VELO_LINK_SYNC_CTL && w.type == 3; });
             ASSERT_NE(sy, nullptr);
             const size_t at = static_cast<size_t>(sy - t.wire[1].data());
-            ASSERT_LE(at + 2 * kNvc, t.wire[1].size());
-            for (unsigned v = 0; v < 2 * kNvc; ++v) {
+            ASSERT_LE(at + 2 * C::kNvc, t.wire[1].size());
+            for (unsigned v = 0; v < 2 * C::kNvc; ++v) {
                 const WireSym& w = t.wire[1][at + v];
                 EXPECT_EQ(w.cyc, rep_at_b + 2 + TypeParam::kPipe + v);
                 EXPECT_EQ(w.type, 3u) << "SYNC " << v;
-                EXPECT_EQ(w.sub, v % kNvc);
-                EXPECT_EQ(w.val, t.wire[1][at + v % kNvc].val);
+                EXPECT_EQ(w.sub, v % C::kNvc);
+                EXPECT_EQ(w.val, t.wire[1][at + v % C::kNvc].val);
             }
             // penalty
             ASSERT_NE(clean.p1_good, 0u);

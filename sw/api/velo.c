@@ -380,6 +380,7 @@ int velo__store_msg(struct velo_ep* ep, int page, uint8_t* win, const void* buf,
         velo__wc_store(win + (len - 1) * 64, buf, len);
         return 0;
     }
+    if (!ep->be->store) return -EINVAL;  // a backend with mappings: no window, no store
     uint8_t tmp[64] __attribute__((aligned(16)));
     unsigned bytes = len <= 8 ? 8u : (unsigned)((len + 15) & ~(size_t)15);
     memcpy(tmp, buf, len);

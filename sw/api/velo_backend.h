@@ -40,19 +40,30 @@ struct velo_be_ring {
                                 * (VELO_MBOX_PTR_BITS) into it; NULL: write_rp() */
 };
 
-/* The endpoint as a backend's open() leaves it. The core owns the storage; the backend fills
- * every field but `be` in open(); afterwards it writes only `dead` (and `dev` in close()). */
+/* The endpoint as a backend's open() leaves it. The core owns the storage and sets `be`, the
+ * default address widths (VELO_DEFAULT_NODE_BITS, VELO_DEFAULT_VPID_BITS) and nodes 0; the
+ * backend's open() ends with velo__be_set and sets what its device reports of the rest;
+ * afterwards it writes only `dead`. */
 struct velo_be {
     const struct velo_backend* be; /* set by the core */
     struct velo_dev* dev;          /* the backend's state, handed back to every operation */
-    uint32_t node, vpid;           /* the data vpid */
-    uint32_t ctl_vpid;             /* the control vpid (VELO_CTL_VPID(vpid, vpid_bits)) */
+    uint32_t node, vpid;           /* the data vpid (its control vpid: VELO_CTL_VPID) */
     uint32_t node_bits, vpid_bits; /* of the fabric's addresses */
     uint32_t nodes;                /* nodes of the fabric (0: unknown) */
     struct velo_be_ring data;      /* messages for this endpoint */
     struct velo_be_ring ctl;       /* its control ring: credits and answers to its connections */
     volatile int dead;             /* set by the backend: the device or fabric went away */
 };
+
+/* The end of a backend's open(): its state, the endpoint's address and its rings. */
+static inline void velo__be_set(struct velo_be* b, struct velo_dev* dev, uint32_t node, uint32_t vpid,
+                                struct velo_be_ring data, struct velo_be_ring ctl) {
+    b->dev = dev;
+    b->node = node;
+    b->vpid = vpid;
+    b->data = data;
+    b->ctl = ctl;
+}
 
 /* Rings: index of write_rp(). */
 #define VELO_BE_DATA 0u
@@ -98,8 +109,9 @@ struct velo_backend {
      * mapping, or NULL when stores go through store(). */
     int (*grant)(struct velo_be* b, unsigned from, unsigned node, unsigned vpid, uint8_t** win);
     int (*revoke)(struct velo_be* b, int page, uint8_t* win);
-    /* A store of `bytes` (<= 64, inside one line) at offset `off` of granted page `page` (win:
-     * its mapping or NULL). The line of a message of n bytes is (n - 1) * 64. */
+    /* A store of `bytes` (<= 64, inside one line) at offset `off` of granted page `page`, one
+     * without a mapping (the core stores into a mapping itself: NULL when grant() always gives
+     * one). The line of a message of n bytes is (n - 1) * 64. */
     int (*store)(struct velo_be* b, int page, uint8_t* win, unsigned off, const void* data, unsigned bytes);
     /* The read pointer of a ring (VELO_BE_DATA, VELO_BE_CTL) to the NIC; only for rings without
      * rp_reg. */
@@ -114,11 +126,13 @@ struct velo_backend {
      * time while a client woken by mail reacts. */
     void (*wait_state)(struct velo_be* b, int waiting);
     unsigned spin_polls; /* polls velo_wait spins before it sleeps */
+    /* velo_clock (may be NULL: -EOPNOTSUPP) */
     int (*clock)(const struct velo_be* b, uint64_t* now, uint64_t* last_rx);
-    /* Close the endpoint: the device quiesces both vpids, then every mapping goes (windows,
-     * rings, RMA). */
+    /* Close the endpoint (once; the core clears dev afterwards): the device quiesces both vpids,
+     * then every mapping goes (windows, rings, RMA). */
     void (*close)(struct velo_be* b);
-    /* RMA (may be NULL: -ENOTSUP): set up the notification queue and the command page. */
+    /* RMA (may be NULL: -ENOTSUP): set up the notification queue and the command page (*m
+     * comes zeroed). */
     int (*rma_map)(struct velo_be* b, struct velo_rma_map* m);
     /* RMA: VELO_IOC_REGISTER / DEREGISTER / REPIN with its velo_uapi_* structure; 0 or -errno. */
     int (*rma_ioctl)(struct velo_be* b, unsigned long req, void* arg);
@@ -129,6 +143,11 @@ struct velo_backend {
     int (*rma_write_rp)(struct velo_be* b, uint32_t rp);
     int (*rma_sleep)(struct velo_be* b, const volatile uint64_t* hdr, uint64_t mask, uint64_t val, int64_t timeout_ns);
 };
+
+/* The operations every backend has, when they are called <p>_open, <p>_grant, ...: a backend's
+ * table starts with VELO_BACKEND_OPS(p, "name") and adds spin_polls and the others it has. */
+#define VELO_BACKEND_OPS(p, nm) \
+    .name = (nm), .open = p##_open, .grant = p##_grant, .revoke = p##_revoke, .sleep = p##_sleep, .close = p##_close
 
 /* The backends of velo_open's table. */
 extern const struct velo_backend velo__backend_hw;

@@ -201,6 +201,8 @@ int velo__ep_open(const struct velo_backend* be, const char* arg, const velo_ope
     }
     ep->be = be;
     ep->b.be = be;
+    ep->b.node_bits = VELO_DEFAULT_NODE_BITS;
+    ep->b.vpid_bits = VELO_DEFAULT_VPID_BITS;
     r = be->open(&ep->b, arg, a);
     if (r < 0) {
         ep_free(ep);
@@ -261,6 +263,7 @@ int velo_close(velo_ep_t* ep) {
     ep->closed = 1;
     velo__rma_close(ep);    // the driver deregisters the regions at close
     ep->be->close(&ep->b);  // the driver/fabric quiesces the vpids before it frees the rings
+    ep->b.dev = NULL;
     pthread_mutex_unlock(&ep->ctl_lock);
     velo__peers_free(ep);
     free(ep->counts);
@@ -327,5 +330,5 @@ int velo_stats(const velo_ep_t* ep, velo_stats_t* s) {
 int velo_clock(const velo_ep_t* ep, uint64_t* now, uint64_t* last_rx) {
     if (!ep) return -EINVAL;
     if (ep->closed) return -EBADF;
-    return ep->be->clock(&ep->b, now, last_rx);
+    return ep->be->clock ? ep->be->clock(&ep->b, now, last_rx) : -EOPNOTSUPP;
 }

@@ -92,14 +92,6 @@ static int hw_revoke(struct velo_be* b, int page, uint8_t* win) {
     return ioctl(h->fd, VELO_IOC_REVOKE, &rv) < 0 ? neg_errno() : 0;
 }
 
-static int hw_store(struct velo_be* b, int page, uint8_t* win, unsigned off, const void* data, unsigned bytes) {
-    (void)b;
-    (void)page;
-    if (!win || off + bytes > 4096) return -EINVAL;
-    velo__wc_store(win + off, data, bytes);
-    return 0;
-}
-
 #define VELO_HW_NQ_POLL_NS 50000
 
 static int hw_sleep(struct velo_be* b, const struct velo_be_wait* wt, int64_t timeout_ns) {
@@ -128,13 +120,6 @@ static int hw_sleep(struct velo_be* b, const struct velo_be_wait* wt, int64_t ti
     return 0;
 }
 
-static int hw_clock(const struct velo_be* b, uint64_t* now, uint64_t* last_rx) {
-    (void)b;
-    (void)now;
-    (void)last_rx;
-    return -EOPNOTSUPP;
-}
-
 static void hw_free(struct velo_dev* h) {
     for (unsigned i = 0; i < h->nwins; ++i) munmap(h->wins[i], 4096);
     free(h->wins);
@@ -149,15 +134,12 @@ static void hw_free(struct velo_dev* h) {
 }
 
 static void hw_close(struct velo_be* b) {
-    if (!b->dev) return;
     hw_free(b->dev);
-    b->dev = NULL;
 }
 
 // RMA: the data vpid's notification queue and its BAR4 command page (docs/driver.md "RMA").
 static int hw_rma_map(struct velo_be* b, struct velo_rma_map* m) {
     struct velo_dev* h = b->dev;
-    memset(m, 0, sizeof *m);
     struct velo_uapi_rma_setup st;
     memset(&st, 0, sizeof st);
     st.argsz = sizeof st;
@@ -265,17 +247,13 @@ static int hw_open(struct velo_be* b, const char* dev, const velo_open_attr_t* a
         if (h->ctl_user_page == MAP_FAILED) h->ctl_user_page = NULL;
         goto fail;
     }
-    b->dev = h;
-    b->node = info.node_id;
+    velo__be_set(b, h, info.node_id, o.out_vpid,
+                 (struct velo_be_ring){(uint8_t*)h->ring, o.out_log2_lines,
+                                       (volatile uint32_t*)((uint8_t*)h->user_page + o.user_page_off)},
+                 (struct velo_be_ring){(uint8_t*)h->ctl_ring, o.out_ctl_log2_lines,
+                                       (volatile uint32_t*)((uint8_t*)h->ctl_user_page + o.user_page_off)});
     b->node_bits = info.node_bits;
     b->vpid_bits = info.vpid_bits;
-    b->nodes = 0;
-    b->vpid = o.out_vpid;
-    b->ctl_vpid = o.out_ctl_vpid;
-    b->data = (struct velo_be_ring){(uint8_t*)h->ring, o.out_log2_lines,
-                                    (volatile uint32_t*)((uint8_t*)h->user_page + o.user_page_off)};
-    b->ctl = (struct velo_be_ring){(uint8_t*)h->ctl_ring, o.out_ctl_log2_lines,
-                                   (volatile uint32_t*)((uint8_t*)h->ctl_user_page + o.user_page_off)};
     return 0;
 fail:
     hw_free(h);
@@ -283,16 +261,6 @@ fail:
 }
 
 const struct velo_backend velo__backend_hw = {
-    .name = "hw",
-    .probe = hw_probe,
-    .open = hw_open,
-    .grant = hw_grant,
-    .revoke = hw_revoke,
-    .store = hw_store,
-    .sleep = hw_sleep,
-    .spin_polls = 20000,
-    .clock = hw_clock,
-    .close = hw_close,
-    .rma_map = hw_rma_map,
-    .rma_ioctl = hw_rma_ioctl,
+    VELO_BACKEND_OPS(hw, "hw"), .probe = hw_probe,         .spin_polls = 20000,
+    .rma_map = hw_rma_map,      .rma_ioctl = hw_rma_ioctl,
 };

@@ -60,7 +60,7 @@ struct velo_conn* velo__conn_find(struct velo_ep* ep, unsigned node, unsigned vp
 }
 
 static int store_ctl(struct velo_ep* ep, int page, uint8_t* win, const struct velo_ctl_msg* m) {
-    return ep->be->store(&ep->b, page, win, (VELO_CTL_BYTES - 1) * 64u, m, VELO_CTL_BYTES);
+    return velo__store_msg(ep, page, win, m, VELO_CTL_BYTES);
 }
 
 int velo__send_ctl(struct velo_ep* ep, int page, uint8_t* win, unsigned type, uint32_t epoch, uint32_t limit,

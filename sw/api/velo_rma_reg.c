@@ -19,6 +19,7 @@ int velo__rma_get(struct velo_ep* ep, struct velo_rma** out) {
     if (ep->b.dead) return -EPIPE;
     if (!ep->be->rma_map || !ep->be->rma_ioctl) return -ENOTSUP;
     struct velo_rma_map m;
+    memset(&m, 0, sizeof m);
     int r = ep->be->rma_map(&ep->b, &m);
     if (r < 0) return r;
     if (m.nq_log2 < VELO_RMA_NQ_LOG2_MIN || m.nq_log2 > VELO_RMA_NQ_LOG2_MAX || !m.nq ||

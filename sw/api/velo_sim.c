@@ -334,7 +334,6 @@ static int sim_ioctl_req(struct velo_be* b, unsigned nr, void* arg, int* fd) {
 
 static int sim_rma_map(struct velo_be* b, struct velo_rma_map* m) {
     struct velo_dev* s = b->dev;
-    memset(m, 0, sizeof *m);
     struct velo_uapi_rma_setup st;
     memset(&st, 0, sizeof st);
     st.argsz = sizeof st;
@@ -479,32 +478,24 @@ static int sim_open(struct velo_be* b, const char* path, const velo_open_attr_t*
 #endif
     s->slots = (struct velo_sim_slot*)((uint8_t*)s->chan + VELO_SIM_CHAN_SLOTS_OFF);
     s->nslots = nslots;
-    b->dev = s;
-    b->node = (uint32_t)m.arg[0];
-    b->vpid = (uint32_t)m.arg[1];
-    b->ctl_vpid = (uint32_t)m.arg[2];
-    b->node_bits = (uint32_t)m.arg[3];
+    velo__be_set(b, s, (uint32_t)m.arg[0], (uint32_t)m.arg[1],
+                 (struct velo_be_ring){(uint8_t*)s->ring, log2, NULL},  // read pointers: sim_write_rp
+                 (struct velo_be_ring){(uint8_t*)s->ctl_ring, ctl_log2, NULL});
+    b->node_bits = (uint32_t)m.arg[3];  // (arg[2]: the control vpid, VELO_CTL_VPID of arg[1])
     b->vpid_bits = (uint32_t)m.arg[4];
     b->nodes = (uint32_t)m.arg[5];
-    b->data = (struct velo_be_ring){(uint8_t*)s->ring, log2, NULL};  // read pointers: sim_write_rp
-    b->ctl = (struct velo_be_ring){(uint8_t*)s->ctl_ring, ctl_log2, NULL};
     return 0;
 }
 
 const struct velo_backend velo__backend_sim = {
-    .name = "sim",
+    VELO_BACKEND_OPS(sim, "sim"),
     .probe = sim_probe,
-    .open = sim_open,
-    .grant = sim_grant,
-    .revoke = sim_revoke,
     .store = sim_store,
     .write_rp = sim_write_rp,
-    .sleep = sim_sleep,
     .no_credit = sim_no_credit,
     .wait_state = sim_wait_state,
     .spin_polls = 16,
     .clock = sim_clock,
-    .close = sim_close,
     .rma_map = sim_rma_map,
     .rma_ioctl = sim_rma_ioctl,
     .rma_cmd = sim_rma_cmd,

@@ -298,29 +298,14 @@ static int lb_open(struct velo_be* b, const char* arg, const velo_open_attr_t* a
     int ring;
     struct lep* e = find_ep(n, (unsigned)a->node, (unsigned)a->vpid, &ring);
     if (!e || e->ep) return -ENODEV;
-    b->dev = (struct velo_dev*)(void*)e;
-    b->node = e->node;
-    b->vpid = e->vpid;
-    b->ctl_vpid = e->ctl_vpid;
-    b->node_bits = VELO_DEFAULT_NODE_BITS;
-    b->vpid_bits = VELO_DEFAULT_VPID_BITS;
-    b->nodes = 0;
-    b->data = (struct velo_be_ring){e->ring[0], e->log2[0], NULL};  // read pointers: lb_write_rp
-    b->ctl = (struct velo_be_ring){e->ring[1], e->log2[1], NULL};
+    velo__be_set(b, (struct velo_dev*)(void*)e, e->node, e->vpid,
+                 (struct velo_be_ring){e->ring[0], e->log2[0], NULL},  // read pointers: lb_write_rp
+                 (struct velo_be_ring){e->ring[1], e->log2[1], NULL});
     return 0;
 }
 
 static const struct velo_backend loop_backend = {
-    .name = "loop",
-    .open = lb_open,
-    .grant = lb_grant,
-    .revoke = lb_revoke,
-    .store = lb_store,
-    .write_rp = lb_write_rp,
-    .sleep = lb_sleep,
-    .spin_polls = 4,
-    .clock = lb_clock,
-    .close = lb_close,
+    VELO_BACKEND_OPS(lb, "loop"), .store = lb_store, .write_rp = lb_write_rp, .spin_polls = 4, .clock = lb_clock,
 };
 
 // ---------------------------------------------------------------------------- API

@@ -20,12 +20,14 @@ struct velo_dev {
     size_t ring_bytes;
     void* ctl_ring;
     volatile uint32_t rp[2];  // the MB_RP registers
-    // RMA: test memory and a test driver for the RMA ioctls
-    void* nq;
-    unsigned nq_log2;
-    void* cmd;
-    int (*ioctl)(void* ctx, unsigned long req, void* arg);
-    void* ctx;
+    // RMA: test memory and a test driver for the RMA ioctls (velo__mock_rma)
+    struct mock_rma {
+        void* nq;
+        unsigned nq_log2;
+        void* cmd;
+        int (*ioctl)(void* ctx, unsigned long req, void* arg);
+        void* ctx;
+    } rma;
     volatile uint32_t nq_rp;  // NQ_RP
 };
 
@@ -45,14 +47,6 @@ static int mock_revoke(struct velo_be* b, int page, uint8_t* win) {
     return 0;
 }
 
-static int mock_store(struct velo_be* b, int page, uint8_t* win, unsigned off, const void* data, unsigned bytes) {
-    (void)b;
-    (void)page;
-    if (!win || off + bytes > 4096) return -EINVAL;
-    velo__wc_store(win + off, data, bytes);
-    return 0;
-}
-
 static int mock_sleep(struct velo_be* b, const struct velo_be_wait* w, int64_t timeout_ns) {
     (void)b;
     (void)w;
@@ -62,13 +56,6 @@ static int mock_sleep(struct velo_be* b, const struct velo_be_wait* w, int64_t t
     return 0;
 }
 
-static int mock_clock(const struct velo_be* b, uint64_t* now, uint64_t* last_rx) {
-    (void)b;
-    (void)now;
-    (void)last_rx;
-    return -EOPNOTSUPP;
-}
-
 static void mock_free(struct velo_dev* d) {
     free(d->ring);
     free(d->ctl_ring);
@@ -76,19 +63,16 @@ static void mock_free(struct velo_dev* d) {
 }
 
 static void mock_close(struct velo_be* b) {
-    if (!b->dev) return;
     mock_free(b->dev);
-    b->dev = NULL;
 }
 
 static int mock_rma_map(struct velo_be* b, struct velo_rma_map* m) {
     struct velo_dev* d = b->dev;
-    memset(m, 0, sizeof *m);
-    if (!d->nq) return -EOPNOTSUPP;
-    m->nq = (const volatile uint8_t*)d->nq;
-    m->nq_log2 = d->nq_log2;
+    if (!d->rma.nq) return -EOPNOTSUPP;
+    m->nq = (const volatile uint8_t*)d->rma.nq;
+    m->nq_log2 = d->rma.nq_log2;
     m->nq_rp = &d->nq_rp;
-    m->cmd_page = (uint8_t*)d->cmd;
+    m->cmd_page = (uint8_t*)d->rma.cmd;
     m->region_bits = VELO_DEFAULT_RMA_REGION_BITS;
     m->max_regions = 1u << VELO_DEFAULT_RMA_REGION_BITS;
     return 0;
@@ -96,7 +80,7 @@ static int mock_rma_map(struct velo_be* b, struct velo_rma_map* m) {
 
 static int mock_rma_ioctl(struct velo_be* b, unsigned long req, void* arg) {
     struct velo_dev* d = b->dev;
-    return d->ioctl ? d->ioctl(d->ctx, req, arg) : -EOPNOTSUPP;
+    return d->rma.ioctl ? d->rma.ioctl(d->rma.ctx, req, arg) : -EOPNOTSUPP;
 }
 
 // a->node, a->vpid: the endpoint's address; a->ring_log2: its data ring
@@ -113,28 +97,15 @@ static int mock_open(struct velo_be* b, const char* arg, const velo_open_attr_t*
     }
     memset(d->ring, 0, d->ring_bytes);
     memset(d->ctl_ring, 0, 4096);
-    b->dev = d;
-    b->node = (uint32_t)a->node;
-    b->vpid = (uint32_t)a->vpid;
-    b->node_bits = VELO_DEFAULT_NODE_BITS;
-    b->vpid_bits = VELO_DEFAULT_VPID_BITS;
-    b->ctl_vpid = VELO_CTL_VPID(b->vpid, b->vpid_bits);
-    b->nodes = 0;
-    b->data = (struct velo_be_ring){(uint8_t*)d->ring, a->ring_log2, &d->rp[0]};
-    b->ctl = (struct velo_be_ring){(uint8_t*)d->ctl_ring, VELO_RING_LOG2_MIN, &d->rp[1]};
+    velo__be_set(b, d, (uint32_t)a->node, (uint32_t)a->vpid,
+                 (struct velo_be_ring){(uint8_t*)d->ring, a->ring_log2, &d->rp[0]},
+                 (struct velo_be_ring){(uint8_t*)d->ctl_ring, VELO_RING_LOG2_MIN, &d->rp[1]});
     return 0;
 }
 
 static const struct velo_backend mock_backend = {
-    .name = "mock",
-    .open = mock_open,
-    .grant = mock_grant,
-    .revoke = mock_revoke,
-    .store = mock_store,
-    .sleep = mock_sleep,
+    VELO_BACKEND_OPS(mock, "mock"),
     .spin_polls = 20000,
-    .clock = mock_clock,
-    .close = mock_close,
     .rma_map = mock_rma_map,
     .rma_ioctl = mock_rma_ioctl,
 };
@@ -184,11 +155,7 @@ int velo__mock_rma(struct velo_ep* ep, void* nq, unsigned log2, void* cmd_page,
                    int (*fn)(void* ctx, unsigned long req, void* arg), void* ctx) {
     struct velo_dev* d = ep->b.dev;
     if (!d || ep->be != &mock_backend) return -EINVAL;
-    d->nq = nq;
-    d->nq_log2 = log2;
-    d->cmd = cmd_page;
-    d->ioctl = fn;
-    d->ctx = ctx;
+    d->rma = (struct mock_rma){nq, log2, cmd_page, fn, ctx};
     return 0;
 }
 

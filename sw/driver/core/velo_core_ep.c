@@ -111,20 +111,22 @@ int velo_core_ep_open(struct velo_core *c, const struct velo_core_ep_params *p,
 		c->ops->free(c->ctx, e);
 		return -VELO_CORE_ENOMEM;
 	}
+	/* the data vpid and its ring, the control vpid and its ring */
 	e->vpid = vpid;
-	e->ctl_vpid = VELO_CTL_VPID(vpid, vb);
 	e->log2_lines = p->log2_lines;
+	e->ring_bytes = ring_bytes(p->log2_lines);
+	e->user_page_off = user_page(c, e->vpid);
+	e->ctl_vpid = VELO_CTL_VPID(vpid, vb);
 	e->ctl_log2_lines = p->ctl_log2_lines;
+	e->ctl_ring_bytes = ring_bytes(p->ctl_log2_lines);
+	e->ctl_user_page_off = user_page(c, e->ctl_vpid);
+	/* who opened it */
 	e->owner = p->owner;
 	e->job_key = p->job_key;
 	e->pid = p->pid;
 	e->uid = p->uid;
 	e->privileged = p->privileged ? 1u : 0u;
 	e->job = job;
-	e->ring_bytes = ring_bytes(p->log2_lines);
-	e->ctl_ring_bytes = ring_bytes(p->ctl_log2_lines);
-	e->user_page_off = user_page(c, e->vpid);
-	e->ctl_user_page_off = user_page(c, e->ctl_vpid);
 	e->ring = c->ops->dma_alloc(c->ctx, e->ring_bytes, &e->ring_dma, &e->ring_cookie);
 	e->ctl_ring =
 		c->ops->dma_alloc(c->ctx, e->ctl_ring_bytes, &e->ctl_ring_dma, &e->ctl_ring_cookie);

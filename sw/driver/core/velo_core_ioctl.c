@@ -1,62 +1,10 @@
 // SPDX-License-Identifier: (GPL-2.0 OR MIT)
 /*
- * The portable VELO driver core (velo_core.h): the ioctl level. The size of each ioctl's
- * structure, one handler per ioctl (the RMA ones in velo_core_rma.c) and the dispatch, the rings'
- * readiness for WAIT and poll(), and the mmap check.
+ * The portable VELO driver core (velo_core.h): the ioctl level. One handler per ioctl (the RMA
+ * ones in velo_core_rma.c), the table of ioctls (the size of each one's structure, its handler)
+ * and the dispatch, the rings' readiness for WAIT and poll(), and the mmap check.
  */
 #include "velo_core_priv.h"
-
-/* ---- ioctl arguments */
-/* size of the structure of ioctl nr, 0 for an unknown nr */
-static uint32_t uapi_size(unsigned int nr)
-{
-	switch (nr) {
-	case VELO_IOC_NR_INFO:
-		return sizeof(struct velo_uapi_info);
-	case VELO_IOC_NR_EP_OPEN:
-		return sizeof(struct velo_uapi_ep_open);
-	case VELO_IOC_NR_GRANT:
-		return sizeof(struct velo_uapi_grant);
-	case VELO_IOC_NR_REVOKE:
-		return sizeof(struct velo_uapi_revoke);
-	case VELO_IOC_NR_WAIT:
-		return sizeof(struct velo_uapi_wait);
-	case VELO_IOC_NR_JOB_SET:
-		return sizeof(struct velo_uapi_job);
-	case VELO_IOC_NR_JOB_DEL:
-		return sizeof(struct velo_uapi_job_del);
-	case VELO_IOC_NR_NODE_SET:
-		return sizeof(struct velo_uapi_node);
-	case VELO_IOC_NR_ROUTE_SET:
-		return sizeof(struct velo_uapi_route);
-	case VELO_IOC_NR_PORT_SET:
-		return sizeof(struct velo_uapi_port);
-	case VELO_IOC_NR_RMA_SETUP:
-		return sizeof(struct velo_uapi_rma_setup);
-	case VELO_IOC_NR_REGISTER:
-		return sizeof(struct velo_uapi_register);
-	case VELO_IOC_NR_DEREGISTER:
-		return sizeof(struct velo_uapi_deregister);
-	case VELO_IOC_NR_REPIN:
-		return sizeof(struct velo_uapi_repin);
-	default:
-		return 0;
-	}
-}
-
-int velo_core_uapi_size(unsigned int nr, uint32_t *minsz, uint32_t *ksz)
-{
-	const uint32_t n = uapi_size(nr);
-
-	if (!n)
-		return -VELO_CORE_ENOTTY;
-	/* every structure is still its version-1 self: the smallest accepted is the whole of it */
-	if (minsz)
-		*minsz = n;
-	if (ksz)
-		*ksz = n;
-	return 0;
-}
 
 /* ---- ring state (sleep/wake) */
 /*
@@ -90,32 +38,42 @@ static int ring_ready(const struct velo_core *c, const struct velo_core_client *
 	return m;
 }
 
-static int ioc_info(const struct velo_core *c, struct velo_uapi_info *a)
+/* ---- the ioctls (arg: the structure of the ioctl, its size already checked) */
+static int ioc_info(struct velo_core *c, struct velo_core_client *cl, void *arg)
 {
-	if (a->flags)
-		return -VELO_CORE_EINVAL;
+	struct velo_uapi_info *a = arg;
 	const struct velo_core_caps *k = &c->caps;
 
-	a->uapi_version = VELO_UAPI_VERSION;
-	a->spec_hash = k->spec_hash;
-	a->design_version = k->design_version;
-	a->node_id = k->node_id;
-	a->node_bits = k->node_bits;
-	a->vpid_bits = k->vpid_bits;
-	a->msg_max = k->msg_max;
-	a->num_vpids = k->num_vpids;
-	a->link_up = (uint32_t)VELO_FIELD_GET(VELO_REG_CTRL_STATUS_LINK_UP, velo_core_status(c));
-	a->clock_khz = 0;
-	a->policy = c->policy;
-	a->out_flags = 0;
-	a->nports = k->nports;
-	a->link_status = velo_core_link_status(c);
+	(void)cl; /* any client */
+	if (a->flags)
+		return -VELO_CORE_EINVAL;
+	const uint32_t status = velo_core_status(c);
+	const uint32_t links = velo_core_link_status(c);
+
+	*a = (struct velo_uapi_info){
+		.argsz = a->argsz,
+		.uapi_version = VELO_UAPI_VERSION,
+		.spec_hash = k->spec_hash,
+		.design_version = k->design_version,
+		.node_id = k->node_id,
+		.node_bits = k->node_bits,
+		.vpid_bits = k->vpid_bits,
+		.msg_max = k->msg_max,
+		.num_vpids = k->num_vpids,
+		.link_up = (uint32_t)VELO_FIELD_GET(VELO_REG_CTRL_STATUS_LINK_UP, status),
+		.clock_khz = 0,
+		.policy = c->policy,
+		.out_flags = 0,
+		.nports = k->nports,
+		.link_status = links,
+	};
 	return 0;
 }
 
-static int ioc_ep_open(struct velo_core *c, struct velo_core_client *cl,
-		       struct velo_uapi_ep_open *a)
+static int ioc_ep_open(struct velo_core *c, struct velo_core_client *cl, void *arg)
 {
+	struct velo_uapi_ep_open *a = arg;
+
 	if (a->flags || a->rsvd0 || a->vpid < -1)
 		return -VELO_CORE_EINVAL;
 	if (cl->vpid >= 0)
@@ -126,17 +84,17 @@ static int ioc_ep_open(struct velo_core *c, struct velo_core_client *cl,
 	if (log2 < VELO_RING_LOG2_MIN || log2 > c->max_log2 || ctl < VELO_RING_LOG2_MIN ||
 	    ctl > c->max_log2)
 		return -VELO_CORE_EINVAL;
-	struct velo_core_ep_params p = { 0 };
-
-	p.vpid = a->vpid;
-	p.log2_lines = log2;
-	p.ctl_log2_lines = ctl;
-	p.max_grants = c->max_grants;
-	p.owner = cl->owner;
-	p.job_key = a->job_key;
-	p.pid = cl->pid;
-	p.uid = cl->uid;
-	p.privileged = cl->privileged;
+	const struct velo_core_ep_params p = {
+		.vpid = a->vpid,
+		.log2_lines = log2,
+		.ctl_log2_lines = ctl,
+		.max_grants = c->max_grants,
+		.owner = cl->owner,
+		.job_key = a->job_key,
+		.pid = cl->pid,
+		.uid = cl->uid,
+		.privileged = cl->privileged,
+	};
 	const struct velo_core_ep *e = NULL;
 	const int r = velo_core_ep_open(c, &p, &e);
 
@@ -154,8 +112,10 @@ static int ioc_ep_open(struct velo_core *c, struct velo_core_client *cl,
 	return 0;
 }
 
-static int ioc_grant(struct velo_core *c, struct velo_core_client *cl, struct velo_uapi_grant *a)
+static int ioc_grant(struct velo_core *c, struct velo_core_client *cl, void *arg)
 {
+	struct velo_uapi_grant *a = arg;
+
 	if (a->flags)
 		return -VELO_CORE_EINVAL;
 	int err;
@@ -173,9 +133,10 @@ static int ioc_grant(struct velo_core *c, struct velo_core_client *cl, struct ve
 	return 0;
 }
 
-static int ioc_revoke(struct velo_core *c, struct velo_core_client *cl,
-		      const struct velo_uapi_revoke *a)
+static int ioc_revoke(struct velo_core *c, struct velo_core_client *cl, void *arg)
 {
+	const struct velo_uapi_revoke *a = arg;
+
 	if (a->flags || a->rsvd)
 		return -VELO_CORE_EINVAL;
 	int err;
@@ -186,9 +147,9 @@ static int ioc_revoke(struct velo_core *c, struct velo_core_client *cl,
 	return velo_core_revoke(c, e->vpid, a->grant_id);
 }
 
-static int ioc_wait(const struct velo_core *c, const struct velo_core_client *cl,
-		    struct velo_uapi_wait *a)
+static int ioc_wait(struct velo_core *c, struct velo_core_client *cl, void *arg)
 {
+	struct velo_uapi_wait *a = arg;
 	const uint32_t rings = VELO_WAIT_DATA | VELO_WAIT_CTL;
 
 	if (!a->flags || (a->flags & ~rings) || a->rsvd)
@@ -201,13 +162,21 @@ static int ioc_wait(const struct velo_core *c, const struct velo_core_client *cl
 	return 0;
 }
 
-static int ioc_job_set(struct velo_core *c, const struct velo_core_client *cl,
-		       const struct velo_uapi_job *a)
+/* an ioctl of the administrator: -EPERM for other clients, then -EINVAL when bad */
+static int ioc_admin(const struct velo_core_client *cl, int bad)
 {
 	if (!cl->privileged)
 		return -VELO_CORE_EPERM;
-	if ((a->flags & ~(uint32_t)VELO_JOB_F_UID) || a->rsvd)
-		return -VELO_CORE_EINVAL;
+	return bad ? -VELO_CORE_EINVAL : 0;
+}
+
+static int ioc_job_set(struct velo_core *c, struct velo_core_client *cl, void *arg)
+{
+	const struct velo_uapi_job *a = arg;
+	const int r = ioc_admin(cl, (a->flags & ~(uint32_t)VELO_JOB_F_UID) || a->rsvd);
+
+	if (r)
+		return r;
 	if ((a->flags & VELO_JOB_F_UID) ? a->uid == VELO_CORE_UID_ANY : a->uid != 0)
 		return -VELO_CORE_EINVAL;
 	struct velo_core_job j = { 0 };
@@ -221,48 +190,80 @@ static int ioc_job_set(struct velo_core *c, const struct velo_core_client *cl,
 	return velo_core_job_set(c, &j);
 }
 
-static int ioc_job_del(struct velo_core *c, const struct velo_core_client *cl,
-		       const struct velo_uapi_job_del *a)
+static int ioc_job_del(struct velo_core *c, struct velo_core_client *cl, void *arg)
 {
-	if (!cl->privileged)
-		return -VELO_CORE_EPERM;
-	if (a->flags)
-		return -VELO_CORE_EINVAL;
-	return velo_core_job_del(c, a->job_key);
+	const struct velo_uapi_job_del *a = arg;
+	const int r = ioc_admin(cl, a->flags != 0);
+
+	return r ? r : velo_core_job_del(c, a->job_key);
 }
 
-static int ioc_node_set(struct velo_core *c, const struct velo_core_client *cl,
-			const struct velo_uapi_node *a)
+static int ioc_node_set(struct velo_core *c, struct velo_core_client *cl, void *arg)
 {
-	if (!cl->privileged)
-		return -VELO_CORE_EPERM;
-	if (a->flags || a->rsvd || a->node_id >= (1u << c->caps.node_bits))
-		return -VELO_CORE_EINVAL;
+	const struct velo_uapi_node *a = arg;
+	const int r = ioc_admin(cl, a->flags || a->rsvd || a->node_id >= (1u << c->caps.node_bits));
+
+	if (r)
+		return r;
 	if (c->nep)
 		return -VELO_CORE_EBUSY; /* endpoints were told the old id */
 	return velo_core_enable(c, a->node_id);
 }
 
-static int ioc_route_set(struct velo_core *c, const struct velo_core_client *cl,
-			 const struct velo_uapi_route *a)
+static int ioc_route_set(struct velo_core *c, struct velo_core_client *cl, void *arg)
 {
-	if (!cl->privileged)
-		return -VELO_CORE_EPERM;
-	if (a->flags & ~(uint32_t)VELO_ROUTE_F_VALID)
-		return -VELO_CORE_EINVAL;
-	if (!(a->flags & VELO_ROUTE_F_VALID) && a->route)
-		return -VELO_CORE_EINVAL;
+	const struct velo_uapi_route *a = arg;
+	const int r = ioc_admin(cl, (a->flags & ~(uint32_t)VELO_ROUTE_F_VALID) ||
+					    (!(a->flags & VELO_ROUTE_F_VALID) && a->route));
+
+	if (r)
+		return r;
 	return velo_core_route_set(c, a->dst_node, (a->flags & VELO_ROUTE_F_VALID) != 0, a->route);
 }
 
-static int ioc_port_set(struct velo_core *c, const struct velo_core_client *cl,
-			const struct velo_uapi_port *a)
+static int ioc_port_set(struct velo_core *c, struct velo_core_client *cl, void *arg)
 {
-	if (!cl->privileged)
-		return -VELO_CORE_EPERM;
-	if (a->flags)
-		return -VELO_CORE_EINVAL;
-	return velo_core_port_set(c, a->port, a->cfg);
+	const struct velo_uapi_port *a = arg;
+	const int r = ioc_admin(cl, a->flags != 0);
+
+	return r ? r : velo_core_port_set(c, a->port, a->cfg);
+}
+
+/* ---- the table of ioctls and the dispatch */
+struct ioc_desc {
+	uint32_t size; /* of its structure; 0: no such ioctl */
+	int (*fn)(struct velo_core *c, struct velo_core_client *cl, void *arg);
+};
+
+static const struct ioc_desc ioc_table[VELO_IOC_NR_COUNT] = {
+	[VELO_IOC_NR_INFO] = { sizeof(struct velo_uapi_info), ioc_info },
+	[VELO_IOC_NR_EP_OPEN] = { sizeof(struct velo_uapi_ep_open), ioc_ep_open },
+	[VELO_IOC_NR_GRANT] = { sizeof(struct velo_uapi_grant), ioc_grant },
+	[VELO_IOC_NR_REVOKE] = { sizeof(struct velo_uapi_revoke), ioc_revoke },
+	[VELO_IOC_NR_WAIT] = { sizeof(struct velo_uapi_wait), ioc_wait },
+	[VELO_IOC_NR_JOB_SET] = { sizeof(struct velo_uapi_job), ioc_job_set },
+	[VELO_IOC_NR_JOB_DEL] = { sizeof(struct velo_uapi_job_del), ioc_job_del },
+	[VELO_IOC_NR_NODE_SET] = { sizeof(struct velo_uapi_node), ioc_node_set },
+	[VELO_IOC_NR_ROUTE_SET] = { sizeof(struct velo_uapi_route), ioc_route_set },
+	[VELO_IOC_NR_PORT_SET] = { sizeof(struct velo_uapi_port), ioc_port_set },
+	[VELO_IOC_NR_RMA_SETUP] = { sizeof(struct velo_uapi_rma_setup), velo_core_ioc_rma_setup },
+	[VELO_IOC_NR_REGISTER] = { sizeof(struct velo_uapi_register), velo_core_ioc_register },
+	[VELO_IOC_NR_DEREGISTER] = { sizeof(struct velo_uapi_deregister), velo_core_ioc_deregister },
+	[VELO_IOC_NR_REPIN] = { sizeof(struct velo_uapi_repin), velo_core_ioc_repin },
+};
+
+int velo_core_uapi_size(unsigned int nr, uint32_t *minsz, uint32_t *ksz)
+{
+	const uint32_t n = nr < VELO_IOC_NR_COUNT ? ioc_table[nr].size : 0;
+
+	if (!n)
+		return -VELO_CORE_ENOTTY;
+	/* every structure is still its version-1 self: the smallest accepted is the whole of it */
+	if (minsz)
+		*minsz = n;
+	if (ksz)
+		*ksz = n;
+	return 0;
 }
 
 int velo_core_ioctl(struct velo_core *c, struct velo_core_client *cl, unsigned int nr, void *arg)
@@ -278,38 +279,7 @@ int velo_core_ioctl(struct velo_core *c, struct velo_core_client *cl, unsigned i
 	/* every structure starts with __u32 argsz */
 	if (*(const uint32_t *)arg < minsz)
 		return -VELO_CORE_EINVAL;
-	switch (nr) {
-	case VELO_IOC_NR_INFO:
-		return ioc_info(c, (struct velo_uapi_info *)arg);
-	case VELO_IOC_NR_EP_OPEN:
-		return ioc_ep_open(c, cl, (struct velo_uapi_ep_open *)arg);
-	case VELO_IOC_NR_GRANT:
-		return ioc_grant(c, cl, (struct velo_uapi_grant *)arg);
-	case VELO_IOC_NR_REVOKE:
-		return ioc_revoke(c, cl, (const struct velo_uapi_revoke *)arg);
-	case VELO_IOC_NR_WAIT:
-		return ioc_wait(c, cl, (struct velo_uapi_wait *)arg);
-	case VELO_IOC_NR_JOB_SET:
-		return ioc_job_set(c, cl, (const struct velo_uapi_job *)arg);
-	case VELO_IOC_NR_JOB_DEL:
-		return ioc_job_del(c, cl, (const struct velo_uapi_job_del *)arg);
-	case VELO_IOC_NR_NODE_SET:
-		return ioc_node_set(c, cl, (const struct velo_uapi_node *)arg);
-	case VELO_IOC_NR_ROUTE_SET:
-		return ioc_route_set(c, cl, (const struct velo_uapi_route *)arg);
-	case VELO_IOC_NR_PORT_SET:
-		return ioc_port_set(c, cl, (const struct velo_uapi_port *)arg);
-	case VELO_IOC_NR_RMA_SETUP:
-		return velo_core_ioc_rma_setup(c, cl, (struct velo_uapi_rma_setup *)arg);
-	case VELO_IOC_NR_REGISTER:
-		return velo_core_ioc_register(c, cl, (struct velo_uapi_register *)arg);
-	case VELO_IOC_NR_DEREGISTER:
-		return velo_core_ioc_deregister(c, cl, (const struct velo_uapi_deregister *)arg);
-	case VELO_IOC_NR_REPIN:
-		return velo_core_ioc_repin(c, cl, (struct velo_uapi_repin *)arg);
-	default:
-		return -VELO_CORE_ENOTTY;
-	}
+	return ioc_table[nr].fn(c, cl, arg);
 }
 
 int velo_core_ring_ready_nic(const struct velo_core *c, const struct velo_core_client *cl)

@@ -5,28 +5,21 @@
 #include "velo_core_priv.h"
 
 /* ---- interrupts */
-static uint32_t reg_irq(const struct velo_core *c, uint32_t reg)
-{
-	return reg - VELO_BLK_IRQ_BASE + c->caps.irq_base;
-}
-
 int velo_core_irq_enable(struct velo_core *c, int on)
 {
-	if (!c)
-		return -VELO_CORE_EINVAL;
-	if (!c->caps.irq_base)
-		return -VELO_CORE_ENODEV;
-	return velo_core_write_enable(c, reg_irq(c, VELO_REG_IRQ_CTRL),
-				      (uint32_t)VELO_FIELD_MASK(VELO_REG_IRQ_CTRL_ENABLE), on,
-				      "velo: IRQ CTRL read back ");
+	const int r = core_unit(c, irq_base, -VELO_CORE_ENODEV);
+
+	return r ? r : velo_core_write_enable(c, reg_irq(c, VELO_REG_IRQ_CTRL),
+					      (uint32_t)VELO_FIELD_MASK(VELO_REG_IRQ_CTRL_ENABLE),
+					      on, "velo: IRQ CTRL read back ");
 }
 
 int velo_core_irq_arm(struct velo_core *c, unsigned int vpid)
 {
-	if (!c)
-		return -VELO_CORE_EINVAL;
-	if (!c->caps.irq_base)
-		return -VELO_CORE_ENODEV;
+	const int r = core_unit(c, irq_base, -VELO_CORE_ENODEV);
+
+	if (r)
+		return r;
 	if (vpid >= c->caps.num_vpids || vpid >= CORE_MAX_VPIDS)
 		return -VELO_CORE_EINVAL;
 	const unsigned int data = vpid & ~VELO_CTL_VPID_BIT(c->caps.vpid_bits);
@@ -45,11 +38,11 @@ int velo_core_irq_arm(struct velo_core *c, unsigned int vpid)
 
 int velo_core_irq_collect(struct velo_core *c, void (*cb)(void *, unsigned int), void *ctx)
 {
-	if (!c)
-		return -VELO_CORE_EINVAL;
-	if (!c->caps.irq_base)
-		return -VELO_CORE_ENODEV;
+	const int r = core_unit(c, irq_base, -VELO_CORE_ENODEV);
 	int n = 0;
+
+	if (r)
+		return r;
 
 	for (uint32_t w = 0; w < c->caps.irq_pending_words; ++w) {
 		const uint32_t off = c->caps.irq_pending_off + 4 * w;

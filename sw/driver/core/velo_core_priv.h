@@ -72,10 +72,27 @@ static inline void wr(const struct velo_core *c, uint32_t off, uint32_t v)
 	c->ops->reg_write32(c->ctx, off, v);
 }
 
+/* register reg (its offset in the spec's map) of the CTRL, IRQ, RMA block where the NIC has it */
 static inline uint32_t reg_ctrl(const struct velo_core *c, uint32_t reg)
 {
 	return reg - VELO_BLK_CTRL_BASE + c->caps.ctrl_base;
 }
+
+static inline uint32_t reg_irq(const struct velo_core *c, uint32_t reg)
+{
+	return reg - VELO_BLK_IRQ_BASE + c->caps.irq_base;
+}
+
+static inline uint32_t reg_rma(const struct velo_core *c, uint32_t reg)
+{
+	return reg - VELO_BLK_RMA_BASE + c->caps.rma_base;
+}
+
+/*
+ * A call on an optional unit (base: irq_base, rma_base, its block's offset in caps): -EINVAL
+ * without a core, `absent` when the NIC has no such block, else 0.
+ */
+#define core_unit(c, base, absent) (!(c) ? -VELO_CORE_EINVAL : !(c)->caps.base ? (absent) : 0)
 
 /* VPID_TABLE entry of vpid, its user page, its RMA notification queue entry */
 static inline uint32_t tbl(const struct velo_core *c, unsigned int vpid, uint32_t reg)
@@ -122,14 +139,10 @@ int velo_core_open_policy(const struct velo_core *c, const struct velo_core_ep_p
 int velo_core_rma_setup(struct velo_core *c);
 /* every region of endpoint vpid (closing); STUCK ones get one more chance to quiesce */
 void velo_core_rma_release_ep(struct velo_core *c, unsigned int vpid, uint64_t owner);
-/* the RMA ioctls (velo_core_ioctl dispatches, the argument size already checked) */
-int velo_core_ioc_rma_setup(struct velo_core *c, const struct velo_core_client *cl,
-			    struct velo_uapi_rma_setup *a);
-int velo_core_ioc_register(struct velo_core *c, const struct velo_core_client *cl,
-			   struct velo_uapi_register *a);
-int velo_core_ioc_deregister(struct velo_core *c, const struct velo_core_client *cl,
-			     const struct velo_uapi_deregister *a);
-int velo_core_ioc_repin(struct velo_core *c, const struct velo_core_client *cl,
-			struct velo_uapi_repin *a);
+/* the RMA ioctls (velo_core_ioctl dispatches, the argument's size already checked) */
+int velo_core_ioc_rma_setup(struct velo_core *c, struct velo_core_client *cl, void *arg);
+int velo_core_ioc_register(struct velo_core *c, struct velo_core_client *cl, void *arg);
+int velo_core_ioc_deregister(struct velo_core *c, struct velo_core_client *cl, void *arg);
+int velo_core_ioc_repin(struct velo_core *c, struct velo_core_client *cl, void *arg);
 
 #endif /* VELO_CORE_PRIV_H */

@@ -44,12 +44,19 @@ struct probe_state {
 	void *ctx;
 	struct velo_core_caps k;
 	uint32_t id_caps; /* ID.CAPS as read */
+	uint32_t blk; /* the parsed block's offset from where the spec's map puts it */
 };
 
 /* register read before the core exists (probe keeps no large object on the stack) */
 static uint32_t prd(const struct probe_state *s, uint32_t off)
 {
 	return s->ops->reg_read32(s->ctx, off);
+}
+
+/* register reg (its offset in the spec's map) of the block being parsed */
+static uint32_t brd(const struct probe_state *s, uint32_t reg)
+{
+	return prd(s, reg + s->blk);
 }
 
 static int probe_err(const struct probe_state *s, int err, const char *what, uint32_t v)
@@ -82,34 +89,29 @@ static int parse_id(struct probe_state *s)
 }
 
 /* VPID: the table and the user pages */
-static int parse_vpid(struct probe_state *s, uint32_t base)
+static int parse_vpid(struct probe_state *s, struct velo_core_caps *k, uint32_t base)
 {
-	struct velo_core_caps *k = &s->k;
-	const uint32_t vb = base - VELO_BLK_VPID_BASE; /* registers relative to the found block */
-
 	k->vpid_base = base;
-	k->num_vpids = prd(s, VELO_REG_VPID_NUM_VPIDS + vb);
-	k->table_off = prd(s, VELO_REG_VPID_TABLE_OFFSET + vb);
-	k->table_stride = prd(s, VELO_REG_VPID_TABLE_STRIDE + vb);
-	k->user_off = prd(s, VELO_REG_VPID_USER_OFFSET + vb);
-	k->user_stride = prd(s, VELO_REG_VPID_USER_STRIDE + vb);
+	k->num_vpids = brd(s, VELO_REG_VPID_NUM_VPIDS);
+	k->table_off = brd(s, VELO_REG_VPID_TABLE_OFFSET);
+	k->table_stride = brd(s, VELO_REG_VPID_TABLE_STRIDE);
+	k->user_off = brd(s, VELO_REG_VPID_USER_OFFSET);
+	k->user_stride = brd(s, VELO_REG_VPID_USER_STRIDE);
 	return 0;
 }
 
-static int parse_counters(struct probe_state *s, uint32_t base)
+static int parse_counters(struct probe_state *s, struct velo_core_caps *k, uint32_t base)
 {
-	s->k.counters_base = base;
-	s->k.num_counters = prd(s, VELO_REG_COUNTERS_COUNT + (base - VELO_BLK_COUNTERS_BASE));
+	k->counters_base = base;
+	k->num_counters = brd(s, VELO_REG_COUNTERS_COUNT);
 	return 0;
 }
 
 /* CTRL, the last of the blocks every NIC has: then ID's CAPS and VPID are checked together */
-static int parse_ctrl(struct probe_state *s, uint32_t base)
+static int parse_ctrl(struct probe_state *s, struct velo_core_caps *k, uint32_t base)
 {
-	struct velo_core_caps *k = &s->k;
-
 	k->ctrl_base = base;
-	k->node_id = prd(s, VELO_REG_CTRL_NODE_ID + (base - VELO_BLK_CTRL_BASE));
+	k->node_id = brd(s, VELO_REG_CTRL_NODE_ID);
 	if (k->node_bits < VELO_MIN_NODE_BITS || k->node_bits > VELO_MAX_NODE_BITS ||
 	    k->vpid_bits < 2 || k->vpid_bits > VELO_MAX_VPID_BITS ||
 	    k->num_vpids != (1u << k->vpid_bits) || k->msg_max != VELO_MSG_MAX ||
@@ -123,17 +125,15 @@ static int parse_ctrl(struct probe_state *s, uint32_t base)
 }
 
 /* NET: ports and the route table */
-static int parse_net(struct probe_state *s, uint32_t base)
+static int parse_net(struct probe_state *s, struct velo_core_caps *k, uint32_t base)
 {
-	struct velo_core_caps *k = &s->k;
-	const uint32_t nb = base - VELO_BLK_NET_BASE;
-	const uint32_t ports = prd(s, VELO_REG_NET_PORTS + nb);
+	const uint32_t ports = brd(s, VELO_REG_NET_PORTS);
 
 	k->net_base = base;
 	k->nports = (uint32_t)VELO_FIELD_GET(VELO_REG_NET_PORTS_NP, ports);
-	k->route_off = prd(s, VELO_REG_NET_ROUTE_OFFSET + nb);
-	k->port_off = prd(s, VELO_REG_NET_PORT_OFFSET + nb);
-	k->port_stride = prd(s, VELO_REG_NET_PORT_STRIDE + nb);
+	k->route_off = brd(s, VELO_REG_NET_ROUTE_OFFSET);
+	k->port_off = brd(s, VELO_REG_NET_PORT_OFFSET);
+	k->port_stride = brd(s, VELO_REG_NET_PORT_STRIDE);
 	if (k->route_off + ((uint64_t)VELO_TBL_ROUTE_TABLE_STRIDE << k->node_bits) >
 		    BAR_REGS_BYTES ||
 	    (k->nports && (k->port_stride < VELO_TBL_NET_PORT_STRIDE ||
@@ -144,14 +144,11 @@ static int parse_net(struct probe_state *s, uint32_t base)
 }
 
 /* IRQ: where the pending bitmap is, one bit per vpid */
-static int parse_irq(struct probe_state *s, uint32_t base)
+static int parse_irq(struct probe_state *s, struct velo_core_caps *k, uint32_t base)
 {
-	struct velo_core_caps *k = &s->k;
-	const uint32_t ib = base - VELO_BLK_IRQ_BASE;
-
 	k->irq_base = base;
-	k->irq_pending_off = prd(s, VELO_REG_IRQ_PENDING_OFFSET + ib);
-	k->irq_pending_words = prd(s, VELO_REG_IRQ_PENDING_WORDS + ib);
+	k->irq_pending_off = brd(s, VELO_REG_IRQ_PENDING_OFFSET);
+	k->irq_pending_words = brd(s, VELO_REG_IRQ_PENDING_WORDS);
 	if (k->irq_pending_words != (k->num_vpids + 31) / 32 || !k->irq_pending_off ||
 	    (k->irq_pending_off & 3) ||
 	    k->irq_pending_off + 4ull * k->irq_pending_words > BAR_REGS_BYTES)
@@ -162,21 +159,19 @@ static int parse_irq(struct probe_state *s, uint32_t base)
 }
 
 /* RMA: the geometry of the translation unit and where its tables are */
-static int parse_rma(struct probe_state *s, uint32_t base)
+static int parse_rma(struct probe_state *s, struct velo_core_caps *k, uint32_t base)
 {
-	struct velo_core_caps *k = &s->k;
-	const uint32_t rb = base - VELO_BLK_RMA_BASE;
-	const uint32_t rc = prd(s, VELO_REG_RMA_CAPS + rb);
+	const uint32_t rc = brd(s, VELO_REG_RMA_CAPS);
 	const uint64_t bar = BAR_REGS_BYTES;
 
 	k->rma_base = base;
 	k->rma_region_bits = (uint32_t)VELO_FIELD_GET(VELO_REG_RMA_CAPS_REGION_BITS, rc);
 	k->rma_pte_bits = (uint32_t)VELO_FIELD_GET(VELO_REG_RMA_CAPS_PTE_BITS, rc);
 	k->rma_mtu = (uint32_t)VELO_FIELD_GET(VELO_REG_RMA_CAPS_MTU, rc);
-	k->rma_region_off = prd(s, VELO_REG_RMA_REGION_OFFSET + rb);
-	k->rma_pte_off = prd(s, VELO_REG_RMA_PTE_OFFSET + rb);
-	k->rma_nq_off = prd(s, VELO_REG_RMA_NQ_OFFSET + rb);
-	k->rma_num_counters = prd(s, VELO_REG_RMA_CNT_COUNT + rb);
+	k->rma_region_off = brd(s, VELO_REG_RMA_REGION_OFFSET);
+	k->rma_pte_off = brd(s, VELO_REG_RMA_PTE_OFFSET);
+	k->rma_nq_off = brd(s, VELO_REG_RMA_NQ_OFFSET);
+	k->rma_num_counters = brd(s, VELO_REG_RMA_CNT_COUNT);
 	if (k->rma_region_bits < VELO_MIN_RMA_REGION_BITS ||
 	    k->rma_region_bits > VELO_MAX_RMA_REGION_BITS ||
 	    k->rma_pte_bits < VELO_MIN_RMA_PTE_BITS || k->rma_pte_bits > VELO_MAX_RMA_PTE_BITS ||
@@ -194,16 +189,21 @@ static int parse_rma(struct probe_state *s, uint32_t base)
 
 /*
  * The block types the core knows, in the order their parsers run (a parser may use what the
- * ones before it found). `missing` is the block's bit in the "blocks missing" mask; 0: optional.
+ * ones before it found). `spec` is where the spec's map puts the block; `missing` is the block's
+ * bit in the "blocks missing" mask; 0: optional.
  */
 static const struct probe_block {
 	uint32_t type;
+	uint32_t spec;
 	uint32_t missing;
-	int (*parse)(struct probe_state *s, uint32_t base);
+	int (*parse)(struct probe_state *s, struct velo_core_caps *k, uint32_t base);
 } probe_blocks[] = {
-	{ VELO_BLK_VPID_TYPE, 2, parse_vpid }, { VELO_BLK_COUNTERS_TYPE, 4, parse_counters },
-	{ VELO_BLK_CTRL_TYPE, 1, parse_ctrl }, { VELO_BLK_NET_TYPE, 0, parse_net },
-	{ VELO_BLK_IRQ_TYPE, 0, parse_irq },   { VELO_BLK_RMA_TYPE, 0, parse_rma },
+	{ VELO_BLK_VPID_TYPE, VELO_BLK_VPID_BASE, 2, parse_vpid },
+	{ VELO_BLK_COUNTERS_TYPE, VELO_BLK_COUNTERS_BASE, 4, parse_counters },
+	{ VELO_BLK_CTRL_TYPE, VELO_BLK_CTRL_BASE, 1, parse_ctrl },
+	{ VELO_BLK_NET_TYPE, VELO_BLK_NET_BASE, 0, parse_net },
+	{ VELO_BLK_IRQ_TYPE, VELO_BLK_IRQ_BASE, 0, parse_irq },
+	{ VELO_BLK_RMA_TYPE, VELO_BLK_RMA_BASE, 0, parse_rma },
 };
 
 #define PROBE_NBLOCKS ARRAY_SIZE(probe_blocks)
@@ -261,9 +261,12 @@ int velo_core_probe(const struct velo_core_ops *ops, void *ctx, struct velo_core
 		return probe_err(&s, -VELO_CORE_ENODEV,
 				 "velo: register blocks missing, found mask ", 7u & ~missing);
 	r = parse_id(&s);
-	for (i = 0; !r && i < PROBE_NBLOCKS; ++i)
-		if (base[i])
-			r = probe_blocks[i].parse(&s, base[i]);
+	for (i = 0; !r && i < PROBE_NBLOCKS; ++i) {
+		if (!base[i])
+			continue;
+		s.blk = base[i] - probe_blocks[i].spec;
+		r = probe_blocks[i].parse(&s, &s.k, base[i]);
+	}
 	if (r)
 		return r;
 

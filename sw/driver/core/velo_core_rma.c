@@ -6,20 +6,13 @@
 #include "velo_core_priv.h"
 
 /* ---- RMA: notification queues, regions, translation (docs/rma.md §2, §4) */
-static uint32_t reg_rma(const struct velo_core *c, uint32_t reg)
-{
-	return reg - VELO_BLK_RMA_BASE + c->caps.rma_base;
-}
-
 int velo_core_rma_enable(struct velo_core *c, int on)
 {
-	if (!c)
-		return -VELO_CORE_EINVAL;
-	if (!c->caps.rma_base)
-		return -VELO_CORE_EOPNOTSUPP;
-	return velo_core_write_enable(c, reg_rma(c, VELO_REG_RMA_CONTROL),
-				      (uint32_t)VELO_FIELD_MASK(VELO_REG_RMA_CONTROL_ENABLE), on,
-				      "velo: RMA CONTROL read back ");
+	const int r = core_unit(c, rma_base, -VELO_CORE_EOPNOTSUPP);
+
+	return r ? r : velo_core_write_enable(c, reg_rma(c, VELO_REG_RMA_CONTROL),
+					      (uint32_t)VELO_FIELD_MASK(VELO_REG_RMA_CONTROL_ENABLE),
+					      on, "velo: RMA CONTROL read back ");
 }
 
 static uint32_t rg_reg(const struct velo_core *c, unsigned int r, uint32_t reg)
@@ -552,9 +545,9 @@ static int rma_ioc_region(const struct velo_core *c, const struct velo_core_clie
 	return err ? err : rma_lookup(c, e->vpid, nla);
 }
 
-int velo_core_ioc_rma_setup(struct velo_core *c, const struct velo_core_client *cl,
-			    struct velo_uapi_rma_setup *a)
+int velo_core_ioc_rma_setup(struct velo_core *c, struct velo_core_client *cl, void *arg)
 {
+	struct velo_uapi_rma_setup *a = arg;
 	const struct velo_core_ep *e;
 	int r = rma_ioc_ep(c, cl, a->flags || a->rsvd, &e);
 
@@ -573,9 +566,9 @@ int velo_core_ioc_rma_setup(struct velo_core *c, const struct velo_core_client *
 	return 0;
 }
 
-int velo_core_ioc_register(struct velo_core *c, const struct velo_core_client *cl,
-			   struct velo_uapi_register *a)
+int velo_core_ioc_register(struct velo_core *c, struct velo_core_client *cl, void *arg)
 {
+	struct velo_uapi_register *a = arg;
 	const struct velo_core_ep *e;
 	uint64_t nla = 0;
 	int r = rma_ioc_ep(c, cl, !a->flags || (a->flags & ~(uint32_t)VELO_REG_ACCESS_ALL), &e);
@@ -591,9 +584,9 @@ int velo_core_ioc_register(struct velo_core *c, const struct velo_core_client *c
 	return 0;
 }
 
-int velo_core_ioc_deregister(struct velo_core *c, const struct velo_core_client *cl,
-			     const struct velo_uapi_deregister *a)
+int velo_core_ioc_deregister(struct velo_core *c, struct velo_core_client *cl, void *arg)
 {
+	const struct velo_uapi_deregister *a = arg;
 	const int r = rma_ioc_region(c, cl, a->flags != 0, a->nla);
 
 	if (r < 0)
@@ -601,9 +594,9 @@ int velo_core_ioc_deregister(struct velo_core *c, const struct velo_core_client 
 	return rg_release(c, (unsigned int)r);
 }
 
-int velo_core_ioc_repin(struct velo_core *c, const struct velo_core_client *cl,
-			struct velo_uapi_repin *a)
+int velo_core_ioc_repin(struct velo_core *c, struct velo_core_client *cl, void *arg)
 {
+	struct velo_uapi_repin *a = arg;
 	const int r = rma_ioc_region(c, cl, a->flags || a->rsvd, a->nla);
 
 	if (r < 0)
