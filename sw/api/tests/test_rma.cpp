@@ -484,8 +484,8 @@ TEST_F(Rma, IdleReportsACompletionAndTakesNothing) {
     ASSERT_EQ(velo_rma_poll(ep, &c), -EAGAIN) << "sets RMA up (as any RMA call would: a target registers)";
     EXPECT_EQ(velo_idle(ep, 0), 0);
     EXPECT_EQ(velo_idle(ep, 2), 0) << "nothing came";
-    post_raw(hdr(VELO_RMA_NQ_KIND_TARGET, 0, VELO_RMA_OP_PUT, 0, 0, 0, 3, 4), 55, VELO_FIELD_PREP(VELO_RMA_NQ_W2_LEN, 9),
-             kRemote);
+    post_raw(hdr(VELO_RMA_NQ_KIND_TARGET, 0, VELO_RMA_OP_PUT, 0, 0, 0, 3, 4), 55,
+             VELO_FIELD_PREP(VELO_RMA_NQ_W2_LEN, 9), kRemote);
     EXPECT_EQ(velo_idle(ep, -1), 1);
     EXPECT_EQ(velo_idle(ep, 0), 1) << "still there";
     ASSERT_EQ(velo_rma_poll(ep, &c), 0);
