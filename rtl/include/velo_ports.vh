@@ -1,4 +1,4 @@
-// Port bundles that several RMA modules declare alike, one definition each (issue 19). A macro
+// Port bundles that several modules declare alike, one definition each (issue 19). A macro
 // stands in a module's port list for its ports, without the comma that follows it:
 //     `VELO_DMARD_CLIENT_PORTS(TAG_BITS),
 // Its ports keep their names (rq_valid, rd_data, ...), so the module's body and its instances
@@ -82,6 +82,46 @@
     output wire                rel_req, \
     output wire [REGION_W-1:0] rel_region, \
     input  wire                rel_go
+
+// ---------------------------------------------------------------- queue tables (velo_rb_qtable)
+// A per-vpid queue table of the register file (the mailbox table, the notification queue table)
+// and the unit that writes the queue (velo_completer, velo_rma_notify) meet at one port, declared
+// by both ends with the same names: the writer reads a row and writes the write pointer back.
+//
+// `VELO_QTBL_PORTS(VPID_W, WR, TBL): that port; WR is the direction of the writer's signals and
+// TBL of the table's (output and input in the writer, input and output in the table):
+//   tbl_re (WR): read the row of tbl_vpid (WR, VPID_W); the table returns it the cycle after:
+//   tbl_base (TBL, 58): the ring base, in 64-byte lines; tbl_en (TBL): the queue is enabled;
+//   tbl_log2 (TBL, 5): CFG's LOG2 field (the ring size); tbl_wp, tbl_rp (TBL, 17): the write
+//   pointer and the read pointer (software's, in the vpid's user page);
+//   wp_we (WR): write wp_data (WR, 17) as the write pointer of wp_vpid (WR, VPID_W) (the writer
+//   has priority over software on the table's ports);
+//   sw_wr (TBL): software wrote the row or read pointer of sw_wr_vpid (TBL, VPID_W), the cycle
+//   after the write landed.
+`define VELO_QTBL_PORTS(VPID_W, WR, TBL) \
+    WR  wire              tbl_re, \
+    WR  wire [VPID_W-1:0] tbl_vpid, \
+    TBL wire [57:0]       tbl_base, \
+    TBL wire              tbl_en, \
+    TBL wire [4:0]        tbl_log2, \
+    TBL wire [16:0]       tbl_wp, \
+    TBL wire [16:0]       tbl_rp, \
+    WR  wire              wp_we, \
+    WR  wire [VPID_W-1:0] wp_vpid, \
+    WR  wire [16:0]       wp_data, \
+    TBL wire              sw_wr, \
+    TBL wire [VPID_W-1:0] sw_wr_vpid
+
+// `VELO_QTBL_WRITER_PORTS(VPID_W): the port as the queue's writer declares it.
+`define VELO_QTBL_WRITER_PORTS(VPID_W) `VELO_QTBL_PORTS(VPID_W, output, input)
+// `VELO_QTBL_TABLE_PORTS(VPID_W): the port as the table declares it.
+`define VELO_QTBL_TABLE_PORTS(VPID_W) `VELO_QTBL_PORTS(VPID_W, input, output)
+
+// `VELO_QTBL_CONNECT: the same ports, to the parent's of the same name.
+`define VELO_QTBL_CONNECT \
+    .tbl_re(tbl_re), .tbl_vpid(tbl_vpid), .tbl_base(tbl_base), .tbl_en(tbl_en), .tbl_log2(tbl_log2), \
+    .tbl_wp(tbl_wp), .tbl_rp(tbl_rp), .wp_we(wp_we), .wp_vpid(wp_vpid), .wp_data(wp_data), .sw_wr(sw_wr), \
+    .sw_wr_vpid(sw_wr_vpid)
 
 // ---------------------------------------------------------------- TLP stream (device-independent)
 // `VELO_TLP_TX_CONNECT: a TLP stream output (tx_valid, tx_ready, tx_sop, tx_eop, tx_hdr,

@@ -10,6 +10,7 @@
 `include "velo_spec.vh"
 `include "velo_check.vh"
 `include "velo_rb.vh"
+`include "velo_ports.vh"
 module velo_rb_qtable #(
     parameter integer VPID_BITS = 8,           // vpid width: 2^VPID_BITS rows and user pages (spec range)
     parameter [20:0]  TBL_LO    = `VELO_TBL_VPID_TABLE_BASE,  // the table's offset in BAR0
@@ -18,19 +19,9 @@ module velo_rb_qtable #(
     parameter integer LOG2_LSB  = `VELO_TBL_VPID_TABLE_MB_CFG_LOG2_LINES_LSB,  // (5 bits)
     parameter integer PIPE      = 0            // 1: the decodes are registered (the front waits a cycle)
 ) (
-    // the queue writer's port: a row (data the cycle after re), and its write pointer updates
-    input  wire                      re,
-    input  wire [VPID_BITS-1:0]      vpid,
-    output wire [57:0]               base,
-    output wire                      en,
-    output wire [4:0]                log2,
-    output wire [16:0]               wp,
-    output wire [16:0]               rp,
-    input  wire                      wp_we,
-    input  wire [VPID_BITS-1:0]      wp_vpid,
-    input  wire [16:0]               wp_data,
-    output reg                       sw_wr,       // software wrote the row or read pointer of ...
-    output reg  [VPID_BITS-1:0]      sw_wr_vpid,  // ... this vpid
+    // the queue writer's port (velo_ports.vh): a row (data the cycle after tbl_re), its write
+    // pointer updates, and software's writes of a row or read pointer (sw_wr)
+    `VELO_QTBL_TABLE_PORTS(VPID_BITS),
     output wire                      cfg_wr,      // a CFG write of ...
     output wire [VPID_BITS-1:0]      cfg_vpid,    // ... this vpid is asked for
     `VELO_RB_PORTS  // clk, rst and the register bus (velo_rb.vh): the table's answer
@@ -58,9 +49,9 @@ module velo_rb_qtable #(
     wire [VPID_BITS-1:0] tv = in_user ? addr[12 +: VPID_BITS] : addr[4 +: VPID_BITS];
     wire [1:0] tfield = addr[3:2];
 
-    wire sw_re   = `VELO_RB_RD_EN(rb_req) && (in_tbl || in_user) && !re;
-    wire ram_re  = re || sw_re;
-    wire [VPID_BITS-1:0] ram_ra = re ? vpid : tv;
+    wire sw_re   = `VELO_RB_RD_EN(rb_req) && (in_tbl || in_user) && !tbl_re;
+    wire ram_re  = tbl_re || sw_re;
+    wire [VPID_BITS-1:0] ram_ra = tbl_re ? tbl_vpid : tv;
     wire wr_tbl  = wr_en && in_tbl;
     wire wp_busy = wr_tbl && tfield == 2'd3 && wp_we;  // the queue writer has the port
     wire we_lo   = init || (wr_tbl && tfield == 2'd0);
@@ -90,21 +81,21 @@ module velo_rb_qtable #(
     velo_sdp_ram #(.W(17), .ADDR_W(VPID_BITS)) u_wp (
         .clk(clk), .we(we_wp), .waddr(wp_we ? wp_vpid : wa),
         .wdata(wp_we ? wp_data : wd[16:0]),
-        .re(ram_re), .raddr(ram_ra), .rdata(wp));
+        .re(ram_re), .raddr(ram_ra), .rdata(tbl_wp));
     velo_sdp_ram #(.W(17), .ADDR_W(VPID_BITS)) u_rp (
         .clk(clk), .we(we_rp), .waddr(wa), .wdata(wd[16:0]),
-        .re(ram_re), .raddr(ram_ra), .rdata(rp));
+        .re(ram_re), .raddr(ram_ra), .rdata(tbl_rp));
 
-    assign base = {r_hi, r_lo};
-    assign en   = r_cfg[0];
-    assign log2 = r_cfg[5:1];
+    assign tbl_base = {r_hi, r_lo};
+    assign tbl_en   = r_cfg[0];
+    assign tbl_log2 = r_cfg[5:1];
 
     // the registers as software sees them (valid the cycle after the read starts)
     reg [31:0] t_rd;
     always @(*) begin
         t_rd = 32'd0;
         if (in_user) begin
-            t_rd = {15'd0, rp};
+            t_rd = {15'd0, tbl_rp};
         end else if (in_tbl) begin
             case (tfield)
                 2'd0: t_rd = {r_lo, 6'd0};
@@ -113,21 +104,24 @@ module velo_rb_qtable #(
                     t_rd[EN_LSB]         = r_cfg[0];
                     t_rd[LOG2_LSB +: 5] = r_cfg[5:1];
                 end
-                default: t_rd = {15'd0, wp};
+                default: t_rd = {15'd0, tbl_wp};
             endcase
         end
     end
     // the table's answer: reads from RAM; a write of WP waits while the queue writer has the port
     assign rb_rsp = `VELO_RB_RSP(t_rd, in_tbl || in_user, in_tbl || in_user, sw_re, wp_busy);
 
+    // software's writes of a row or read pointer, reported the cycle after they land
+    wire                sw_go = wr_go && (in_tbl || in_user);
+    reg                 sw_wr_q;
+    reg [VPID_BITS-1:0] sw_wr_vpid_q;
     always @(posedge clk) begin
-        if (rst) begin
-            sw_wr      <= 1'b0;
-            sw_wr_vpid <= {VPID_BITS{1'b0}};
-        end else begin
-            sw_wr <= wr_go && (in_tbl || in_user);
-            if (wr_go && (in_tbl || in_user)) sw_wr_vpid <= tv;
-        end
+        if (rst) sw_wr_q <= 1'b0;
+        else     sw_wr_q <= sw_go;
+        if (rst)        sw_wr_vpid_q <= {VPID_BITS{1'b0}};
+        else if (sw_go) sw_wr_vpid_q <= tv;
     end
+    assign sw_wr      = sw_wr_q;
+    assign sw_wr_vpid = sw_wr_vpid_q;
 endmodule
 `default_nettype wire

@@ -42,9 +42,9 @@ module velo_rb_rma #(
     velo_rb_qtable #(.VPID_BITS(VPID_BITS), .TBL_LO(`VELO_TBL_RMA_NQ_TABLE_BASE), .RP_OFF(`VELO_TBL_VPID_USER_NQ_RP),
                      .EN_LSB(`VELO_TBL_RMA_NQ_TABLE_NQ_CFG_ENABLE_LSB),
                      .LOG2_LSB(`VELO_TBL_RMA_NQ_TABLE_NQ_CFG_LOG2_ENTRIES_LSB), .PIPE(PIPE)) u_nq (
-        .clk(clk), .rst(rst), .rb_req(rb_req), .rb_rsp(t_rsp), .re(nq_re), .vpid(nq_vpid), .base(nq_base),
-        .en(nq_en), .log2(nq_log2), .wp(nq_wp), .rp(nq_rp), .wp_we(nq_wp_we), .wp_vpid(nq_wp_vpid),
-        .wp_data(nq_wp_data), .sw_wr(nq_sw_wr), .sw_wr_vpid(nq_sw_wr_vpid), .cfg_wr(unused_cfg_wr),
+        .clk(clk), .rst(rst), .rb_req(rb_req), .rb_rsp(t_rsp), .tbl_re(nq_re), .tbl_vpid(nq_vpid),
+        .tbl_base(nq_base), .tbl_en(nq_en), .tbl_log2(nq_log2), .tbl_wp(nq_wp), .tbl_rp(nq_rp), .wp_we(nq_wp_we),
+        .wp_vpid(nq_wp_vpid), .wp_data(nq_wp_data), .sw_wr(nq_sw_wr), .sw_wr_vpid(nq_sw_wr_vpid), .cfg_wr(unused_cfg_wr),
         .cfg_vpid(unused_cfg_vpid));
 
     // ATU table writes: forwarded one DW at a time

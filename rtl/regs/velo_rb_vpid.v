@@ -5,6 +5,7 @@
 `include "velo_spec.vh"
 `include "velo_check.vh"
 `include "velo_rb.vh"
+`include "velo_ports.vh"
 module velo_rb_vpid #(
     parameter integer VPID_BITS = 8,  // vpid width: 2^VPID_BITS table rows and user pages (spec range)
     parameter integer PIPE      = 0   // 1: the decodes are registered (the front waits a cycle)
@@ -23,9 +24,8 @@ module velo_rb_vpid #(
     velo_rb_qtable #(.VPID_BITS(VPID_BITS), .TBL_LO(`VELO_TBL_VPID_TABLE_BASE), .RP_OFF(`VELO_TBL_VPID_USER_MB_RP),
                      .EN_LSB(`VELO_TBL_VPID_TABLE_MB_CFG_ENABLE_LSB),
                      .LOG2_LSB(`VELO_TBL_VPID_TABLE_MB_CFG_LOG2_LINES_LSB), .PIPE(PIPE)) u_tbl (
-        .clk(clk), .rst(rst), .rb_req(rb_req), .rb_rsp(t_rsp), .re(tbl_re), .vpid(tbl_vpid), .base(tbl_base),
-        .en(tbl_en), .log2(tbl_log2), .wp(tbl_wp), .rp(tbl_rp), .wp_we(wp_we), .wp_vpid(wp_vpid), .wp_data(wp_data),
-        .sw_wr(sw_wr), .sw_wr_vpid(sw_wr_vpid), .cfg_wr(mbcfg_wr), .cfg_vpid(mbcfg_vpid));
+        .clk(clk), .rst(rst), .rb_req(rb_req), .rb_rsp(t_rsp), `VELO_QTBL_CONNECT,
+        .cfg_wr(mbcfg_wr), .cfg_vpid(mbcfg_vpid));
     assign rb_rsp = r_rsp | t_rsp;
 endmodule
 `default_nettype wire

@@ -17,6 +17,7 @@
 `include "velo_spec.vh"
 `include "velo_check.vh"
 `include "velo_rb.vh"
+`include "velo_ports.vh"
 // Parameters checked here: those this module's own logic uses; the others where they are used (the
 // block named in their comment), with the instance path in the message.
 module velo_regfile #(
@@ -147,9 +148,7 @@ module velo_regfile #(
     wire [VPID_BITS-1:0] mbcfg_vpid;
     velo_rb_vpid #(.VPID_BITS(VPID_BITS), .PIPE(PIPE)) u_vpid (
         .clk(clk), .rst(rst), .rb_req(rb_req), .rb_rsp(rsp[4*RW +: RW]),
-        .tbl_re(tbl_re), .tbl_vpid(tbl_vpid), .tbl_base(tbl_base), .tbl_en(tbl_en), .tbl_log2(tbl_log2),
-        .tbl_wp(tbl_wp), .tbl_rp(tbl_rp), .wp_we(wp_we), .wp_vpid(wp_vpid), .wp_data(wp_data),
-        .sw_wr(sw_wr), .sw_wr_vpid(sw_wr_vpid), .mbcfg_wr(mbcfg_wr), .mbcfg_vpid(mbcfg_vpid));
+        `VELO_QTBL_CONNECT, .mbcfg_wr(mbcfg_wr), .mbcfg_vpid(mbcfg_vpid));
 
     velo_rb_irq #(.VPID_BITS(VPID_BITS), .NEXT(IRQ_NEXT), .PIPE(PIPE)) u_irq (
         .clk(clk), .rst(rst), .rb_req(rb_req), .rb_rsp(rsp[5*RW +: RW]), .mbcfg_wr(mbcfg_wr), .mbcfg_vpid(mbcfg_vpid),

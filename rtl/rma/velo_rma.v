@@ -27,6 +27,7 @@
 `default_nettype none
 `include "velo_spec.vh"
 `include "velo_check.vh"
+`include "velo_ports.vh"
 module velo_rma #(
     parameter integer NODE_BITS   = 8,    // node id width (spec param NODE_BITS), 1..8
     parameter integer VPID_BITS   = 8,    // vpid width (spec param VPID_BITS), 1..8
@@ -103,19 +104,9 @@ module velo_rma #(
     input  wire [31:0]          cfg_data,
     input  wire [REGION_BITS-1:0] q_region,
     output wire                 q_region_busy,
-    // notification queue table (register file RAMs, like the mailbox table)
-    output wire                 nq_re,
-    output wire [VPID_BITS-1:0] nq_vpid,
-    input  wire [57:0]          nq_base,
-    input  wire                 nq_en,
-    input  wire [4:0]           nq_log2,
-    input  wire [16:0]          nq_wp,
-    input  wire [16:0]          nq_rp,
-    output wire                 nq_wp_we,
-    output wire [VPID_BITS-1:0] nq_wp_vpid,
-    output wire [16:0]          nq_wp_data,
-    input  wire                 nq_sw_wr,
-    input  wire [VPID_BITS-1:0] nq_sw_wr_vpid,
+    // notification queue table port of velo_rma_notify (register file RAMs, like the mailbox
+    // table; velo_ports.vh)
+    `VELO_QTBL_WRITER_PORTS(VPID_BITS),
     input  wire [VPID_BITS-1:0] q_vpid,
     output wire                 q_vpid_busy,
     // status, counters
@@ -294,10 +285,7 @@ module velo_rma #(
         .clk(clk), .rst(rst), .req_id(req_id),
         .n_valid(n_valid), .n_ready(n_ready), .n_vpid(n_sel_t ? t_n_vpid : i_n_vpid),
         .n_entry(n_sel_t ? t_n_entry : i_n_entry),
-        .tbl_re(nq_re), .tbl_vpid(nq_vpid), .tbl_base(nq_base), .tbl_en(nq_en), .tbl_log2(nq_log2),
-        .tbl_wp(nq_wp), .tbl_rp(nq_rp),
-        .wp_we(nq_wp_we), .wp_vpid(nq_wp_vpid), .wp_data(nq_wp_data),
-        .sw_wr(nq_sw_wr), .sw_wr_vpid(nq_sw_wr_vpid), .q_vpid(q_vpid), .q_busy(q_vpid_busy), .busy(nq_busy),
+        `VELO_QTBL_CONNECT, .q_vpid(q_vpid), .q_busy(q_vpid_busy), .busy(nq_busy),
         .tx_valid(nw_valid), .tx_ready(nw_ready), .tx_sop(nw_sop), .tx_eop(nw_eop), .tx_hdr(nw_hdr),
         .tx_data(nw_data),
         .ev_entry(nq_ev_entry), .ev_drop(nq_ev_drop), .ev_backpressure(nq_ev_bp),

@@ -19,6 +19,7 @@
 `default_nettype none
 `include "velo_spec.vh"
 `include "velo_check.vh"
+`include "velo_ports.vh"
 module velo_rma_notify #(
     parameter integer TLP_W     = 64,  // TLP stream data width: 64 or 128
     parameter integer VPID_BITS = 8    // vpid width (spec param VPID_BITS), 1..8
@@ -32,21 +33,10 @@ module velo_rma_notify #(
     output wire                 n_ready,
     input  wire [VPID_BITS-1:0] n_vpid,
     input  wire [255:0]         n_entry,
-    // queue table read port (register file RAMs): data the cycle after tbl_re
-    output wire                 tbl_re,
-    output wire [VPID_BITS-1:0] tbl_vpid,
-    input  wire [57:0]          tbl_base,   // ring base, in 64-byte lines
-    input  wire                 tbl_en,
-    input  wire [4:0]           tbl_log2,
-    input  wire [16:0]          tbl_wp,
-    input  wire [16:0]          tbl_rp,
-    // write pointer update
-    output reg                  wp_we,
-    output reg  [VPID_BITS-1:0] wp_vpid,
-    output reg  [16:0]          wp_data,
-    // software wrote the table or read pointer of this vpid
-    input  wire                 sw_wr,
-    input  wire [VPID_BITS-1:0] sw_wr_vpid,
+    // queue table port (register file RAMs, velo_ports.vh): a row (tbl_base in 64-byte lines), data
+    // the cycle after tbl_re; the write pointer update; software wrote the table or read pointer
+    // of a vpid (sw_wr)
+    `VELO_QTBL_WRITER_PORTS(VPID_BITS),
     // quiesce
     input  wire [VPID_BITS-1:0] q_vpid,
     output wire                 q_busy,     // an entry for q_vpid is being decided or written
@@ -132,12 +122,18 @@ module velo_rma_notify #(
     end
 
     // write pointer update, the cycle after the decision
+    reg                 wp_we_q;
+    reg [VPID_BITS-1:0] wp_vpid_q;
+    reg [16:0]          wp_data_q;
     always @(posedge clk) begin
-        if (rst) wp_we <= 1'b0;
-        else     wp_we <= d_go;
-        wp_vpid <= e_vpid;
-        wp_data <= tbl_wp + 17'd1;
+        if (rst) wp_we_q <= 1'b0;
+        else     wp_we_q <= d_go;
+        wp_vpid_q <= e_vpid;
+        wp_data_q <= tbl_wp + 17'd1;
     end
+    assign wp_we   = wp_we_q;
+    assign wp_vpid = wp_vpid_q;
+    assign wp_data = wp_data_q;
 
     // ---------------------------------------------------------------- the DMA write
     velo_mwr_hdr u_hdr (.addr(e_addr), .len_dw(10'd8), .req_id(req_id), .hdr(tx_hdr));

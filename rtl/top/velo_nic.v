@@ -37,6 +37,7 @@
 `default_nettype none
 `include "velo_spec.vh"
 `include "velo_check.vh"
+`include "velo_ports.vh"
 module velo_nic #(
     parameter integer NODE_BITS     = 8,   // node id width (spec param NODE_BITS)
     parameter integer VPID_BITS     = 8,   // vpid width (spec param VPID_BITS)
@@ -195,10 +196,7 @@ module velo_nic #(
         .cpl_valid(c_valid), .cpl_ready(c_ready), .cpl_sop(c_sop), .cpl_eop(c_eop),
         .cpl_hdr(c_hdr), .cpl_data(c_data),
         .node_id(node_id), .enable(enable),
-        .tbl_re(tbl_re), .tbl_vpid(tbl_vpid), .tbl_base(tbl_base), .tbl_en(tbl_en),
-        .tbl_log2(tbl_log2), .tbl_wp(tbl_wp), .tbl_rp(tbl_rp),
-        .wp_we(wp_we), .wp_vpid(wp_vpid), .wp_data(wp_data),
-        .sw_wr(sw_wr), .sw_wr_vpid(sw_wr_vpid),
+        `VELO_QTBL_CONNECT,
         .rt_re(rt_re), .rt_node(rt_node), .rt_data(rt_data),
         .port_cfg(port_cfg), .port_up(port_up), .ncnt_idx(ncnt_idx), .ncnt_data(ncnt_data),
         .ncnt_clr(ncnt_clr), .ncnt_clr_idx(ncnt_clr_idx), .ev_no_route(ev_no_route),
@@ -420,10 +418,7 @@ module velo_nic #(
     velo_completer #(.TLP_W(TLP_W), .VPID_BITS(VPID_BITS), .PIPE(PIPE)) u_cpl (
         .clk(clk), .rst(rst), .enable(enable), .req_id(cfg_id),
         .pkt_valid(r_valid), .pkt_ready(r_ready), .pkt_data(r_data), .pkt_last(r_last), .pkt_bad(r_bad),
-        .tbl_re(tbl_re), .tbl_vpid(tbl_vpid), .tbl_base(tbl_base), .tbl_en(tbl_en),
-        .tbl_log2(tbl_log2), .tbl_wp(tbl_wp), .tbl_rp(tbl_rp),
-        .wp_we(wp_we), .wp_vpid(wp_vpid), .wp_data(wp_data),
-        .sw_wr(sw_wr), .sw_wr_vpid(sw_wr_vpid), .q_vpid(q_vpid), .q_busy(q_busy), .busy(cpl_busy),
+        `VELO_QTBL_CONNECT, .q_vpid(q_vpid), .q_busy(q_busy), .busy(cpl_busy),
         .tx_valid(d_valid), .tx_ready(d_ready), .tx_sop(d_sop), .tx_eop(d_eop),
         .tx_hdr(d_hdr), .tx_data(d_data),
         .ev_rx_msg(ev_rx_msg), .ev_rx_frag(ev_rx_frag), .ev_drop_disabled(ev_rx_dis),
@@ -457,9 +452,9 @@ module velo_nic #(
                 .rt_re(rt3_re), .rt_node(rt3_node), .rt_data(rt3_data),
                 .cfg_valid(acfg_valid), .cfg_ready(acfg_ready), .cfg_pte(acfg_pte), .cfg_idx(acfg_idx),
                 .cfg_reg(acfg_reg), .cfg_data(acfg_data), .q_region(rq_region), .q_region_busy(rq_busy),
-                .nq_re(nq_re), .nq_vpid(nq_vpid), .nq_base(nq_base), .nq_en(nq_en), .nq_log2(nq_log2),
-                .nq_wp(nq_wp), .nq_rp(nq_rp), .nq_wp_we(nq_wp_we), .nq_wp_vpid(nq_wp_vpid),
-                .nq_wp_data(nq_wp_data), .nq_sw_wr(nq_sw_wr), .nq_sw_wr_vpid(nq_sw_wr_vpid),
+                .tbl_re(nq_re), .tbl_vpid(nq_vpid), .tbl_base(nq_base), .tbl_en(nq_en), .tbl_log2(nq_log2),
+                .tbl_wp(nq_wp), .tbl_rp(nq_rp), .wp_we(nq_wp_we), .wp_vpid(nq_wp_vpid),
+                .wp_data(nq_wp_data), .sw_wr(nq_sw_wr), .sw_wr_vpid(nq_sw_wr_vpid),
                 .q_vpid(q_vpid), .q_vpid_busy(nq_q_busy),
                 .busy(rma_busy), .ev_cmd_read(ev_rma_read),
                 .rcnt_idx(rcnt_idx), .rcnt_data(rcnt_data), .rcnt_clr(rcnt_clr), .rcnt_clr_idx(rcnt_clr_idx));

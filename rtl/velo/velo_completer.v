@@ -30,6 +30,7 @@
 `default_nettype none
 `include "velo_spec.vh"
 `include "velo_check.vh"
+`include "velo_ports.vh"
 module velo_completer #(
     parameter integer TLP_W         = 64,  // TLP stream data width: 64 or 128
     parameter integer VPID_BITS     = 8,   // vpid width (spec param VPID_BITS), 1..8
@@ -50,22 +51,11 @@ module velo_completer #(
     input  wire [63:0]          pkt_data,
     input  wire                 pkt_last,
     input  wire                 pkt_bad,    // with pkt_last: the packet failed a check upstream
-    // mailbox table read port (register file RAMs): data the cycle after tbl_re
-    output wire                 tbl_re,
-    output wire [VPID_BITS-1:0] tbl_vpid,
-    input  wire [57:0]          tbl_base,   // ring base, in 64-byte lines
-    input  wire                 tbl_en,
-    input  wire [4:0]           tbl_log2,
-    input  wire [16:0]          tbl_wp,
-    input  wire [16:0]          tbl_rp,
-    // write pointer update (has priority in the register file); written the cycle after an
-    // entry is decided; the completer forwards it to its next decision itself
-    output wire                 wp_we,
-    output wire [VPID_BITS-1:0] wp_vpid,
-    output wire [16:0]          wp_data,
-    // software wrote the table or read pointer of this vpid
-    input  wire                 sw_wr,
-    input  wire [VPID_BITS-1:0] sw_wr_vpid,
+    // mailbox table port (register file RAMs, velo_ports.vh): a row (tbl_base in 64-byte lines),
+    // data the cycle after tbl_re; the write pointer update (has priority in the register file),
+    // written the cycle after an entry is decided (the completer forwards it to its next decision
+    // itself); software wrote the table or read pointer of a vpid (sw_wr)
+    `VELO_QTBL_WRITER_PORTS(VPID_BITS),
     // quiesce
     input  wire [VPID_BITS-1:0] q_vpid,
     output wire                 q_busy,     // a packet for q_vpid is held
