@@ -9,13 +9,15 @@ namespace velo::fabric {
 const char* usage() {
     return "usage: velo-fabric [--nodes N] [--topology pair|ring:N|torus:XxY] [--socket PATH]\n"
            "                   [--split-rate P [--split-bytes]] [--seed S] [--sync-timeout-ms MS] [--wide]\n"
-           "                   [--ready-fd FD] [--verbose]\n"
+           "                   [--ready-fd FD] [--no-sim-gate] [--verbose]\n"
            "Serves a simulated VELO cluster (Verilated NICs) to programs using libvelo:\n"
            "  VELO_DEVICE=sim:PATH VELO_NODE=<node> ./program\n"
            "Default socket: $XDG_RUNTIME_DIR/velo-fabric.sock, else /tmp/velo-fabric-<uid>.sock.\n"
            "  --split-rate P        flush that fraction of stores as two pieces (fragments), cut\n"
            "                        between two quadword stores (--split-bytes: at any byte)\n"
-           "  --sync-timeout-ms MS  simulated time stands while a woken client reacts (0: off)\n";
+           "  --sync-timeout-ms MS  simulated time stands while a woken client reacts (0: off)\n"
+           "  --no-sim-gate         evaluate every NIC's RMA unit in every cycle (no clock gating\n"
+           "                        of idle units: the same cycles, slower; for comparison)\n";
 }
 
 bool parse_options(int argc, char** argv, Options& o, std::string& err) {
@@ -64,6 +66,8 @@ bool parse_options(int argc, char** argv, Options& o, std::string& err) {
             o.split_bytes = true;
         } else if (a == "--wide") {
             o.wide = true;
+        } else if (a == "--no-sim-gate") {
+            o.sim_gate = false;
         } else if (a == "--verbose" || a == "-v") {
             o.verbose = true;
         } else {
