@@ -6,7 +6,8 @@
 // puts and gets (with and without local/remote completions and notifications), commands that
 // fail (bad key, region beyond the table, no permission, bad node), messages through mailboxes,
 // counter and status reads, idle stretches, on a pair and a ring. The gated run must also have
-// skipped the RMA unit in a large share of its cycles, or it proves nothing. SEED= replays.
+// skipped the RMA unit in a large share of its cycles (a third at least), or it proves nothing.
+// SEED= replays.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -183,19 +184,20 @@ void lockstep(const std::string& topo) {
     const uint64_t seed = rng();
     const Trace off = run(topo, seed, false);
     const Trace on = run(topo, seed, true);
-    ASSERT_EQ(on.cycles, off.cycles) << "the runs took different numbers of cycles";
-    EXPECT_EQ(on.events, off.events);
     const size_t len = std::max(on.cycle_hash.size(), off.cycle_hash.size());
     for (size_t i = 0; i < len; ++i) {
         const uint64_t a = i < on.cycle_hash.size() ? on.cycle_hash[i] : 0;
         const uint64_t b = i < off.cycle_hash.size() ? off.cycle_hash[i] : 0;
         ASSERT_EQ(a, b) << "the NICs' outputs differ first in cycle " << i;
     }
+    ASSERT_EQ(on.cycles, off.cycles) << "the runs took different numbers of cycles";
+    EXPECT_EQ(on.events, off.events);
     uint64_t gated = 0;
     for (size_t n = 0; n < on.gated.size(); ++n) {
         EXPECT_EQ(off.gated[n], 0u) << "node " << n << ": gated without the gate enabled";
-        // the workload leaves every unit idle for most of the run: the gate must have closed
-        EXPECT_GT(on.gated[n] * 2, on.cycles)
+        // the workload leaves every unit idle for much of the run (55..80 % of the cycles in
+        // tries of many seeds): the gate must have closed in at least a third of them
+        EXPECT_GT(on.gated[n] * 3, on.cycles)
             << "node " << n << ": RMA unit gated in only " << on.gated[n] << " of " << on.cycles << " cycles";
         gated += on.gated[n];
     }
