@@ -33,6 +33,8 @@ struct Trace {
     uint64_t events = 0;
     std::vector<uint64_t> gated;
     uint64_t cycles = 0;
+    // what the workload made happen (it must cover what it claims to)
+    uint64_t irqs = 0, dma_reads = 0, error_entries = 0, done_entries = 0;
 };
 
 uint64_t mix(uint64_t h, uint64_t v) {
@@ -83,11 +85,15 @@ Trace run(const std::string& topo, uint64_t seed, bool gate) {
         dma_w(n, t);
     };
     auto dma_r = sys.on_dma_read;
-    sys.on_dma_read = [&rec, dma_r](unsigned n, const Tlp& t) {
+    sys.on_dma_read = [&rec, &tr, dma_r](unsigned n, const Tlp& t) {
         rec.note(mix(mix(3, n), hash_tlp(t)));
+        ++tr.dma_reads;
         dma_r(n, t);
     };
-    sys.on_irq = [&rec](unsigned n, uint64_t cyc) { rec.note(mix(mix(4, n), cyc)); };
+    sys.on_irq = [&rec, &tr](unsigned n, uint64_t cyc) {
+        rec.note(mix(mix(4, n), cyc));
+        ++tr.irqs;
+    };
 
     EXPECT_TRUE(c.init());
     const unsigned nn = c.nodes();
@@ -114,7 +120,10 @@ Trace run(const std::string& topo, uint64_t seed, bool gate) {
     c.on_host_cycle = [&] {
         for (unsigned n = 0; n < nn; ++n) {
             NqEntry e;
-            while (h.poll(n, 2, e)) rec.note(mix(mix(5, n), e.hdr ^ e.cookie));
+            while (h.poll(n, 2, e)) {
+                rec.note(mix(mix(5, n), e.hdr ^ e.cookie));
+                ++(e.kind() == VELO_RMA_NQ_KIND_ERROR ? tr.error_entries : tr.done_entries);
+            }
         }
     };
 
@@ -151,7 +160,7 @@ Trace run(const std::string& topo, uint64_t seed, bool gate) {
             std::vector<uint8_t> m(1 + r() % 64);
             for (auto& x : m) x = static_cast<uint8_t>(r());
             c.send(a, 7, b, 4 + static_cast<unsigned>(r() % 2), m, static_cast<WcMode>(r() % 5));
-            if (r() % 4 == 0) c.reg_write(b, VELO_REG_IRQ_ARM, 4);
+            if (r() % 2 == 0) c.reg_write(b, VELO_REG_IRQ_ARM, 4);
         } else {
             const bool get = opc == VELO_RMA_OP_GET;
             h.command(a, 2, slot++ % VELO_RMA_SLOTS,
@@ -192,6 +201,11 @@ void lockstep(const std::string& topo) {
     }
     ASSERT_EQ(on.cycles, off.cycles) << "the runs took different numbers of cycles";
     EXPECT_EQ(on.events, off.events);
+    // the workload did what it claims: interrupts, host reads, failed and completed commands
+    EXPECT_GT(on.irqs, 0u);
+    EXPECT_GT(on.dma_reads, 0u);
+    EXPECT_GT(on.error_entries, 0u);
+    EXPECT_GT(on.done_entries, 0u);
     uint64_t gated = 0;
     for (size_t n = 0; n < on.gated.size(); ++n) {
         EXPECT_EQ(off.gated[n], 0u) << "node " << n << ": gated without the gate enabled";
@@ -201,9 +215,13 @@ void lockstep(const std::string& topo) {
             << "node " << n << ": RMA unit gated in only " << on.gated[n] << " of " << on.cycles << " cycles";
         gated += on.gated[n];
     }
-    std::printf("%s: %llu cycles, %llu observations equal; RMA units gated in %.1f%% of node-cycles\n", topo.c_str(),
-                static_cast<unsigned long long>(on.cycles), static_cast<unsigned long long>(on.events),
-                100.0 * static_cast<double>(gated) / static_cast<double>(on.cycles * on.gated.size()));
+    std::printf(
+        "%s: %llu cycles, %llu observations equal (%llu interrupts, %llu host reads, %llu error and %llu "
+        "other entries); RMA units gated in %.1f%% of node-cycles\n",
+        topo.c_str(), static_cast<unsigned long long>(on.cycles), static_cast<unsigned long long>(on.events),
+        static_cast<unsigned long long>(on.irqs), static_cast<unsigned long long>(on.dma_reads),
+        static_cast<unsigned long long>(on.error_entries), static_cast<unsigned long long>(on.done_entries),
+        100.0 * static_cast<double>(gated) / static_cast<double>(on.cycles * on.gated.size()));
 }
 
 }  // namespace
