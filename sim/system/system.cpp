@@ -48,8 +48,9 @@ void set_bits(const Words& v, unsigned lo, unsigned w, uint64_t x) {
     }
 }
 
-// The RMA unit's clock gate (rtl/common/velo_sim_gate.v) of a model: closed for the coming edge
-// when its enable latch holds 0 after the settle eval. Models without the unit (RMA = 0) have none.
+// The clock gates (rtl/common/velo_sim_gate.v) of a model's RMA unit and switch: closed for the
+// coming edge when the enable latch holds 0 after the settle eval. Models without the unit (RMA =
+// 0) have no RMA gate.
 template <class V, class = void>
 struct RmaGate {
     static bool closed(const V&) { return false; }
@@ -59,6 +60,10 @@ struct RmaGate<
     V, std::void_t<decltype(std::declval<V&>().rootp->velo_nic__DOT__g_rma__DOT__u_rma__DOT__u_gate__DOT__en_l)>> {
     static bool closed(const V& m) { return !m.rootp->velo_nic__DOT__g_rma__DOT__u_rma__DOT__u_gate__DOT__en_l; }
 };
+template <class V>
+bool switch_gate_closed(const V& m) {
+    return !m.rootp->velo_nic__DOT__g_switch__DOT__u_sw__DOT__u_gate__DOT__en_l;
+}
 
 // One NIC model behind a width-independent interface.
 class Nic {
@@ -75,7 +80,8 @@ class Nic {
     virtual void set_cfg_id(uint16_t id) = 0;
     virtual bool irq_valid() = 0;
     virtual void set_irq_ready(bool r) = 0;
-    virtual bool gate_closed() = 0;  // the RMA unit's clock gate is closed for the coming edge
+    virtual bool rma_gated() = 0;     // the RMA unit's clock gate is closed for the coming edge
+    virtual bool switch_gated() = 0;  // the switch's
 };
 
 template <class V>
@@ -122,7 +128,8 @@ class NicT : public Nic {
     void set_cfg_id(uint16_t id) override { m_->cfg_id = id; }
     bool irq_valid() override { return m_->irq_valid; }
     void set_irq_ready(bool r) override { m_->irq_ready = r; }
-    bool gate_closed() override { return RmaGate<V>::closed(*m_); }
+    bool rma_gated() override { return RmaGate<V>::closed(*m_); }
+    bool switch_gated() override { return switch_gate_closed(*m_); }
 
   private:
     unsigned pw_;
@@ -147,9 +154,9 @@ struct System::Impl {
         std::deque<bool> is_send;         // per queued TLP: a send-window write (measurement point)
         std::map<uint8_t, uint32_t> cpl;  // register read completions by tag
         uint8_t next_tag = 0;
-        bool irq_hold = false;  // MSI masked: irq_ready low
-        uint64_t irqs = 0;      // interrupt requests taken
-        uint64_t gated = 0;     // cycles the RMA unit's clock was gated
+        bool irq_hold = false;                 // MSI masked: irq_ready low
+        uint64_t irqs = 0;                     // interrupt requests taken
+        uint64_t gated_rma = 0, gated_sw = 0;  // cycles the RMA unit's, the switch's clock was gated
     };
     std::vector<Node> nodes;
     // one channel per direction of every link: ch[(node * 8 + port)] carries what (node, port) sends
@@ -284,7 +291,8 @@ void System::step(uint64_t n) {
             if (busy) s.last_activity = s.cycle;
             if (nd.drv->sample() && !nd.is_send.empty()) nd.is_send.pop_front();
             nd.sink->sample();
-            if (nd.nic->gate_closed()) ++nd.gated;
+            if (nd.nic->rma_gated()) ++nd.gated_rma;
+            if (nd.nic->switch_gated()) ++nd.gated_sw;
             if (nd.nic->irq_valid() && !nd.irq_hold) {
                 ++nd.irqs;
                 if (on_irq) on_irq(i, s.cycle);
@@ -410,8 +418,9 @@ std::vector<std::string> System::errors() const {
     return e;
 }
 
-uint64_t System::gated_cycles(unsigned node) const {
-    return p_->nodes.at(node).gated;
+uint64_t System::gated_cycles(unsigned node, Gated unit) const {
+    const auto& nd = p_->nodes.at(node);
+    return unit == Gated::Rma ? nd.gated_rma : nd.gated_sw;
 }
 
 bool System::quiet() const {

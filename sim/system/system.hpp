@@ -108,8 +108,9 @@ class System {
     // Nothing queued at any CPU port, no DMA pending, every NIC idle and every wire carrying
     // only idle/control symbols: the simulation may sleep until the next cpu_post.
     bool quiet() const;
-    // Cycles in which a node's RMA unit was clock-gated (not evaluated); 0 without the gate.
-    uint64_t gated_cycles(unsigned node) const;
+    // Cycles in which a unit of a node's NIC was clock-gated (not evaluated); 0 without the gate.
+    enum class Gated { Rma, Switch };
+    uint64_t gated_cycles(unsigned node, Gated unit = Gated::Rma) const;
     // Cycles without data flits or TLP beats after which quiet() holds (longer than every link
     // timeout, so no retransmission is pending).
     static constexpr uint64_t kQuietCycles = 4096;

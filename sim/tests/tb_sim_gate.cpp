@@ -1,13 +1,13 @@
 // Clock gating of idle units in simulation (rtl/common/velo_sim_gate.v, docs/simulator.md) changes
 // no simulated cycle: the same seeded workload runs twice on the simulated cluster, once with the
-// RMA units' clock gates enabled (SystemConfig::sim_gate) and once without, and everything every
-// NIC drives out must be identical cycle by cycle: every flit on every network port, every DMA
-// write and read TLP, every interrupt taken, every register read value. The workload mixes RMA
-// puts and gets (with and without local/remote completions and notifications), commands that
-// fail (bad key, region beyond the table, no permission, bad node), messages through mailboxes,
-// counter and status reads, idle stretches, on a pair and a ring. The gated run must also have
-// skipped the RMA unit in a large share of its cycles (a third at least), or it proves nothing.
-// SEED= replays.
+// clock gates of the RMA units and switches enabled (SystemConfig::sim_gate) and once without, and
+// everything every NIC drives out must be identical cycle by cycle: every flit on every network
+// port, every DMA write and read TLP, every interrupt taken, every register read value. The
+// workload mixes RMA puts and gets (with and without local/remote completions and notifications),
+// commands that fail (bad key, region beyond the table, no permission, bad node), messages through
+// mailboxes, counter and status reads, idle stretches, on a pair and a ring. The gated run must
+// also have skipped the RMA unit and the switch in a large share of its cycles (a third at least),
+// or it proves nothing. SEED= replays.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -31,7 +31,7 @@ namespace {
 struct Trace {
     std::vector<uint64_t> cycle_hash;
     uint64_t events = 0;
-    std::vector<uint64_t> gated;
+    std::vector<uint64_t> gated, gated_sw;  // per node: cycles the RMA unit's, the switch's clock was gated
     uint64_t cycles = 0;
     // what the workload made happen (it must cover what it claims to)
     uint64_t irqs = 0, dma_reads = 0, error_entries = 0, done_entries = 0;
@@ -184,7 +184,10 @@ Trace run(const std::string& topo, uint64_t seed, bool gate) {
     for (auto& e : c.errors()) ADD_FAILURE() << (gate ? "gated: " : "ungated: ") << e;
     for (auto& e : h.errors) ADD_FAILURE() << (gate ? "gated: " : "ungated: ") << e;
     tr.cycles = sys.cycle();
-    for (unsigned n = 0; n < nn; ++n) tr.gated.push_back(sys.gated_cycles(n));
+    for (unsigned n = 0; n < nn; ++n) {
+        tr.gated.push_back(sys.gated_cycles(n, System::Gated::Rma));
+        tr.gated_sw.push_back(sys.gated_cycles(n, System::Gated::Switch));
+    }
     return tr;
 }
 
@@ -206,22 +209,26 @@ void lockstep(const std::string& topo) {
     EXPECT_GT(on.dma_reads, 0u);
     EXPECT_GT(on.error_entries, 0u);
     EXPECT_GT(on.done_entries, 0u);
-    uint64_t gated = 0;
+    uint64_t gated = 0, gated_sw = 0;
     for (size_t n = 0; n < on.gated.size(); ++n) {
-        EXPECT_EQ(off.gated[n], 0u) << "node " << n << ": gated without the gate enabled";
+        EXPECT_EQ(off.gated[n] + off.gated_sw[n], 0u) << "node " << n << ": gated without the gate enabled";
         // the workload leaves every unit idle for much of the run (55..80 % of the cycles in
-        // tries of many seeds): the gate must have closed in at least a third of them
+        // tries of many seeds): the gates must have closed in at least a third of them
         EXPECT_GT(on.gated[n] * 3, on.cycles)
             << "node " << n << ": RMA unit gated in only " << on.gated[n] << " of " << on.cycles << " cycles";
+        EXPECT_GT(on.gated_sw[n] * 3, on.cycles)
+            << "node " << n << ": switch gated in only " << on.gated_sw[n] << " of " << on.cycles << " cycles";
         gated += on.gated[n];
+        gated_sw += on.gated_sw[n];
     }
+    const double nc = static_cast<double>(on.cycles * on.gated.size());
     std::printf(
         "%s: %llu cycles, %llu observations equal (%llu interrupts, %llu host reads, %llu error and %llu "
-        "other entries); RMA units gated in %.1f%% of node-cycles\n",
+        "other entries); gated in %.1f%% (RMA units) and %.1f%% (switches) of node-cycles\n",
         topo.c_str(), static_cast<unsigned long long>(on.cycles), static_cast<unsigned long long>(on.events),
         static_cast<unsigned long long>(on.irqs), static_cast<unsigned long long>(on.dma_reads),
         static_cast<unsigned long long>(on.error_entries), static_cast<unsigned long long>(on.done_entries),
-        100.0 * static_cast<double>(gated) / static_cast<double>(on.cycles * on.gated.size()));
+        100.0 * static_cast<double>(gated) / nc, 100.0 * static_cast<double>(gated_sw) / nc);
 }
 
 }  // namespace
