@@ -19,7 +19,7 @@ struct Options {
     int sync_timeout_ms = 100;  // time stands while woken clients react, at most this long (0: off)
     int ready_fd = -1;          // write "ready\n" here once clients can connect
     bool verbose = false;
-    bool sim_gate = true;  // clock-gate idle RMA units in the models (SystemConfig::sim_gate)
+    bool sim_gate = true;  // clock-gate idle RMA units and switches in the models (SystemConfig::sim_gate)
 };
 
 // Parse argv (without argv[0]); false with a message in err.

@@ -16,8 +16,8 @@ const char* usage() {
            "  --split-rate P        flush that fraction of stores as two pieces (fragments), cut\n"
            "                        between two quadword stores (--split-bytes: at any byte)\n"
            "  --sync-timeout-ms MS  simulated time stands while a woken client reacts (0: off)\n"
-           "  --no-sim-gate         evaluate every NIC's RMA unit in every cycle (no clock gating\n"
-           "                        of idle units: the same cycles, slower; for comparison)\n";
+           "  --no-sim-gate         evaluate every NIC's RMA unit and switch in every cycle (no\n"
+           "                        clock gating of idle units: the same cycles, slower)\n";
 }
 
 bool parse_options(int argc, char** argv, Options& o, std::string& err) {

@@ -32,11 +32,11 @@ struct SystemConfig {
     int dma_stall_pct = 0;      // host memory refuses DMA beats (percent of cycles)
     bool waves = false;         // dump an FST per node (WAVES=1 does the same)
     std::string waves_prefix = "system";
-    // Clock gating of idle units in the models (docs/simulator.md): each NIC's RMA unit is not
-    // evaluated in cycles where it provably changes nothing (velo_sim_gate, enabled by the plusarg
-    // +velo_sim_gate in the model's context). The same cycles either way; false evaluates it
-    // always (for comparison). The gate needs a settle eval with clk low after the inputs of an
-    // edge are set and before it (step() does one).
+    // Clock gating of idle units in the models (docs/simulator.md): each NIC's RMA unit and
+    // switch are not evaluated in cycles where they provably change nothing (velo_sim_gate,
+    // enabled by the plusarg +velo_sim_gate in the model's context). The same cycles either way;
+    // false evaluates them always (for comparison). The gates need a settle eval with clk low
+    // after the inputs of an edge are set and before it (step() does one).
     bool sim_gate = true;
 };
 
