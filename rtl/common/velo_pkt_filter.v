@@ -19,7 +19,8 @@ module velo_pkt_filter #(
     input  wire        out_ready,
     output wire [63:0] out_data,
     output wire        out_last,
-    output reg         ev_drop    // a bad packet was discarded (pulse)
+    output reg         ev_drop,   // a bad packet was discarded (pulse)
+    output wire        idle       // empty, no event pending: with in_valid low no register changes
 );
     reg  [AW:0] wp, wc, rp;       // write (current packet), committed end, read
     wire        push = in_valid && in_ready;
@@ -37,6 +38,7 @@ module velo_pkt_filter #(
     `VELO_ASSERT(clk, rst, wc - rp <= used, "velo_pkt_filter: committed end outside the held words")
     `VELO_ASSERT(clk, rst, !push || used < (1 << AW), "velo_pkt_filter: written full")
     `VELO_ASSERT(clk, rst, !re || wc != rp, "velo_pkt_filter: read past the committed end")
+    assign idle     = (wp == rp) && !out_valid && !ev_drop;
     assign out_data = q[63:0];
     assign out_last = q[64];
 

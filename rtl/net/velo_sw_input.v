@@ -47,7 +47,10 @@ module velo_sw_input #(
     output wire [LINK_W-1:0] s_data,       // flit data (unchanged; the crossbar rewrites the header)
     output wire              s_last,       // last flit
     output wire              s_bad,        // with s_last: packet bad
-    output wire              ev_overflow   // a packet was dropped or cut (design error upstream)
+    output wire              ev_overflow,  // a packet was dropped or cut (design error upstream)
+    // at rest (every VC empty, not streaming, not inside a packet): with in_valid and acc low no
+    // register changes (velo_switch gates its clock in simulation)
+    output wire              idle
 );
     `VELO_CHECK_LINK_W
     `VELO_CHECK(g_check_nvc, NVC == 4, "velo_sw_input: NVC must be 4")
@@ -149,6 +152,9 @@ module velo_sw_input #(
     end
 
     // ---------------------------------------------------------------- per VC
+    wire [NVC-1:0] vc_empty;
+    assign idle = !w_mid && !act && !sv && (vc_empty == {NVC{1'b1}});
+
     genvar v;
     generate
         for (v = 0; v < NVC; v = v + 1) begin : g_vc
@@ -164,6 +170,7 @@ module velo_sw_input #(
             assign rd_ptr[v*AW +: AW]     = rp;
             assign cnt[v*CW +: CW]        = n;
             assign hq_n[v*(HW+1) +: HW+1] = hn;
+            assign vc_empty[v]            = (n == {CW{1'b0}}) && (hwp == hrp);
 
             assign coll[v]    = wdrop && (in_vc == v);
             assign in_free[v] = rd_v || coll[v];

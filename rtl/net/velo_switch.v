@@ -32,6 +32,15 @@
 // behind a request at the local output, and a response injected on lin2_* never waits behind a
 // request header at the local input. With NLOC = 1 the lin2_* inputs are ignored and lout2_* is
 // idle: every local packet leaves on lout_*.
+//
+// Clock gating in simulation (docs/simulator.md): every register of the switch is clocked by
+// gclk, which velo_sim_gate stops (Verilator with +velo_sim_gate only; elsewhere gclk = clk) in
+// cycles where none can change: no output connected, both local input skids empty and no packet
+// streaming from them, every network input at rest (velo_sw_input idle: every VC empty), and no
+// flit arriving (in_valid, lin_valid, lin2_valid) nor reset. With no head the arbiters request
+// nothing, so the readys and out_start_ok do not matter; the outputs (valids low, in_free,
+// ev_*) are functions of held registers and inputs. The skids' data registers are rewritten every
+// cycle while empty and read only with their valid (the edge that raises it rewrites them).
 `default_nettype none
 `include "velo_check.vh"
 module velo_switch #(
@@ -104,6 +113,11 @@ module velo_switch #(
     `VELO_CHECK(g_check_vc_depth, VC_DEPTH >= MAX_PKT_FLITS, "velo_switch: VC_DEPTH must hold a largest packet (MAX_PKT_FLITS)")
     `VELO_CHECK(g_check_nloc, NLOC == 1 || NLOC == 2, "velo_switch: NLOC must be 1 or 2")
 
+    // ---------------------------------------------------------------- clock gate (simulation)
+    wire gclk, gate_en;
+    wire [NP-1:0] in_idle;  // network inputs at rest
+    wire          l2_quiet; // second local input empty and not streaming (or absent)
+
     // ---------------------------------------------------------------- input streams
     wire [NI-1:0]        s_valid, s_last, s_bad, s_ready;
     wire [NI*LINK_W-1:0] s_data;
@@ -118,7 +132,7 @@ module velo_switch #(
     wire [LINK_W:0]   l_q;     // {last, data}
     reg               l_act;   // streaming a packet
     velo_skid #(.W(LINK_W + 1)) u_lin (
-        .clk(clk), .rst(rst),
+        .clk(gclk), .rst(rst),
         .s_valid(lin_valid), .s_ready(lin_ready), .s_data({lin_last, lin_data}),
         .m_valid(l_valid), .m_ready(l_ready), .m_data(l_q));
     assign s_valid[0]          = l_act && l_valid;
@@ -137,7 +151,7 @@ module velo_switch #(
         end
     endgenerate
 
-    always @(posedge clk) begin
+    always @(posedge gclk) begin
         if (rst) begin
             l_act <= 1'b0;
         end else if (|acc[NVC-1:0]) begin
@@ -154,7 +168,7 @@ module velo_switch #(
             wire [LINK_W:0] l2_q;
             reg             l2_act;
             velo_skid #(.W(LINK_W + 1)) u_lin2 (
-                .clk(clk), .rst(rst),
+                .clk(gclk), .rst(rst),
                 .s_valid(lin2_valid), .s_ready(lin2_ready), .s_data({lin2_last, lin2_data}),
                 .m_valid(l2_valid), .m_ready(l2_ready), .m_data(l2_q));
             assign s_valid[NP+1]              = l2_act && l2_valid;
@@ -163,11 +177,12 @@ module velo_switch #(
             assign s_bad[NP+1]                = 1'b0;
             assign s_vc[2*(NP+1) +: 2]        = l2_q[1:0];
             assign l2_ready                   = l2_act && s_ready[NP+1];
+            assign l2_quiet                   = !l2_act && !l2_valid;
             for (gv = 0; gv < NVC; gv = gv + 1) begin : g_l2head
                 assign h_valid[(NP+1)*NVC + gv]         = !l2_act && l2_valid && (l2_q[1:0] == gv);
                 assign h_code[((NP+1)*NVC + gv)*PB +: PB] = l2_q[2 +: PB];
             end
-            always @(posedge clk) begin
+            always @(posedge gclk) begin
                 if (rst) begin
                     l2_act <= 1'b0;
                 end else if (|acc[(NP+1)*NVC +: NVC]) begin
@@ -178,6 +193,7 @@ module velo_switch #(
             end
         end else begin : g_nolin2
             assign lin2_ready = 1'b0;
+            assign l2_quiet   = 1'b1;
             wire unused_l2 = &{1'b0, lin2_valid, lin2_data, lin2_last};
         end
     endgenerate
@@ -190,14 +206,14 @@ module velo_switch #(
             assign acc_vc = {acc[gi*NVC+3] | acc[gi*NVC+2], acc[gi*NVC+3] | acc[gi*NVC+1]};
             velo_sw_input #(.LINK_W(LINK_W), .NVC(NVC), .VC_DEPTH(VC_DEPTH), .PB(PB),
                             .MAX_PKT_FLITS(MAX_PKT_FLITS)) u_in (
-                .clk(clk), .rst(rst),
+                .clk(gclk), .rst(rst),
                 .in_valid(in_valid[gi-1]), .in_data(in_data[(gi-1)*LINK_W +: LINK_W]),
                 .in_last(in_last[gi-1]), .in_bad(in_bad[gi-1]), .in_vc(in_vc[2*(gi-1) +: 2]),
                 .in_free(in_free[(gi-1)*NVC +: NVC]),
                 .h_valid(h_valid[gi*NVC +: NVC]), .h_code(h_code[gi*NVC*PB +: NVC*PB]),
                 .acc(|acc[gi*NVC +: NVC]), .acc_vc(acc_vc), .s_vc(s_vc[2*gi +: 2]),
                 .s_valid(s_valid[gi]), .s_ready(s_ready[gi]), .s_data(s_data[gi*LINK_W +: LINK_W]),
-                .s_last(s_last[gi]), .s_bad(s_bad[gi]), .ev_overflow(ovf[gi-1]));
+                .s_last(s_last[gi]), .s_bad(s_bad[gi]), .ev_overflow(ovf[gi-1]), .idle(in_idle[gi-1]));
         end
     endgenerate
     assign ev_overflow = |ovf;
@@ -288,7 +304,7 @@ module velo_switch #(
                 assign gin[gi] = |gnt[go*R + gi*NVC +: NVC];
             end
             velo_rr_arb #(.N(R)) u_arb (
-                .clk(clk), .rst(rst), .req(req), .gnt(gnt[go*R +: R]), .adv(won[go]));
+                .clk(gclk), .rst(rst), .req(req), .gnt(gnt[go*R +: R]), .adv(won[go]));
             assign won[go] = |(gnt[go*R +: R] & acc);
             if (go >= 1 && go <= NP) begin : g_stall
                 assign wait_ok[go-1] = !conn_v[go] && (|blk);
@@ -296,7 +312,7 @@ module velo_switch #(
                 wire unused_ok = &{1'b0, blk};  // never blocked by credits
             end
 
-            always @(posedge clk) begin
+            always @(posedge gclk) begin
                 if (rst) begin
                     conn[go*NI +: NI] <= {NI{1'b0}};
                     conn_first[go]    <= 1'b0;
@@ -309,7 +325,7 @@ module velo_switch #(
                 end
             end
             // invariant (simulation only): an output is connected to one input at most
-            `VELO_ASSERT(clk, rst, (conn[go*NI +: NI] & (conn[go*NI +: NI] - 1'b1)) == {NI{1'b0}}, "velo_switch: an output connected to two inputs")
+            `VELO_ASSERT(gclk, rst, (conn[go*NI +: NI] & (conn[go*NI +: NI] - 1'b1)) == {NI{1'b0}}, "velo_switch: an output connected to two inputs")
         end
 
         for (gi = 0; gi < NI; gi = gi + 1) begin : g_acc
@@ -324,7 +340,7 @@ module velo_switch #(
                 assign offer[gv] = |by;
             end
             velo_rr_arb #(.N(NVC)) u_acc (
-                .clk(clk), .rst(rst), .req(offer), .gnt(acc[gi*NVC +: NVC]), .adv(|offer));
+                .clk(gclk), .rst(rst), .req(offer), .gnt(acc[gi*NVC +: NVC]), .adv(|offer));
             // the input's flits are taken when the output it is connected to takes them
             for (go = 0; go < NO; go = go + 1) begin : g_rdy
                 assign rdy[go] = conn[go*NI + gi] && o_ready[go];
@@ -333,6 +349,10 @@ module velo_switch #(
         end
     endgenerate
     assign ev_credit_stall = wait_ok;
+
+    wire idle = !l_act && !l_valid && l2_quiet && (conn == {(NO*NI){1'b0}}) && (in_idle == {NP{1'b1}});
+    assign gate_en = !idle || rst || (|in_valid) || lin_valid || (NLOC > 1 && lin2_valid);
+    velo_sim_gate u_gate (.clk(clk), .en(gate_en), .gclk(gclk));
     assign ev_bad_route    = won[DROP];
 
     // ---------------------------------------------------------------- crossbar

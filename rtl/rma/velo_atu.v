@@ -70,6 +70,9 @@ module velo_atu #(
     // quiesce status (RMA.QUIESCE_REGION / QUIESCE_STATUS)
     input  wire [REGION_BITS-1:0] q_region,
     output wire                   q_busy,
+    // at rest (table initialised, no lookup in the pipeline, no event pending): with no valid input
+    // (lk_valid, rel_valid, cfg_valid) no register changes (velo_rma gates its clock in simulation)
+    output wire                   idle,
     // events (one-cycle pulses)
     output reg                    ev_rel_underflow,
     output reg                    ev_cfg_bad   // a table write beyond the tables or registers
@@ -297,6 +300,7 @@ module velo_atu #(
 
     // ---------------------------------------------------------------- quiesce
     assign q_busy = (iu_q != {INUSE_W{1'b0}}) || (a_valid && a_region == q_region);
+    assign idle   = !init && !a_valid && !b_valid && !ev_rel_underflow && !ev_cfg_bad;
 
     wire unused_ok = &{1'b0, c_owner, lk_region16, cfg_data, a_pg, rel_region, q_region};
 endmodule

@@ -31,7 +31,10 @@
 // ones after a timeout, wrong requester id, unknown tag, non-completions) are dropped and counted.
 //
 // Timing of the timeout: ages advance every TIMEOUT/4 cycles; a read times out after 5 ages,
-// i.e. between TIMEOUT+1 and 1.25*TIMEOUT cycles after it was issued.
+// i.e. between TIMEOUT+1 and 1.25*TIMEOUT cycles after it was issued. The ages advance on a
+// prescaler (velo_tick) of the engine's own (TICK_IN = 0) or on tick_in (TICK_IN = 1: velo_rma
+// keeps the prescaler on its free-running clock while the engine may be clock-gated in
+// simulation when idle, velo_sim_gate).
 `default_nettype none
 `include "velo_spec.vh"
 `include "velo_check.vh"
@@ -42,11 +45,13 @@ module velo_dma_rd #(
     parameter integer TAG_W   = 8,      // tag bits the host supports: 5, or 8 (extended tags)
     parameter integer CB_LOG2 = 13,     // completion buffer is 2^CB_LOG2 bytes: > log2(MRRS), <= 2^15 beats
     parameter integer CTX_W   = 16,     // width of the caller's request context, >= 1
-    parameter integer TIMEOUT = 65536   // completion timeout in cycles, >= 4
+    parameter integer TIMEOUT = 65536,  // completion timeout in cycles, >= 4
+    parameter integer TICK_IN = 0       // 1: the ages advance on tick_in (a velo_tick of TIMEOUT/4 outside)
 ) (
     input  wire                 clk,
     input  wire                 rst,        // synchronous, active high
     input  wire [15:0]          req_id,     // our PCIe requester id (bus/device/function)
+    input  wire                 tick_in,    // TICK_IN = 1: one cycle in TIMEOUT/4 (else unused)
     // read requests
     input  wire                 rq_valid,
     output wire                 rq_ready,
@@ -78,6 +83,7 @@ module velo_dma_rd #(
     input  wire [TLP_W-1:0]     cpl_data,
     // status and counters (32 bits, wrapping)
     output wire                 busy,           // a request is accepted and not fully delivered
+    output wire                 idle,           // at rest: not busy, no quarantined slot, no completion half taken
     output reg  [31:0]          cnt_reads,      // memory read TLPs issued
     output reg  [31:0]          cnt_cpl_bytes,  // payload bytes of accepted completions
     output reg  [31:0]          cnt_errors,     // reads that ended in error (timeouts included)
@@ -93,7 +99,6 @@ module velo_dma_rd #(
     localparam integer GW     = (GEN_W > 0) ? GEN_W : 1;
     localparam integer CB_AW  = CB_LOG2 - LB;           // completion buffer address (beats)
     localparam integer TICK   = (TIMEOUT / 4 > 0) ? TIMEOUT / 4 : 1;
-    localparam integer PW     = $clog2(TICK + 1);
     localparam [2:0]   AGE_LIMIT = 3'd5;
 
     `VELO_CHECK_TLP_W
@@ -103,6 +108,7 @@ module velo_dma_rd #(
     `VELO_CHECK(g_check_cb_log2, CB_LOG2 > $clog2(MRRS) && CB_AW <= 15, "velo_dma_rd: CB_LOG2 must exceed log2(MRRS), at most 2^15 beats")
     `VELO_CHECK(g_check_ctx_w, CTX_W >= 1, "velo_dma_rd: CTX_W must be at least 1")
     `VELO_CHECK(g_check_timeout, TIMEOUT >= 4, "velo_dma_rd: TIMEOUT must be at least 4")
+    `VELO_CHECK_FLAG(g_check_tick_in, TICK_IN, "velo_dma_rd: TICK_IN must be 0 or 1")
 
     // static per-slot information, written when the read is issued
     localparam integer I_ALO  = 0;                      // address bits 11:0
@@ -113,10 +119,8 @@ module velo_dma_rd #(
     localparam integer I_CTX  = 26 + CB_AW;
     localparam integer INFO_W = 26 + CB_AW + CTX_W;
 
-    localparam integer TICK_M1I = TICK - 1;
     localparam [12:0]  MRRS13  = MRRS[12:0];
     localparam [TB:0]  TAGS_N  = TAGS[TB:0];
-    localparam [PW-1:0] TICK_M1 = TICK_M1I[PW-1:0];
 
     // ================================================================ slot state
     reg [TAGS-1:0]      t_busy;    // issued, completions outstanding
@@ -135,8 +139,15 @@ module velo_dma_rd #(
     reg [CB_AW-1:0]     cb_wr;     // next free completion buffer beat
     reg [CB_AW:0]       cb_free;   // free completion buffer beats
 
-    reg [PW-1:0]        pre;
-    wire                tick = (pre == TICK_M1);
+    wire                tick;      // the ages advance
+    generate
+        if (TICK_IN != 0) begin : g_tick_in
+            assign tick = tick_in;
+        end else begin : g_tick
+            velo_tick #(.N(TICK)) u_tick (.clk(clk), .rst(rst), .tick(tick));
+            wire unused_tick = &{1'b0, tick_in};
+        end
+    endgenerate
 
     // ================================================================ request splitting, issue
     reg              s_v;      // a request is being split
@@ -343,6 +354,8 @@ module velo_dma_rd #(
     assign rd_err   = o_err;
     assign rd_ctx   = o_ctx;
     assign busy     = s_v || tx_v || (tq_wr != tq_rd) || o_v;
+    // with no valid input, nothing changes at rest (every slot not busy ages only while stale)
+    assign idle     = !busy && (t_stale == {TAGS{1'b0}}) && !c_in;
 
     // ================================================================ sequential state
     integer i;
@@ -360,7 +373,6 @@ module velo_dma_rd #(
             tq_rd   <= {(TB+1){1'b0}};
             cb_wr   <= {CB_AW{1'b0}};
             cb_free <= {1'b1, {CB_AW{1'b0}}};
-            pre     <= {PW{1'b0}};
             s_v     <= 1'b0;
             s_addr  <= 64'd0;
             s_rem   <= 13'd0;
@@ -394,8 +406,6 @@ module velo_dma_rd #(
             cnt_timeouts   <= 32'd0;
             cnt_unexpected <= 32'd0;
         end else begin
-            pre <= tick ? {PW{1'b0}} : pre + 1'b1;
-
             // ---- ages, timeouts and quarantine, every slot in parallel
             for (i = 0; i < TAGS; i = i + 1) begin
                 if (tick && (t_busy[i] || t_stale[i]) && t_age[3*i +: 3] != 3'd7)

@@ -24,6 +24,18 @@
 //
 // Counters (spec list rma_counters, RMA.CNT_BASE): kept here, read combinationally (rcnt_*),
 // cleared by a register write; byte counters add the bytes of the cycle.
+//
+// Clock gating in simulation (docs/simulator.md): every register of the unit is clocked by gclk,
+// which velo_sim_gate stops (Verilator with +velo_sim_gate only; elsewhere gclk = clk) in cycles
+// where no register can change: every block is at rest (its idle output: FSMs in their rest
+// state, FIFOs and queues empty, no tag outstanding, no quarantined DMA read slot, no lookup,
+// release, notification or event pending) and no input carries anything (reset, a BAR4 write,
+// a completion, a request or response packet, an ATU table write, a notification queue write by
+// software, a counter clear or a BAR4 read event). At rest the outputs are functions of registers
+// that hold and of inputs (q_region_busy, q_vpid_busy, rcnt_data), so they hold too. Data
+// registers rewritten every cycle but read only with a valid (the blocks' idle comments) may
+// differ while gated; the edge that raises their valid rewrites them. The one free-running
+// register, the DMA read engine's timeout prescaler, stays on clk (u_dma_tick).
 `default_nettype none
 `include "velo_spec.vh"
 `include "velo_check.vh"
@@ -129,6 +141,10 @@ module velo_rma #(
     `VELO_CHECK(g_check_timeout, TIMEOUT >= 4, "velo_rma: TIMEOUT must be at least 4")
 
     localparam integer TCTX = 16;           // target DMA read context
+
+    // ---------------------------------------------------------------- clock gate (simulation)
+    wire gclk, gate_en;
+    velo_sim_gate u_gate (.clk(clk), .en(gate_en), .gclk(gclk));
     localparam integer NRC  = `VELO_RMA_CNT_NUM;
 
     // ---------------------------------------------------------------- command decoder
@@ -138,13 +154,14 @@ module velo_rma #(
     wire [6:0]   cm_slot;
     wire [7:0]   cm_slot_cnt;
     wire [3:0]   cm_err;
-    wire         ev_put, ev_get_cmd, ev_torn, ev_badcmd;
+    wire         ev_put, ev_get_cmd, ev_torn, ev_badcmd, cmd_idle;
     velo_rma_cmd #(.TLP_W(64), .NODE_BITS(NODE_BITS), .VPID_BITS(VPID_BITS)) u_cmd (
-        .clk(clk), .rst(rst),
+        .clk(gclk), .rst(rst),
         .in_valid(w_valid), .in_ready(w_ready), .in_sop(w_sop), .in_eop(w_eop), .in_hdr(w_hdr), .in_data(w_data),
         .out_valid(cm_valid), .out_ready(cm_ready), .out_cmd(cm_data), .out_vpid(cm_vpid), .out_slot(cm_slot),
         .out_slot_cnt(cm_slot_cnt), .out_err(cm_err),
-        .ev_cmd_put(ev_put), .ev_cmd_get(ev_get_cmd), .ev_cmd_torn(ev_torn), .ev_cmd_bad(ev_badcmd));
+        .ev_cmd_put(ev_put), .ev_cmd_get(ev_get_cmd), .ev_cmd_torn(ev_torn), .ev_cmd_bad(ev_badcmd),
+        .idle(cmd_idle));
 
     // ---------------------------------------------------------------- ATU, shared
     wire        i_lk_valid, i_lk_ready, i_rs_valid, i_rs_ready, i_rel_valid, i_rel_ready;
@@ -166,14 +183,14 @@ module velo_rma #(
     wire [REGION_BITS-1:0] a_rs_region;
     wire [VPID_BITS-1:0] a_rs_owner;
     wire [1:0]  a_rs_tag;
-    wire        ev_rel_underflow, ev_cfg_bad;
+    wire        ev_rel_underflow, ev_cfg_bad, atu_idle;
 
     // lookups round robin (the engine not served last first); tag = {target, target's tag}
     reg  lk_last_t;
     wire lk_sel_t = t_lk_valid && (!i_lk_valid || !lk_last_t);
     assign i_lk_ready = !lk_sel_t && a_lk_ready;
     assign t_lk_ready = lk_sel_t && a_lk_ready;
-    always @(posedge clk) begin
+    always @(posedge gclk) begin
         if (rst) lk_last_t <= 1'b0;
         else if ((i_lk_valid || t_lk_valid) && a_lk_ready) lk_last_t <= lk_sel_t;
     end
@@ -185,7 +202,7 @@ module velo_rma #(
     assign i_rel_ready = !t_rel_valid;
 
     velo_atu #(.REGION_BITS(REGION_BITS), .PTE_BITS(PTE_BITS), .VPID_BITS(VPID_BITS), .TAG_W(2)) u_atu (
-        .clk(clk), .rst(rst),
+        .clk(gclk), .rst(rst),
         .cfg_valid(cfg_valid), .cfg_ready(cfg_ready), .cfg_pte(cfg_pte), .cfg_idx(cfg_idx), .cfg_reg(cfg_reg),
         .cfg_data(cfg_data),
         .lk_valid(i_lk_valid || t_lk_valid), .lk_ready(a_lk_ready),
@@ -196,7 +213,7 @@ module velo_rma #(
         .rs_region(a_rs_region), .rs_owner(a_rs_owner), .rs_tag(a_rs_tag),
         .rel_valid(t_rel_valid || i_rel_valid), .rel_region(t_rel_valid ? t_rel_region : i_rel_region),
         .q_region(q_region), .q_busy(q_region_busy),
-        .ev_rel_underflow(ev_rel_underflow), .ev_cfg_bad(ev_cfg_bad));
+        .idle(atu_idle), .ev_rel_underflow(ev_rel_underflow), .ev_cfg_bad(ev_cfg_bad));
 
     // ---------------------------------------------------------------- DMA reads, shared
     wire        i_rq_valid, i_rq_ready, i_rd_valid, i_rd_ready, i_rd_last, i_rd_err;
@@ -216,9 +233,10 @@ module velo_rma #(
     wire [11:0] d_rq_len_m1;
     wire [TCTX:0] d_rq_ctx, d_rd_ctx;
     wire [7:0]  d_rd_be;
+    wire        rdmux_idle;
 
     velo_rma_rdmux #(.TAG_BITS(TAG_BITS), .TCTX_W(TCTX), .FIFO_AW(10)) u_rdmux (
-        .clk(clk), .rst(rst),
+        .clk(gclk), .rst(rst),
         .i_rq_valid(i_rq_valid), .i_rq_ready(i_rq_ready), .i_rq_addr(i_rq_addr), .i_rq_len_m1(i_rq_len_m1),
         .i_rq_ctx(i_rq_ctx), .i_rd_valid(i_rd_valid), .i_rd_ready(i_rd_ready), .i_rd_data(i_rd_data),
         .i_rd_be(i_rd_be), .i_rd_last(i_rd_last), .i_rd_err(i_rd_err), .i_rd_ctx(i_rd_ctx),
@@ -228,23 +246,26 @@ module velo_rma #(
         .t_rd_be(t_rd_be), .t_rd_first(t_rd_first), .t_rd_last(t_rd_last), .t_rd_err(t_rd_err), .t_rd_ctx(t_rd_ctx),
         .rq_valid(d_rq_valid), .rq_ready(d_rq_ready), .rq_addr(d_rq_addr), .rq_len_m1(d_rq_len_m1), .rq_ctx(d_rq_ctx),
         .rd_valid(d_rd_valid), .rd_ready(d_rd_ready), .rd_data(d_rd_data), .rd_be(d_rd_be), .rd_first(d_rd_first),
-        .rd_last(d_rd_last), .rd_err(d_rd_err), .rd_ctx(d_rd_ctx));
+        .rd_last(d_rd_last), .rd_err(d_rd_err), .rd_ctx(d_rd_ctx), .idle(rdmux_idle));
 
-    wire         mrd_valid, mrd_ready, mrd_sop, mrd_eop, dma_busy;
+    wire         mrd_valid, mrd_ready, mrd_sop, mrd_eop, dma_busy, dma_idle, dma_tick;
     wire [127:0] mrd_hdr;
     wire [63:0]  mrd_data;
     wire [31:0]  dc0, dc1, dc2, dc3, dc4;
     velo_dma_rd #(.TLP_W(64), .MRRS(MRRS), .TAGS(32), .TAG_W(8), .CB_LOG2(13), .CTX_W(TCTX + 1),
-                  .TIMEOUT(TIMEOUT)) u_dma (
-        .clk(clk), .rst(rst), .req_id(req_id),
+                  .TIMEOUT(TIMEOUT), .TICK_IN(1)) u_dma (
+        .clk(gclk), .rst(rst), .req_id(req_id), .tick_in(dma_tick),
         .rq_valid(d_rq_valid), .rq_ready(d_rq_ready), .rq_addr(d_rq_addr), .rq_len_m1(d_rq_len_m1), .rq_ctx(d_rq_ctx),
         .rd_valid(d_rd_valid), .rd_ready(d_rd_ready), .rd_data(d_rd_data), .rd_be(d_rd_be), .rd_first(d_rd_first),
         .rd_last(d_rd_last), .rd_err(d_rd_err), .rd_ctx(d_rd_ctx),
         .tx_valid(mrd_valid), .tx_ready(mrd_ready), .tx_sop(mrd_sop), .tx_eop(mrd_eop), .tx_hdr(mrd_hdr),
         .tx_data(mrd_data),
         .cpl_valid(c_valid), .cpl_ready(c_ready), .cpl_sop(c_sop), .cpl_eop(c_eop), .cpl_hdr(c_hdr), .cpl_data(c_data),
-        .busy(dma_busy), .cnt_reads(dc0), .cnt_cpl_bytes(dc1), .cnt_errors(dc2), .cnt_timeouts(dc3),
+        .busy(dma_busy), .idle(dma_idle), .cnt_reads(dc0), .cnt_cpl_bytes(dc1), .cnt_errors(dc2), .cnt_timeouts(dc3),
         .cnt_unexpected(dc4));
+
+    // its timeout prescaler on the free-running clock: gating the idle engine never shifts a timeout
+    velo_tick #(.N((TIMEOUT / 4 > 0) ? TIMEOUT / 4 : 1)) u_dma_tick (.clk(clk), .rst(rst), .tick(dma_tick));
 
     // ---------------------------------------------------------------- notifications, shared
     wire         i_n_valid, i_n_ready, t_n_valid, t_n_ready, n_ready, n_done, n_drop;
@@ -258,9 +279,9 @@ module velo_rma #(
     wire n_valid  = n_sel_t ? t_n_valid : i_n_valid;
     assign i_n_ready = !n_sel_t && n_ready;
     assign t_n_ready = n_sel_t && n_ready;
-    wire nq_cmt, nq_ev_entry, nq_ev_drop, nq_ev_bp, nq_busy;
+    wire nq_cmt, nq_ev_entry, nq_ev_drop, nq_ev_bp, nq_busy, nq_idle;
     wire [VPID_BITS-1:0] nq_cmt_vpid;
-    always @(posedge clk) begin
+    always @(posedge gclk) begin
         if (rst) begin
             n_lock   <= 1'b0;
             n_own_t  <= 1'b0;
@@ -282,33 +303,34 @@ module velo_rma #(
     wire [127:0] nw_hdr;
     wire [63:0]  nw_data;
     velo_rma_notify #(.TLP_W(64), .VPID_BITS(VPID_BITS)) u_nq (
-        .clk(clk), .rst(rst), .req_id(req_id),
+        .clk(gclk), .rst(rst), .req_id(req_id),
         .n_valid(n_valid), .n_ready(n_ready), .n_vpid(n_sel_t ? t_n_vpid : i_n_vpid),
         .n_entry(n_sel_t ? t_n_entry : i_n_entry),
         `VELO_QTBL_CONNECT, .q_vpid(q_vpid), .q_busy(q_vpid_busy), .busy(nq_busy),
         .tx_valid(nw_valid), .tx_ready(nw_ready), .tx_sop(nw_sop), .tx_eop(nw_eop), .tx_hdr(nw_hdr),
         .tx_data(nw_data),
         .ev_entry(nq_ev_entry), .ev_drop(nq_ev_drop), .ev_backpressure(nq_ev_bp),
-        .cmt_valid(nq_cmt), .cmt_vpid(nq_cmt_vpid));
+        .cmt_valid(nq_cmt), .cmt_vpid(nq_cmt_vpid), .idle(nq_idle));
 
     // ---------------------------------------------------------------- initiator
-    wire         iw_valid, iw_ready, iw_sop, iw_eop, i_busy;
+    wire         iw_valid, iw_ready, iw_sop, iw_eop, i_busy, i_idle;
     wire [127:0] iw_hdr;
     wire [63:0]  iw_data;
     wire         i_ev_cmd, i_ev_err, i_ev_rsp_drop;
     wire [7:0]   i_ev_tx_bytes, i_ev_rx_bytes;
     wire [3:0]   i_ev_err_reason;
-    wire         f_valid, f_ready, f_last, f_drop;
+    wire         f_valid, f_ready, f_last, f_drop, f_idle;
     wire [63:0]  f_data;
 
     velo_pkt_filter #(.AW(6)) u_rspf (
-        .clk(clk), .rst(rst),
+        .clk(gclk), .rst(rst),
         .in_valid(si_valid), .in_ready(si_ready), .in_data(si_data), .in_last(si_last), .in_bad(si_bad),
-        .out_valid(f_valid), .out_ready(f_ready), .out_data(f_data), .out_last(f_last), .ev_drop(f_drop));
+        .out_valid(f_valid), .out_ready(f_ready), .out_data(f_data), .out_last(f_last), .ev_drop(f_drop),
+        .idle(f_idle));
 
     velo_rma_init #(.NODE_BITS(NODE_BITS), .VPID_BITS(VPID_BITS), .REGION_BITS(REGION_BITS),
                     .TAG_BITS(TAG_BITS), .MTU(MTU)) u_init (
-        .clk(clk), .rst(rst), .enable(enable), .node_id(node_id), .req_id(req_id),
+        .clk(gclk), .rst(rst), .enable(enable), .node_id(node_id), .req_id(req_id),
         .cmd_valid(cm_valid), .cmd_ready(cm_ready), .cmd_data(cm_data), .cmd_vpid(cm_vpid), .cmd_slot(cm_slot),
         .cmd_slot_cnt(cm_slot_cnt), .cmd_err(cm_err),
         .rt_re(ri_re), .rt_node(ri_node), .rt_data(ri_data),
@@ -324,10 +346,10 @@ module velo_rma #(
         .tx_valid(iw_valid), .tx_ready(iw_ready), .tx_sop(iw_sop), .tx_eop(iw_eop), .tx_hdr(iw_hdr), .tx_data(iw_data),
         .n_valid(i_n_valid), .n_ready(i_n_ready), .n_vpid(i_n_vpid), .n_entry(i_n_entry),
         .busy(i_busy), .ev_cmd(i_ev_cmd), .ev_tx_bytes(i_ev_tx_bytes), .ev_rx_bytes(i_ev_rx_bytes),
-        .ev_err(i_ev_err), .ev_err_reason(i_ev_err_reason), .ev_rsp_drop(i_ev_rsp_drop));
+        .ev_err(i_ev_err), .ev_err_reason(i_ev_err_reason), .ev_rsp_drop(i_ev_rsp_drop), .idle(i_idle));
 
     // ---------------------------------------------------------------- target
-    wire         tw_valid, tw_ready, tw_sop, tw_eop, t_busy;
+    wire         tw_valid, tw_ready, tw_sop, tw_eop, t_busy, t_idle;
     wire [127:0] tw_hdr;
     wire [63:0]  tw_data;
     wire         t_ev_put_pkt, t_ev_get, t_ev_bad, t_ev_err, t_ev_gerr, t_ev_put_rsp;
@@ -338,7 +360,7 @@ module velo_rma #(
 
     velo_rma_tgt #(.TLP_W(64), .NODE_BITS(NODE_BITS), .VPID_BITS(VPID_BITS), .REGION_BITS(REGION_BITS), .MTU(MTU),
                    .MPS(MPS), .SLOTS_LOG2(SLOTS_LOG2), .CTX_W(TCTX)) u_tgt (
-        .clk(clk), .rst(rst), .enable(enable), .node_id(node_id), .req_id(req_id),
+        .clk(gclk), .rst(rst), .enable(enable), .node_id(node_id), .req_id(req_id),
         .in_valid(qi_valid), .in_ready(qi_ready), .in_data(qi_data), .in_last(qi_last), .in_bad(qi_bad),
         .out_valid(so_valid), .out_ready(so_ready), .out_data(so_data), .out_last(so_last), .out_lnb(so_lnb),
         .rt_re(rt_re), .rt_node(rt_node), .rt_data(rt_data),
@@ -355,13 +377,13 @@ module velo_rma #(
         .busy(t_busy), .ev_put_pkt(t_ev_put_pkt), .ev_get(t_ev_get), .ev_bad(t_ev_bad), .ev_wr_bytes(t_ev_wr_bytes),
         .ev_rd_bytes(t_ev_rd_bytes), .ev_err(t_ev_err), .ev_err_code(t_ev_err_code), .ev_gerr(t_ev_gerr),
         .ev_gerr_code(t_ev_gerr_code), .ev_no_route(t_ev_no_route),
-        .ev_put_rsp(t_ev_put_rsp));
+        .ev_put_rsp(t_ev_put_rsp), .idle(t_idle));
 
     // ---------------------------------------------------------------- upstream TLPs
     // target writes first in the list (the merge is round robin; order does not matter for PCIe
     // ordering, which is the order of acceptance)
     velo_tlp_merge #(.TLP_W(64), .N(4)) u_txm (
-        .clk(clk), .rst(rst),
+        .clk(gclk), .rst(rst),
         .in_valid({mrd_valid, nw_valid, iw_valid, tw_valid}),
         .in_ready({mrd_ready, nw_ready, iw_ready, tw_ready}),
         .in_sop({mrd_sop, nw_sop, iw_sop, tw_sop}),
@@ -372,6 +394,11 @@ module velo_rma #(
         .out_data(tx_data));
 
     assign busy = cm_valid || i_busy || t_busy || nq_busy || dma_busy || f_valid;
+
+    // the clock gate's enable: not at rest, or an input carries something (see the top)
+    wire idle = cmd_idle && atu_idle && rdmux_idle && dma_idle && nq_idle && f_idle && i_idle && t_idle && !n_lock;
+    assign gate_en = !idle || rst || w_valid || c_valid || qi_valid || si_valid || cfg_valid || nq_sw_wr ||
+                     ev_cmd_read || rcnt_clr;
 
     // ---------------------------------------------------------------- counters
     reg [10:0] add [0:NRC-1];
@@ -400,7 +427,7 @@ module velo_rma #(
 
     reg [31:0] cnt [0:NRC-1];
     integer j;
-    always @(posedge clk) begin
+    always @(posedge gclk) begin
         for (j = 0; j < NRC; j = j + 1) begin
             if (rst || (rcnt_clr && rcnt_clr_idx == j[4:0])) cnt[j] <= 32'd0;
             else cnt[j] <= cnt[j] + {21'd0, add[j]};

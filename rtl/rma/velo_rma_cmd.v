@@ -51,7 +51,10 @@ module velo_rma_cmd #(
     output reg                  ev_cmd_put,
     output reg                  ev_cmd_get,
     output reg                  ev_cmd_torn,
-    output reg                  ev_cmd_bad
+    output reg                  ev_cmd_bad,
+    // at rest (no command held, not inside a TLP, no event pending): with in_valid low no register
+    // changes (velo_rma gates its clock in simulation)
+    output wire                 idle
 );
     `VELO_CHECK_TLP_W
     `VELO_CHECK_NODE_BITS
@@ -201,6 +204,8 @@ module velo_rma_cmd #(
             ev_cmd_torn <= (out_fire && o_torn) || short_eop || (fire && first && h_oor);
         end
     end
+
+    assign idle = !in_pkt && !out_valid && !ev_cmd_put && !ev_cmd_get && !ev_cmd_torn && !ev_cmd_bad;
 
     wire unused_ok = &{1'b0, addr_lo[1:0], addr_lo[31:20], last_cl[2:0], c0};
 endmodule

@@ -131,7 +131,12 @@ module velo_rma_init #(
     output wire [7:0]           ev_rx_bytes, // get data bytes written this cycle
     output reg                  ev_err,      // an ERROR entry was produced (reasons BAD_HANDLE and up)
     output reg  [3:0]           ev_err_reason,
-    output wire                 ev_rsp_drop  // a response packet was dropped (no such command, bad range, malformed)
+    output wire                 ev_rsp_drop, // a response packet was dropped (no such command, bad range, malformed)
+    // at rest (not busy, packetiser and get sender idle, queues empty, no packet word or lookup
+    // held, no event pending): with cmd_valid, rx_valid and rd_valid low no register changes but
+    // ev_err_reason, read only with ev_err and rewritten at the edge that raises it (velo_rma
+    // gates its clock in simulation)
+    output wire                 idle
 );
     `VELO_CHECK_NODE_BITS
     `VELO_CHECK_VPID_BITS
@@ -746,7 +751,7 @@ module velo_rma_init #(
     wire [TB-1:0] r_tag;                 // tag of the response being handled
     wire [TW-1:0] row_rsp_hdr = tag_tab[rh_tag];
     wire [TW-1:0] row_rsp   = tag_tab[r_tag];
-    wire          r_idle;
+    wire          r_idle, r_quiet;
     velo_rma_init_rsp #(.NODE_BITS(NODE_BITS), .VPID_BITS(VPID_BITS), .REGION_BITS(REGION_BITS),
                         .TAG_BITS(TAG_BITS), .MTU(MTU)) u_rsp (
         .clk(clk), .rst(rst), .req_id(req_id),
@@ -761,7 +766,7 @@ module velo_rma_init #(
         .rel_req(g_rel_req), .rel_region(g_rel_region), .rel_go(g_rel_go),
         `VELO_TLP_TX_CONNECT,
         .nreq(c_nreq), .nkind(c_nkind), .nerr(c_nerr), .ngo(c_ngo), .free(c_free),
-        .idle(r_idle), .ev_rx_bytes(ev_rx_bytes), .ev_rsp_drop(ev_rsp_drop));
+        .idle(r_idle), .quiet(r_quiet), .ev_rx_bytes(ev_rx_bytes), .ev_rsp_drop(ev_rsp_drop));
     assign c_ntag     = r_tag;
     assign c_free_tag = r_tag;
     assign c_lerr_tag = r_tag;
@@ -791,6 +796,9 @@ module velo_rma_init #(
     `VELO_ASSERT(clk, rst, al_cnt <= 5'd16, "velo_rma_init: byte aligner holds more than 16 bytes")
 
     assign busy = (t_busy != {TAGS{1'b0}}) || (i_st != I_IDLE) || n_valid || !r_idle;
+    assign idle = !busy && (p_st == P_IDLE) && !g_act && !pkt_valid && !lk_busy && (q_pp == q_wp) &&
+                  (q_ip == q_wp) && (gq_rp == gq_wp) && !s_fin && !ev_cmd && (ev_tx_bytes == 8'd0) && !ev_err &&
+                  r_quiet;
 
     wire unused_ok = &{1'b0, c0, row_issue, row_issue_head, row_rsp, row_rsp_hdr, row_get, node_id};
 endmodule

@@ -62,6 +62,7 @@ module velo_rma_init_rsp #(
     output wire                 free,       // tag is free from the next cycle
     // status and events
     output wire                 idle,       // waiting for a header word
+    output wire                 quiet,      // idle, no notification or event pending: with rx_valid low no register changes
     output reg  [7:0]           ev_rx_bytes, // get data bytes written this cycle
     output reg                  ev_rsp_drop  // a response packet was dropped
 );
@@ -309,6 +310,7 @@ module velo_rma_init_rsp #(
     end
 
     assign idle = (r_st == R_HDR);
+    assign quiet = idle && !r_nreq && !lerr_set && !ev_rsp_drop && (ev_rx_bytes == 8'd0);
 
     wire unused_ok = &{1'b0, r_nla, rx_hdr, gp_span, gp_ndw, g_span, g_ndw, g_pos, g_endb, g_sh};
 endmodule

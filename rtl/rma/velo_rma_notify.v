@@ -53,7 +53,11 @@ module velo_rma_notify #(
     output reg                  ev_drop,
     output reg                  ev_backpressure,
     output reg                  cmt_valid,
-    output reg  [VPID_BITS-1:0] cmt_vpid
+    output reg  [VPID_BITS-1:0] cmt_vpid,
+    // at rest (S_IDLE, no table write or event pending): with n_valid and sw_wr low no register
+    // changes but wp_vpid, wp_data and cmt_vpid, which are read only with wp_we / cmt_valid and
+    // rewritten at the edge that raises them (velo_rma gates its clock in simulation)
+    output wire                 idle
 );
     `VELO_CHECK_TLP_W
     `VELO_CHECK_VPID_BITS
@@ -151,6 +155,7 @@ module velo_rma_notify #(
     // ---------------------------------------------------------------- status and events
     assign busy   = (st != S_IDLE);
     assign q_busy = busy && (e_vpid == q_vpid);
+    assign idle   = !busy && !wp_we && !ev_entry && !ev_drop && !ev_backpressure && !cmt_valid;
 
     always @(posedge clk) begin
         if (rst) begin

@@ -69,7 +69,10 @@ module velo_rma_rdmux #(
     input  wire                rd_first,
     input  wire                rd_last,
     input  wire                rd_err,
-    input  wire [TCTX_W:0]     rd_ctx
+    input  wire [TCTX_W:0]     rd_ctx,
+    // the initiator's FIFO is empty: with no valid input (i_rq_valid, t_rq_valid, rd_valid) no
+    // register changes (velo_rma gates its clock in simulation)
+    output wire                idle
 );
     `VELO_CHECK(g_check_tag_bits, TAG_BITS >= 1 && TAG_BITS <= 6, "velo_rma_rdmux: TAG_BITS must be 1..6")
     `VELO_CHECK(g_check_tctx_w, TCTX_W >= TAG_BITS + 10, "velo_rma_rdmux: TCTX_W must be at least TAG_BITS + 10")
@@ -173,6 +176,8 @@ module velo_rma_rdmux #(
     `VELO_ASSERT(clk, rst, !(pop && i_rd_err && errs == {(FIFO_AW+1){1'b0}}), "velo_rma_rdmux: error beat count below zero")
     `VELO_ASSERT(clk, rst, i_rd_bytes >= {{FIFO_AW{1'b0}}, pop_n}, "velo_rma_rdmux: byte count below zero")
 
-    wire unused_ok = &{1'b0, f_in_ready, f_count, span[2:0], rd_ctx[TCTX_W-1:TAG_BITS+10]};
+    assign idle = (f_count == {(FIFO_AW+1){1'b0}});
+
+    wire unused_ok = &{1'b0, f_in_ready, span[2:0], rd_ctx[TCTX_W-1:TAG_BITS+10]};
 endmodule
 `default_nettype wire

@@ -132,7 +132,12 @@ module velo_rma_tgt #(
     output reg                    ev_gerr,    // an error GET_RSP was generated (reason ev_gerr_code); both
     output reg  [3:0]             ev_gerr_code, // kinds can happen in one cycle, so they are separate
     output reg  [1:0]             ev_no_route,// responses dropped this cycle (0..2): no valid route
-    output reg                    ev_put_rsp  // a PUT_RSP was generated
+    output reg                    ev_put_rsp, // a PUT_RSP was generated
+    // at rest (not busy, source table initialised, no route read or release pending, no event
+    // pending): with in_valid and rd_valid low no register changes but ev_err_code, ev_gerr_code
+    // and the output word register (ol, oram, olnb, oword), read only with ev_err, ev_gerr and ov
+    // and rewritten at the edge that raises them (velo_rma gates its clock in simulation)
+    output wire                   idle
 );
     `VELO_CHECK(g_check_tlp_w, TLP_W == 64, "velo_rma_tgt: TLP_W must be 64")
     `VELO_CHECK_NODE_BITS
@@ -715,6 +720,10 @@ module velo_rma_tgt #(
     assign busy = slots_busy || (t_st != T_IDLE) || (w_st != W_IDLE) || txs_valid || pr_valid || !g_idle ||
                   !g_q_empty ||
                   g_bufs_busy || rsp_busy || rsp_valid;
+
+    assign idle = !busy && !src_init && !w_rel_q && !t_rt_pend && !ev_put_pkt && !ev_get && !ev_bad &&
+                  (ev_wr_bytes == 10'd0) && (ev_rd_bytes == 8'd0) && !ev_err && !ev_gerr && (ev_no_route == 2'd0) &&
+                  !ev_put_rsp;
 
     always @(posedge clk) begin
         if (rst) begin

@@ -222,6 +222,7 @@ bool Fabric::setup_system() {
         sc.topology = "ring:" + std::to_string(opt_.nodes);
     sc.wide = opt_.wide;
     sc.seed = opt_.seed;
+    sc.sim_gate = opt_.sim_gate;
     try {
         sys_.reset(new System(sc));
     } catch (const std::exception& e) {

@@ -20,6 +20,7 @@ struct Options {
     int spin_us = -1;           // poll this long for a reaction or a store before sleeping (-1: by cores)
     int ready_fd = -1;          // write "ready\n" here once clients can connect
     bool verbose = false;
+    bool sim_gate = true;  // clock-gate idle RMA units and switches in the models (SystemConfig::sim_gate)
 };
 
 // Parse argv (without argv[0]); false with a message in err.

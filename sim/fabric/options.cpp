@@ -9,7 +9,7 @@ namespace velo::fabric {
 const char* usage() {
     return "usage: velo-fabric [--nodes N] [--topology pair|ring:N|torus:XxY] [--socket PATH]\n"
            "                   [--split-rate P [--split-bytes]] [--seed S] [--sync-timeout-ms MS] [--wide]\n"
-           "                   [--spin-us US] [--ready-fd FD] [--verbose]\n"
+           "                   [--spin-us US] [--ready-fd FD] [--no-sim-gate] [--verbose]\n"
            "Serves a simulated VELO cluster (Verilated NICs) to programs using libvelo:\n"
            "  VELO_DEVICE=sim:PATH VELO_NODE=<node> ./program\n"
            "Default socket: $XDG_RUNTIME_DIR/velo-fabric.sock, else /tmp/velo-fabric-<uid>.sock.\n"
@@ -17,7 +17,9 @@ const char* usage() {
            "                        between two quadword stores (--split-bytes: at any byte)\n"
            "  --sync-timeout-ms MS  simulated time stands while a woken client reacts (0: off)\n"
            "  --spin-us US          poll this long for a woken client's reaction or a new store before\n"
-           "                        sleeping (default: 50 with two or more CPUs online, else 0)\n";
+           "                        sleeping (default: 50 with two or more CPUs online, else 0)\n"
+           "  --no-sim-gate         evaluate every NIC's RMA unit and switch in every cycle (no\n"
+           "                        clock gating of idle units: the same cycles, slower)\n";
 }
 
 bool parse_options(int argc, char** argv, Options& o, std::string& err) {
@@ -69,6 +71,8 @@ bool parse_options(int argc, char** argv, Options& o, std::string& err) {
             o.split_bytes = true;
         } else if (a == "--wide") {
             o.wide = true;
+        } else if (a == "--no-sim-gate") {
+            o.sim_gate = false;
         } else if (a == "--verbose" || a == "-v") {
             o.verbose = true;
         } else {

@@ -69,6 +69,19 @@ inline Words words(VlWide<N>& v) {
     return Words{v.data(), static_cast<int>(N)};
 }
 
+// A context for one Verilated model, its command arguments loaded: none, or +velo_sim_gate to
+// let the model's clock gates of idle units close (rtl/common/velo_sim_gate.v, docs/simulator.md).
+// A model that reads a plusarg (every NIC with the RMA unit) stops the simulation when its context
+// has no arguments loaded; Harness and System make their contexts here. The context becomes the
+// thread's current one, where $test$plusargs looks during the model's first eval.
+inline std::unique_ptr<VerilatedContext> new_context(bool sim_gate = false) {
+    static const char* args[] = {"velo-sim", "+velo_sim_gate"};
+    std::unique_ptr<VerilatedContext> c(new VerilatedContext);
+    c->commandArgs(sim_gate ? 2 : 1, args);
+    Verilated::threadContextp(c.get());
+    return c;
+}
+
 // Whether a model has a reset input (a few leaf modules, e.g. RAMs, have none).
 template <class M, class = void>
 struct HasRst : std::false_type {};
@@ -78,7 +91,7 @@ struct HasRst<M, std::void_t<decltype(std::declval<M&>().rst)>> : std::true_type
 template <class M>
 class Harness {
   public:
-    Harness() : ctx_(new VerilatedContext), top_(new M{ctx_.get(), "top"}) {
+    Harness() : ctx_(new_context()), top_(new M{ctx_.get(), "top"}) {
         const char* w = std::getenv("WAVES");
         if (w && std::atoi(w) != 0) {
             ctx_->traceEverOn(true);

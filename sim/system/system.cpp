@@ -11,12 +11,19 @@
 #include <map>
 #include <random>
 #include <stdexcept>
+#include <type_traits>
+#include <utility>
 
 #include "Vnic_p1.h"
+#include "Vnic_p1___024root.h"
 #include "Vnic_p1w.h"
+#include "Vnic_p1w___024root.h"
 #include "Vnic_p2.h"
+#include "Vnic_p2___024root.h"
 #include "Vnic_p4.h"
+#include "Vnic_p4___024root.h"
 #include "channel.hpp"
+#include "harness.hpp"
 #include "host.hpp"
 #include "topology.hpp"
 #include "velo/velo_hw.h"
@@ -45,6 +52,23 @@ void set_bits(const Words& v, unsigned lo, unsigned w, uint64_t x) {
     }
 }
 
+// The clock gates (rtl/common/velo_sim_gate.v) of a model's RMA unit and switch: closed for the
+// coming edge when the enable latch holds 0 after the settle eval. Models without the unit (RMA =
+// 0) have no RMA gate.
+template <class V, class = void>
+struct RmaGate {
+    static bool closed(const V&) { return false; }
+};
+template <class V>
+struct RmaGate<
+    V, std::void_t<decltype(std::declval<V&>().rootp->velo_nic__DOT__g_rma__DOT__u_rma__DOT__u_gate__DOT__en_l)>> {
+    static bool closed(const V& m) { return !m.rootp->velo_nic__DOT__g_rma__DOT__u_rma__DOT__u_gate__DOT__en_l; }
+};
+template <class V>
+bool switch_gate_closed(const V& m) {
+    return !m.rootp->velo_nic__DOT__g_switch__DOT__u_sw__DOT__u_gate__DOT__en_l;
+}
+
 // One NIC model behind a width-independent interface.
 class Nic {
   public:
@@ -60,13 +84,15 @@ class Nic {
     virtual void set_cfg_id(uint16_t id) = 0;
     virtual bool irq_valid() = 0;
     virtual void set_irq_ready(bool r) = 0;
+    virtual bool rma_gated() = 0;     // the RMA unit's clock gate is closed for the coming edge
+    virtual bool switch_gated() = 0;  // the switch's
 };
 
 template <class V>
 class NicT : public Nic {
   public:
-    NicT(unsigned link_w, bool waves, const std::string& wave_file) : pw_(link_w + 2) {
-        ctx_.reset(new VerilatedContext);
+    NicT(unsigned link_w, bool waves, const std::string& wave_file, bool sim_gate) : pw_(link_w + 2) {
+        ctx_ = new_context(sim_gate);  // the gate reads its plusarg in the first eval below
         if (waves) ctx_->traceEverOn(true);
         m_.reset(new V{ctx_.get(), "nic"});
         if (waves) {
@@ -112,6 +138,8 @@ class NicT : public Nic {
     void set_cfg_id(uint16_t id) override { m_->cfg_id = id; }
     bool irq_valid() override { return m_->irq_valid; }
     void set_irq_ready(bool r) override { m_->irq_ready = r; }
+    bool rma_gated() override { return RmaGate<V>::closed(*m_); }
+    bool switch_gated() override { return switch_gate_closed(*m_); }
 
   private:
     unsigned pw_;
@@ -136,8 +164,9 @@ struct System::Impl {
         std::deque<bool> is_send;         // per queued TLP: a send-window write (measurement point)
         std::map<uint8_t, uint32_t> cpl;  // register read completions by tag
         uint8_t next_tag = 0;
-        bool irq_hold = false;  // MSI masked: irq_ready low
-        uint64_t irqs = 0;      // interrupt requests taken
+        bool irq_hold = false;                 // MSI masked: irq_ready low
+        uint64_t irqs = 0;                     // interrupt requests taken
+        uint64_t gated_rma = 0, gated_sw = 0;  // cycles the RMA unit's, the switch's clock was gated
     };
     std::vector<Node> nodes;
     // one channel per direction of every link: ch[(node * 8 + port)] carries what (node, port) sends
@@ -163,15 +192,15 @@ System::System(const SystemConfig& c) : p_(new Impl) {
         auto& n = s.nodes[i];
         std::string f = c.waves_prefix + "_node" + std::to_string(i) + ".fst";
         if (c.wide && s.np == 1)
-            n.nic.reset(new NicT<Vnic_p1w>(s.link_w, waves, f));
+            n.nic.reset(new NicT<Vnic_p1w>(s.link_w, waves, f, c.sim_gate));
         else if (c.wide)
             throw std::invalid_argument("velo: the wide configuration (TLP 128, LINK 32) is built for the pair only");
         else if (s.np == 1)
-            n.nic.reset(new NicT<Vnic_p1>(s.link_w, waves, f));
+            n.nic.reset(new NicT<Vnic_p1>(s.link_w, waves, f, c.sim_gate));
         else if (s.np == 2)
-            n.nic.reset(new NicT<Vnic_p2>(s.link_w, waves, f));
+            n.nic.reset(new NicT<Vnic_p2>(s.link_w, waves, f, c.sim_gate));
         else if (s.np <= 4)
-            n.nic.reset(new NicT<Vnic_p4>(s.link_w, waves, f));
+            n.nic.reset(new NicT<Vnic_p4>(s.link_w, waves, f, c.sim_gate));
         else
             throw std::invalid_argument("velo: at most 4 network ports per NIC are built");
         n.nic->set_cfg_id(static_cast<uint16_t>(0x0100 + i));
@@ -252,6 +281,8 @@ void System::step(uint64_t n) {
             nd.sink->drive();
             nd.nic->set_irq_ready(!nd.irq_hold);
         }
+        // the settle eval: clk low, the inputs of the coming edge set; clock gates in the models
+        // (velo_sim_gate, SystemConfig::sim_gate) take their enable for the edge here
         for (auto& nd : s.nodes) nd.nic->eval();
         // sample
         for (unsigned i = 0; i < s.topo.nodes; ++i) {
@@ -270,6 +301,8 @@ void System::step(uint64_t n) {
             if (busy) s.last_activity = s.cycle;
             if (nd.drv->sample() && !nd.is_send.empty()) nd.is_send.pop_front();
             nd.sink->sample();
+            if (nd.nic->rma_gated()) ++nd.gated_rma;
+            if (nd.nic->switch_gated()) ++nd.gated_sw;
             if (nd.nic->irq_valid() && !nd.irq_hold) {
                 ++nd.irqs;
                 if (on_irq) on_irq(i, s.cycle);
@@ -393,6 +426,11 @@ std::vector<std::string> System::errors() const {
     for (unsigned i = 0; i < p_->nodes.size(); ++i)
         for (auto& x : p_->nodes[i].sink->errors) e.push_back("node " + std::to_string(i) + ": " + x);
     return e;
+}
+
+uint64_t System::gated_cycles(unsigned node, Gated unit) const {
+    const auto& nd = p_->nodes.at(node);
+    return unit == Gated::Rma ? nd.gated_rma : nd.gated_sw;
 }
 
 bool System::quiet() const {

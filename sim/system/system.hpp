@@ -32,6 +32,12 @@ struct SystemConfig {
     int dma_stall_pct = 0;      // host memory refuses DMA beats (percent of cycles)
     bool waves = false;         // dump an FST per node (WAVES=1 does the same)
     std::string waves_prefix = "system";
+    // Clock gating of idle units in the models (docs/simulator.md): each NIC's RMA unit and
+    // switch are not evaluated in cycles where they provably change nothing (velo_sim_gate,
+    // enabled by the plusarg +velo_sim_gate in the model's context). The same cycles either way;
+    // false evaluates them always (for comparison). The gates need a settle eval with clk low
+    // after the inputs of an edge are set and before it (step() does one).
+    bool sim_gate = true;
 };
 
 class System {
@@ -102,6 +108,9 @@ class System {
     // Nothing queued at any CPU port, no DMA pending, every NIC idle and every wire carrying
     // only idle/control symbols: the simulation may sleep until the next cpu_post.
     bool quiet() const;
+    // Cycles in which a unit of a node's NIC was clock-gated (not evaluated); 0 without the gate.
+    enum class Gated { Rma, Switch };
+    uint64_t gated_cycles(unsigned node, Gated unit = Gated::Rma) const;
     // Cycles without data flits or TLP beats after which quiet() holds (longer than every link
     // timeout, so no retransmission is pending).
     static constexpr uint64_t kQuietCycles = 4096;

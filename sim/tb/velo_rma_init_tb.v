@@ -101,6 +101,8 @@ module velo_rma_init_tb #(
     assign probe = {rq_valid, rq_ready, rd_valid, rd_ready};
     assign rd_first = 1'b0;
 
+    // the blocks' idle outputs serve velo_rma's clock gate only
+    wire init_idle, atu_idle, rdmux_idle, dma_idle;
     velo_rma_init #(.TAG_BITS(TAG_BITS), .MTU(MTU)) u_init (
         .clk(clk), .rst(rst), .enable(enable), .node_id(node_id), .req_id(req_id),
         .cmd_valid(cmd_valid), .cmd_ready(cmd_ready), .cmd_data(cmd_data), .cmd_vpid(cmd_vpid),
@@ -118,7 +120,7 @@ module velo_rma_init_tb #(
         .tx_valid(tx_valid), .tx_ready(tx_ready), .tx_sop(tx_sop), .tx_eop(tx_eop), .tx_hdr(tx_hdr), .tx_data(tx_data),
         .n_valid(n_valid), .n_ready(n_ready), .n_vpid(n_vpid), .n_entry(n_entry),
         .busy(busy), .ev_cmd(ev_cmd), .ev_tx_bytes(ev_tx_bytes), .ev_rx_bytes(ev_rx_bytes), .ev_err(ev_err),
-        .ev_err_reason(ev_err_reason), .ev_rsp_drop(ev_rsp_drop));
+        .ev_err_reason(ev_err_reason), .ev_rsp_drop(ev_rsp_drop), .idle(init_idle));
 
     velo_atu #(.TAG_W(8)) u_atu (
         .clk(clk), .rst(rst), .cfg_valid(cfg_valid), .cfg_ready(cfg_ready), .cfg_pte(cfg_pte), .cfg_idx(cfg_idx),
@@ -128,7 +130,7 @@ module velo_rma_init_tb #(
         .rs_valid(rs_valid), .rs_ready(rs_ready), .rs_err(rs_err), .rs_addr(rs_addr), .rs_room(rs_room),
         .rs_region(rs_region), .rs_owner(rs_owner), .rs_tag(rs_tag),
         .rel_valid(rel_valid), .rel_region(rel_region), .q_region(q_region), .q_busy(q_busy),
-        .ev_rel_underflow(ev_rel_underflow), .ev_cfg_bad(ev_cfg_bad));
+        .idle(atu_idle), .ev_rel_underflow(ev_rel_underflow), .ev_cfg_bad(ev_cfg_bad));
 
     velo_rma_rdmux #(.TAG_BITS(TAG_BITS), .TCTX_W(16), .FIFO_AW(10)) u_rdmux (
         .clk(clk), .rst(rst),
@@ -141,10 +143,10 @@ module velo_rma_init_tb #(
         .t_rd_be(t_rd_be), .t_rd_first(t_rd_first), .t_rd_last(t_rd_last), .t_rd_err(t_rd_err), .t_rd_ctx(t_rd_ctx),
         .rq_valid(d_rq_valid), .rq_ready(d_rq_ready), .rq_addr(d_rq_addr), .rq_len_m1(d_rq_len_m1), .rq_ctx(d_rq_ctx),
         .rd_valid(d_rd_valid), .rd_ready(d_rd_ready), .rd_data(d_rd_data), .rd_be(d_rd_be), .rd_first(d_rd_first),
-        .rd_last(d_rd_last), .rd_err(d_rd_err), .rd_ctx(d_rd_ctx));
+        .rd_last(d_rd_last), .rd_err(d_rd_err), .rd_ctx(d_rd_ctx), .idle(rdmux_idle));
 
     velo_dma_rd #(.TLP_W(64), .MRRS(512), .TAGS(32), .TAG_W(8), .CB_LOG2(13), .CTX_W(17), .TIMEOUT(4096)) u_dma (
-        .clk(clk), .rst(rst), .req_id(req_id),
+        .clk(clk), .rst(rst), .req_id(req_id), .tick_in(1'b0),
         .rq_valid(d_rq_valid), .rq_ready(d_rq_ready), .rq_addr(d_rq_addr), .rq_len_m1(d_rq_len_m1), .rq_ctx(d_rq_ctx),
         .rd_valid(d_rd_valid), .rd_ready(d_rd_ready), .rd_data(d_rd_data), .rd_be(d_rd_be), .rd_first(d_rd_first),
         .rd_last(d_rd_last), .rd_err(d_rd_err), .rd_ctx(d_rd_ctx),
@@ -152,8 +154,9 @@ module velo_rma_init_tb #(
         .tx_data(mrd_data),
         .cpl_valid(cpl_valid), .cpl_ready(cpl_ready), .cpl_sop(cpl_sop), .cpl_eop(cpl_eop), .cpl_hdr(cpl_hdr),
         .cpl_data(cpl_data),
-        .busy(dma_busy), .cnt_reads(c0), .cnt_cpl_bytes(c1), .cnt_errors(c2), .cnt_timeouts(c3), .cnt_unexpected(c4));
+        .busy(dma_busy), .idle(dma_idle), .cnt_reads(c0), .cnt_cpl_bytes(c1), .cnt_errors(c2), .cnt_timeouts(c3), .cnt_unexpected(c4));
 
+    wire unused_idle = &{1'b0, init_idle, atu_idle, rdmux_idle, dma_idle};
     wire unused_ok = &{1'b0, rs_owner, rs_tag, rd_first, t_rq_ready, t_rd_valid, t_rd_data, t_rd_be, t_rd_first,
                        t_rd_last, t_rd_err, t_rd_ctx, c0, c1, c2, c3, c4, ev_cfg_bad};
 endmodule

@@ -105,6 +105,8 @@ module velo_rma_tgt_tb #(
         end
     end
 
+    // the blocks' idle outputs serve velo_rma's clock gate only
+    wire tgt_idle, atu_idle, dma_idle;
     velo_rma_tgt #(.TLP_W(64), .NODE_BITS(NODE_BITS), .VPID_BITS(8), .REGION_BITS(REGION_BITS), .MTU(MTU),
                    .MPS(MPS), .SLOTS_LOG2(SLOTS_LOG2), .CTX_W(16)) u_tgt (
         .clk(clk), .rst(rst), .enable(enable), .node_id(node_id), .req_id(req_id),
@@ -124,7 +126,7 @@ module velo_rma_tgt_tb #(
         .busy(busy), .ev_put_pkt(ev_put_pkt), .ev_get(ev_get), .ev_bad(ev_bad), .ev_wr_bytes(ev_wr_bytes),
         .ev_rd_bytes(ev_rd_bytes), .ev_err(ev_err), .ev_err_code(ev_err_code), .ev_gerr(ev_gerr),
         .ev_gerr_code(ev_gerr_code), .ev_no_route(ev_no_route),
-        .ev_put_rsp(ev_put_rsp));
+        .ev_put_rsp(ev_put_rsp), .idle(tgt_idle));
 
     wire atu_cfg_bad;
     velo_atu #(.REGION_BITS(REGION_BITS), .PTE_BITS(PTE_BITS), .VPID_BITS(8), .TAG_W(1), .INUSE_W(6), .IU_BITS(5)) u_atu (
@@ -133,18 +135,19 @@ module velo_rma_tgt_tb #(
         .lk_len(lk_len), .lk_vpid(lk_vpid), .lk_kind(lk_kind), .lk_tag(lk_tag), .rs_valid(rs_valid),
         .rs_ready(rs_ready), .rs_err(rs_err), .rs_addr(rs_addr), .rs_room(rs_room), .rs_region(rs_region),
         .rs_owner(rs_owner), .rs_tag(rs_tag), .rel_valid(rel_valid), .rel_region(rel_region), .q_region(q_region),
-        .q_busy(q_busy), .ev_rel_underflow(atu_rel_underflow), .ev_cfg_bad(atu_cfg_bad));
+        .q_busy(q_busy), .idle(atu_idle), .ev_rel_underflow(atu_rel_underflow), .ev_cfg_bad(atu_cfg_bad));
 
     wire [31:0] c0, c1, c2, c3, c4;
     velo_dma_rd #(.TLP_W(64), .MRRS(512), .TAGS(32), .TAG_W(8), .CB_LOG2(13), .CTX_W(16), .TIMEOUT(4096)) u_rd (
-        .clk(clk), .rst(rst), .req_id(req_id), .rq_valid(rq_valid), .rq_ready(rq_ready), .rq_addr(rq_addr),
+        .clk(clk), .rst(rst), .req_id(req_id), .tick_in(1'b0), .rq_valid(rq_valid), .rq_ready(rq_ready), .rq_addr(rq_addr),
         .rq_len_m1(rq_len_m1), .rq_ctx(rq_ctx), .rd_valid(rd_valid), .rd_ready(rd_ready), .rd_data(rd_data),
         .rd_be(rd_be), .rd_first(rd_first), .rd_last(rd_last), .rd_err(rd_err), .rd_ctx(rd_ctx),
         .tx_valid(mrd_valid), .tx_ready(mrd_ready), .tx_sop(mrd_sop), .tx_eop(mrd_eop), .tx_hdr(mrd_hdr),
         .tx_data(mrd_data), .cpl_valid(cpl_valid), .cpl_ready(cpl_ready), .cpl_sop(cpl_sop), .cpl_eop(cpl_eop),
         .cpl_hdr(cpl_hdr), .cpl_data(cpl_data), .busy(dma_busy), .cnt_reads(c0), .cnt_cpl_bytes(c1),
-        .cnt_errors(c2), .cnt_timeouts(c3), .cnt_unexpected(c4));
+        .cnt_errors(c2), .cnt_timeouts(c3), .cnt_unexpected(c4), .idle(dma_idle));
 
+    wire unused_idle = &{1'b0, tgt_idle, atu_idle, dma_idle};
     wire unused_ok = &{1'b0, atu_cfg_bad, c0, c1, c2, c3, c4};
 endmodule
 `default_nettype wire
