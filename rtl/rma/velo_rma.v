@@ -397,7 +397,7 @@ module velo_rma #(
 
     // the clock gate's enable: not at rest, or an input carries something (see the top)
     wire idle = cmd_idle && atu_idle && rdmux_idle && dma_idle && nq_idle && f_idle && i_idle && t_idle && !n_lock;
-    assign gate_en = !idle || rst || w_valid || c_valid || qi_valid || si_valid || cfg_valid || nq_sw_wr ||
+    assign gate_en = !idle || rst || w_valid || c_valid || qi_valid || si_valid || cfg_valid || sw_wr ||
                      ev_cmd_read || rcnt_clr;
 
     // ---------------------------------------------------------------- counters
