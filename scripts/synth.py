@@ -75,7 +75,8 @@ def synth(unit, family):
     files = all_rtl() if files is None else files + COMMON
     os.makedirs(LOG, exist_ok=True)
     log = os.path.join(LOG, "%s_%s.log" % (unit, family))
-    chparam = "".join("chparam -set %s %d %s; " % (k, v, top) for k, v in sorted(params.items()))
+    # all at once: each chparam elaborates the module, and a half-changed set may fail its checks
+    chparam = ("chparam %s %s; " % (" ".join("-set %s %d" % kv for kv in sorted(params.items())), top)) if params else ""
     script = "read_verilog -Irtl/include %s; %s%s; stat" % (" ".join(files), chparam,
                                                            FAMILIES[family].format(top=top))
     r = subprocess.run(["yosys", "-l", log, "-q", "-p", script], cwd=ROOT, stdout=subprocess.PIPE,
