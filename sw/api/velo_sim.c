@@ -300,7 +300,6 @@ static void sim_close(struct velo_be* b) {
         pthread_mutex_unlock(&s->sock_lock);
     }
     sim_unmap(s);
-    b->dev = NULL;
 }
 
 static void* map_fd(int fd, size_t* bytes, int prot) {
