@@ -223,6 +223,7 @@ bool Fabric::setup_system() {
     sc.wide = opt_.wide;
     sc.seed = opt_.seed;
     sc.sim_gate = opt_.sim_gate;
+    sc.threads = opt_.threads > 0 ? static_cast<unsigned>(opt_.threads) : sysconf(_SC_NPROCESSORS_ONLN) >= 2 ? 2 : 1;
     try {
         sys_.reset(new System(sc));
     } catch (const std::exception& e) {
