@@ -37,14 +37,14 @@ void futex_wake_all(std::atomic<uint32_t>* a) {
 
 // Waiting longer than this for a worker's node means the worker lost its core (a node takes a
 // few microseconds).
-constexpr int64_t kStallNs = 200000;
-constexpr uint64_t kAloneFirst = 256, kAloneMax = 1u << 16;
+constexpr int64_t kStallNs = 100000;
+// runs in each probe window, and in the stretch that keeps the faster way
+constexpr uint64_t kProbeRuns = 1024, kKeepRuns = 16384;
 
 }  // namespace
 
 NodePool::NodePool(unsigned threads, int64_t spin_ns) : spin_ns_(spin_ns) {
     for (unsigned i = 1; i < threads; ++i) workers_.emplace_back([this] { worker(); });
-    alone_next_ = kAloneFirst;
 }
 
 NodePool::~NodePool() {
@@ -52,6 +52,10 @@ NodePool::~NodePool() {
     gen_.fetch_add(1, std::memory_order_seq_cst);
     futex_wake_all(&gen_);
     for (auto& t : workers_) t.join();
+}
+
+void NodePool::park() {
+    if (!workers_.empty()) park_.store(true, std::memory_order_relaxed);
 }
 
 NodePool::Stats NodePool::stats() const {
@@ -87,7 +91,7 @@ void NodePool::worker() {
             if ((k & 255) != 255) continue;
             const int64_t t = now_ns();
             if (!end) end = t + spin_ns_;
-            if (t < end) continue;
+            if (t < end && !park_.load(std::memory_order_relaxed)) continue;
             sleepers_.fetch_add(1, std::memory_order_seq_cst);
             if (gen_.load(std::memory_order_seq_cst) == seen) futex_wait(&gen_, seen);
             sleepers_.fetch_sub(1, std::memory_order_seq_cst);
@@ -99,17 +103,64 @@ void NodePool::worker() {
     }
 }
 
+// Whether sharing pays is measured, not assumed: the pool alternates a window of runs alone and
+// one shared, then keeps the faster way (shared only if it saves a tenth) for a longer stretch,
+// and measures again. A shared run that waits for a worker that lost its core ends a shared
+// stretch at once.
 void NodePool::run(unsigned n, const std::function<void(unsigned)>& fn) {
     ++runs_;
-    if (workers_.empty() || n < 2 || alone_left_) {
-        if (alone_left_) {
-            --alone_left_;
-            ++alone_runs_;
-        }
+    if (workers_.empty() || n < 2) {
         for (unsigned i = 0; i < n; ++i) fn(i);
         return;
     }
+    const bool shared = phase_ == Phase::ProbeShared || (phase_ == Phase::Keep && keep_shared_);
+    const int64_t t0 = now_ns();
+    bool stalled = false;
+    if (!shared) {
+        ++alone_runs_;
+        for (unsigned i = 0; i < n; ++i) fn(i);
+    } else {
+        stalled = run_shared(n, fn);
+    }
+    const int64_t dt = now_ns() - t0;
+    if (phase_ != Phase::Keep) {
+        probe_ns_[shared] += dt;
+        ++probe_runs_[shared];
+    }
+    if (stalled) {
+        ++stalls_;
+        if (phase_ == Phase::ProbeShared) probe_ns_[1] = INT64_MAX / 2;  // lost
+    }
+    if (++phase_runs_ < (phase_ == Phase::Keep ? kKeepRuns : kProbeRuns) && !stalled) return;
+    phase_runs_ = 0;
+    switch (phase_) {
+        case Phase::ProbeAlone:
+            phase_ = Phase::ProbeShared;
+            break;
+        case Phase::ProbeShared: {
+            // per run: shared must beat alone by a tenth (it costs a second core)
+            const double a =
+                static_cast<double>(probe_ns_[0]) / static_cast<double>(std::max<uint64_t>(1, probe_runs_[0]));
+            const double b =
+                static_cast<double>(probe_ns_[1]) / static_cast<double>(std::max<uint64_t>(1, probe_runs_[1]));
+            keep_shared_ = b < 0.9 * a;
+            phase_ = Phase::Keep;
+            break;
+        }
+        case Phase::Keep:
+            phase_ = Phase::ProbeAlone;
+            probe_ns_[0] = probe_ns_[1] = 0;
+            probe_runs_[0] = probe_runs_[1] = 0;
+            if (stalled) keep_shared_ = false;
+            break;
+    }
+    if (phase_ == Phase::Keep && stalled) keep_shared_ = false;
+}
+
+// One run shared with the workers; true if it waited for a worker that had lost its core.
+bool NodePool::run_shared(unsigned n, const std::function<void(unsigned)>& fn) {
     ++shared_runs_;
+    if (park_.load(std::memory_order_relaxed)) park_.store(false, std::memory_order_relaxed);
     fn_.store(&fn, std::memory_order_relaxed);
     n_.store(n, std::memory_order_relaxed);
     // done_ first: a worker's claim synchronises with the store to next_ and so sees done_ reset
@@ -125,7 +176,8 @@ void NodePool::run(unsigned n, const std::function<void(unsigned)>& fn) {
         fn(i);
         ++mine;
     }
-    // nodes still in a worker's hands
+    // nodes still in a worker's hands (a late worker's claim finds next_ past n: nothing of this
+    // run is left to take)
     const unsigned theirs = n - mine;
     int64_t start = 0;
     bool stalled = false;
@@ -138,14 +190,7 @@ void NodePool::run(unsigned n, const std::function<void(unsigned)>& fn) {
         else if (t - start > kStallNs)
             stalled = true;
     }
-    // a late worker's claim finds next_ past n: nothing of this run is left to take
-    if (stalled) {
-        ++stalls_;
-        alone_left_ = alone_next_;
-        alone_next_ = std::min(alone_next_ * 2, kAloneMax);
-    } else if (alone_next_ > kAloneFirst && (shared_runs_ & (kAloneMax - 1)) == 0) {
-        alone_next_ = kAloneFirst;  // a long time without stalls: forgive
-    }
+    return stalled;
 }
 
 }  // namespace velo::sim

@@ -7,10 +7,10 @@
 //
 // Kind to a machine with fewer cores than runnable processes: the calling thread claims nodes
 // too, so a worker that is asleep or descheduled only costs its share of speed; a worker spins
-// for the next cycle at most spin_ns after its last one and then sleeps (futex); when the caller
-// finds itself waiting for a worker's node much longer than a node takes (the worker lost its
-// core), it runs alone for a while (doubling while that repeats), so a busy machine falls back
-// to one thread instead of waiting for the scheduler every cycle.
+// for the next cycle at most spin_ns after its last one, or not at all once the caller says it
+// stops stepping (park()), and then sleeps (futex). Whether sharing pays is measured while it
+// runs (a window of runs alone, one shared, then the faster way for a longer stretch), so a busy
+// machine, where a worker keeps losing its core, falls back to one thread by itself.
 #pragma once
 
 #include <atomic>
@@ -32,13 +32,18 @@ class NodePool {
     // fn(i) for every i in [0, n), in any order and on any of the threads.
     void run(unsigned n, const std::function<void(unsigned)>& fn);
 
+    // The caller stops running cycles for a while (it waits for its clients or sleeps): the
+    // workers sleep at once instead of polling for spin_ns, leaving the cores to the processes
+    // the caller waits for. The next run() wakes them.
+    void park();
+
     unsigned threads() const { return static_cast<unsigned>(workers_.size()) + 1; }
     struct Stats {
         uint64_t runs = 0;          // run() calls
         uint64_t shared_runs = 0;   // ... offered to the workers
         uint64_t worker_nodes = 0;  // nodes the workers evaluated
         uint64_t stalls = 0;        // waits for a worker that had lost its core
-        uint64_t alone_runs = 0;    // runs on the calling thread alone after a stall
+        uint64_t alone_runs = 0;    // runs on the calling thread alone (sharing did not pay)
     };
     Stats stats() const;
 
@@ -54,12 +59,18 @@ class NodePool {
     alignas(64) std::atomic<uint32_t> gen_{0};  // raised once per shared run; the sleepers' futex word
     std::atomic<uint32_t> sleepers_{0};
     std::atomic<bool> stop_{false};
+    std::atomic<bool> park_{false};
     alignas(64) std::atomic<unsigned> next_{0};  // next node to claim
     alignas(64) std::atomic<unsigned> done_{0};  // nodes the workers finished in this run
     alignas(64) std::atomic<uint64_t> worker_nodes_{0};
-    // the calling thread's state
+    bool run_shared(unsigned n, const std::function<void(unsigned)>& fn);
+    // the calling thread's state: counts, and the measurement that decides between alone and shared
     uint64_t runs_ = 0, shared_runs_ = 0, stalls_ = 0, alone_runs_ = 0;
-    uint64_t alone_left_ = 0, alone_next_ = 0;  // runs left to do alone; the length of the next penalty
+    enum class Phase { ProbeAlone, ProbeShared, Keep } phase_ = Phase::ProbeAlone;
+    uint64_t phase_runs_ = 0;
+    int64_t probe_ns_[2] = {0, 0};  // [0] alone, [1] shared: time in run() during the probes
+    uint64_t probe_runs_[2] = {0, 0};
+    bool keep_shared_ = false;
 };
 
 }  // namespace velo::sim

@@ -483,6 +483,10 @@ uint64_t System::gated_cycles(unsigned node, Gated unit) const {
     return unit == Gated::Rma ? nd.gated_rma : nd.gated_sw;
 }
 
+void System::park_threads() {
+    p_->pool->park();
+}
+
 NodePool::Stats System::pool_stats() const {
     return p_->pool->stats();
 }

@@ -121,6 +121,9 @@ class System {
 
     // How the node threads shared the work (SystemConfig::threads).
     NodePool::Stats pool_stats() const;
+    // The owner stops stepping for a while (it waits for other processes or sleeps): the node
+    // threads sleep at once (NodePool::park) instead of polling for the next cycle.
+    void park_threads();
 
     struct Impl;
 
