@@ -1,10 +1,11 @@
 # The simulated cluster: the NIC top level Verilated once per port count (NP = 1 for a pair,
 # 2 for rings, 4 for 2D tori; and the wide datapath for the pair), C++ link channels, topology
 # from the route library (sw/route), and the host models on top (Cluster).
-add_library(velo_system STATIC system/system.cpp system/topology.cpp system/cluster.cpp system/rma_host.cpp)
+add_library(velo_system STATIC system/system.cpp system/node_pool.cpp system/topology.cpp system/cluster.cpp
+                                system/rma_host.cpp)
 target_include_directories(velo_system PUBLIC ${CMAKE_CURRENT_SOURCE_DIR}/system)
-target_link_libraries(velo_system PUBLIC velo_simmodel velo_route)
-set_source_files_properties(system/system.cpp system/topology.cpp system/cluster.cpp system/rma_host.cpp
+target_link_libraries(velo_system PUBLIC velo_simmodel velo_route Threads::Threads)
+set_source_files_properties(system/system.cpp system/node_pool.cpp system/topology.cpp system/cluster.cpp system/rma_host.cpp
                             PROPERTIES COMPILE_OPTIONS "${VELO_WARN}")
 velo_model(velo_system Vnic_p1 velo_nic PARAMS -GNP=1)
 velo_model(velo_system Vnic_p1w velo_nic PARAMS -GNP=1 -GTLP_W=128 -GLINK_W=32)

@@ -1,7 +1,8 @@
 // velo-fabric (see fabric.hpp, docs/simulator.md).
 //
-// One thread. The main loop steps the System one cycle at a time while anything moves; at the
-// start of every cycle (System::on_cycle) it takes stores from the clients' channels and posts
+// One thread serves the clients (the System may evaluate the NICs of a cycle on more: --threads,
+// sim/system/node_pool.cpp). The main loop steps the System one cycle at a time while anything
+// moves; at the start of every cycle (System::on_cycle) it takes stores from the clients' channels and posts
 // them as TLPs to the node's NIC; every DMA write the NICs make lands in the clients' shared
 // memory (each line's header word last, with release semantics) and wakes a waiting client.
 // When nothing moves (System::quiet(), no stores) it sleeps in epoll on the control sockets,
@@ -223,6 +224,7 @@ bool Fabric::setup_system() {
     sc.wide = opt_.wide;
     sc.seed = opt_.seed;
     sc.sim_gate = opt_.sim_gate;
+    sc.threads = opt_.threads > 0 ? static_cast<unsigned>(opt_.threads) : sysconf(_SC_NPROCESSORS_ONLN) >= 2 ? 2 : 1;
     try {
         sys_.reset(new System(sc));
     } catch (const std::exception& e) {
@@ -382,6 +384,7 @@ int Fabric::run() {
         if ((++iter & 255) == 0) handle_events(0);
         if (stop_) break;
         if (!reacting_.empty()) {
+            if (!reacting_done()) sys_->park_threads();  // the cores to the clients that react
             if (!reacting_done() && !spin_until([this] { return reacting_done(); })) {
                 const int64_t left = opt_.sync_timeout_ms - (now_ms() - freeze_start_);
                 if (left > 0) {
@@ -401,6 +404,7 @@ int Fabric::run() {
             std::all_of(readers_.begin(), readers_.end(), [](const auto& r) { return r->idle(); })) {
             // nothing moves: sleep until a store, a request or a signal (a store that comes within
             // the spin costs neither the client's doorbell nor our wake-up)
+            sys_->park_threads();
             if (spin_until([this] { return any_store_ready(); })) continue;
             __atomic_store_n(&info_->sleeping, 1, __ATOMIC_SEQ_CST);
             if (!any_store_ready()) handle_events(-1);
@@ -434,6 +438,15 @@ int Fabric::run() {
             }
         }
     }
+    const auto ps = sys_->pool_stats();
+    if (ps.shared_runs)
+        logf(
+            "NIC threads: %llu of %llu cycles shared with the workers, %.1f%% of the node-cycles on them, %llu "
+            "stalls",
+            static_cast<unsigned long long>(ps.shared_runs), static_cast<unsigned long long>(ps.runs),
+            100.0 * static_cast<double>(ps.worker_nodes) /
+                static_cast<double>(std::max<uint64_t>(1, ps.shared_runs * sys_->nodes())),
+            static_cast<unsigned long long>(ps.stalls));
     logf("exit after %llu cycles: %llu stores (%llu split, %llu refused), %llu DMA writes, %llu clients (%llu died)",
          static_cast<unsigned long long>(sys_->cycle()), static_cast<unsigned long long>(st_.stores),
          static_cast<unsigned long long>(st_.splits), static_cast<unsigned long long>(st_.bad_stores),

@@ -18,6 +18,7 @@ struct Options {
     uint64_t seed = 1;          // split injection and System randomness
     int sync_timeout_ms = 100;  // time stands while woken clients react, at most this long (0: off)
     int spin_us = -1;           // poll this long for a reaction or a store before sleeping (-1: by cores)
+    int threads = 0;            // threads evaluating the NICs (SystemConfig::threads; 0: by cores)
     int ready_fd = -1;          // write "ready\n" here once clients can connect
     bool verbose = false;
     bool sim_gate = true;  // clock-gate idle RMA units and switches in the models (SystemConfig::sim_gate)

@@ -9,7 +9,7 @@ namespace velo::fabric {
 const char* usage() {
     return "usage: velo-fabric [--nodes N] [--topology pair|ring:N|torus:XxY] [--socket PATH]\n"
            "                   [--split-rate P [--split-bytes]] [--seed S] [--sync-timeout-ms MS] [--wide]\n"
-           "                   [--spin-us US] [--ready-fd FD] [--no-sim-gate] [--verbose]\n"
+           "                   [--spin-us US] [--threads T] [--ready-fd FD] [--no-sim-gate] [--verbose]\n"
            "Serves a simulated VELO cluster (Verilated NICs) to programs using libvelo:\n"
            "  VELO_DEVICE=sim:PATH VELO_NODE=<node> ./program\n"
            "Default socket: $XDG_RUNTIME_DIR/velo-fabric.sock, else /tmp/velo-fabric-<uid>.sock.\n"
@@ -18,6 +18,8 @@ const char* usage() {
            "  --sync-timeout-ms MS  simulated time stands while a woken client reacts (0: off)\n"
            "  --spin-us US          poll this long for a woken client's reaction or a new store before\n"
            "                        sleeping (default: 50 with two or more CPUs online, else 0)\n"
+           "  --threads T           evaluate the NICs of a cycle on T threads (the same cycles; default:\n"
+           "                        2 with two or more CPUs online and two or more nodes, else 1)\n"
            "  --no-sim-gate         evaluate every NIC's RMA unit and switch in every cycle (no\n"
            "                        clock gating of idle units: the same cycles, slower)\n";
 }
@@ -64,6 +66,9 @@ bool parse_options(int argc, char** argv, Options& o, std::string& err) {
         } else if (a == "--spin-us") {
             if (!(v = val("--spin-us")) || !num(v, 0, 1000000, d)) return false;
             o.spin_us = static_cast<int>(d);
+        } else if (a == "--threads") {
+            if (!(v = val("--threads")) || !num(v, 1, 64, d)) return false;
+            o.threads = static_cast<int>(d);
         } else if (a == "--ready-fd") {
             if (!(v = val("--ready-fd")) || !num(v, 0, 1 << 20, d)) return false;
             o.ready_fd = static_cast<int>(d);

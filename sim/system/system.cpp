@@ -25,6 +25,7 @@
 #include "channel.hpp"
 #include "harness.hpp"
 #include "host.hpp"
+#include "node_pool.hpp"
 #include "topology.hpp"
 #include "velo/velo_hw.h"
 
@@ -155,8 +156,15 @@ struct System::Impl {
     Topology topo;
     unsigned np = 1, link_w = 16, tlp_w = 64;
     uint64_t cycle = 0;
-    std::mt19937_64 rng;
 
+    // What a node's cycle reports to the owner (System's callbacks), kept in order and handed
+    // over on the stepping thread after every node's cycle (the nodes may run on several threads).
+    struct Event {
+        enum Kind : uint8_t { Flit, SendSop, DmaWrite, DmaRead, Irq } kind;
+        unsigned port = 0;
+        uint64_t flit = 0;
+        Tlp tlp;
+    };
     struct Node {
         std::unique_ptr<Nic> nic;
         std::unique_ptr<TlpDriver> drv;
@@ -167,11 +175,18 @@ struct System::Impl {
         bool irq_hold = false;                 // MSI masked: irq_ready low
         uint64_t irqs = 0;                     // interrupt requests taken
         uint64_t gated_rma = 0, gated_sw = 0;  // cycles the RMA unit's, the switch's clock was gated
+        std::vector<Channel*> rx;              // per port 1..NP: the channel it hears (null: none)
+        std::vector<Channel*> tx;              // per port 1..NP: the channel it drives (null: none)
+        bool active = false;                   // data flits or TLP beats this cycle
+        std::vector<Event> events;             // this cycle's, in order
+        std::mt19937_64 rng;                   // CPU gaps, DMA stalls
     };
     std::vector<Node> nodes;
     // one channel per direction of every link: ch[(node * 8 + port)] carries what (node, port) sends
     std::map<unsigned, std::unique_ptr<Channel>> ch;
     uint64_t last_activity = 0;
+    std::unique_ptr<NodePool> pool;
+    std::function<void(unsigned)> node_cycle;  // one node's part of a cycle (System::node_cycle)
 
     static unsigned key(unsigned node, unsigned port) { return node * 8 + port; }
 };
@@ -179,7 +194,6 @@ struct System::Impl {
 System::System(const SystemConfig& c) : p_(new Impl) {
     auto& s = *p_;
     s.cfg = c;
-    s.rng.seed(c.seed);
     std::string err;
     if (!load_topology(c.topology, s.topo, err)) throw std::invalid_argument("velo: topology: " + err);
     s.np = s.topo.ports;
@@ -206,13 +220,15 @@ System::System(const SystemConfig& c) : p_(new Impl) {
         n.nic->set_cfg_id(static_cast<uint16_t>(0x0100 + i));
         n.drv.reset(new TlpDriver(n.nic->in_pins()));
         n.sink.reset(new TlpSink(n.nic->out_pins()));
-        n.drv->rng = &s.rng;
-        n.sink->rng = &s.rng;
+        // the host side's randomness (CPU gaps, DMA stalls): a generator per node, so that the
+        // nodes' cycles draw the same numbers in any order and on any thread
+        n.rng.seed(c.seed ^ (0x9E3779B97F4A7C15ull * (i + 1)));
+        n.drv->rng = &n.rng;
+        n.sink->rng = &n.rng;
         n.drv->gap_pct = c.cpu_gap_pct;
         n.sink->stall_pct = c.dma_stall_pct;
         Impl::Node* np = &n;
-        const unsigned idx = i;
-        n.sink->on_tlp = [this, np, idx](const Tlp& t) {
+        n.sink->on_tlp = [np](const Tlp& t) {
             if (t.is_cpl()) {
                 uint32_t v = t.payload.size() >= 4
                                  ? static_cast<uint32_t>(t.payload[0]) | (t.payload[1] << 8) | (t.payload[2] << 16) |
@@ -220,10 +236,9 @@ System::System(const SystemConfig& c) : p_(new Impl) {
                                  : 0xFFFFFFFFu;
                 np->cpl[t.tag] = v;
             } else if (t.is_mwr()) {
-                if (on_dma_write) on_dma_write(idx, t);
-                if (on_dma_eop) on_dma_eop(idx, p_->cycle);
+                np->events.push_back(Impl::Event{Impl::Event::DmaWrite, 0, 0, t});
             } else if (t.is_mrd()) {
-                if (on_dma_read) on_dma_read(idx, t);
+                np->events.push_back(Impl::Event{Impl::Event::DmaRead, 0, 0, t});
             }
         };
     }
@@ -241,6 +256,19 @@ System::System(const SystemConfig& c) : p_(new Impl) {
             s.ch[Impl::key(n, p)].reset(new Channel(cc));
         }
     }
+    for (unsigned i = 0; i < s.topo.nodes; ++i) {
+        auto& nd = s.nodes[i];
+        nd.rx.assign(s.np + 1, nullptr);
+        nd.tx.assign(s.np + 1, nullptr);
+        for (unsigned p = 1; p <= s.np; ++p) {
+            const Peer& pr = s.topo.peer(i, p);
+            if (pr.node >= 0) nd.rx[p] = s.ch.at(Impl::key(static_cast<unsigned>(pr.node), pr.port)).get();
+            auto it = s.ch.find(Impl::key(i, p));
+            if (it != s.ch.end()) nd.tx[p] = it->second.get();
+        }
+    }
+    s.pool.reset(new NodePool(std::max(1u, c.threads)));
+    s.node_cycle = [this](unsigned i) { node_cycle(i); };
 }
 
 System::~System() = default;
@@ -264,51 +292,73 @@ uint64_t System::cycle() const {
     return p_->cycle;
 }
 
+// One node's part of a cycle: drive its inputs (the wires into it as they were at the end of the
+// last cycle, its CPU stream, DMA ready), settle, sample its outputs, clock it. It touches only
+// the node's own state and the input side of the channels it drives, and notes what it reports
+// (Impl::Event), so the nodes of a cycle may run in any order and on several threads.
+void System::node_cycle(unsigned i) {
+    auto& s = *p_;
+    auto& nd = s.nodes[i];
+    nd.events.clear();
+    for (unsigned p = 1; p <= s.np; ++p) nd.nic->set_phy_rx(p, nd.rx[p] ? nd.rx[p]->out() : 0);  // unconnected: sync 00
+    nd.drv->drive();
+    nd.sink->drive();
+    nd.nic->set_irq_ready(!nd.irq_hold);
+    // the settle eval: clk low, the inputs of the coming edge set; clock gates in the models
+    // (velo_sim_gate, SystemConfig::sim_gate) take their enable for the edge here
+    nd.nic->eval();
+    nd.active = false;
+    for (unsigned p = 1; p <= s.np; ++p) {
+        if (!nd.tx[p]) continue;
+        const uint64_t f = nd.nic->phy_tx(p);
+        if (on_flit) nd.events.push_back(Impl::Event{Impl::Event::Flit, p, f, Tlp{}});
+        if (((f >> s.link_w) & 3) == VELO_LINK_SYNC_DATA) nd.active = true;
+        nd.tx[p]->in(f);
+    }
+    if (nd.drv->sop_presented && !nd.is_send.empty() && nd.is_send.front())
+        nd.events.push_back(Impl::Event{Impl::Event::SendSop, 0, 0, Tlp{}});
+    if (!nd.drv->idle() || *nd.nic->out_pins().valid) nd.active = true;
+    if (nd.drv->sample() && !nd.is_send.empty()) nd.is_send.pop_front();
+    nd.sink->sample();
+    if (nd.nic->rma_gated()) ++nd.gated_rma;
+    if (nd.nic->switch_gated()) ++nd.gated_sw;
+    if (nd.nic->irq_valid() && !nd.irq_hold) {
+        ++nd.irqs;
+        nd.events.push_back(Impl::Event{Impl::Event::Irq, 0, 0, Tlp{}});
+    }
+    nd.nic->tick(s.cycle);
+}
+
 void System::step(uint64_t n) {
     auto& s = *p_;
     for (uint64_t k = 0; k < n; ++k) {
         if (on_cycle) on_cycle();
-        // drive: wires into the receivers, CPU streams, DMA ready
+        s.pool->run(s.topo.nodes, s.node_cycle);
+        // what they report, node by node in the order they saw it, before the cycle ends
         for (unsigned i = 0; i < s.topo.nodes; ++i) {
             auto& nd = s.nodes[i];
-            for (unsigned p = 1; p <= s.np; ++p) {
-                const Peer& pr = s.topo.peer(i, p);
-                uint64_t f = 0;  // an unconnected port hears nothing (sync 00)
-                if (pr.node >= 0) f = s.ch[Impl::key(static_cast<unsigned>(pr.node), pr.port)]->out();
-                nd.nic->set_phy_rx(p, f);
-            }
-            nd.drv->drive();
-            nd.sink->drive();
-            nd.nic->set_irq_ready(!nd.irq_hold);
-        }
-        // the settle eval: clk low, the inputs of the coming edge set; clock gates in the models
-        // (velo_sim_gate, SystemConfig::sim_gate) take their enable for the edge here
-        for (auto& nd : s.nodes) nd.nic->eval();
-        // sample
-        for (unsigned i = 0; i < s.topo.nodes; ++i) {
-            auto& nd = s.nodes[i];
-            for (unsigned p = 1; p <= s.np; ++p) {
-                auto it = s.ch.find(Impl::key(i, p));
-                if (it == s.ch.end()) continue;
-                uint64_t f = nd.nic->phy_tx(p);
-                if (on_flit) on_flit(i, p, f);
-                if (((f >> s.link_w) & 3) == VELO_LINK_SYNC_DATA) s.last_activity = s.cycle;
-                it->second->in(f);
-            }
-            if (nd.drv->sop_presented && !nd.is_send.empty() && nd.is_send.front() && on_send_sop)
-                on_send_sop(i, s.cycle);
-            const bool busy = !nd.drv->idle() || *nd.nic->out_pins().valid;
-            if (busy) s.last_activity = s.cycle;
-            if (nd.drv->sample() && !nd.is_send.empty()) nd.is_send.pop_front();
-            nd.sink->sample();
-            if (nd.nic->rma_gated()) ++nd.gated_rma;
-            if (nd.nic->switch_gated()) ++nd.gated_sw;
-            if (nd.nic->irq_valid() && !nd.irq_hold) {
-                ++nd.irqs;
-                if (on_irq) on_irq(i, s.cycle);
+            if (nd.active) s.last_activity = s.cycle;
+            for (const auto& e : nd.events) {
+                switch (e.kind) {
+                    case Impl::Event::Flit:
+                        if (on_flit) on_flit(i, e.port, e.flit);
+                        break;
+                    case Impl::Event::SendSop:
+                        if (on_send_sop) on_send_sop(i, s.cycle);
+                        break;
+                    case Impl::Event::DmaWrite:
+                        if (on_dma_write) on_dma_write(i, e.tlp);
+                        if (on_dma_eop) on_dma_eop(i, s.cycle);
+                        break;
+                    case Impl::Event::DmaRead:
+                        if (on_dma_read) on_dma_read(i, e.tlp);
+                        break;
+                    case Impl::Event::Irq:
+                        if (on_irq) on_irq(i, s.cycle);
+                        break;
+                }
             }
         }
-        for (auto& nd : s.nodes) nd.nic->tick(s.cycle);
         for (auto& c : s.ch) c.second->tick();
         ++s.cycle;
     }
@@ -431,6 +481,14 @@ std::vector<std::string> System::errors() const {
 uint64_t System::gated_cycles(unsigned node, Gated unit) const {
     const auto& nd = p_->nodes.at(node);
     return unit == Gated::Rma ? nd.gated_rma : nd.gated_sw;
+}
+
+void System::park_threads() {
+    p_->pool->park();
+}
+
+NodePool::Stats System::pool_stats() const {
+    return p_->pool->stats();
 }
 
 bool System::quiet() const {

@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "node_pool.hpp"
 #include "tlp.hpp"
 
 namespace velo::sim {
@@ -38,6 +39,9 @@ struct SystemConfig {
     // false evaluates them always (for comparison). The gates need a settle eval with clk low
     // after the inputs of an edge are set and before it (step() does one).
     bool sim_gate = true;
+    // Threads that evaluate the nodes of a cycle (NodePool, docs/simulator.md "Threads"): the
+    // same cycles with any number; 1 evaluates them in order on the stepping thread.
+    unsigned threads = 1;
 };
 
 class System {
@@ -115,9 +119,16 @@ class System {
     // timeout, so no retransmission is pending).
     static constexpr uint64_t kQuietCycles = 4096;
 
+    // How the node threads shared the work (SystemConfig::threads).
+    NodePool::Stats pool_stats() const;
+    // The owner stops stepping for a while (it waits for other processes or sleeps): the node
+    // threads sleep at once (NodePool::park) instead of polling for the next cycle.
+    void park_threads();
+
     struct Impl;
 
   private:
+    void node_cycle(unsigned i);
     std::unique_ptr<Impl> p_;
 };
 

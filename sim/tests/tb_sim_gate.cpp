@@ -35,6 +35,7 @@ struct Trace {
     uint64_t cycles = 0;
     // what the workload made happen (it must cover what it claims to)
     uint64_t irqs = 0, dma_reads = 0, error_entries = 0, done_entries = 0;
+    uint64_t worker_nodes = 0;  // node-cycles evaluated by the worker threads
 };
 
 uint64_t mix(uint64_t h, uint64_t v) {
@@ -64,14 +65,15 @@ struct Recorder {
     }
 };
 
-// Run the workload `seed` on `topo` with the gate on or off.
-Trace run(const std::string& topo, uint64_t seed, bool gate) {
+// Run the workload `seed` on `topo` with the gate on or off, the nodes evaluated on `threads`.
+Trace run(const std::string& topo, uint64_t seed, bool gate, unsigned threads) {
     Trace tr;
     std::mt19937_64 r(seed);
     Cluster::Config cc;
     cc.sys.topology = topo;
     cc.sys.seed = seed;
     cc.sys.sim_gate = gate;
+    cc.sys.threads = threads;
     cc.sys.cpu_gap_pct = 10;
     cc.sys.dma_stall_pct = 5;
     Cluster c(cc);
@@ -184,6 +186,7 @@ Trace run(const std::string& topo, uint64_t seed, bool gate) {
     for (auto& e : c.errors()) ADD_FAILURE() << (gate ? "gated: " : "ungated: ") << e;
     for (auto& e : h.errors) ADD_FAILURE() << (gate ? "gated: " : "ungated: ") << e;
     tr.cycles = sys.cycle();
+    tr.worker_nodes = sys.pool_stats().worker_nodes;
     for (unsigned n = 0; n < nn; ++n) {
         tr.gated.push_back(sys.gated_cycles(n, System::Gated::Rma));
         tr.gated_sw.push_back(sys.gated_cycles(n, System::Gated::Switch));
@@ -194,8 +197,9 @@ Trace run(const std::string& topo, uint64_t seed, bool gate) {
 void lockstep(const std::string& topo) {
     auto rng = test_rng();
     const uint64_t seed = rng();
-    const Trace off = run(topo, seed, false);
-    const Trace on = run(topo, seed, true);
+    const Trace off = run(topo, seed, false, 1);
+    const Trace on = run(topo, seed, true, 1);
+    const Trace thr = run(topo, seed, true, 3);
     const size_t len = std::max(on.cycle_hash.size(), off.cycle_hash.size());
     for (size_t i = 0; i < len; ++i) {
         const uint64_t a = i < on.cycle_hash.size() ? on.cycle_hash[i] : 0;
@@ -204,6 +208,18 @@ void lockstep(const std::string& topo) {
     }
     ASSERT_EQ(on.cycles, off.cycles) << "the runs took different numbers of cycles";
     EXPECT_EQ(on.events, off.events);
+    // the nodes evaluated on three threads (System::step, NodePool): the same, and the workers did
+    // evaluate nodes
+    for (size_t i = 0; i < std::max(thr.cycle_hash.size(), on.cycle_hash.size()); ++i) {
+        const uint64_t a = i < thr.cycle_hash.size() ? thr.cycle_hash[i] : 0;
+        const uint64_t b = i < on.cycle_hash.size() ? on.cycle_hash[i] : 0;
+        ASSERT_EQ(a, b) << "three threads: the NICs' outputs differ first in cycle " << i;
+    }
+    ASSERT_EQ(thr.cycles, on.cycles);
+    EXPECT_EQ(thr.events, on.events);
+    EXPECT_EQ(thr.gated, on.gated);
+    EXPECT_EQ(thr.gated_sw, on.gated_sw);
+    EXPECT_GT(thr.worker_nodes, 0u) << "three threads: the workers evaluated no node";
     // the workload did what it claims: interrupts, host reads, failed and completed commands
     EXPECT_GT(on.irqs, 0u);
     EXPECT_GT(on.dma_reads, 0u);

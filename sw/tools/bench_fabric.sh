@@ -13,8 +13,9 @@
 #  fabric.sim_cycles_per_s_8nodes   the same between nodes 0 and 1 of an 8-node ring
 #  fabric.speedup_sim_cycles        2 nodes: this over the base's (and _8nodes)
 #  fabric.instr_per_cycle           the fabric's instructions (callgrind) per simulated cycle in an
-#                                   8-byte velo-pingpong (difference of two lengths): the engine's
-#                                   cost, whatever the load (and fabric.speedup_instr_per_cycle)
+#                                   8-byte velo-pingpong (difference of two lengths), on one thread:
+#                                   the engine's cost, whatever the load (and
+#                                   fabric.speedup_instr_per_cycle)
 #  fabric.wall_us_per_halfrtt_8B    wall time of one 8-byte half round trip of velo-pingpong
 #                                   (difference of 1200 and 200 round trips)
 #  fabric.speedup_wall_rtt          the base's over this
@@ -94,9 +95,12 @@ suite() {
 instr() {
     for n in 100 400; do
         rm -f "$tmp"/vg.*
+        # one thread: a worker's polling would count as instructions of the engine
+        one=
+        "$1/velo-fabric" --help 2>&1 | grep -q -- --threads && one="--threads 1"
         cat > "$tmp/vfab" << EOF
 #!/bin/sh
-exec valgrind --tool=callgrind --callgrind-out-file=/dev/null --log-file=$tmp/vg.%p "$1/velo-fabric" "\$@"
+exec valgrind --tool=callgrind --callgrind-out-file=/dev/null --log-file=$tmp/vg.%p "$1/velo-fabric" $one "\$@"
 EOF
         chmod +x "$tmp/vfab"
         VELO_FABRIC=$tmp/vfab "$1/sw/tools/velo-run" -n 2 -q --timeout 900 -- "$1/sw/tools/velo-pingpong" \
