@@ -13,7 +13,7 @@
 //       open an endpoint, map it, create readyfile, sleep in VELO_IOC_WAIT without timeout; the
 //       test then removes the device: WAIT must return ENODEV and the mappings must be gone.
 //   velo_guest regs <prefix> <resource0> <vpid> <ctl_vpid> <node_id>
-//       after unbind: what the driver left in the register file (NODE_ID, ENABLE, the endpoint's
+//       after unbind: what the driver left in the register file (NODE_ID, ENABLE=0, the endpoint's
 //       VPID_TABLE entries programmed then disabled, QUIESCE_VPID, the user page, IRQ disabled).
 #define _GNU_SOURCE
 #include <errno.h>
@@ -30,6 +30,7 @@
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "velo/velo_hw.h"
@@ -232,9 +233,56 @@ static int cmd_uapi(const char* dev, const char* sysdir, unsigned node_id, int w
     bad.argsz = sizeof bad;
     bad.flags = 0x80000000u;
     int e2 = ioc(fd, VELO_IOC_INFO, &bad);
-    int e3 = ioc(fd, _IO(VELO_IOC_MAGIC, VELO_IOC_BASE + VELO_IOC_NR_COUNT), &bad);
+    int e3 = ioc(fd, _IOWR(VELO_IOC_MAGIC, VELO_IOC_NR_COUNT, struct velo_uapi_info), &bad);
     report("info_bad", e1 == EINVAL && e2 == EINVAL && e3 == ENOTTY, "argsz 4: %s; unknown flag: %s; unknown ioctl: %s",
            strerror(e1), strerror(e2), strerror(e3));
+
+    // the numbers (ABI 4): direction and size are checked; ABI 2/3 numbers get EPROTO
+    bad.flags = 0;
+    e1 = ioc(fd, VELO_IOC_INFO_V3, &bad);
+    e2 = ioc(fd, _IOW(VELO_IOC_MAGIC, VELO_IOC_NR_INFO, struct velo_uapi_info), &bad);   // no READ
+    e3 = ioc(fd, _IOWR('V', VELO_IOC_NR_INFO, struct velo_uapi_info), &bad);             // another type
+    int e4 = ioc(fd, _IOC(_IOC_READ | _IOC_WRITE, VELO_IOC_MAGIC, VELO_IOC_NR_INFO, sizeof bad + 8), &bad);
+    int e5 = ioc(fd, _IOWR(VELO_IOC_MAGIC, VELO_IOC_NR_REVOKE, struct velo_uapi_revoke), &bad);  // REVOKE is _IOW
+    report("abi", e1 == EPROTO && e2 == ENOTTY && e3 == ENOTTY && e4 == EINVAL && e5 == ENOTTY,
+           "ABI 3 INFO: %s (want EPROTO); _IOW INFO: %s; type 'V': %s; size %zu with argsz %zu: %s; _IOWR REVOKE: %s",
+           strerror(e1), strerror(e2), strerror(e3), sizeof bad + 8, sizeof bad, strerror(e4), strerror(e5));
+
+    // privilege is the caller's at each call: the same file, root, then after dropping to nobody
+    {
+        struct velo_uapi_job_del jd;
+        memset(&jd, 0, sizeof jd);
+        jd.argsz = sizeof jd;
+        jd.flags = 1;  // invalid: root gets past the privilege check and stops here (EINVAL)
+        e1 = ioc(fd, VELO_IOC_JOB_DEL, &jd);
+        int pfd[2] = {-1, -1};
+        int child_res[2] = {-1, -1};
+        pid_t pid = pipe(pfd) ? -1 : fork();
+        if (pid == 0) {
+            close(pfd[0]);
+            int r[2] = {-1, -1};
+            if (!setgid(65534) && !setuid(65534)) {
+                r[0] = ioc(fd, VELO_IOC_JOB_DEL, &jd);  // inherited descriptor, opened by root
+                struct velo_uapi_info i2;
+                memset(&i2, 0, sizeof i2);
+                i2.argsz = sizeof i2;
+                r[1] = ioc(fd, VELO_IOC_INFO, &i2);
+            }
+            if (write(pfd[1], r, sizeof r) != (ssize_t)sizeof r) _exit(1);
+            _exit(0);
+        }
+        if (pid > 0) {
+            close(pfd[1]);
+            if (read(pfd[0], child_res, sizeof child_res) != (ssize_t)sizeof child_res) child_res[0] = -1;
+            close(pfd[0]);
+            waitpid(pid, NULL, 0);
+        }
+        report("priv", e1 == EINVAL && child_res[0] == EPERM && child_res[1] == 0,
+               "root: %s (want EINVAL: past the privilege check); after setuid(nobody) on the same file: %s (want "
+               "EPERM), INFO %s",
+               strerror(e1), child_res[0] < 0 ? "no result" : strerror(child_res[0]),
+               child_res[1] < 0 ? "no result" : strerror(child_res[1]));
+    }
 
     // EP_OPEN: any vpid of the lower half, its control vpid, the default ring sizes
     struct velo_uapi_ep_open ep;
@@ -492,8 +540,9 @@ static int cmd_regs(const char* res, unsigned v, unsigned c, unsigned node_id) {
         return 1;
     }
     const uint32_t nid = rd(&b, VELO_REG_CTRL_NODE_ID), ctl = rd(&b, VELO_REG_CTRL_CONTROL);
-    report("bringup", nid == node_id && VELO_FIELD_GET(VELO_REG_CTRL_CONTROL_ENABLE, ctl) == 1,
-           "NODE_ID %u (want %u), CONTROL 0x%08x (want ENABLE)", nid, node_id, ctl);
+    report("bringup", nid == node_id && VELO_FIELD_GET(VELO_REG_CTRL_CONTROL_ENABLE, ctl) == 0,
+           "NODE_ID %u (want %u: set at bring-up), CONTROL 0x%08x (want ENABLE=0: disabled at remove)", nid, node_id,
+           ctl);
     const uint32_t t = VELO_TBL_VPID_TABLE_BASE, st = VELO_TBL_VPID_TABLE_STRIDE;
     const uint32_t cfg = rd(&b, t + v * st + VELO_TBL_VPID_TABLE_MB_CFG);
     const uint32_t ccfg = rd(&b, t + c * st + VELO_TBL_VPID_TABLE_MB_CFG);
