@@ -266,6 +266,42 @@ mode_probe() {
 	bound_ok probe.bo.still $BO 1
 	velo_guest regs probe.vv.regs $RES_VV $VPID0 $CTL0 $IMG_NODE_ID
 
+	# 5b. the "rma" image (RMA block linked into the chain) on 00:06.0: registration, the MMU
+	# notifier's events, the charges, then removal while a region is registered and its
+	# process sleeps in WAIT. Under swiotlb=force, REGISTER must be refused (bounce).
+	_e=$(velo_guest poke $RES_VV /velo/regimg/regs-rma.txt 2>&1)
+	_r=$?
+	check probe.rma.image "${_e:-ok}" [ $_r -eq 0 ]
+	dmesg_mark
+	write_to $DRV/bind $VV
+	check probe.rma.bind "bind: ${WERR:-ok}" [ -z "$WERR" ]
+	rm -f /tmp/rma_ready /tmp/rma_go
+	velo_guest rma probe.rma /dev/velo0 /sys/class/velo/velo0 /tmp/rma_ready /tmp/rma_go >/tmp/rma.out 2>&1 &
+	RMA=$!
+	_i=0
+	while [ ! -e /tmp/rma_ready ] && [ $_i -lt 300 ] && kill -0 $RMA 2>/dev/null; do
+		sleep 0.1
+		_i=$((_i + 1))
+	done
+	sleep 0.2
+	write_to $DRV/unbind $VV
+	check probe.rma.unbind "${WERR:-ok}" [ -z "$WERR" ]
+	touch /tmp/rma_go
+	(sleep $STEP_TIMEOUT; kill -9 $RMA 2>/dev/null) &
+	KILLER=$!
+	wait $RMA
+	_r=$?
+	kill $KILLER 2>/dev/null
+	check probe.rma.exit "status $_r" [ $_r -eq 0 ]
+	grep '^VELOTEST ' /tmp/rma.out
+	grep -v '^VELO' /tmp/rma.out
+	_m=$(dmesg_since | grep -E "$VV: RMA registration refused: DMA to .* would bounce" | head -1)
+	if grep -q swiotlb=force /proc/cmdline; then
+		check probe.rma.dmesg "${_m:-no 'RMA registration refused' line}" [ -n "$_m" ]
+	else
+		check probe.rma.dmesg "${_m:-no refusal, as it should be}" [ -z "$_m" ]
+	fi
+
 	# 6. remove while a process sleeps in WAIT with the endpoint mapped (hot unplug)
 	write_to $DRV/bind $VV
 	check probe.vv.rebind "bind: ${WERR:-ok}" [ -z "$WERR" ]

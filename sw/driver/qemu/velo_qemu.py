@@ -162,7 +162,7 @@ def build_initramfs(args, krel, params, path):
     return variants
 
 
-def expected_checks(test, variants):
+def expected_checks(test, variants, append=""):
     if test == "load":
         return LOAD_CHECKS
     names = ["kernel", "probe.devices", "probe.insmod"] + EDU_CHECKS + ["probe.override"]
@@ -178,6 +178,11 @@ def expected_checks(test, variants):
     names += ["probe.vv.regs." + c for c in ("bringup", "mailbox", "user_page")]
     if any(v == "badirq" for v, _ in variants):  # the spec has the IRQ block
         names.append("probe.vv.regs.irq_off")
+    if any(v == "rma" for v, _ in variants):  # the spec has the RMA block
+        bounce = "swiotlb=force" in append.split()
+        rma = ["bounce"] if bounce else ["register", "protection", "clear", "unmap", "deregister"]
+        names += ["probe.rma." + c for c in ["image", "bind", "setup", "charge", "rlimit"] + rma +
+                  ["removed", "close", "unbind", "exit", "dmesg"]]
     names += ["probe.vv.rebind", "probe.vv.rebound"]
     names += ["probe.hold." + c for c in ("setup", "rmmod_busy", "unbind", "wait_woken", "gone", "close", "exit")]
     names += ["probe.rmmod", "probe.gone", "probe.bo.gone"]
@@ -289,7 +294,7 @@ def main():
     os.makedirs(args.workdir, exist_ok=True)
     initrd = os.path.join(args.workdir, "initramfs-%s.cpio" % args.test)
     variants = build_initramfs(args, krel, params, initrd)
-    expect = expected_checks(args.test, variants)
+    expect = expected_checks(args.test, variants, args.append)
 
     use_kvm = args.kvm == "on"
     if use_kvm and not os.access("/dev/kvm", os.R_OK | os.W_OK):

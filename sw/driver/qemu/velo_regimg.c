@@ -103,6 +103,20 @@ static void good_image(struct img* m) {
     put(m, VELO_REG_VPID_TABLE_STRIDE, VELO_TBL_VPID_TABLE_STRIDE);
     put(m, VELO_REG_VPID_USER_OFFSET, VELO_TBL_VPID_USER_BASE);
     put(m, VELO_REG_VPID_USER_STRIDE, VELO_TBL_VPID_USER_STRIDE);
+#if defined(VELO_BLK_RMA_BASE) && defined(VELO_BLK_IRQ_BASE)
+    // the RMA block is there but not in the chain (IRQ ends it); the "rma" variant links it in
+    block(m, VELO_BLK_RMA_BASE, VELO_BLK_RMA_TYPE, VELO_BLK_RMA_VERSION, 0);
+    put(m, VELO_REG_RMA_CAPS,
+        (uint32_t)(VELO_FIELD_PREP(VELO_REG_RMA_CAPS_REGION_BITS, IMG_RMA_REGION_BITS) |
+                   VELO_FIELD_PREP(VELO_REG_RMA_CAPS_PTE_BITS, IMG_RMA_PTE_BITS) |
+                   VELO_FIELD_PREP(VELO_REG_RMA_CAPS_MTU, IMG_RMA_MTU)));
+    put(m, VELO_REG_RMA_CONTROL, 0);
+    put(m, VELO_REG_RMA_QUIESCE_STATUS, 0);
+    put(m, VELO_REG_RMA_REGION_OFFSET, VELO_TBL_RMA_REGION_BASE);
+    put(m, VELO_REG_RMA_PTE_OFFSET, VELO_TBL_RMA_PTE_BASE);
+    put(m, VELO_REG_RMA_NQ_OFFSET, VELO_TBL_RMA_NQ_TABLE_BASE);
+    put(m, VELO_REG_RMA_CNT_COUNT, 0);
+#endif
 }
 
 struct variant {
@@ -124,6 +138,9 @@ static const struct variant variants[] = {
     {"badirq", "ENODEV", "implausible IRQ block"},
 #endif
     {"good", "OK", ""},
+#if defined(VELO_BLK_RMA_BASE) && defined(VELO_BLK_IRQ_BASE)
+    {"rma", "OK", ""},  // good with the RMA block linked in (its own step of the guest)
+#endif
 };
 
 static void make_variant(struct img* m, const char* name) {
@@ -143,6 +160,10 @@ static void make_variant(struct img* m, const char* name) {
 #ifdef VELO_BLK_IRQ_BASE
     } else if (!strcmp(name, "badirq")) {
         put(m, VELO_REG_IRQ_PENDING_WORDS, 0);  // no room for the vpids' bits
+#endif
+#if defined(VELO_BLK_RMA_BASE) && defined(VELO_BLK_IRQ_BASE)
+    } else if (!strcmp(name, "rma")) {
+        put(m, VELO_BLK_IRQ_BASE + VELO_BLKHDR_NEXT, VELO_BLK_RMA_BASE);
 #endif
     } else if (strcmp(name, "good")) {
         fprintf(stderr, "velo_regimg: unknown variant %s\n", name);
