@@ -919,6 +919,7 @@ static void velo_shutdown(struct pci_dev *pdev)
 	}
 	mutex_unlock(&vdev->lock);
 	pci_clear_master(pdev);
+	dev_dbg(&pdev->dev, "shutdown: NIC and bus mastering off\n");
 }
 
 static const struct pci_device_id velo_pci_ids[] = {

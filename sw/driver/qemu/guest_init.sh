@@ -353,6 +353,14 @@ mode_probe() {
 	check probe.reload.rmmod "${_e:-ok}" [ $_r -eq 0 ]
 	module_gone probe.reload.gone
 	dmesg_clean probe.dmesg
+
+	# 9. leave velo bound to both devices for the power-off: .shutdown runs then, and its debug
+	# line (dyndbg) on the console is what the host checks (probe.shutdown)
+	_e=$(t insmod /velo/velo.ko dyndbg=+p 2>&1)
+	_r=$?
+	check probe.shutdown_armed "${_e:-insmod ok}; velo0 on $(bound_to $VV), velo1 on $(bound_to $BO)" \
+		[ $_r -eq 0 -a "$(bound_to $VV)" = velo -a "$(bound_to $BO)" = velo ]
+	SHUTDOWN_LOG=1
 }
 
 case $MODE in
@@ -365,6 +373,8 @@ echo "VELOTEST-DMESG-BEGIN"
 dmesg
 echo "VELOTEST-DMESG-END"
 echo "VELOTEST-DONE $NPASS $NFAIL"
+# the driver's shutdown line must reach the console (KERN_DEBUG)
+[ "${SHUTDOWN_LOG:-0}" = 1 ] && echo 8 >/proc/sys/kernel/printk
 if [ "$SHELL_AFTER" = 1 ]; then
 	echo "interactive shell; 'poweroff -f' ends the VM"
 	setsid cttyhack sh

@@ -187,7 +187,7 @@ def expected_checks(test, variants, append=""):
     names += ["probe.hold." + c for c in ("setup", "rmmod_busy", "unbind", "wait_woken", "gone", "close", "exit")]
     names += ["probe.rmmod", "probe.gone", "probe.bo.gone"]
     names += ["probe.reload." + c for c in ("insmod", "vv", "bo", "node_id", "rmmod", "gone")]
-    return names + ["probe.hold.unbound", "probe.dmesg"]
+    return names + ["probe.hold.unbound", "probe.dmesg", "probe.shutdown_armed", "probe.shutdown"]
 
 
 def pvh_vmlinux(kernel, cachedir):
@@ -360,6 +360,17 @@ def main():
             done = line
         elif not in_dmesg and SPLAT.search(line):
             splats.append(line)
+    if args.test == "probe" and done is not None:
+        # after VELOTEST-DONE the guest powers off with velo bound to 00:06.0 and 00:07.0: the
+        # driver's .shutdown must have run for both (its dev_dbg line, enabled by dyndbg)
+        tail = lines[lines.index(done) + 1:]
+        seen = sorted({m.group(1) for m in (re.search(r"velo (0000:00:0[67]\.0): shutdown: NIC and bus mastering off",
+                                                       ln) for ln in tail) if m})
+        ok = seen == ["0000:00:06.0", "0000:00:07.0"]
+        results["probe.shutdown"] = ("PASS" if ok else "FAIL", "shutdown ran for: %s" % (" ".join(seen) or "none"))
+        print("VELOTEST probe.shutdown %s %s" % results["probe.shutdown"], flush=True)
+        if not ok:
+            failed.append("probe.shutdown")
     missing = [n for n in expect if n not in results]
     log("%s boot: %.1f s (%s), console log %s" % (args.test, secs, "KVM" if use_kvm else "TCG", conlog))
     problems = []

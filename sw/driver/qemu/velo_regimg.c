@@ -134,6 +134,8 @@ static const struct variant variants[] = {
     {"badhash", "EPROTO", "another spec, SPEC_HASH 0x"},
     {"badcaps", "ENODEV", "implausible CAPS"},
     {"badnet", "ENODEV", "implausible NET block"},
+    // the driver's own check (velo_main.c): user pages are mapped into processes
+    {"badalign", "ENODEV", "implausible VPID block: user pages at 0x[0-9a-f]+, stride 0x[0-9a-f]+, are not page aligned"},
 #ifdef VELO_BLK_IRQ_BASE
     {"badirq", "ENODEV", "implausible IRQ block"},
 #endif
@@ -155,6 +157,8 @@ static void make_variant(struct img* m, const char* name) {
         put(m, VELO_REG_ID_SPEC_HASH, ~(uint32_t)VELO_SPEC_HASH);
     } else if (!strcmp(name, "badcaps")) {
         put(m, VELO_REG_VPID_NUM_VPIDS, (1u << IMG_VPID_BITS) - 1);  // not 2^VPID_BITS
+    } else if (!strcmp(name, "badalign")) {
+        put(m, VELO_REG_VPID_USER_OFFSET, VELO_TBL_VPID_USER_BASE + 0x800);  // half a page in
     } else if (!strcmp(name, "badnet")) {
         put(m, VELO_REG_NET_PORT_STRIDE, 0);  // ports that overlap
 #ifdef VELO_BLK_IRQ_BASE
