@@ -302,6 +302,45 @@ mode_probe() {
 		check probe.rma.dmesg "${_m:-no refusal, as it should be}" [ -z "$_m" ]
 	fi
 
+	# 5c. the "rmastuck" image: RMA.QUIESCE_STATUS BUSY for ever. munmap of a registered buffer:
+	# the region never quiesces and stays pinned (STUCK) until remove unpins it with bus
+	# mastering off.
+	# (not under swiotlb=force: nothing can be registered there)
+	if ! grep -q swiotlb=force /proc/cmdline; then
+		_e=$(velo_guest poke $RES_VV /velo/regimg/regs-rmastuck.txt 2>&1)
+		_r=$?
+		check probe.rmastuck.image "${_e:-ok}" [ $_r -eq 0 ]
+		dmesg_mark
+		write_to $DRV/bind $VV
+		check probe.rmastuck.bind "bind: ${WERR:-ok}" [ -z "$WERR" ]
+		rm -f /tmp/rma_ready /tmp/rma_go
+		velo_guest rmastuck probe.rmastuck /dev/velo0 /sys/class/velo/velo0 /tmp/rma_ready /tmp/rma_go >/tmp/rmastuck.out 2>&1 &
+		RMA=$!
+		_i=0
+		while [ ! -e /tmp/rma_ready ] && [ $_i -lt 600 ] && kill -0 $RMA 2>/dev/null; do
+			sleep 0.1
+			_i=$((_i + 1))
+		done
+		sleep 0.2
+		write_to $DRV/unbind $VV
+		check probe.rmastuck.unbind "${WERR:-ok}" [ -z "$WERR" ]
+		touch /tmp/rma_go
+		(sleep $STEP_TIMEOUT; kill -9 $RMA 2>/dev/null) &
+		KILLER=$!
+		wait $RMA
+		_r=$?
+		kill $KILLER 2>/dev/null
+		check probe.rmastuck.exit "status $_r" [ $_r -eq 0 ]
+		grep '^VELOTEST ' /tmp/rmastuck.out
+		grep -v '^VELO' /tmp/rmastuck.out
+		_m1=$(dmesg_since | grep -E "$VV: RMA region [0-9]+ never quiesced" | head -1)
+		_m2=$(dmesg_since | grep -E "$VV: RMA region [0-9]+: unpinned at removal" | head -1)
+		check probe.rmastuck.dmesg "${_m1:-no 'never quiesced' line} | ${_m2:-no 'unpinned at removal' line}" \
+			[ -n "$_m1" -a -n "$_m2" ]
+
+
+	fi
+
 	# 6. remove while a process sleeps in WAIT with the endpoint mapped (hot unplug)
 	write_to $DRV/bind $VV
 	check probe.vv.rebind "bind: ${WERR:-ok}" [ -z "$WERR" ]

@@ -17,6 +17,9 @@
 //       events (mprotect, fork: ignored; MADV_DONTNEED, munmap: withdrawn), REPIN, DEREGISTER,
 //       the VmPin charges; then, with a region registered, readyfile and WAIT until the device
 //       is removed; after gofile appears: the region's pins are gone.
+//   velo_guest rmastuck <prefix> </dev/veloN> </sys/class/velo/veloN> <readyfile> <gofile>
+//       the "rmastuck" image: a region withdrawn by munmap never quiesces and stays pinned until
+//       the device is removed.
 //   velo_guest regs <prefix> <resource0> <vpid> <ctl_vpid> <node_id>
 //       after unbind: what the driver left in the register file (NODE_ID, ENABLE=0, the endpoint's
 //       VPID_TABLE entries programmed then disabled, QUIESCE_VPID, the user page, IRQ disabled).
@@ -779,6 +782,69 @@ static int cmd_rma(const char* dev, const char* sysdir, const char* ready, const
     return g_failed;
 }
 
+
+// The "rmastuck" image: RMA.QUIESCE_STATUS says BUSY for ever. A region the notifier withdraws
+// never quiesces: it stays pinned (STUCK), REPIN fails with EIO, DEREGISTER with ETIMEDOUT, and
+// only the device's removal, once bus mastering is off, unpins it.
+static int cmd_rmastuck(const char* dev, const char* sysdir, const char* ready, const char* go) {
+    const long pin0 = vm_pin_kb();
+    int fd = open(dev, O_RDWR | O_CLOEXEC);
+    struct velo_uapi_ep_open ep;
+    int e = fd < 0 ? errno : ep_open(fd, -1, &ep);
+    struct velo_uapi_rma_setup st;
+    memset(&st, 0, sizeof st);
+    st.argsz = sizeof st;
+    int e1 = e ? e : ioc(fd, VELO_IOC_RMA_SETUP, &st);
+    const size_t n1 = 16 * 4096;
+    uint8_t* b1 = mmap(NULL, n1, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (e || e1 || b1 == MAP_FAILED) {
+        report("setup", 0, "EP_OPEN %s, RMA_SETUP %s", strerror(e), strerror(e1));
+        return 1;
+    }
+    memset(b1, 0x3c, n1);
+    const long rings = (long)((ep.ring_bytes + ep.ctl_ring_bytes + st.nq_bytes) >> 10);
+    struct velo_uapi_register r1;
+    e = rma_reg(fd, b1, n1, &r1);
+    long kb = vm_pin_kb();
+    report("setup", !e && kb - pin0 == rings + 64, "REGISTER 16 pages: %s; VmPin + %ld kB (want %ld)",
+           e ? strerror(e) : "ok", kb - pin0, rings + 64);
+    long m0[MN_N], m1[MN_N];
+    char d[256];
+    int ok = !mn_read(sysdir, m0);
+    int em = munmap(b1, n1) ? errno : 0;
+    ok = ok && !mn_read(sysdir, m1);
+    const long want_unmap[MN_N] = {1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1};
+    ok = ok && mn_delta(m0, m1, want_unmap, d, sizeof d);
+    kb = vm_pin_kb();
+    uint32_t rp = 99;
+    e = rma_repin(fd, r1.nla, &rp);
+    e1 = rma_dereg(fd, r1.nla);
+    int e2 = rma_dereg(fd, r1.nla);
+    long kb2 = vm_pin_kb();
+    report("stuck", ok && !em && kb - pin0 == rings + 64 && e == EIO && e1 == ETIMEDOUT && e2 == ENOENT &&
+                        kb2 - pin0 == rings + 64,
+           "munmap: %s; VmPin + %ld kB (want %ld: never quiesced, pages stay pinned); REPIN %s (want EIO); "
+           "DEREGISTER %s (want ETIMEDOUT), again %s (want ENOENT); VmPin + %ld kB",
+           d, kb - pin0, rings + 64, strerror(e), strerror(e1), strerror(e2), kb2 - pin0);
+    int rf = open(ready, O_WRONLY | O_CREAT, 0644);
+    if (rf >= 0) close(rf);
+    struct velo_uapi_wait wt;
+    memset(&wt, 0, sizeof wt);
+    wt.argsz = sizeof wt;
+    wt.flags = VELO_WAIT_DATA;
+    wt.timeout_ns = VELO_WAIT_FOREVER;
+    e = ioc(fd, VELO_IOC_WAIT, &wt);
+    for (int i = 0; i < 3000 && access(go, F_OK); ++i) usleep(10000);
+    kb = vm_pin_kb();
+    report("removed", e == ENODEV && kb == pin0,
+           "WAIT %s (want ENODEV); after remove VmPin + %ld kB (want 0: the stuck region unpinned once bus "
+           "mastering was off, nothing mapped)",
+           strerror(e), kb - pin0);
+    e = close(fd) ? errno : 0;
+    report("close", !e, "close: %s", e ? strerror(e) : "ok");
+    return g_failed;
+}
+
 // ------------------------------------------------------------------ regs (after unbind)
 static int cmd_regs(const char* res, unsigned v, unsigned c, unsigned node_id) {
     struct bar b;
@@ -825,6 +891,10 @@ int main(int argc, char** argv) {
         g_prefix = argv[2];
         return cmd_hold(argv[3], argv[4]);
     }
+    if (argc == 7 && !strcmp(argv[1], "rmastuck")) {
+        g_prefix = argv[2];
+        return cmd_rmastuck(argv[3], argv[4], argv[5], argv[6]);
+    }
     if (argc == 7 && !strcmp(argv[1], "rma")) {
         g_prefix = argv[2];
         return cmd_rma(argv[3], argv[4], argv[5], argv[6]);
@@ -839,6 +909,7 @@ int main(int argc, char** argv) {
             "       velo_guest uapi <prefix> </dev/veloN> </sys/class/velo/veloN> <node_id> <irq> <window>\n"
             "       velo_guest hold <prefix> </dev/veloN> <readyfile>\n"
             "       velo_guest regs <prefix> <resource0> <vpid> <ctl_vpid> <node_id>\n"
-            "       velo_guest rma <prefix> </dev/veloN> </sys/class/velo/veloN> <readyfile> <gofile>\n");
+            "       velo_guest rma <prefix> </dev/veloN> </sys/class/velo/veloN> <readyfile> <gofile>\n"
+            "       velo_guest rmastuck <prefix> </dev/veloN> </sys/class/velo/veloN> <readyfile> <gofile>\n");
     return 2;
 }

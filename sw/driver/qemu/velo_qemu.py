@@ -183,6 +183,8 @@ def expected_checks(test, variants, append=""):
         rma = ["bounce"] if bounce else ["register", "protection", "clear", "unmap", "deregister"]
         names += ["probe.rma." + c for c in ["image", "bind", "setup", "charge", "rlimit"] + rma +
                   ["removed", "close", "unbind", "exit", "dmesg"]]
+        names += [] if bounce else ["probe.rmastuck." + c for c in ("image", "bind", "setup", "stuck", "removed", "close", "unbind",
+                                                  "exit", "dmesg")]
     names += ["probe.vv.rebind", "probe.vv.rebound"]
     names += ["probe.hold." + c for c in ("setup", "rmmod_busy", "unbind", "wait_woken", "gone", "close", "exit")]
     names += ["probe.rmmod", "probe.gone", "probe.bo.gone"]

@@ -142,6 +142,7 @@ static const struct variant variants[] = {
     {"good", "OK", ""},
 #if defined(VELO_BLK_RMA_BASE) && defined(VELO_BLK_IRQ_BASE)
     {"rma", "OK", ""},  // good with the RMA block linked in (its own step of the guest)
+    {"rmastuck", "OK", ""},  // rma, but RMA.QUIESCE_STATUS says BUSY for ever
 #endif
 };
 
@@ -168,6 +169,9 @@ static void make_variant(struct img* m, const char* name) {
 #if defined(VELO_BLK_RMA_BASE) && defined(VELO_BLK_IRQ_BASE)
     } else if (!strcmp(name, "rma")) {
         put(m, VELO_BLK_IRQ_BASE + VELO_BLKHDR_NEXT, VELO_BLK_RMA_BASE);
+    } else if (!strcmp(name, "rmastuck")) {
+        put(m, VELO_BLK_IRQ_BASE + VELO_BLKHDR_NEXT, VELO_BLK_RMA_BASE);
+        put(m, VELO_REG_RMA_QUIESCE_STATUS, (uint32_t)VELO_FIELD_PREP(VELO_REG_RMA_QUIESCE_STATUS_BUSY, 1));
 #endif
     } else if (strcmp(name, "good")) {
         fprintf(stderr, "velo_regimg: unknown variant %s\n", name);
