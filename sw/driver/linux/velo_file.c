@@ -107,12 +107,11 @@ void velo_file_zap(struct velo_file *f, bool all)
 
 /*
  * The pins of one VALID phase of a region: pinned pages, their scatter-gather table mapped for
- * DMA, the pinned_vm charge. Handed to the core as the region's pin; its rma_unpin op
- * (velo_pin_release) unmaps the DMA at once and leaves the unpinning to a worker.
+ * DMA, the pinned_vm charge; the region's pin while the core holds it VALID. The core's
+ * rma_unpin op (velo_region_unpin) unmaps the DMA at once and leaves the unpinning to a worker.
  */
 struct velo_pin {
 	struct list_head node;	/* velo_dev.unpin_list */
-	struct velo_region *rg;	/* NULL once released */
 	struct mm_struct *mm;	/* mmgrab()ed */
 	struct page **pages;	/* [npages] */
 	unsigned long npages, npinned;
@@ -181,7 +180,6 @@ void velo_region_unpin(struct velo_region *rg)
 	if (!p)
 		return;
 	rg->pin = NULL;
-	p->rg = NULL;
 	dma_unmap_sgtable(&vdev->pdev->dev, &p->sgt, velo_pin_dir(p), 0);
 	p->mapped = false;
 	spin_lock(&vdev->unpin_list_lock);
@@ -372,13 +370,10 @@ again:
 	if (vdev->gone || !vdev->core) {
 		r = -ENODEV;
 	} else {
-		p->rg = rg;
 		rg->pin = p;
 		r = velo_core_rma_map(vdev->core, rg->idx, rg->key, rg->pfns, rg->npages, rg);
-		if (r) {
+		if (r)
 			rg->pin = NULL;
-			p->rg = NULL;
-		}
 	}
 	mutex_unlock(&vdev->rma_lock);
 	if (!r)
