@@ -218,9 +218,19 @@ static void velo_op_log(void *ctx, int level, const char *msg)
 {
 	struct velo_dev *vdev = ctx;
 
-	/* unprivileged calls reach some of these (a NIC that never quiesces): rate-limited */
 	if (!strncmp(msg, "velo: ", 6))
 		msg += 6;
+	/* probe: every line, the test of a bad device depends on them */
+	if (!vdev->core) {
+		if (level == VELO_CORE_LOG_ERR)
+			dev_err(&vdev->pdev->dev, "%s\n", msg);
+		else if (level == VELO_CORE_LOG_WARN)
+			dev_warn(&vdev->pdev->dev, "%s\n", msg);
+		else
+			dev_info(&vdev->pdev->dev, "%s\n", msg);
+		return;
+	}
+	/* after it, unprivileged calls reach some of these (a NIC that never quiesces) */
 	if (level == VELO_CORE_LOG_ERR)
 		dev_err_ratelimited(&vdev->pdev->dev, "%s\n", msg);
 	else if (level == VELO_CORE_LOG_WARN)
