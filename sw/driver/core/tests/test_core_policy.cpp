@@ -591,8 +591,12 @@ TEST_F(Policy, AllOnesAndNotPresentEndsQuiesceAtOnce) {
 // velo_core_disable: IRQ, RMA and the NIC off (remove, shutdown, probe errors).
 TEST_F(Policy, DisableTurnsEverythingOff) {
     EXPECT_NE(VELO_FIELD_GET(VELO_REG_CTRL_CONTROL_ENABLE, nic.regs[VELO_REG_CTRL_CONTROL]), 0u);
+    ASSERT_NE(velo_core_caps(c)->rma_base, 0u);
+    ASSERT_EQ(velo_core_rma_enable(c, 1), 0);
+    EXPECT_NE(nic.regs[VELO_REG_RMA_CONTROL], 0u);
     velo_core_disable(c);
     EXPECT_EQ(nic.regs[VELO_REG_CTRL_CONTROL], 0u);
+    EXPECT_EQ(nic.regs[VELO_REG_RMA_CONTROL], 0u);
 #ifdef VELO_BLK_IRQ_BASE
     EXPECT_EQ(nic.regs[VELO_REG_IRQ_CTRL], 0u);
 #endif
