@@ -15,7 +15,7 @@
  * with EINVAL). The driver reads min(argsz, its size) bytes (zero-filling what an older caller
  * did not pass; refusing with E2BIG a newer caller's nonzero bytes it does not understand),
  * refuses argsz below the version-1 size with EINVAL (above 4096 with E2BIG), and writes back
- * min(argsz, its size) bytes. Fields named rsvd must be zero.
+ * min(argsz, its size) bytes (_IOWR numbers only). Fields named rsvd must be zero.
  *
  * ioctl numbers (version 4): _IOWR (the driver writes results back) or _IOW (input only) under
  * the type VELO_IOC_MAGIC, number VELO_IOC_NR_*, with the size of the caller's structure; argsz
@@ -79,7 +79,6 @@
 /*
  * the data vpid's RMA command page (BAR4), PROT_WRITE only, write-combined, 4096 (after
  * VELO_IOC_RMA_SETUP)
- * /
  */
 #define VELO_MMAP_RMA_CMD 0x5000000000ull
 
