@@ -24,7 +24,11 @@
 #define VELO_DRV_NAME "velo"
 #define VELO_MAX_DEVS 32
 /* MMU notifier events counted by kind (enum mmu_notifier_event), the last slot for newer kinds */
+#ifdef VELO_HAVE_MMU_NOTIFY_EXCLUSIVE
 #define VELO_MN_EVENTS (MMU_NOTIFY_EXCLUSIVE + 2)
+#else
+#define VELO_MN_EVENTS (MMU_NOTIFY_MIGRATE + 2)	/* before 5.14 */
+#endif
 
 /*
  * ---- compatibility with the kernels the module builds for (>= 5.10): Kbuild finds out which

@@ -217,7 +217,9 @@ static const char *const velo_mn_event_names[VELO_MN_EVENTS] = {
 	[MMU_NOTIFY_SOFT_DIRTY] = "soft_dirty",
 	[MMU_NOTIFY_RELEASE] = "release",
 	[MMU_NOTIFY_MIGRATE] = "migrate",
+#ifdef VELO_HAVE_MMU_NOTIFY_EXCLUSIVE
 	[MMU_NOTIFY_EXCLUSIVE] = "exclusive",
+#endif
 };
 
 /* the rma_notifier attribute: invalidations by kind, then what was done about them */
