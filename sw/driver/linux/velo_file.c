@@ -296,6 +296,11 @@ static int velo_pin_map(struct velo_dev *vdev, struct velo_region *rg, struct ve
 		return r;
 	p->has_sgt = true;
 	r = dma_map_sgtable(dev, &p->sgt, velo_pin_dir(p), 0);
+	if (r == -EIO) {
+		/* the DMA API's answer for memory the device cannot address (no IOMMU, no bounce) */
+		dev_warn_ratelimited(dev, "RMA registration refused: the pages lie beyond the device's DMA mask\n");
+		return -EOPNOTSUPP;
+	}
 	if (r)
 		return r;
 	p->mapped = true;
