@@ -203,6 +203,11 @@ static int hw_open(struct velo_be* b, const char* dev, const velo_open_attr_t* a
     info.argsz = sizeof info;
     if (ioctl(fd, VELO_IOC_INFO, &info) < 0) {
         r = errno == ENOTTY || errno == EINVAL ? -ENODEV : neg_errno();  // not a VELO device
+        // a driver of ABI 2 or 3 does not know this number but answers its own: too old (EPROTO)
+        struct velo_uapi_info old;
+        memset(&old, 0, sizeof old);
+        old.argsz = sizeof old;
+        if (r == -ENODEV && ioctl(fd, VELO_IOC_INFO_V3, &old) == 0) r = -EPROTO;
         goto fail;
     }
     // a newer driver still serves this ABI (argsz): only an older one is refused

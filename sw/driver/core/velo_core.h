@@ -168,6 +168,27 @@ int velo_core_probe(const struct velo_core_ops *ops, void *ctx, struct velo_core
 /* Close every endpoint (quiesced) and free the core. */
 void velo_core_remove(struct velo_core *c);
 
+/*
+ * Stop the NIC before bus mastering goes (error paths, remove, shutdown): IRQ CTRL.ENABLE,
+ * RMA CONTROL.ENABLE and CTRL.CONTROL.ENABLE = 0 (arriving packets and sends are dropped from
+ * then on; QUIESCE_STATUS still says when what was in flight has drained).
+ */
+void velo_core_disable(struct velo_core *c);
+
+/*
+ * The device is unreachable (all-ones reads, surprise removal) or never quiesced: 1. Set by a
+ * quiesce that found the device gone or timed out; while set, every quiesce polls only
+ * VELO_CORE_QUIESCE_POLLS_WEDGED times, so closing many endpoints of a dead NIC does not hold
+ * the caller's device lock for a second each. A quiesce that succeeds clears it.
+ */
+int velo_core_wedged(const struct velo_core *c);
+/*
+ * Is the device still reachable (Linux: pci_device_is_present)? Asked when a quiesce status
+ * reads all ones. Not set: all ones means the device is gone. (A setter, as for rma_unpin.)
+ */
+void velo_core_set_present(struct velo_core *c, int (*present)(void *ctx));
+#define VELO_CORE_QUIESCE_POLLS_WEDGED 1000
+
 const struct velo_core_caps *velo_core_caps(const struct velo_core *c);
 
 /*
@@ -276,12 +297,23 @@ int velo_core_may_reach(const struct velo_core *c, const struct velo_core_ep *e,
  */
 struct velo_core_client {
 	uint64_t owner; /* unique per client and never reused: endpoints record it */
+	/*
+	 * The caller of the current call: the OS sets them before every call
+	 * (velo_core_client_caller), so privilege is that of who calls, not of who opened.
+	 */
 	uint32_t pid, uid;
 	uint32_t privileged;
 	int vpid; /* data vpid of its endpoint, -1 before VELO_IOC_EP_OPEN */
 };
 void velo_core_client_init(struct velo_core_client *cl, uint64_t owner, uint32_t pid, uint32_t uid,
 			   uint32_t privileged);
+/*
+ * Who makes the next call on the client. An endpoint opened privileged that is then used by an
+ * unprivileged caller (a descriptor passed on, or privileges dropped) loses its privilege for
+ * good at that call: its later grants follow the policy like any other endpoint's.
+ */
+void velo_core_client_caller(struct velo_core_client *cl, uint32_t pid, uint32_t uid,
+			     uint32_t privileged);
 /* The client's endpoint, or NULL with *err = -EBADFD (none opened) or -ENODEV (reclaimed). */
 const struct velo_core_ep *velo_core_client_ep(const struct velo_core *c,
 					       const struct velo_core_client *cl, int *err);
@@ -294,6 +326,14 @@ int velo_core_client_close(struct velo_core *c, struct velo_core_client *cl);
  * (zero-filling the rest; refusing -E2BIG when bytes past ksz are nonzero) and out again.
  */
 int velo_core_uapi_size(unsigned int nr, uint32_t *minsz, uint32_t *ksz);
+/*
+ * What kind of ioctl nr is: VELO_CORE_UAPI_OUT (results are written back: its number is _IOWR,
+ * else _IOW) | VELO_CORE_UAPI_ADMIN (an administrator's call: the OS asks for the capability
+ * with auditing); -ENOTTY for an unknown nr.
+ */
+#define VELO_CORE_UAPI_OUT 0x1
+#define VELO_CORE_UAPI_ADMIN 0x2
+int velo_core_uapi_flags(unsigned int nr);
 /*
  * Carry out ioctl nr on its structure `arg` (ksz bytes, argsz as the caller passed): every field
  * is checked, out fields are filled. For VELO_IOC_NR_WAIT it only checks and reports the rings

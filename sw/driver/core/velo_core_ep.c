@@ -37,19 +37,63 @@ int velo_core_quiesce(struct velo_core *c, unsigned int vpid)
 	return velo_core_quiesce_poll(c, vpid);
 }
 
-int velo_core_quiesce_poll(struct velo_core *c, unsigned int vpid)
+int velo_core_poll_quiet(struct velo_core *c, uint32_t off, uint32_t busy)
 {
-	wr(c, reg_ctrl(c, VELO_REG_CTRL_QUIESCE_VPID), vpid);
-	for (unsigned int i = 0; i < CORE_QUIESCE_POLLS; ++i) {
-		uint32_t s = rd(c, reg_ctrl(c, VELO_REG_CTRL_QUIESCE_STATUS));
+	const unsigned int polls = c->wedged ? VELO_CORE_QUIESCE_POLLS_WEDGED : CORE_QUIESCE_POLLS;
 
-		if (s != 0xFFFFFFFFu && !VELO_FIELD_GET(VELO_REG_CTRL_QUIESCE_STATUS_BUSY, s))
+	for (unsigned int i = 0; i < polls; ++i) {
+		const uint32_t s = rd(c, off);
+
+		if (s == 0xFFFFFFFFu && (!c->present || !c->present(c->ctx))) {
+			/* surprise removal, link down: nothing to wait for, and nobody to ask */
+			c->wedged = 1;
+			return -VELO_CORE_ENODEV;
+		}
+		if (s != 0xFFFFFFFFu && !(s & busy)) {
+			c->wedged = 0;
 			return 0;
+		}
 		if (c->ops->relax)
 			c->ops->relax(c->ctx);
 	}
-	velo_core_log(c, VELO_CORE_LOG_ERR, "velo: vpid never quiesced: ", vpid);
+	c->wedged = 1;
 	return -VELO_CORE_ETIMEDOUT;
+}
+
+int velo_core_quiesce_poll(struct velo_core *c, unsigned int vpid)
+{
+	wr(c, reg_ctrl(c, VELO_REG_CTRL_QUIESCE_VPID), vpid);
+	const int r =
+		velo_core_poll_quiet(c, reg_ctrl(c, VELO_REG_CTRL_QUIESCE_STATUS),
+				     (uint32_t)VELO_FIELD_MASK(VELO_REG_CTRL_QUIESCE_STATUS_BUSY));
+
+	if (r == -VELO_CORE_ETIMEDOUT)
+		velo_core_log(c, VELO_CORE_LOG_ERR, "velo: vpid never quiesced: ", vpid);
+	return r;
+}
+
+void velo_core_set_present(struct velo_core *c, int (*present)(void *ctx))
+{
+	if (c)
+		c->present = present;
+}
+
+int velo_core_wedged(const struct velo_core *c)
+{
+	return c && c->wedged;
+}
+
+void velo_core_disable(struct velo_core *c)
+{
+	if (!c)
+		return;
+	if (c->caps.irq_base)
+		wr(c, reg_irq(c, VELO_REG_IRQ_CTRL), 0);
+	if (c->caps.rma_base)
+		wr(c, reg_rma(c, VELO_REG_RMA_CONTROL), 0);
+	wr(c, reg_ctrl(c, VELO_REG_CTRL_CONTROL), 0);
+	/* read back: the writes have reached the NIC when this returns */
+	(void)rd(c, reg_ctrl(c, VELO_REG_CTRL_CONTROL));
 }
 
 static size_t ring_bytes(unsigned int log2)
@@ -263,6 +307,14 @@ const struct velo_core_ep *velo_core_client_ep(const struct velo_core *c,
 	if (err)
 		*err = r;
 	return e;
+}
+
+void velo_core_client_caller(struct velo_core_client *cl, uint32_t pid, uint32_t uid,
+			     uint32_t privileged)
+{
+	cl->pid = pid;
+	cl->uid = uid;
+	cl->privileged = privileged ? 1u : 0u;
 }
 
 int velo_core_client_close(struct velo_core *c, struct velo_core_client *cl)

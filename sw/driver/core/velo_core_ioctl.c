@@ -233,24 +233,38 @@ static int ioc_port_set(struct velo_core *c, struct velo_core_client *cl, void *
 struct ioc_desc {
 	uint32_t size; /* of its structure; 0: no such ioctl */
 	int (*fn)(struct velo_core *c, struct velo_core_client *cl, void *arg);
+	int flags; /* VELO_CORE_UAPI_*: as the direction of its number in velo_uapi.h says */
 };
 
+#define OUT VELO_CORE_UAPI_OUT
+#define ADMIN VELO_CORE_UAPI_ADMIN
 static const struct ioc_desc ioc_table[VELO_IOC_NR_COUNT] = {
-	[VELO_IOC_NR_INFO] = { sizeof(struct velo_uapi_info), ioc_info },
-	[VELO_IOC_NR_EP_OPEN] = { sizeof(struct velo_uapi_ep_open), ioc_ep_open },
-	[VELO_IOC_NR_GRANT] = { sizeof(struct velo_uapi_grant), ioc_grant },
-	[VELO_IOC_NR_REVOKE] = { sizeof(struct velo_uapi_revoke), ioc_revoke },
-	[VELO_IOC_NR_WAIT] = { sizeof(struct velo_uapi_wait), ioc_wait },
-	[VELO_IOC_NR_JOB_SET] = { sizeof(struct velo_uapi_job), ioc_job_set },
-	[VELO_IOC_NR_JOB_DEL] = { sizeof(struct velo_uapi_job_del), ioc_job_del },
-	[VELO_IOC_NR_NODE_SET] = { sizeof(struct velo_uapi_node), ioc_node_set },
-	[VELO_IOC_NR_ROUTE_SET] = { sizeof(struct velo_uapi_route), ioc_route_set },
-	[VELO_IOC_NR_PORT_SET] = { sizeof(struct velo_uapi_port), ioc_port_set },
-	[VELO_IOC_NR_RMA_SETUP] = { sizeof(struct velo_uapi_rma_setup), velo_core_ioc_rma_setup },
-	[VELO_IOC_NR_REGISTER] = { sizeof(struct velo_uapi_register), velo_core_ioc_register },
-	[VELO_IOC_NR_DEREGISTER] = { sizeof(struct velo_uapi_deregister), velo_core_ioc_deregister },
-	[VELO_IOC_NR_REPIN] = { sizeof(struct velo_uapi_repin), velo_core_ioc_repin },
+	[VELO_IOC_NR_INFO] = { sizeof(struct velo_uapi_info), ioc_info, OUT },
+	[VELO_IOC_NR_EP_OPEN] = { sizeof(struct velo_uapi_ep_open), ioc_ep_open, OUT },
+	[VELO_IOC_NR_GRANT] = { sizeof(struct velo_uapi_grant), ioc_grant, OUT },
+	[VELO_IOC_NR_REVOKE] = { sizeof(struct velo_uapi_revoke), ioc_revoke, 0 },
+	[VELO_IOC_NR_WAIT] = { sizeof(struct velo_uapi_wait), ioc_wait, OUT },
+	[VELO_IOC_NR_JOB_SET] = { sizeof(struct velo_uapi_job), ioc_job_set, ADMIN },
+	[VELO_IOC_NR_JOB_DEL] = { sizeof(struct velo_uapi_job_del), ioc_job_del, ADMIN },
+	[VELO_IOC_NR_NODE_SET] = { sizeof(struct velo_uapi_node), ioc_node_set, ADMIN },
+	[VELO_IOC_NR_ROUTE_SET] = { sizeof(struct velo_uapi_route), ioc_route_set, ADMIN },
+	[VELO_IOC_NR_PORT_SET] = { sizeof(struct velo_uapi_port), ioc_port_set, ADMIN },
+	[VELO_IOC_NR_RMA_SETUP] = { sizeof(struct velo_uapi_rma_setup), velo_core_ioc_rma_setup,
+				    OUT },
+	[VELO_IOC_NR_REGISTER] = { sizeof(struct velo_uapi_register), velo_core_ioc_register, OUT },
+	[VELO_IOC_NR_DEREGISTER] = { sizeof(struct velo_uapi_deregister), velo_core_ioc_deregister,
+				     0 },
+	[VELO_IOC_NR_REPIN] = { sizeof(struct velo_uapi_repin), velo_core_ioc_repin, OUT },
 };
+#undef OUT
+#undef ADMIN
+
+int velo_core_uapi_flags(unsigned int nr)
+{
+	if (nr >= VELO_IOC_NR_COUNT || !ioc_table[nr].size)
+		return -VELO_CORE_ENOTTY;
+	return ioc_table[nr].flags;
+}
 
 int velo_core_uapi_size(unsigned int nr, uint32_t *minsz, uint32_t *ksz)
 {
@@ -279,6 +293,10 @@ int velo_core_ioctl(struct velo_core *c, struct velo_core_client *cl, unsigned i
 	/* every structure starts with __u32 argsz */
 	if (*(const uint32_t *)arg < minsz)
 		return -VELO_CORE_EINVAL;
+	/* privilege is the caller's: a privileged endpoint used without privilege loses it */
+	if (!cl->privileged && cl->vpid >= 0 && (unsigned int)cl->vpid < CORE_MAX_VPIDS &&
+	    c->ep[cl->vpid] && c->ep[cl->vpid]->owner == cl->owner)
+		c->ep[cl->vpid]->privileged = 0;
 	return ioc_table[nr].fn(c, cl, arg);
 }
 

@@ -45,6 +45,7 @@ struct velo_core {
 	struct velo_core_ep *ep[CORE_MAX_VPIDS]; /* by data vpid */
 	unsigned int nep;
 	unsigned int policy; /* VELO_POLICY_* */
+	int wedged; /* velo_core_wedged */
 	unsigned int max_log2, max_grants; /* limits of VELO_IOC_EP_OPEN */
 	struct velo_core_job jobs[VELO_CORE_MAX_JOBS];
 	/*
@@ -59,6 +60,7 @@ struct velo_core {
 	uint16_t *pte_rg; /* [npte] region + 1 using the entry, 0: free */
 	unsigned int nrg, npte, next_rg, pte_nfree, max_regions;
 	void (*rma_unpin)(void *ctx, void *pin);
+	int (*present)(void *ctx); /* velo_core_set_present */
 };
 
 /* ---- register access and logging (velo_core_probe.c) */
@@ -126,6 +128,13 @@ int velo_core_write_enable(struct velo_core *c, uint32_t off, uint32_t bit, int 
 int velo_core_quiesce(struct velo_core *c, unsigned int vpid);
 /* Wait until the NIC holds nothing for vpid (mailbox and notification queue writes). */
 int velo_core_quiesce_poll(struct velo_core *c, unsigned int vpid);
+/*
+ * Poll the quiesce status register at `off` until its BUSY bit (`busy`) is clear: 0; -ENODEV
+ * when it reads all ones and the device is not present (velo_core_set_present); -ETIMEDOUT after
+ * CORE_QUIESCE_POLLS reads (VELO_CORE_QUIESCE_POLLS_WEDGED while the core is wedged). A failure
+ * wedges the core, a success unwedges it.
+ */
+int velo_core_poll_quiet(struct velo_core *c, uint32_t off, uint32_t busy);
 
 /* ---- access policy (velo_core_job.c) */
 /* may an endpoint of `job` hold data vpid v */

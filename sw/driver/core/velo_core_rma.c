@@ -159,17 +159,13 @@ static uint32_t rg_cfg(const struct velo_core_region *g, int alloc, int valid)
 static int rg_quiesce(struct velo_core *c, unsigned int r)
 {
 	wr(c, reg_rma(c, VELO_REG_RMA_QUIESCE_REGION), r);
-	for (unsigned int i = 0; i < CORE_QUIESCE_POLLS; ++i) {
-		const uint32_t s = rd(c, reg_rma(c, VELO_REG_RMA_QUIESCE_STATUS));
+	const int q = velo_core_poll_quiet(c, reg_rma(c, VELO_REG_RMA_QUIESCE_STATUS),
+					   (uint32_t)VELO_FIELD_MASK(VELO_REG_RMA_QUIESCE_STATUS_BUSY));
 
-		if (s != 0xFFFFFFFFu && !VELO_FIELD_GET(VELO_REG_RMA_QUIESCE_STATUS_BUSY, s))
-			return 0;
-		if (c->ops->relax)
-			c->ops->relax(c->ctx);
-	}
-	velo_core_log(c, VELO_CORE_LOG_ERR,
-		      "velo: RMA region never quiesced (its pages stay pinned): ", r);
-	return -VELO_CORE_ETIMEDOUT;
+	if (q == -VELO_CORE_ETIMEDOUT)
+		velo_core_log(c, VELO_CORE_LOG_ERR,
+			      "velo: RMA region never quiesced (its pages stay pinned): ", r);
+	return q ? -VELO_CORE_ETIMEDOUT : 0;
 }
 
 static void pte_write(struct velo_core *c, unsigned int i, uint64_t pfn)
@@ -270,6 +266,23 @@ static int pte_compact(struct velo_core *c)
 	velo_core_log(c, VELO_CORE_LOG_INFO, "velo: RMA page table compacted, entries in use ",
 		      pos);
 	return 0;
+}
+
+/*
+ * Compaction withdraws every VALID region for a moment (a command racing with it fails with
+ * NOT_VALID). Only a privileged endpoint may do that to others' regions; an unprivileged one
+ * only when every VALID region is its own owner's.
+ */
+static int compact_allowed(const struct velo_core *c, const struct velo_core_region *g)
+{
+	const struct velo_core_ep *e = g->owner_vpid < CORE_MAX_VPIDS ? c->ep[g->owner_vpid] : NULL;
+
+	if (e && e->privileged)
+		return 1;
+	for (unsigned int r = 0; r < c->nrg; ++r)
+		if (c->rg[r].state == VELO_CORE_RG_VALID && c->rg[r].owner != g->owner)
+			return 0;
+	return 1;
 }
 
 /* Endpoint vpid of an NIC with an RMA unit: 0 with *e set, -EOPNOTSUPP or -ENOENT. */
@@ -431,6 +444,8 @@ int velo_core_rma_map(struct velo_core *c, unsigned int r, unsigned int key, con
 	if (pte_runs(c, n, &first, &run, NULL) < n)
 		return -VELO_CORE_ENOSPC;
 	if (!run) { /* enough entries, but no run long enough: compact */
+		if (!compact_allowed(c, g))
+			return -VELO_CORE_ENOSPC;
 		const int q = pte_compact(c);
 
 		if (q)

@@ -14,13 +14,21 @@
 #include <linux/mmu_notifier.h>
 #include <linux/mutex.h>
 #include <linux/pci.h>
+#include <linux/srcu.h>
 #include <linux/timer.h>
 #include <linux/wait.h>
+#include <linux/workqueue.h>
 
 #include "velo_core.h"
 
 #define VELO_DRV_NAME "velo"
 #define VELO_MAX_DEVS 32
+/* MMU notifier events counted by kind (enum mmu_notifier_event), the last slot for newer kinds */
+#ifdef VELO_HAVE_MMU_NOTIFY_EXCLUSIVE
+#define VELO_MN_EVENTS (MMU_NOTIFY_EXCLUSIVE + 2)
+#else
+#define VELO_MN_EVENTS (MMU_NOTIFY_MIGRATE + 2)	/* before 5.14 */
+#endif
 
 /*
  * ---- compatibility with the kernels the module builds for (>= 5.10): Kbuild finds out which
@@ -47,6 +55,8 @@ struct velo_dmabuf {
 	dma_addr_t dma;
 	size_t size;
 	unsigned int maps;	/* user mappings (vmas) of it */
+	struct mm_struct *mm;	/* charged (pinned_vm) to this process, mmgrab()ed; NULL: none */
+	unsigned long charged;	/* pages */
 	bool core_done;		/* the core let go of it */
 };
 
@@ -68,6 +78,14 @@ struct velo_dev {
 	int wc_handle;		/* arch_phys_wc_add() */
 	bool wc_memtype;	/* arch_io_reserve_memtype_wc() succeeded */
 
+	/*
+	 * Fences file operations against remove (as ib_uverbs disassociates): every ioctl, mmap,
+	 * poll and fault runs inside a read section; remove sets gone, wakes sleepers and waits for
+	 * the sections to end before it tears anything down. Later calls see gone: -ENODEV.
+	 */
+	struct srcu_struct srcu;
+	bool srcu_ok;		/* init_srcu_struct() succeeded */
+
 	/* serialises every core call and the fields below */
 	struct mutex lock;
 	struct velo_core *core;	/* NULL after remove */
@@ -82,6 +100,15 @@ struct velo_dev {
 	 * memory, takes mmap_lock or zaps mappings: the notifier may run in any of those.
 	 */
 	struct mutex rma_lock;
+	/* every velo_region of every file, and the ones files let go of while pinned (rma_lock) */
+	struct list_head regions;
+	/* pins the NIC let go of, unpinned and dirtied by unpin_work (never inside a notifier) */
+	spinlock_t unpin_list_lock;
+	struct list_head unpin_list;
+	struct work_struct unpin_work;
+	/* the MMU notifier: invalidations by event kind; ignored (same pages); regions withdrawn */
+	atomic_long_t mn_events[VELO_MN_EVENTS];
+	atomic_long_t mn_ignored, mn_withdrawn;
 
 	struct mutex buf_lock;	/* bufs, velo_dmabuf.maps / core_done / cpu */
 	struct list_head bufs;
@@ -113,17 +140,18 @@ struct velo_file {
 struct velo_region {
 	struct mmu_interval_notifier mni;
 	struct list_head node;	/* velo_file.regions */
+	struct list_head dev_node;	/* velo_dev.regions (rma_lock) */
 	struct velo_dev *vdev;
+	struct mm_struct *mm;	/* mmgrab()ed: pinned_vm is charged to it */
+	bool orphan;		/* no file holds it: freed once unpinned (rma_lock) */
 	u64 nla;		/* the handle (key, region, offset 0) */
 	unsigned int idx, key;
 	unsigned long addr;	/* user address of byte 0 */
 	u64 len;
 	bool writable;		/* FOLL_WRITE: the NIC may write the pages */
 	unsigned long npages;
-	struct page **pages;	/* [npages] */
-	dma_addr_t *dma;	/* [npages] */
 	u64 *pfns;		/* [npages] scratch: bus frame numbers for the core */
-	bool pinned;		/* pages, dma and pinned_vm held (rma_lock) */
+	struct velo_pin *pin;	/* while the core holds it VALID (or STUCK): its pins (rma_lock) */
 };
 
 extern const struct file_operations velo_fops;
@@ -138,6 +166,12 @@ void velo_buf_map(struct velo_dmabuf *b);
 void velo_buf_unmap(struct velo_dmabuf *b);
 /* velo_file.c: the core's rma_unpin op (rma_lock held). */
 void velo_region_unpin(struct velo_region *rg);
+/* velo_file.c: unpin_work's function */
+void velo_unpin_work(struct work_struct *w);
+/* velo_file.c: the rma_notifier attribute */
+ssize_t velo_mn_stats_show(struct velo_dev *vdev, char *buf);
+/* velo_file.c: remove, bus mastering off: unpin what the NIC never released, free orphans. */
+void velo_regions_sweep(struct velo_dev *vdev);
 /* velo_main.c: reclaim (sysfs). */
 int velo_reclaim_vpid(struct velo_dev *vdev, unsigned int vpid);
 /* velo_main.c: text for the wc_active attribute */

@@ -12,15 +12,22 @@
  *    come back. The window's write-combining comes from its memtype (PAT) or an MTRR.
  *  - sleep: VELO_IOC_WAIT and poll() arm the NIC's interrupt for the vpids, check the ring
  *    lines again and only then sleep; the interrupt (velo_main.c) bumps wake_seq.
+ *  - ioctl numbers: _IOWR/_IOW under VELO_IOC_MAGIC, direction and size checked; the numbers of
+ *    ABI 2/3 get EPROTO. Privilege is the caller's at each call (capable() for the admin calls),
+ *    never the opener's. Every file operation but release runs in the device's SRCU read
+ *    section: remove waits for them (velo_main.c).
  *  - RMA registration (docs/rma.md §2.4, decoupled pinning as in Open-MX): REGISTER declares
  *    the region in the core, inserts an MMU interval notifier over its pages, pins them
  *    (pin_user_pages_fast, FOLL_LONGTERM, FOLL_WRITE if the NIC may write), maps them for DMA
- *    and hands the bus frames to the core. The notifier withdraws the translation (the core
- *    clears VALID and waits for QUIESCE_STATUS) before it unpins; the next command fails with
- *    NOT_VALID and the library calls REPIN. Pins are charged to the process's pinned_vm
- *    against RLIMIT_MEMLOCK (not locked_vm through account_locked_vm(), which takes mmap_lock:
- *    the notifier runs under it). Region state in the core is guarded by vdev->rma_lock,
- *    under which nothing allocates, faults or zaps (the notifier takes it alone).
+ *    as one sg table (refused when it would bounce) and hands the bus frames to the core. The
+ *    notifier acts on the events that can change the pages (not on protection changes): the
+ *    core clears VALID and waits for QUIESCE_STATUS, the DMA mapping goes at once, and a worker
+ *    unpins and dirties the pages later (unpin_user_pages_dirty_lock takes the page lock, which
+ *    the notifier's caller may hold). The next command fails with NOT_VALID and the library
+ *    calls REPIN. Pins are charged to the process's pinned_vm against RLIMIT_MEMLOCK (not
+ *    locked_vm through account_locked_vm(), which takes mmap_lock: the notifier runs under it).
+ *    Region state in the core is guarded by vdev->rma_lock, under which nothing allocates,
+ *    faults or zaps (the notifier takes it alone).
  */
 #include <linux/capability.h>
 #include <linux/cred.h>
@@ -33,7 +40,9 @@
 #include <linux/sched.h>
 #include <linux/sched/mm.h>
 #include <linux/sched/signal.h>
+#include <linux/scatterlist.h>
 #include <linux/slab.h>
+#include <linux/spinlock.h>
 #include <linux/uaccess.h>
 #include <linux/uidgid.h>
 #include <linux/wait.h>
@@ -59,6 +68,15 @@ union velo_ioc_arg {
 	struct velo_uapi_register reg;
 	struct velo_uapi_deregister dereg;
 	struct velo_uapi_repin repin;
+};
+
+/*
+ * Who makes an ioctl, taken at the call (not at open: a descriptor handed to another process,
+ * or kept across a privilege drop, carries no privilege of its opener). The core gets it with
+ * every call (velo_core_client_caller).
+ */
+struct velo_caller {
+	u32 pid, uid, privileged;
 };
 
 void velo_file_wake(struct velo_file *f)
@@ -88,45 +106,168 @@ void velo_file_zap(struct velo_file *f, bool all)
 /* ---- RMA regions */
 
 /*
- * Release what velo_region_pin took. rma_lock held (or the region never reached the core):
- * no allocation, no page lock (the notifier may run under one), no mmap_lock.
+ * The pins of one VALID phase of a region: pinned pages, their scatter-gather table mapped for
+ * DMA, the pinned_vm charge; the region's pin while the core holds it VALID. The core's
+ * rma_unpin op (velo_region_unpin) unmaps the DMA at once and leaves the unpinning to a worker.
+ */
+struct velo_pin {
+	struct list_head node;	/* velo_dev.unpin_list */
+	struct mm_struct *mm;	/* mmgrab()ed */
+	struct page **pages;	/* [npages] */
+	unsigned long npages, npinned;
+	struct sg_table sgt;
+	bool has_sgt, mapped, charged, writable;
+};
+
+static enum dma_data_direction velo_pin_dir(const struct velo_pin *p)
+{
+	return p->writable ? DMA_BIDIRECTIONAL : DMA_TO_DEVICE;
+}
+
+/*
+ * Undo what velo_region_pin took, in process context with no lock held (the page lock of
+ * unpin_user_pages_dirty_lock may be taken: never inside an MMU notifier) and free the pin.
+ */
+static void velo_pin_free(struct velo_dev *vdev, struct velo_pin *p)
+{
+	if (p->mapped)
+		dma_unmap_sgtable(&vdev->pdev->dev, &p->sgt, velo_pin_dir(p), 0);
+	if (p->has_sgt)
+		sg_free_table(&p->sgt);
+	if (p->npinned)
+		unpin_user_pages_dirty_lock(p->pages, p->npinned, p->writable);
+	if (p->charged)
+		atomic64_sub(p->npages, &p->mm->pinned_vm);
+	mmdrop(p->mm);
+	kvfree(p->pages);
+	kfree(p);
+}
+
+/* the worker: unpin (and dirty, with the page lock) what the NIC let go of */
+void velo_unpin_work(struct work_struct *w)
+{
+	struct velo_dev *vdev = container_of(w, struct velo_dev, unpin_work);
+	struct velo_pin *p, *tmp;
+	LIST_HEAD(todo);
+
+	spin_lock(&vdev->unpin_list_lock);
+	list_splice_init(&vdev->unpin_list, &todo);
+	spin_unlock(&vdev->unpin_list_lock);
+	list_for_each_entry_safe(p, tmp, &todo, node) {
+		list_del(&p->node);
+		velo_pin_free(vdev, p);
+	}
+}
+
+static void velo_region_free(struct velo_region *rg)
+{
+	mmdrop(rg->mm);
+	kvfree(rg->pfns);
+	kfree(rg);
+}
+
+/*
+ * The core's rma_unpin op, and the sweep at remove: the NIC holds no translation of the pages
+ * any more (quiesced, or bus mastering is off). rma_lock held, possibly inside an MMU notifier:
+ * the DMA mapping goes now, the pages are unpinned and dirtied later by the worker. A region no
+ * file holds any more is freed with its last pin.
  */
 void velo_region_unpin(struct velo_region *rg)
 {
-	struct device *dev = &rg->vdev->pdev->dev;
-	enum dma_data_direction dir = rg->writable ? DMA_BIDIRECTIONAL : DMA_TO_DEVICE;
-	unsigned long i;
+	struct velo_dev *vdev = rg->vdev;
+	struct velo_pin *p = rg->pin;
 
-	if (!rg->pinned)
+	if (!p)
 		return;
-	for (i = 0; i < rg->npages; i++) {
-		dma_unmap_page(dev, rg->dma[i], PAGE_SIZE, dir);
-		if (rg->writable)
-			set_page_dirty(rg->pages[i]);
+	rg->pin = NULL;
+	dma_unmap_sgtable(&vdev->pdev->dev, &p->sgt, velo_pin_dir(p), 0);
+	p->mapped = false;
+	spin_lock(&vdev->unpin_list_lock);
+	list_add_tail(&p->node, &vdev->unpin_list);
+	spin_unlock(&vdev->unpin_list_lock);
+	queue_work(system_unbound_wq, &vdev->unpin_work);
+	if (rg->orphan) {
+		list_del(&rg->dev_node);
+		velo_region_free(rg);
 	}
-	unpin_user_pages(rg->pages, rg->npages);
-	atomic64_sub(rg->npages, &rg->mni.mm->pinned_vm);
-	rg->pinned = false;
 }
 
+/* Remove, bus mastering off: what the NIC never released (STUCK) can go now. */
+void velo_regions_sweep(struct velo_dev *vdev)
+{
+	struct velo_region *rg, *tmp;
+
+	mutex_lock(&vdev->rma_lock);
+	list_for_each_entry_safe(rg, tmp, &vdev->regions, dev_node) {
+		if (rg->pin) {
+			dev_warn(&vdev->pdev->dev, "RMA region %u: unpinned at removal (the NIC never released it)\n",
+				 rg->idx);
+			velo_region_unpin(rg);	/* frees an orphan */
+		}
+	}
+	mutex_unlock(&vdev->rma_lock);
+	flush_work(&vdev->unpin_work);
+}
+
+static const char *const velo_mn_event_names[VELO_MN_EVENTS] = {
+	[MMU_NOTIFY_UNMAP] = "unmap",
+	[MMU_NOTIFY_CLEAR] = "clear",
+	[MMU_NOTIFY_PROTECTION_VMA] = "protection_vma",
+	[MMU_NOTIFY_PROTECTION_PAGE] = "protection_page",
+	[MMU_NOTIFY_SOFT_DIRTY] = "soft_dirty",
+	[MMU_NOTIFY_RELEASE] = "release",
+	[MMU_NOTIFY_MIGRATE] = "migrate",
+#ifdef VELO_HAVE_MMU_NOTIFY_EXCLUSIVE
+	[MMU_NOTIFY_EXCLUSIVE] = "exclusive",
+#endif
+};
+
+/* the rma_notifier attribute: invalidations by kind, then what was done about them */
+ssize_t velo_mn_stats_show(struct velo_dev *vdev, char *buf)
+{
+	ssize_t n = 0;
+	unsigned int i;
+
+	for (i = 0; i < VELO_MN_EVENTS; i++)
+		n += sysfs_emit_at(buf, n, "%s %lu\n", velo_mn_event_names[i] ? velo_mn_event_names[i] : "other",
+				   atomic_long_read(&vdev->mn_events[i]));
+	n += sysfs_emit_at(buf, n, "ignored %lu\n", atomic_long_read(&vdev->mn_ignored));
+	n += sysfs_emit_at(buf, n, "withdrawn %lu\n", atomic_long_read(&vdev->mn_withdrawn));
+	return n;
+}
+
+/*
+ * Act on invalidations that can change the pages behind the range: unmap (munmap, mremap),
+ * clear (MADV_DONTNEED, page reclaim or migration attempts, KSM), release (exit), migrate,
+ * exclusive. Protection changes (NUMA hinting, mprotect, fork's write-protection of COW
+ * mappings: a pinned page is copied for the child and stays the parent's) and soft-dirty
+ * tracking keep the same pages mapped: the region stays valid.
+ */
 static bool velo_region_invalidate(struct mmu_interval_notifier *mni, const struct mmu_notifier_range *range,
 				   unsigned long cur_seq)
 {
 	struct velo_region *rg = container_of(mni, struct velo_region, mni);
 	struct velo_dev *vdev = rg->vdev;
+	bool act;
 	int r;
 
 	if (!mmu_notifier_range_blockable(range))
 		return false;
+	atomic_long_inc(&vdev->mn_events[min_t(unsigned int, range->event, VELO_MN_EVENTS - 1)]);
+	act = range->event != MMU_NOTIFY_PROTECTION_VMA && range->event != MMU_NOTIFY_PROTECTION_PAGE &&
+	      range->event != MMU_NOTIFY_SOFT_DIRTY;
 	mutex_lock(&vdev->rma_lock);
 	mmu_interval_set_seq(mni, cur_seq);
-	/* pinned: the core holds the region VALID with this region as its pin */
-	if (rg->pinned && vdev->core) {
+	/* pinned: the core holds the region VALID with this region's pin */
+	if (!act) {
+		atomic_long_inc(&vdev->mn_ignored);
+	} else if (rg->pin && vdev->core) {
+		atomic_long_inc(&vdev->mn_withdrawn);
 		r = velo_core_rma_invalidate(vdev->core, rg->idx, rg->key);
 		if (r)
-			dev_err(&vdev->pdev->dev,
-				"RMA region %u never quiesced (%d): its pages stay pinned until the device goes\n",
-				rg->idx, r);
+			dev_err_ratelimited(&vdev->pdev->dev,
+					    "RMA region %u never quiesced (%d): its pages stay pinned until the device goes\n",
+					    rg->idx, r);
 	}
 	mutex_unlock(&vdev->rma_lock);
 	return true;
@@ -136,15 +277,56 @@ static const struct mmu_interval_notifier_ops velo_region_mn_ops = {
 	.invalidate = velo_region_invalidate,
 };
 
+/*
+ * Map the pin's pages for DMA as one scatter-gather table and collect the bus frame of every
+ * page for the core. Refused (-EOPNOTSUPP) when the mapping would bounce (swiotlb) or need
+ * syncs, which the NIC's direct access cannot honour, or lies beyond the 52 bits the NIC's
+ * page table holds.
+ */
+static int velo_pin_map(struct velo_dev *vdev, struct velo_region *rg, struct velo_pin *p)
+{
+	struct device *dev = &vdev->pdev->dev;
+	struct sg_dma_page_iter it;
+	unsigned long i = 0;
+	dma_addr_t a;
+	int r;
+
+	r = sg_alloc_table_from_pages(&p->sgt, p->pages, p->npages, 0, p->npages << PAGE_SHIFT, GFP_KERNEL);
+	if (r)
+		return r;
+	p->has_sgt = true;
+	r = dma_map_sgtable(dev, &p->sgt, velo_pin_dir(p), 0);
+	if (r == -EIO) {
+		/* the DMA API's answer for memory the device cannot address (no IOMMU, no bounce) */
+		dev_warn_ratelimited(dev, "RMA registration refused: the pages lie beyond the device's DMA mask\n");
+		return -EOPNOTSUPP;
+	}
+	if (r)
+		return r;
+	p->mapped = true;
+	for_each_sgtable_dma_page(&p->sgt, &it, 0) {
+		a = sg_page_iter_dma_address(&it);
+		if (dma_need_sync(dev, a) || (u64)a >> (40 + PAGE_SHIFT)) {
+			dev_warn_ratelimited(dev,
+					     "RMA registration refused: DMA to %pad would bounce or needs syncs (swiotlb=force, or memory beyond the DMA mask without an IOMMU); the NIC reads and writes registered memory directly\n",
+					     &a);
+			return -EOPNOTSUPP;
+		}
+		if (i < p->npages)
+			rg->pfns[i] = (u64)a >> PAGE_SHIFT;
+		i++;
+	}
+	return i == p->npages ? 0 : -EIO;
+}
+
 /* Pin the region's pages and make it VALID in the core. reg_lock held, no other lock. */
 static int velo_region_pin(struct velo_file *f, struct velo_region *rg)
 {
 	struct velo_dev *vdev = f->vdev;
-	struct device *dev = &vdev->pdev->dev;
-	enum dma_data_direction dir = rg->writable ? DMA_BIDIRECTIONAL : DMA_TO_DEVICE;
 	const unsigned int gup = FOLL_LONGTERM | (rg->writable ? FOLL_WRITE : 0);
-	unsigned long start = rg->addr & PAGE_MASK, done, i, seq, limit;
-	struct mm_struct *mm = rg->mni.mm;
+	unsigned long start = rg->addr & PAGE_MASK, seq, limit;
+	struct mm_struct *mm = rg->mm;
+	struct velo_pin *p;
 	int r, tries = 0;
 
 	if (current->mm != mm)
@@ -155,72 +337,79 @@ again:
 		return -EAGAIN;	/* invalidated again and again while pinning */
 	if (fatal_signal_pending(current))
 		return -EINTR;
-	seq = mmu_interval_read_begin(&rg->mni);
-	if (atomic64_add_return(rg->npages, &mm->pinned_vm) > limit && !capable(CAP_IPC_LOCK)) {
-		atomic64_sub(rg->npages, &mm->pinned_vm);
+	p = kzalloc(sizeof(*p), GFP_KERNEL);
+	if (!p)
+		return -ENOMEM;
+	p->pages = kvcalloc(rg->npages, sizeof(*p->pages), GFP_KERNEL);
+	if (!p->pages) {
+		kfree(p);
 		return -ENOMEM;
 	}
-	for (done = 0; done < rg->npages; done += r) {
-		r = pin_user_pages_fast(start + done * PAGE_SIZE, rg->npages - done, gup, rg->pages + done);
+	mmgrab(mm);
+	p->mm = mm;
+	p->npages = rg->npages;
+	p->writable = rg->writable;
+	seq = mmu_interval_read_begin(&rg->mni);
+	p->charged = true;
+	if (atomic64_add_return(p->npages, &mm->pinned_vm) > limit && !capable(CAP_IPC_LOCK)) {
+		r = -ENOMEM;
+		goto err;
+	}
+	while (p->npinned < p->npages) {
+		r = pin_user_pages_fast(start + p->npinned * PAGE_SIZE, p->npages - p->npinned, gup,
+					p->pages + p->npinned);
 		if (r <= 0) {
 			r = r ? r : -EFAULT;
-			goto err_pin;
+			goto err;
 		}
+		p->npinned += r;
 	}
-	for (i = 0; i < rg->npages; i++) {
-		rg->dma[i] = dma_map_page(dev, rg->pages[i], 0, PAGE_SIZE, dir);
-		if (dma_mapping_error(dev, rg->dma[i])) {
-			r = -ENOMEM;
-			goto err_dma;
-		}
-		rg->pfns[i] = (u64)rg->dma[i] >> PAGE_SHIFT;
-	}
+	r = velo_pin_map(vdev, rg, p);
+	if (r)
+		goto err;
 	mutex_lock(&vdev->rma_lock);
 	if (mmu_interval_read_retry(&rg->mni, seq)) {
 		/* changed while we pinned: these pages may be stale */
-		rg->pinned = true;
-		velo_region_unpin(rg);
 		mutex_unlock(&vdev->rma_lock);
+		velo_pin_free(vdev, p);
 		goto again;
 	}
-	rg->pinned = true;
-	r = vdev->core ? velo_core_rma_map(vdev->core, rg->idx, rg->key, rg->pfns, rg->npages, rg) : -ENODEV;
-	if (r)
-		velo_region_unpin(rg);
+	if (vdev->gone || !vdev->core) {
+		r = -ENODEV;
+	} else {
+		rg->pin = p;
+		r = velo_core_rma_map(vdev->core, rg->idx, rg->key, rg->pfns, rg->npages, rg);
+		if (r)
+			rg->pin = NULL;
+	}
 	mutex_unlock(&vdev->rma_lock);
+	if (!r)
+		return 0;
+err:
+	velo_pin_free(vdev, p);
 	return r;
-
-err_dma:
-	while (i--)
-		dma_unmap_page(dev, rg->dma[i], PAGE_SIZE, dir);
-err_pin:
-	unpin_user_pages(rg->pages, done);
-	atomic64_sub(rg->npages, &mm->pinned_vm);
-	return r;
-}
-
-static void velo_region_free(struct velo_region *rg)
-{
-	kvfree(rg->pages);
-	kvfree(rg->dma);
-	kvfree(rg->pfns);
-	kfree(rg);
 }
 
 /*
  * The region left the file: no notifier, and freed unless the core still holds its pins (a
- * region the NIC never quiesced stays pinned, and so allocated, until the device goes).
+ * region the NIC never quiesced stays pinned, and allocated, until the NIC lets go of it or
+ * the device goes: velo_region_unpin frees it then).
  */
 static void velo_region_drop(struct velo_region *rg, bool inserted)
 {
-	bool pinned;
+	struct velo_dev *vdev = rg->vdev;
 
 	if (inserted)
 		mmu_interval_notifier_remove(&rg->mni);
-	mutex_lock(&rg->vdev->rma_lock);
-	pinned = rg->pinned;
-	mutex_unlock(&rg->vdev->rma_lock);
-	if (!pinned)
+	mutex_lock(&vdev->rma_lock);
+	if (rg->pin) {
+		rg->orphan = true;
+		rg = NULL;
+	} else {
+		list_del(&rg->dev_node);
+	}
+	mutex_unlock(&vdev->rma_lock);
+	if (rg)
 		velo_region_free(rg);
 }
 
@@ -235,20 +424,26 @@ static struct velo_region *velo_region_find(struct velo_file *f, u64 nla)
 }
 
 /* lock and rma_lock around a core ioctl that changes regions */
-static long velo_rma_ioctl_locked(struct velo_file *f, unsigned int nr, union velo_ioc_arg *k)
+static long velo_rma_ioctl_locked(struct velo_file *f, unsigned int nr, union velo_ioc_arg *k,
+				  const struct velo_caller *who)
 {
 	struct velo_dev *vdev = f->vdev;
 	long r;
 
 	mutex_lock(&vdev->lock);
 	mutex_lock(&vdev->rma_lock);
-	r = vdev->gone ? -ENODEV : velo_core_ioctl(vdev->core, &f->cl, nr, k);
+	if (vdev->gone) {
+		r = -ENODEV;
+	} else {
+		velo_core_client_caller(&f->cl, who->pid, who->uid, who->privileged);
+		r = velo_core_ioctl(vdev->core, &f->cl, nr, k);
+	}
 	mutex_unlock(&vdev->rma_lock);
 	mutex_unlock(&vdev->lock);
 	return r;
 }
 
-static long velo_ioc_register(struct velo_file *f, union velo_ioc_arg *k)
+static long velo_ioc_register(struct velo_file *f, union velo_ioc_arg *k, const struct velo_caller *who)
 {
 	struct velo_dev *vdev = f->vdev;
 	union velo_ioc_arg d = { .dereg = { .argsz = sizeof(d.dereg) } };
@@ -259,7 +454,7 @@ static long velo_ioc_register(struct velo_file *f, union velo_ioc_arg *k)
 	if (!current->mm)
 		return -EFAULT;
 	mutex_lock(&f->reg_lock);
-	r = velo_rma_ioctl_locked(f, VELO_IOC_NR_REGISTER, k);	/* checks everything, declares */
+	r = velo_rma_ioctl_locked(f, VELO_IOC_NR_REGISTER, k, who);	/* checks everything, declares */
 	if (r)
 		goto out;
 	d.dereg.nla = k->reg.nla;
@@ -276,10 +471,10 @@ static long velo_ioc_register(struct velo_file *f, union velo_ioc_arg *k)
 	rg->len = k->reg.len;
 	rg->writable = k->reg.flags & (VELO_REG_LOCAL_WRITE | VELO_REG_REMOTE_WRITE);
 	rg->npages = velo_core_rma_pages(rg->addr, rg->len);
-	rg->pages = kvcalloc(rg->npages, sizeof(*rg->pages), GFP_KERNEL);
-	rg->dma = kvcalloc(rg->npages, sizeof(*rg->dma), GFP_KERNEL);
+	mmgrab(current->mm);
+	rg->mm = current->mm;
 	rg->pfns = kvcalloc(rg->npages, sizeof(*rg->pfns), GFP_KERNEL);
-	if (!rg->pages || !rg->dma || !rg->pfns) {
+	if (!rg->pfns) {
 		velo_region_free(rg);
 		r = -ENOMEM;
 		goto undo;
@@ -291,6 +486,9 @@ static long velo_ioc_register(struct velo_file *f, union velo_ioc_arg *k)
 		velo_region_free(rg);
 		goto undo;
 	}
+	mutex_lock(&vdev->rma_lock);
+	list_add_tail(&rg->dev_node, &vdev->regions);
+	mutex_unlock(&vdev->rma_lock);
 	r = velo_region_pin(f, rg);
 	if (r) {
 		velo_region_drop(rg, true);
@@ -299,19 +497,19 @@ static long velo_ioc_register(struct velo_file *f, union velo_ioc_arg *k)
 	list_add_tail(&rg->node, &f->regions);
 	goto out;
 undo:
-	velo_rma_ioctl_locked(f, VELO_IOC_NR_DEREGISTER, &d);
+	velo_rma_ioctl_locked(f, VELO_IOC_NR_DEREGISTER, &d, who);
 out:
 	mutex_unlock(&f->reg_lock);
 	return r;
 }
 
-static long velo_ioc_deregister(struct velo_file *f, union velo_ioc_arg *k)
+static long velo_ioc_deregister(struct velo_file *f, union velo_ioc_arg *k, const struct velo_caller *who)
 {
 	struct velo_region *rg;
 	long r;
 
 	mutex_lock(&f->reg_lock);
-	r = velo_rma_ioctl_locked(f, VELO_IOC_NR_DEREGISTER, k);	/* quiesced and unpinned */
+	r = velo_rma_ioctl_locked(f, VELO_IOC_NR_DEREGISTER, k, who);	/* quiesced and unpinned */
 	rg = velo_region_find(f, k->dereg.nla);
 	/* ETIMEDOUT: the core keeps the region (and its pins) out of use for good */
 	if (rg && (!r || r == -ETIMEDOUT)) {
@@ -322,13 +520,13 @@ static long velo_ioc_deregister(struct velo_file *f, union velo_ioc_arg *k)
 	return r;
 }
 
-static long velo_ioc_repin(struct velo_file *f, union velo_ioc_arg *k)
+static long velo_ioc_repin(struct velo_file *f, union velo_ioc_arg *k, const struct velo_caller *who)
 {
 	struct velo_region *rg;
 	long r;
 
 	mutex_lock(&f->reg_lock);
-	r = velo_rma_ioctl_locked(f, VELO_IOC_NR_REPIN, k);
+	r = velo_rma_ioctl_locked(f, VELO_IOC_NR_REPIN, k, who);
 	if (!r && k->repin.out_repinned) {
 		rg = velo_region_find(f, k->repin.nla);
 		r = rg ? velo_region_pin(f, rg) : -ENOENT;
@@ -369,10 +567,9 @@ static int velo_fop_open(struct inode *inode, struct file *filp)
 		kfree(f);
 		return -ENODEV;
 	}
-	/* the opener's credentials: an fd handed to another process keeps them */
+	/* who opened it; every ioctl replaces these by its caller's (velo_caller) */
 	velo_core_client_init(&f->cl, ++vdev->next_owner, task_tgid_nr(current),
-			      from_kuid(&init_user_ns, filp->f_cred->euid),
-			      ns_capable_noaudit(&init_user_ns, CAP_SYS_ADMIN));
+			      from_kuid(&init_user_ns, filp->f_cred->euid), 0);
 	list_add_tail(&f->node, &vdev->files);
 	mutex_unlock(&vdev->lock);
 	filp->private_data = f;
@@ -398,7 +595,7 @@ static int velo_fop_release(struct inode *inode, struct file *filp)
 			r = velo_core_client_close(vdev->core, &f->cl);
 			mutex_unlock(&vdev->rma_lock);
 			if (r)
-				dev_err(&vdev->pdev->dev, "vpid %u did not quiesce (%d): its rings are leaked\n",
+				dev_err_ratelimited(&vdev->pdev->dev, "vpid %u did not quiesce (%d): its rings are leaked\n",
 					vpid, r);
 		}
 	}
@@ -428,7 +625,7 @@ static void velo_arm(struct velo_file *f, unsigned int rings)
 		velo_core_irq_arm(vdev->core, e->ctl_vpid);
 }
 
-static long velo_ioc_wait(struct velo_file *f, struct velo_uapi_wait *w)
+static long velo_ioc_wait(struct velo_file *f, struct velo_uapi_wait *w, const struct velo_caller *who)
 {
 	struct velo_dev *vdev = f->vdev;
 	const bool forever = w->timeout_ns == VELO_WAIT_FOREVER;
@@ -444,6 +641,7 @@ static long velo_ioc_wait(struct velo_file *f, struct velo_uapi_wait *w)
 		if (vdev->gone) {
 			r = -ENODEV;
 		} else {
+			velo_core_client_caller(&f->cl, who->pid, who->uid, who->privileged);
 			r = velo_core_ioctl(vdev->core, &f->cl, VELO_IOC_NR_WAIT, w);
 			if (!r && !w->out_ready && w->timeout_ns) {
 				/*
@@ -475,7 +673,8 @@ static long velo_ioc_wait(struct velo_file *f, struct velo_uapi_wait *w)
 	}
 }
 
-static long velo_ioctl_locked(struct velo_file *f, unsigned int nr, union velo_ioc_arg *k)
+static long velo_ioctl_locked(struct velo_file *f, unsigned int nr, union velo_ioc_arg *k,
+			      const struct velo_caller *who)
 {
 	struct velo_dev *vdev = f->vdev;
 	long r;
@@ -490,6 +689,7 @@ static long velo_ioctl_locked(struct velo_file *f, unsigned int nr, union velo_i
 		r = -ENXIO;
 		goto out;
 	}
+	velo_core_client_caller(&f->cl, who->pid, who->uid, who->privileged);
 	r = velo_core_ioctl(vdev->core, &f->cl, nr, k);
 	if (r < 0)
 		goto out;
@@ -520,20 +720,36 @@ out:
 	return r;
 }
 
-static long velo_fop_ioctl(struct file *filp, unsigned int cmd, unsigned long arg)
+/* the numbers of ABI versions 2 and 3 (_IO('V', 0xB0 + nr)): refused, and the log says why */
+static bool velo_ioc_is_v3(unsigned int cmd)
 {
-	struct velo_file *f = filp->private_data;
-	void __user *uarg = (void __user *)arg;
+	return _IOC_TYPE(cmd) == VELO_IOC_V3_MAGIC && _IOC_DIR(cmd) == _IOC_NONE && !_IOC_SIZE(cmd) &&
+	       _IOC_NR(cmd) >= VELO_IOC_V3_BASE && _IOC_NR(cmd) < VELO_IOC_V3_BASE + VELO_IOC_NR_COUNT;
+}
+
+static long velo_ioctl(struct velo_file *f, unsigned int cmd, void __user *uarg)
+{
+	struct velo_dev *vdev = f->vdev;
+	struct velo_caller who;
 	union velo_ioc_arg k;
 	u32 argsz, minsz, ksz;
-	unsigned int nr;
+	unsigned int nr, dir;
+	int kind;
 	long r;
 
-	if (_IOC_TYPE(cmd) != VELO_IOC_MAGIC || _IOC_DIR(cmd) != _IOC_NONE || _IOC_SIZE(cmd) ||
-	    _IOC_NR(cmd) < VELO_IOC_BASE)
+	if (velo_ioc_is_v3(cmd)) {
+		dev_warn_ratelimited(&vdev->pdev->dev,
+				     "%s[%d] speaks VELO ABI 2 or 3 (ioctl 0x%x); this driver speaks ABI %d: rebuild the program against this libvelo\n",
+				     current->comm, task_tgid_nr(current), cmd, VELO_UAPI_VERSION);
+		return -EPROTO;
+	}
+	nr = _IOC_NR(cmd);
+	kind = velo_core_uapi_flags(nr);
+	if (_IOC_TYPE(cmd) != VELO_IOC_MAGIC || kind < 0)
 		return -ENOTTY;
-	nr = _IOC_NR(cmd) - VELO_IOC_BASE;
-	if (velo_core_uapi_size(nr, &minsz, &ksz) || ksz > sizeof(k))
+	/* the direction is part of the number: _IOWR when results come back, else _IOW */
+	dir = _IOC_WRITE | (kind & VELO_CORE_UAPI_OUT ? _IOC_READ : 0);
+	if (_IOC_DIR(cmd) != dir || velo_core_uapi_size(nr, &minsz, &ksz) || ksz > sizeof(k))
 		return -ENOTTY;
 	if (get_user(argsz, (u32 __user *)uarg))
 		return -EFAULT;
@@ -542,29 +758,48 @@ static long velo_fop_ioctl(struct file *filp, unsigned int cmd, unsigned long ar
 	/* no structure will ever be a page; do not scan gigabytes of user memory for zeros */
 	if (argsz > PAGE_SIZE)
 		return -E2BIG;
+	/* the size in the number is the caller's structure: argsz says the same */
+	if (argsz != _IOC_SIZE(cmd))
+		return -EINVAL;
 	/* older callers: zero-filled; newer callers: E2BIG unless what we do not know is zero */
 	r = copy_struct_from_user(&k, ksz, uarg, argsz);
 	if (r)
 		return r;
 	k.argsz = argsz;
+	/* privilege at the call: audited for the administrator's calls only */
+	who.pid = task_tgid_nr(current);
+	who.uid = from_kuid(&init_user_ns, current_euid());
+	who.privileged = kind & VELO_CORE_UAPI_ADMIN ? capable(CAP_SYS_ADMIN) :
+						       ns_capable_noaudit(&init_user_ns, CAP_SYS_ADMIN);
 	if (nr == VELO_IOC_NR_WAIT)
-		r = velo_ioc_wait(f, &k.wait);
+		r = velo_ioc_wait(f, &k.wait, &who);
 	else if (nr == VELO_IOC_NR_REGISTER)
-		r = velo_ioc_register(f, &k);
+		r = velo_ioc_register(f, &k, &who);
 	else if (nr == VELO_IOC_NR_DEREGISTER)
-		r = velo_ioc_deregister(f, &k);
+		r = velo_ioc_deregister(f, &k, &who);
 	else if (nr == VELO_IOC_NR_REPIN)
-		r = velo_ioc_repin(f, &k);
+		r = velo_ioc_repin(f, &k, &who);
 	else
-		r = velo_ioctl_locked(f, nr, &k);
+		r = velo_ioctl_locked(f, nr, &k, &who);
 	if (r)
 		return r;
-	if (copy_to_user(uarg, &k, min(argsz, ksz)))
+	if ((kind & VELO_CORE_UAPI_OUT) && copy_to_user(uarg, &k, min(argsz, ksz)))
 		return -EFAULT;
 	return 0;
 }
 
-static __poll_t velo_fop_poll(struct file *filp, poll_table *pt)
+/* every file operation but release runs inside the device's SRCU read section (remove fence) */
+static long velo_fop_ioctl(struct file *filp, unsigned int cmd, unsigned long arg)
+{
+	struct velo_file *f = filp->private_data;
+	int idx = srcu_read_lock(&f->vdev->srcu);
+	long r = velo_ioctl(f, cmd, (void __user *)arg);
+
+	srcu_read_unlock(&f->vdev->srcu, idx);
+	return r;
+}
+
+static __poll_t velo_poll(struct file *filp, poll_table *pt)
 {
 	struct velo_file *f = filp->private_data;
 	struct velo_dev *vdev = f->vdev;
@@ -602,7 +837,7 @@ static unsigned int velo_vma_acc(const struct vm_area_struct *vma)
 }
 
 /* BAR pages: inserted here, after checking under the lock that the page is still the file's */
-static vm_fault_t velo_bar_fault(struct vm_fault *vmf)
+static vm_fault_t velo_bar_fault_locked(struct vm_fault *vmf)
 {
 	struct vm_area_struct *vma = vmf->vma;
 	struct velo_file *f = vma->vm_private_data;
@@ -614,7 +849,7 @@ static vm_fault_t velo_bar_fault(struct vm_fault *vmf)
 	mutex_lock(&vdev->lock);
 	if (!vdev->gone &&
 	    !velo_core_mmap_check(vdev->core, &f->cl, (u64)vma->vm_pgoff << PAGE_SHIFT, vma->vm_end - vma->vm_start,
-				  velo_vma_acc(vma), &m)) {
+				  velo_vma_acc(vma), &m) && PAGE_ALIGNED(m.bar_off)) {
 		if (m.kind == VELO_CORE_MAP_WINDOW && vdev->win_ok && m.bar_off + PAGE_SIZE <= vdev->win_len) {
 			phys = vdev->win_start + m.bar_off;
 			ret = vmf_insert_pfn(vma, vma->vm_start, PHYS_PFN(phys));
@@ -628,6 +863,16 @@ static vm_fault_t velo_bar_fault(struct vm_fault *vmf)
 		}
 	}
 	mutex_unlock(&vdev->lock);
+	return ret;
+}
+
+static vm_fault_t velo_bar_fault(struct vm_fault *vmf)
+{
+	struct velo_file *f = vmf->vma->vm_private_data;
+	int idx = srcu_read_lock(&f->vdev->srcu);
+	vm_fault_t ret = velo_bar_fault_locked(vmf);
+
+	srcu_read_unlock(&f->vdev->srcu, idx);
 	return ret;
 }
 
@@ -657,7 +902,7 @@ static const struct vm_operations_struct velo_ring_vm_ops = {
 	.fault = velo_ring_fault,
 };
 
-static int velo_fop_mmap(struct file *filp, struct vm_area_struct *vma)
+static int velo_mmap(struct file *filp, struct vm_area_struct *vma)
 {
 	struct velo_file *f = filp->private_data;
 	struct velo_dev *vdev = f->vdev;
@@ -734,6 +979,26 @@ static int velo_fop_mmap(struct file *filp, struct vm_area_struct *vma)
 	}
 out:
 	mutex_unlock(&vdev->lock);
+	return r;
+}
+
+static __poll_t velo_fop_poll(struct file *filp, poll_table *pt)
+{
+	struct velo_file *f = filp->private_data;
+	int idx = srcu_read_lock(&f->vdev->srcu);
+	__poll_t r = velo_poll(filp, pt);
+
+	srcu_read_unlock(&f->vdev->srcu, idx);
+	return r;
+}
+
+static int velo_fop_mmap(struct file *filp, struct vm_area_struct *vma)
+{
+	struct velo_file *f = filp->private_data;
+	int idx = srcu_read_lock(&f->vdev->srcu);
+	int r = velo_mmap(filp, vma);
+
+	srcu_read_unlock(&f->vdev->srcu, idx);
 	return r;
 }
 

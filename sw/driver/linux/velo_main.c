@@ -25,7 +25,10 @@
 #include <linux/kernel.h>
 #include <linux/module.h>
 #include <linux/moduleparam.h>
+#include <linux/capability.h>
 #include <linux/pci.h>
+#include <linux/sched/mm.h>
+#include <linux/sched/signal.h>
 #include <linux/slab.h>
 #include <linux/string.h>
 #include <linux/sysfs.h>
@@ -114,15 +117,37 @@ static void velo_op_wr(void *ctx, u32 off, u32 v)
 	iowrite32(v, vdev->regs + off);
 }
 
+/*
+ * Rings and notification queues, allocated in an ioctl of the process that will map them: its
+ * memory, charged like registered pages to its pinned_vm against RLIMIT_MEMLOCK (NULL, so
+ * ENOMEM, beyond it without CAP_IPC_LOCK) and to its memory cgroup (__GFP_ACCOUNT).
+ */
 static void *velo_op_dma_alloc(void *ctx, size_t size, u64 *dma, void **cookie)
 {
 	struct velo_dev *vdev = ctx;
 	struct velo_dmabuf *b = kzalloc(sizeof(*b), GFP_KERNEL);
+	struct mm_struct *mm = current->mm;
+	unsigned long pages = PAGE_ALIGN(size) >> PAGE_SHIFT;
 
 	if (!b)
 		return NULL;
-	b->cpu = dma_alloc_coherent(&vdev->pdev->dev, size, &b->dma, GFP_KERNEL);
+	if (mm) {
+		if (atomic64_add_return(pages, &mm->pinned_vm) > rlimit(RLIMIT_MEMLOCK) >> PAGE_SHIFT &&
+		    !capable(CAP_IPC_LOCK)) {
+			atomic64_sub(pages, &mm->pinned_vm);
+			kfree(b);
+			return NULL;
+		}
+		mmgrab(mm);
+		b->mm = mm;
+		b->charged = pages;
+	}
+	b->cpu = dma_alloc_coherent(&vdev->pdev->dev, size, &b->dma, GFP_KERNEL | __GFP_ACCOUNT);
 	if (!b->cpu) {
+		if (b->mm) {
+			atomic64_sub(b->charged, &b->mm->pinned_vm);
+			mmdrop(b->mm);
+		}
 		kfree(b);
 		return NULL;
 	}
@@ -141,6 +166,10 @@ static void velo_buf_destroy(struct velo_dmabuf *b)
 {
 	if (b->cpu)
 		dma_free_coherent(&b->vdev->pdev->dev, b->size, b->cpu, b->dma);
+	if (b->mm) {
+		atomic64_sub(b->charged, &b->mm->pinned_vm);
+		mmdrop(b->mm);
+	}
 	list_del(&b->node);
 	kfree(b);
 }
@@ -191,21 +220,41 @@ static void velo_op_log(void *ctx, int level, const char *msg)
 
 	if (!strncmp(msg, "velo: ", 6))
 		msg += 6;
+	/* probe: every line, the test of a bad device depends on them */
+	if (!vdev->core) {
+		if (level == VELO_CORE_LOG_ERR)
+			dev_err(&vdev->pdev->dev, "%s\n", msg);
+		else if (level == VELO_CORE_LOG_WARN)
+			dev_warn(&vdev->pdev->dev, "%s\n", msg);
+		else
+			dev_info(&vdev->pdev->dev, "%s\n", msg);
+		return;
+	}
+	/* after it, unprivileged calls reach some of these (a NIC that never quiesces) */
 	if (level == VELO_CORE_LOG_ERR)
-		dev_err(&vdev->pdev->dev, "%s\n", msg);
+		dev_err_ratelimited(&vdev->pdev->dev, "%s\n", msg);
 	else if (level == VELO_CORE_LOG_WARN)
-		dev_warn(&vdev->pdev->dev, "%s\n", msg);
+		dev_warn_ratelimited(&vdev->pdev->dev, "%s\n", msg);
 	else
-		dev_info(&vdev->pdev->dev, "%s\n", msg);
+		dev_info_ratelimited(&vdev->pdev->dev, "%s\n", msg);
 }
 
 /*
  * Between two reads of QUIESCE_STATUS: the core reads it at most 100000 times, so a NIC that
- * never drains costs about a second, then the rings are leaked rather than reused.
+ * never drains costs about a second, then the rings are leaked rather than reused; after that
+ * the core is wedged and polls 1000 times (about 10 ms) per vpid, and a device that reads all ones and is no
+ * longer present ends every poll at once (velo_op_present).
  */
 static void velo_op_relax(void *ctx)
 {
 	usleep_range(5, 10);
+}
+
+static int velo_op_present(void *ctx)
+{
+	struct velo_dev *vdev = ctx;
+
+	return pci_device_is_present(vdev->pdev);
 }
 
 static void velo_rma_unpin(void *ctx, void *pin)
@@ -411,6 +460,13 @@ static ssize_t rma_counters_show(struct device *dev, struct device_attribute *at
 }
 static DEVICE_ATTR_RO(rma_counters);
 
+/* the MMU notifier's invalidations of registered memory, by kind, and what they caused */
+static ssize_t rma_notifier_show(struct device *dev, struct device_attribute *attr, char *buf)
+{
+	return velo_mn_stats_show(to_vdev(dev), buf);
+}
+static DEVICE_ATTR_RO(rma_notifier);
+
 static ssize_t wc_active_show(struct device *dev, struct device_attribute *attr, char *buf)
 {
 	return sysfs_emit(buf, "%s\n", velo_wc_mode(to_vdev(dev)));
@@ -483,6 +539,7 @@ static struct attribute *velo_attrs[] = {
 	&dev_attr_link_state.attr,
 	&dev_attr_counters.attr,
 	&dev_attr_rma_counters.attr,
+	&dev_attr_rma_notifier.attr,
 	&dev_attr_reclaim.attr,
 	&dev_attr_wc_active.attr,
 	NULL,
@@ -508,11 +565,35 @@ static void velo_dev_release(struct device *dev)
 {
 	struct velo_dev *vdev = to_vdev(dev);
 
+	flush_work(&vdev->unpin_work);
+	if (vdev->srcu_ok)
+		cleanup_srcu_struct(&vdev->srcu);
 	mutex_destroy(&vdev->lock);
 	mutex_destroy(&vdev->rma_lock);
 	mutex_destroy(&vdev->buf_lock);
 	pci_dev_put(vdev->pdev);
 	kfree(vdev);
+}
+
+/* Undo velo_setup_windows (the BAR claims are devres-managed); safe to call twice. */
+static void velo_release_windows(struct velo_dev *vdev)
+{
+	if (vdev->rma_len) {
+		arch_phys_wc_del(vdev->rma_wc_handle);
+		if (vdev->rma_wc_memtype)
+			arch_io_free_memtype_wc(vdev->rma_start, vdev->rma_len);
+		vdev->rma_len = 0;
+		vdev->rma_wc_handle = 0;
+		vdev->rma_wc_memtype = false;
+	}
+	if (!vdev->win_ok)
+		return;
+	arch_phys_wc_del(vdev->wc_handle);
+	if (vdev->wc_memtype)
+		arch_io_free_memtype_wc(vdev->win_start, vdev->win_len);
+	vdev->win_ok = false;
+	vdev->wc_handle = 0;
+	vdev->wc_memtype = false;
 }
 
 /*
@@ -553,6 +634,7 @@ static int velo_setup_windows(struct velo_dev *vdev)
 			dev_err(&pdev->dev, "BAR4 %pR is in use\n", &pdev->resource[VELO_BAR_RMA]);
 			vdev->rma_start = 0;
 			vdev->rma_len = 0;
+			velo_release_windows(vdev);	/* BAR2's memtype and MTRR */
 			return -EBUSY;
 		}
 		/* commands are single 32-byte write-combined bursts (docs/rma.md §1) */
@@ -560,21 +642,6 @@ static int velo_setup_windows(struct velo_dev *vdev)
 		vdev->rma_wc_handle = arch_phys_wc_add(vdev->rma_start, vdev->rma_len);
 	}
 	return 0;
-}
-
-static void velo_release_windows(struct velo_dev *vdev)
-{
-	if (vdev->rma_len) {
-		arch_phys_wc_del(vdev->rma_wc_handle);
-		if (vdev->rma_wc_memtype)
-			arch_io_free_memtype_wc(vdev->rma_start, vdev->rma_len);
-		vdev->rma_len = 0;
-	}
-	if (!vdev->win_ok)
-		return;
-	arch_phys_wc_del(vdev->wc_handle);
-	if (vdev->wc_memtype)
-		arch_io_free_memtype_wc(vdev->win_start, vdev->win_len);
 }
 
 static void velo_setup_irq(struct velo_dev *vdev)
@@ -630,9 +697,17 @@ static int velo_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 	mutex_init(&vdev->buf_lock);
 	INIT_LIST_HEAD(&vdev->files);
 	INIT_LIST_HEAD(&vdev->bufs);
+	INIT_LIST_HEAD(&vdev->regions);
+	INIT_LIST_HEAD(&vdev->unpin_list);
+	spin_lock_init(&vdev->unpin_list_lock);
+	INIT_WORK(&vdev->unpin_work, velo_unpin_work);
 	init_waitqueue_head(&vdev->tick_wq);
 	timer_setup(&vdev->tick, velo_tick, 0);
 	vdev->tick_jiffies = max(1UL, usecs_to_jiffies(poll_interval_us));
+	r = init_srcu_struct(&vdev->srcu);
+	if (r)
+		goto err_free;
+	vdev->srcu_ok = true;
 
 	r = pcim_enable_device(pdev);
 	if (r) {
@@ -667,6 +742,14 @@ static int velo_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 	}
 	vdev->caps = *velo_core_caps(vdev->core);
 	velo_core_set_rma_unpin(vdev->core, velo_rma_unpin);
+	velo_core_set_present(vdev->core, velo_op_present);
+	/* user pages are mapped into processes: the device must not name a page's middle */
+	if (!PAGE_ALIGNED(vdev->caps.user_off) || !PAGE_ALIGNED(vdev->caps.user_stride)) {
+		dev_err(&pdev->dev, "implausible VPID block: user pages at 0x%x, stride 0x%x, are not page aligned\n",
+			vdev->caps.user_off, vdev->caps.user_stride);
+		r = -ENODEV;
+		goto err_core;
+	}
 	if (vdev->regs_len < (1UL << VELO_BAR_REGS_BITS)) {
 		dev_err(&pdev->dev, "BAR0 %pR is smaller than the %lu KiB register file\n",
 			&pdev->resource[VELO_BAR_REGS], (1UL << VELO_BAR_REGS_BITS) >> 10);
@@ -750,8 +833,10 @@ static int velo_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 	return 0;
 
 err_irq:
+	velo_core_disable(vdev->core);	/* IRQ, RMA and NIC off before the vector goes */
 	velo_release_irq(vdev);
 err_ida:
+	velo_core_disable(vdev->core);	/* velo_core_enable may have turned it on */
 	ida_free(&velo_ida, vdev->minor);
 err_windows:
 	pci_clear_master(pdev);
@@ -764,42 +849,49 @@ err_free:
 	return r;
 }
 
+/*
+ * The device goes (unbind, hot unplug, rmmod) with files possibly open:
+ *  1. no new opens; gone = true, every mapping zapped, every sleeper woken;
+ *  2. synchronize_srcu: every file operation in flight has returned (all see gone from now on);
+ *  3. interrupt, RMA unit and NIC off, the vector freed;
+ *  4. every endpoint and region quiesced and released (each poll ends at once if the device
+ *     reads all ones and is gone; a NIC that never drains wedges the core, see velo_op_relax);
+ *  5. bus mastering off: nothing the NIC never released can be reached by DMA any more, so
+ *     leaked rings are freed and STUCK regions unpinned.
+ */
 static void velo_remove(struct pci_dev *pdev)
 {
 	struct velo_dev *vdev = pci_get_drvdata(pdev);
 	struct velo_dmabuf *b, *tmp;
 	struct velo_file *f;
 
-	/* no new opens, no sysfs */
 	cdev_device_del(&vdev->cdev, &vdev->dev);
 
-	/* every open file: no more mappings (they fault with SIGBUS), no more sleeping */
 	mutex_lock(&vdev->lock);
 	vdev->gone = true;
 	list_for_each_entry(f, &vdev->files, node) {
 		velo_file_zap(f, true);
 		velo_file_wake(f);
 	}
-	if (vdev->irq >= 0)
-		velo_core_irq_enable(vdev->core, 0);
+	mutex_unlock(&vdev->lock);
+	synchronize_srcu(&vdev->srcu);
+
+	mutex_lock(&vdev->lock);
+	velo_core_disable(vdev->core);
 	mutex_unlock(&vdev->lock);
 	velo_release_irq(vdev);
 	velo_timer_delete_sync(&vdev->tick);
 
-	/* every endpoint quiesced in the NIC before its memory goes */
 	mutex_lock(&vdev->lock);
 	memset(vdev->vpid_file, 0, sizeof(vdev->vpid_file));
 	mutex_lock(&vdev->rma_lock);
-	velo_core_remove(vdev->core);	/* regions quiesced and unpinned */
+	velo_core_remove(vdev->core);	/* regions quiesced and unpinned (STUCK ones keep pins) */
 	vdev->core = NULL;
 	mutex_unlock(&vdev->rma_lock);
 	mutex_unlock(&vdev->lock);
 
-	/*
-	 * no DMA from here on: free what is left (leaked by a NIC that never quiesced, or still
-	 * in a vma whose pages are zapped)
-	 */
 	pci_clear_master(pdev);
+	velo_regions_sweep(vdev);
 	mutex_lock(&vdev->buf_lock);
 	list_for_each_entry_safe(b, tmp, &vdev->bufs, node) {
 		if (b->cpu)
@@ -817,6 +909,29 @@ static void velo_remove(struct pci_dev *pdev)
 	put_device(&vdev->dev);
 }
 
+/*
+ * Reboot, kexec, power off: the NIC must not write into memory the next kernel owns. Stop it
+ * and bus mastering; files see the device as gone. Nothing is freed (remove is not called).
+ */
+static void velo_shutdown(struct pci_dev *pdev)
+{
+	struct velo_dev *vdev = pci_get_drvdata(pdev);
+	struct velo_file *f;
+
+	if (!vdev)
+		return;
+	mutex_lock(&vdev->lock);
+	if (!vdev->gone) {
+		vdev->gone = true;
+		list_for_each_entry(f, &vdev->files, node)
+			velo_file_wake(f);
+		velo_core_disable(vdev->core);
+	}
+	mutex_unlock(&vdev->lock);
+	pci_clear_master(pdev);
+	dev_dbg(&pdev->dev, "shutdown: NIC and bus mastering off\n");
+}
+
 static const struct pci_device_id velo_pci_ids[] = {
 	{ PCI_DEVICE(VELO_PCI_VENDOR_ID, VELO_PCI_DEVICE_ID) },
 	{ }
@@ -828,6 +943,7 @@ static struct pci_driver velo_pci_driver = {
 	.id_table = velo_pci_ids,
 	.probe = velo_probe,
 	.remove = velo_remove,
+	.shutdown = velo_shutdown,
 };
 
 static int __init velo_init(void)

@@ -233,6 +233,11 @@ mode_probe() {
 	VPID0=${3:-0}
 	CTL0=${5:-0}
 	grep -v '^VELO' /tmp/uapi0.out
+	_m=$(dmesg_since | grep -E "$VV: [^ ]+\[[0-9]+\] speaks VELO ABI 2 or 3 \(ioctl 0x[0-9a-f]+\); this driver speaks ABI 4" | head -1)
+	check probe.vv.abi_log "${_m:-no 'speaks VELO ABI 2 or 3' line}" [ -n "$_m" ]
+	# the MMU notifier's counters: every kind there, none seen (no RMA unit in the image)
+	_n=$(cat /sys/class/velo/velo0/rma_notifier 2>&1 | tr '\n' ' ')
+	check probe.vv.rma_notifier "$_n" [ "$_n" = "unmap 0 clear 0 protection_vma 0 protection_page 0 soft_dirty 0 release 0 migrate 0 exclusive 0 other 0 ignored 0 withdrawn 0 " ]
 
 	# 4. bochs-display: RAM BAR0 too, but a 4 KiB BAR2 and no MSI: velo1 without sending and
 	# with timer wakeups
@@ -260,6 +265,81 @@ mode_probe() {
 		[ "$(grep -c velo /proc/interrupts)" = 0 ]
 	bound_ok probe.bo.still $BO 1
 	velo_guest regs probe.vv.regs $RES_VV $VPID0 $CTL0 $IMG_NODE_ID
+
+	# 5b. the "rma" image (RMA block linked into the chain) on 00:06.0: registration, the MMU
+	# notifier's events, the charges, then removal while a region is registered and its
+	# process sleeps in WAIT. Under swiotlb=force, REGISTER must be refused (bounce).
+	_e=$(velo_guest poke $RES_VV /velo/regimg/regs-rma.txt 2>&1)
+	_r=$?
+	check probe.rma.image "${_e:-ok}" [ $_r -eq 0 ]
+	dmesg_mark
+	write_to $DRV/bind $VV
+	check probe.rma.bind "bind: ${WERR:-ok}" [ -z "$WERR" ]
+	rm -f /tmp/rma_ready /tmp/rma_go
+	velo_guest rma probe.rma /dev/velo0 /sys/class/velo/velo0 /tmp/rma_ready /tmp/rma_go >/tmp/rma.out 2>&1 &
+	RMA=$!
+	_i=0
+	while [ ! -e /tmp/rma_ready ] && [ $_i -lt 300 ] && kill -0 $RMA 2>/dev/null; do
+		sleep 0.1
+		_i=$((_i + 1))
+	done
+	sleep 0.2
+	write_to $DRV/unbind $VV
+	check probe.rma.unbind "${WERR:-ok}" [ -z "$WERR" ]
+	touch /tmp/rma_go
+	(sleep $STEP_TIMEOUT; kill -9 $RMA 2>/dev/null) &
+	KILLER=$!
+	wait $RMA
+	_r=$?
+	kill $KILLER 2>/dev/null
+	check probe.rma.exit "status $_r" [ $_r -eq 0 ]
+	grep '^VELOTEST ' /tmp/rma.out
+	grep -v '^VELO' /tmp/rma.out
+	_m=$(dmesg_since | grep -E "$VV: RMA registration refused: DMA to .* would bounce" | head -1)
+	if grep -q swiotlb=force /proc/cmdline; then
+		check probe.rma.dmesg "${_m:-no 'RMA registration refused' line}" [ -n "$_m" ]
+	else
+		check probe.rma.dmesg "${_m:-no refusal, as it should be}" [ -z "$_m" ]
+	fi
+
+	# 5c. the "rmastuck" image: RMA.QUIESCE_STATUS BUSY for ever. munmap of a registered buffer:
+	# the region never quiesces and stays pinned (STUCK) until remove unpins it with bus
+	# mastering off.
+	# (not under swiotlb=force: nothing can be registered there)
+	if ! grep -q swiotlb=force /proc/cmdline; then
+		_e=$(velo_guest poke $RES_VV /velo/regimg/regs-rmastuck.txt 2>&1)
+		_r=$?
+		check probe.rmastuck.image "${_e:-ok}" [ $_r -eq 0 ]
+		dmesg_mark
+		write_to $DRV/bind $VV
+		check probe.rmastuck.bind "bind: ${WERR:-ok}" [ -z "$WERR" ]
+		rm -f /tmp/rma_ready /tmp/rma_go
+		velo_guest rmastuck probe.rmastuck /dev/velo0 /sys/class/velo/velo0 /tmp/rma_ready /tmp/rma_go >/tmp/rmastuck.out 2>&1 &
+		RMA=$!
+		_i=0
+		while [ ! -e /tmp/rma_ready ] && [ $_i -lt 600 ] && kill -0 $RMA 2>/dev/null; do
+			sleep 0.1
+			_i=$((_i + 1))
+		done
+		sleep 0.2
+		write_to $DRV/unbind $VV
+		check probe.rmastuck.unbind "${WERR:-ok}" [ -z "$WERR" ]
+		touch /tmp/rma_go
+		(sleep $STEP_TIMEOUT; kill -9 $RMA 2>/dev/null) &
+		KILLER=$!
+		wait $RMA
+		_r=$?
+		kill $KILLER 2>/dev/null
+		check probe.rmastuck.exit "status $_r" [ $_r -eq 0 ]
+		grep '^VELOTEST ' /tmp/rmastuck.out
+		grep -v '^VELO' /tmp/rmastuck.out
+		_m1=$(dmesg_since | grep -E "$VV: RMA region [0-9]+ never quiesced" | head -1)
+		_m2=$(dmesg_since | grep -E "$VV: RMA region [0-9]+: unpinned at removal" | head -1)
+		check probe.rmastuck.dmesg "${_m1:-no 'never quiesced' line} | ${_m2:-no 'unpinned at removal' line}" \
+			[ -n "$_m1" -a -n "$_m2" ]
+
+
+	fi
 
 	# 6. remove while a process sleeps in WAIT with the endpoint mapped (hot unplug)
 	write_to $DRV/bind $VV
@@ -312,6 +392,14 @@ mode_probe() {
 	check probe.reload.rmmod "${_e:-ok}" [ $_r -eq 0 ]
 	module_gone probe.reload.gone
 	dmesg_clean probe.dmesg
+
+	# 9. leave velo bound to both devices for the power-off: .shutdown runs then, and its debug
+	# line (dyndbg) on the console is what the host checks (probe.shutdown)
+	_e=$(t insmod /velo/velo.ko dyndbg=+p 2>&1)
+	_r=$?
+	check probe.shutdown_armed "${_e:-insmod ok}; velo0 on $(bound_to $VV), velo1 on $(bound_to $BO)" \
+		[ $_r -eq 0 -a "$(bound_to $VV)" = velo -a "$(bound_to $BO)" = velo ]
+	SHUTDOWN_LOG=1
 }
 
 case $MODE in
@@ -324,6 +412,8 @@ echo "VELOTEST-DMESG-BEGIN"
 dmesg
 echo "VELOTEST-DMESG-END"
 echo "VELOTEST-DONE $NPASS $NFAIL"
+# the driver's shutdown line must reach the console (KERN_DEBUG)
+[ "${SHUTDOWN_LOG:-0}" = 1 ] && echo 8 >/proc/sys/kernel/printk
 if [ "$SHELL_AFTER" = 1 ]; then
 	echo "interactive shell; 'poweroff -f' ends the VM"
 	setsid cttyhack sh

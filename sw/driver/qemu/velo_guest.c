@@ -12,8 +12,16 @@
 //   velo_guest hold <prefix> </dev/veloN> <readyfile>
 //       open an endpoint, map it, create readyfile, sleep in VELO_IOC_WAIT without timeout; the
 //       test then removes the device: WAIT must return ENODEV and the mappings must be gone.
+//   velo_guest rma <prefix> </dev/veloN> </sys/class/velo/veloN> <readyfile> <gofile>
+//       the "rma" image: RMA_SETUP, REGISTER (refused under swiotlb=force), the MMU notifier's
+//       events (mprotect, fork: ignored; MADV_DONTNEED, munmap: withdrawn), REPIN, DEREGISTER,
+//       the VmPin charges; then, with a region registered, readyfile and WAIT until the device
+//       is removed; after gofile appears: the region's pins are gone.
+//   velo_guest rmastuck <prefix> </dev/veloN> </sys/class/velo/veloN> <readyfile> <gofile>
+//       the "rmastuck" image: a region withdrawn by munmap never quiesces and stays pinned until
+//       the device is removed.
 //   velo_guest regs <prefix> <resource0> <vpid> <ctl_vpid> <node_id>
-//       after unbind: what the driver left in the register file (NODE_ID, ENABLE, the endpoint's
+//       after unbind: what the driver left in the register file (NODE_ID, ENABLE=0, the endpoint's
 //       VPID_TABLE entries programmed then disabled, QUIESCE_VPID, the user page, IRQ disabled).
 #define _GNU_SOURCE
 #include <errno.h>
@@ -29,7 +37,9 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "velo/velo_hw.h"
@@ -232,9 +242,56 @@ static int cmd_uapi(const char* dev, const char* sysdir, unsigned node_id, int w
     bad.argsz = sizeof bad;
     bad.flags = 0x80000000u;
     int e2 = ioc(fd, VELO_IOC_INFO, &bad);
-    int e3 = ioc(fd, _IO(VELO_IOC_MAGIC, VELO_IOC_BASE + VELO_IOC_NR_COUNT), &bad);
+    int e3 = ioc(fd, _IOWR(VELO_IOC_MAGIC, VELO_IOC_NR_COUNT, struct velo_uapi_info), &bad);
     report("info_bad", e1 == EINVAL && e2 == EINVAL && e3 == ENOTTY, "argsz 4: %s; unknown flag: %s; unknown ioctl: %s",
            strerror(e1), strerror(e2), strerror(e3));
+
+    // the numbers (ABI 4): direction and size are checked; ABI 2/3 numbers get EPROTO
+    bad.flags = 0;
+    e1 = ioc(fd, VELO_IOC_INFO_V3, &bad);
+    e2 = ioc(fd, _IOW(VELO_IOC_MAGIC, VELO_IOC_NR_INFO, struct velo_uapi_info), &bad);   // no READ
+    e3 = ioc(fd, _IOWR('V', VELO_IOC_NR_INFO, struct velo_uapi_info), &bad);             // another type
+    int e4 = ioc(fd, _IOC(_IOC_READ | _IOC_WRITE, VELO_IOC_MAGIC, VELO_IOC_NR_INFO, sizeof bad + 8), &bad);
+    int e5 = ioc(fd, _IOWR(VELO_IOC_MAGIC, VELO_IOC_NR_REVOKE, struct velo_uapi_revoke), &bad);  // REVOKE is _IOW
+    report("abi", e1 == EPROTO && e2 == ENOTTY && e3 == ENOTTY && e4 == EINVAL && e5 == ENOTTY,
+           "ABI 3 INFO: %s (want EPROTO); _IOW INFO: %s; type 'V': %s; size %zu with argsz %zu: %s; _IOWR REVOKE: %s",
+           strerror(e1), strerror(e2), strerror(e3), sizeof bad + 8, sizeof bad, strerror(e4), strerror(e5));
+
+    // privilege is the caller's at each call: the same file, root, then after dropping to nobody
+    {
+        struct velo_uapi_job_del jd;
+        memset(&jd, 0, sizeof jd);
+        jd.argsz = sizeof jd;
+        jd.flags = 1;  // invalid: root gets past the privilege check and stops here (EINVAL)
+        e1 = ioc(fd, VELO_IOC_JOB_DEL, &jd);
+        int pfd[2] = {-1, -1};
+        int child_res[2] = {-1, -1};
+        pid_t pid = pipe(pfd) ? -1 : fork();
+        if (pid == 0) {
+            close(pfd[0]);
+            int r[2] = {-1, -1};
+            if (!setgid(65534) && !setuid(65534)) {
+                r[0] = ioc(fd, VELO_IOC_JOB_DEL, &jd);  // inherited descriptor, opened by root
+                struct velo_uapi_info i2;
+                memset(&i2, 0, sizeof i2);
+                i2.argsz = sizeof i2;
+                r[1] = ioc(fd, VELO_IOC_INFO, &i2);
+            }
+            if (write(pfd[1], r, sizeof r) != (ssize_t)sizeof r) _exit(1);
+            _exit(0);
+        }
+        if (pid > 0) {
+            close(pfd[1]);
+            if (read(pfd[0], child_res, sizeof child_res) != (ssize_t)sizeof child_res) child_res[0] = -1;
+            close(pfd[0]);
+            waitpid(pid, NULL, 0);
+        }
+        report("priv", e1 == EINVAL && child_res[0] == EPERM && child_res[1] == 0,
+               "root: %s (want EINVAL: past the privilege check); after setuid(nobody) on the same file: %s (want "
+               "EPERM), INFO %s",
+               strerror(e1), child_res[0] < 0 ? "no result" : strerror(child_res[0]),
+               child_res[1] < 0 ? "no result" : strerror(child_res[1]));
+    }
 
     // EP_OPEN: any vpid of the lower half, its control vpid, the default ring sizes
     struct velo_uapi_ep_open ep;
@@ -484,6 +541,310 @@ static int cmd_hold(const char* dev, const char* ready) {
     return g_failed;
 }
 
+
+// ------------------------------------------------------------------ rma (the "rma" image)
+// VmPin of this process in kB (mm->pinned_vm: registered pages, rings, notification queue)
+static long vm_pin_kb(void) {
+    FILE* f = fopen("/proc/self/status", "r");
+    char line[256];
+    long kb = -1;
+    while (f && fgets(line, sizeof line, f))
+        if (sscanf(line, "VmPin: %ld kB", &kb) == 1) break;
+    if (f) fclose(f);
+    return kb;
+}
+
+// the pins of a region go to a worker after the NIC let go of them: wait for it (bounded)
+static long vm_pin_settle(long want) {
+    long kb = vm_pin_kb();
+    for (int i = 0; i < 500 && kb != want; ++i) {
+        usleep(10000);
+        kb = vm_pin_kb();
+    }
+    return kb;
+}
+
+// the rma_notifier attribute: counts[0..8] by kind, [9] ignored, [10] withdrawn
+#define MN_N 11
+static const char* const mn_names[MN_N] = {"unmap",   "clear",   "protection_vma", "protection_page",
+                                           "soft_dirty", "release", "migrate",        "exclusive",
+                                           "other",   "ignored", "withdrawn"};
+static int mn_read(const char* sysdir, long* c) {
+    char path[512], name[64];
+    long v;
+    snprintf(path, sizeof path, "%s/rma_notifier", sysdir);
+    FILE* f = fopen(path, "r");
+    int n = 0;
+    while (f && fscanf(f, "%63s %ld", name, &v) == 2 && n < MN_N) {
+        if (strcmp(name, mn_names[n])) break;
+        c[n++] = v;
+    }
+    if (f) fclose(f);
+    return n == MN_N ? 0 : -1;
+}
+
+// the counters moved by exactly `want` (the other kinds by nothing)
+static int mn_delta(const long* a, const long* b, const long* want, char* out, size_t len) {
+    int ok = 1;
+    size_t n = 0;
+    for (int i = 0; i < MN_N; ++i) {
+        long d = b[i] - a[i];
+        if (d != want[i]) ok = 0;
+        if (d && n < len) n += (size_t)snprintf(out + n, len - n, "%s+%ld ", mn_names[i], d);
+    }
+    if (!n && len) out[0] = 0;
+    return ok;
+}
+
+static int rma_reg(int fd, void* addr, size_t len, struct velo_uapi_register* r) {
+    memset(r, 0, sizeof *r);
+    r->argsz = sizeof *r;
+    r->flags = VELO_REG_ACCESS_ALL;
+    r->addr = (uint64_t)(uintptr_t)addr;
+    r->len = len;
+    return ioc(fd, VELO_IOC_REGISTER, r);
+}
+
+static int rma_repin(int fd, uint64_t nla, uint32_t* repinned) {
+    struct velo_uapi_repin p;
+    memset(&p, 0, sizeof p);
+    p.argsz = sizeof p;
+    p.nla = nla;
+    int e = ioc(fd, VELO_IOC_REPIN, &p);
+    *repinned = e ? 99 : p.out_repinned;
+    return e;
+}
+
+static int rma_dereg(int fd, uint64_t nla) {
+    struct velo_uapi_deregister d;
+    memset(&d, 0, sizeof d);
+    d.argsz = sizeof d;
+    d.nla = nla;
+    return ioc(fd, VELO_IOC_DEREGISTER, &d);
+}
+
+// RMA registration in a real kernel against the RAM register file (QUIESCE_STATUS reads 0):
+// pinning, the sg mapping (refused under swiotlb=force), the notifier's events, the charges,
+// then removal with a region registered (readyfile / gofile as hold).
+static int cmd_rma(const char* dev, const char* sysdir, const char* ready, const char* go) {
+    char cmdline[1024] = "";
+    FILE* cf = fopen("/proc/cmdline", "r");
+    if (cf) {
+        if (!fgets(cmdline, sizeof cmdline, cf)) cmdline[0] = 0;
+        fclose(cf);
+    }
+    const int bounce = strstr(cmdline, "swiotlb=force") != NULL;
+    const long pin0 = vm_pin_kb();
+    int fd = open(dev, O_RDWR | O_CLOEXEC);
+    struct velo_uapi_ep_open ep;
+    int e = fd < 0 ? errno : ep_open(fd, -1, &ep);
+    struct velo_uapi_rma_setup st;
+    memset(&st, 0, sizeof st);
+    st.argsz = sizeof st;
+    int e1 = e ? e : ioc(fd, VELO_IOC_RMA_SETUP, &st);
+    void* nq = e1 ? MAP_FAILED : mmap(NULL, st.nq_bytes, PROT_READ, MAP_SHARED, fd, VELO_MMAP_NQ);
+    void* ring = e ? MAP_FAILED : mmap(NULL, ep.ring_bytes, PROT_READ, MAP_SHARED, fd, VELO_MMAP_RING);
+    void* cring = e ? MAP_FAILED : mmap(NULL, ep.ctl_ring_bytes, PROT_READ, MAP_SHARED, fd, VELO_MMAP_CTL_RING);
+    report("setup",
+           !e && !e1 && nq != MAP_FAILED && ring != MAP_FAILED && cring != MAP_FAILED && st.region_bits == IMG_RMA_REGION_BITS &&
+               st.pte_bits == IMG_RMA_PTE_BITS && st.mtu == IMG_RMA_MTU,
+           "EP_OPEN %s, RMA_SETUP %s (regions 2^%u, ptes 2^%u, mtu %u), NQ %s", e ? strerror(e) : "ok",
+           e1 ? strerror(e1) : "ok", st.region_bits, st.pte_bits, st.mtu, nq == MAP_FAILED ? "not mapped" : "mapped");
+    if (e || e1 || nq == MAP_FAILED || ring == MAP_FAILED || cring == MAP_FAILED) return 1;
+    // rings and the queue are charged to this process (pinned_vm, shown as VmPin)
+    const long rings = (long)((ep.ring_bytes + ep.ctl_ring_bytes + st.nq_bytes) >> 10);
+    long kb = vm_pin_kb();
+    report("charge", kb - pin0 == rings, "VmPin %ld kB, %ld before (want + %ld: rings %llu + %llu, queue %llu bytes)",
+           kb, pin0, rings, (unsigned long long)ep.ring_bytes, (unsigned long long)ep.ctl_ring_bytes,
+           (unsigned long long)st.nq_bytes);
+
+    // without CAP_IPC_LOCK the rings count against RLIMIT_MEMLOCK: a child that dropped to
+    // nobody, on a descriptor root opened, with 64 KiB allowed, then 1 MiB
+    {
+        int fd2 = open(dev, O_RDWR | O_CLOEXEC);
+        int pfd[2] = {-1, -1}, res[2] = {-1, -1};
+        pid_t pid = fd2 < 0 || pipe(pfd) ? -1 : fork();
+        if (pid == 0) {
+            close(pfd[0]);
+            int r[2] = {-1, -1};
+            struct rlimit rl = {64 << 10, 1 << 20};
+            struct velo_uapi_ep_open o;
+            if (!setrlimit(RLIMIT_MEMLOCK, &rl) && !setgid(65534) && !setuid(65534)) {
+                r[0] = ep_open(fd2, -1, &o);
+                rl.rlim_cur = 1 << 20;
+                r[1] = setrlimit(RLIMIT_MEMLOCK, &rl) ? errno : ep_open(fd2, -1, &o);
+            }
+            if (write(pfd[1], r, sizeof r) != (ssize_t)sizeof r) _exit(1);
+            _exit(0);
+        }
+        if (pid > 0) {
+            close(pfd[1]);
+            if (read(pfd[0], res, sizeof res) != (ssize_t)sizeof res) res[0] = -1;
+            close(pfd[0]);
+            waitpid(pid, NULL, 0);
+        }
+        if (fd2 >= 0) close(fd2);
+        report("rlimit", res[0] == ENOMEM && res[1] == 0,
+               "unprivileged EP_OPEN (192 KiB of rings) with RLIMIT_MEMLOCK 64 KiB: %s (want ENOMEM); with 1 MiB: %s",
+               res[0] < 0 ? "no result" : strerror(res[0]), res[1] < 0 ? "no result" : strerror(res[1]));
+    }
+
+    const size_t n1 = 16 * 4096, n2 = 4 * 4096;
+    uint8_t* b1 = mmap(NULL, n1, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    uint8_t* b2 = mmap(NULL, n2, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (b1 == MAP_FAILED || b2 == MAP_FAILED) return 1;
+    memset(b1, 0x5a, n1);
+    memset(b2, 0xa5, n2);
+    struct velo_uapi_register r1, r2, r3;
+    memset(&r3, 0, sizeof r3);
+    long m0[MN_N], m1[MN_N];
+    char d[256];
+    if (bounce) {
+        e = rma_reg(fd, b1, n1, &r1);
+        kb = vm_pin_kb();
+        report("bounce", e == EOPNOTSUPP && kb - pin0 == rings,
+               "swiotlb=force: REGISTER %s (want EOPNOTSUPP: the mapping would bounce); VmPin %ld kB (want %ld: "
+               "nothing kept)",
+               strerror(e), kb - pin0, rings);
+    } else {
+        e = rma_reg(fd, b1, n1, &r1);
+        kb = vm_pin_kb();
+        report("register", !e && kb - pin0 == rings + 64, "REGISTER 16 pages: %s, nla 0x%llx; VmPin + %ld kB (want %ld)",
+               e ? strerror(e) : "ok", (unsigned long long)r1.nla, kb - pin0, rings + 64);
+        // protection changes keep the same pages: counted, ignored, the region stays valid
+        uint32_t rp = 99;
+        int ok = !mn_read(sysdir, m0);
+        int em = mprotect(b1, n1, PROT_READ) || mprotect(b1, n1, PROT_READ | PROT_WRITE) ? errno : 0;
+        pid_t pid = fork();
+        if (pid == 0) _exit(0);
+        if (pid > 0) waitpid(pid, NULL, 0);
+        e1 = rma_repin(fd, r1.nla, &rp);
+        ok = ok && !mn_read(sysdir, m1);
+        const long want_prot[MN_N] = {0, 0, 2, 1, 0, 0, 0, 0, 0, 3, 0};
+        report("protection", ok && !em && pid > 0 && !e1 && rp == 0 && mn_delta(m0, m1, want_prot, d, sizeof d),
+               "mprotect twice and fork: %s; REPIN %s repinned %u (want 0: still valid)", d,
+               e1 ? strerror(e1) : "ok", rp);
+        // MADV_DONTNEED clears the pages: withdrawn, REPIN pins the new ones
+        ok = !mn_read(sysdir, m0);
+        em = madvise(b1, n1, MADV_DONTNEED) ? errno : 0;
+        ok = ok && !mn_read(sysdir, m1);
+        const long want_clear[MN_N] = {0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 1};
+        const int delta_ok = mn_delta(m0, m1, want_clear, d, sizeof d);
+        kb = vm_pin_settle(pin0 + rings);
+        e1 = rma_repin(fd, r1.nla, &rp);
+        long kb2 = vm_pin_kb();
+        report("clear", ok && !em && delta_ok && kb == pin0 + rings && !e1 && rp == 1 && kb2 == pin0 + rings + 64,
+               "MADV_DONTNEED: %s; VmPin + %ld kB once unpinned (want %ld); REPIN %s repinned %u, VmPin + %ld kB",
+               d, kb - pin0, rings, e1 ? strerror(e1) : "ok", rp, kb2 - pin0);
+        // munmap: withdrawn; REPIN finds nothing mapped
+        e = rma_reg(fd, b2, n2, &r2);
+        ok = !e && !mn_read(sysdir, m0);
+        em = munmap(b2, n2) ? errno : 0;
+        ok = ok && !mn_read(sysdir, m1);
+        const long want_unmap[MN_N] = {1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1};
+        const int unmap_ok = mn_delta(m0, m1, want_unmap, d, sizeof d);
+        e1 = rma_repin(fd, r2.nla, &rp);
+        int e2 = rma_dereg(fd, r2.nla);
+        report("unmap", ok && !em && unmap_ok && e1 == EFAULT && !e2,
+               "REGISTER %s; munmap: %s; REPIN %s (want EFAULT); DEREGISTER %s", e ? strerror(e) : "ok", d,
+               strerror(e1), e2 ? strerror(e2) : "ok");
+        e = rma_dereg(fd, r1.nla);
+        e1 = rma_dereg(fd, r1.nla);
+        kb = vm_pin_settle(pin0 + rings);
+        report("deregister", !e && e1 == ENOENT && kb == pin0 + rings,
+               "DEREGISTER %s, again %s (want ENOENT); VmPin + %ld kB (want %ld)", e ? strerror(e) : "ok", strerror(e1),
+               kb - pin0, rings);
+    }
+    // removal with a region registered (none under swiotlb=force): its pins go at remove
+    e = bounce ? 0 : rma_reg(fd, b1, n1, &r3);
+    const long held = vm_pin_kb() - pin0;
+    int rf = open(ready, O_WRONLY | O_CREAT, 0644);
+    if (rf >= 0) close(rf);
+    struct velo_uapi_wait wt;
+    memset(&wt, 0, sizeof wt);
+    wt.argsz = sizeof wt;
+    wt.flags = VELO_WAIT_DATA;
+    wt.timeout_ns = VELO_WAIT_FOREVER;
+    e1 = ioc(fd, VELO_IOC_WAIT, &wt);
+    for (int i = 0; i < 3000 && access(go, F_OK); ++i) usleep(10000);
+    kb = vm_pin_kb();
+    int e2 = rma_dereg(fd, r3.nla);
+    report("removed", !e && held == rings + (bounce ? 0 : 64) && e1 == ENODEV && kb == pin0 + rings && e2 == ENODEV,
+           "REGISTER %s, VmPin + %ld kB; WAIT %s (want ENODEV); after remove VmPin + %ld kB (want %ld: region "
+           "unpinned, the mapped rings still charged); DEREGISTER %s",
+           e ? strerror(e) : "ok", held, strerror(e1), kb - pin0, rings, strerror(e2));
+    munmap(nq, st.nq_bytes);
+    munmap(ring, ep.ring_bytes);
+    munmap(cring, ep.ctl_ring_bytes);
+    e = close(fd) ? errno : 0;
+    kb = vm_pin_kb();
+    report("close", !e && kb == pin0, "close: %s; VmPin + %ld kB (want 0)", e ? strerror(e) : "ok", kb - pin0);
+    return g_failed;
+}
+
+
+// The "rmastuck" image: RMA.QUIESCE_STATUS says BUSY for ever. A region the notifier withdraws
+// never quiesces: it stays pinned (STUCK), REPIN fails with EIO, DEREGISTER with ETIMEDOUT, and
+// only the device's removal, once bus mastering is off, unpins it.
+static int cmd_rmastuck(const char* dev, const char* sysdir, const char* ready, const char* go) {
+    const long pin0 = vm_pin_kb();
+    int fd = open(dev, O_RDWR | O_CLOEXEC);
+    struct velo_uapi_ep_open ep;
+    int e = fd < 0 ? errno : ep_open(fd, -1, &ep);
+    struct velo_uapi_rma_setup st;
+    memset(&st, 0, sizeof st);
+    st.argsz = sizeof st;
+    int e1 = e ? e : ioc(fd, VELO_IOC_RMA_SETUP, &st);
+    const size_t n1 = 16 * 4096;
+    uint8_t* b1 = mmap(NULL, n1, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (e || e1 || b1 == MAP_FAILED) {
+        report("setup", 0, "EP_OPEN %s, RMA_SETUP %s", strerror(e), strerror(e1));
+        return 1;
+    }
+    memset(b1, 0x3c, n1);
+    const long rings = (long)((ep.ring_bytes + ep.ctl_ring_bytes + st.nq_bytes) >> 10);
+    struct velo_uapi_register r1;
+    e = rma_reg(fd, b1, n1, &r1);
+    long kb = vm_pin_kb();
+    report("setup", !e && kb - pin0 == rings + 64, "REGISTER 16 pages: %s; VmPin + %ld kB (want %ld)",
+           e ? strerror(e) : "ok", kb - pin0, rings + 64);
+    long m0[MN_N], m1[MN_N];
+    char d[256];
+    int ok = !mn_read(sysdir, m0);
+    int em = munmap(b1, n1) ? errno : 0;
+    ok = ok && !mn_read(sysdir, m1);
+    const long want_unmap[MN_N] = {1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1};
+    ok = ok && mn_delta(m0, m1, want_unmap, d, sizeof d);
+    kb = vm_pin_kb();
+    uint32_t rp = 99;
+    e = rma_repin(fd, r1.nla, &rp);
+    e1 = rma_dereg(fd, r1.nla);
+    int e2 = rma_dereg(fd, r1.nla);
+    long kb2 = vm_pin_kb();
+    report("stuck", ok && !em && kb - pin0 == rings + 64 && e == EIO && e1 == ETIMEDOUT && e2 == ENOENT &&
+                        kb2 - pin0 == rings + 64,
+           "munmap: %s; VmPin + %ld kB (want %ld: never quiesced, pages stay pinned); REPIN %s (want EIO); "
+           "DEREGISTER %s (want ETIMEDOUT), again %s (want ENOENT); VmPin + %ld kB",
+           d, kb - pin0, rings + 64, strerror(e), strerror(e1), strerror(e2), kb2 - pin0);
+    int rf = open(ready, O_WRONLY | O_CREAT, 0644);
+    if (rf >= 0) close(rf);
+    struct velo_uapi_wait wt;
+    memset(&wt, 0, sizeof wt);
+    wt.argsz = sizeof wt;
+    wt.flags = VELO_WAIT_DATA;
+    wt.timeout_ns = VELO_WAIT_FOREVER;
+    e = ioc(fd, VELO_IOC_WAIT, &wt);
+    for (int i = 0; i < 3000 && access(go, F_OK); ++i) usleep(10000);
+    kb = vm_pin_kb();
+    report("removed", e == ENODEV && kb == pin0,
+           "WAIT %s (want ENODEV); after remove VmPin + %ld kB (want 0: the stuck region unpinned once bus "
+           "mastering was off, nothing mapped)",
+           strerror(e), kb - pin0);
+    e = close(fd) ? errno : 0;
+    report("close", !e, "close: %s", e ? strerror(e) : "ok");
+    return g_failed;
+}
+
 // ------------------------------------------------------------------ regs (after unbind)
 static int cmd_regs(const char* res, unsigned v, unsigned c, unsigned node_id) {
     struct bar b;
@@ -492,8 +853,9 @@ static int cmd_regs(const char* res, unsigned v, unsigned c, unsigned node_id) {
         return 1;
     }
     const uint32_t nid = rd(&b, VELO_REG_CTRL_NODE_ID), ctl = rd(&b, VELO_REG_CTRL_CONTROL);
-    report("bringup", nid == node_id && VELO_FIELD_GET(VELO_REG_CTRL_CONTROL_ENABLE, ctl) == 1,
-           "NODE_ID %u (want %u), CONTROL 0x%08x (want ENABLE)", nid, node_id, ctl);
+    report("bringup", nid == node_id && VELO_FIELD_GET(VELO_REG_CTRL_CONTROL_ENABLE, ctl) == 0,
+           "NODE_ID %u (want %u: set at bring-up), CONTROL 0x%08x (want ENABLE=0: disabled at remove)", nid, node_id,
+           ctl);
     const uint32_t t = VELO_TBL_VPID_TABLE_BASE, st = VELO_TBL_VPID_TABLE_STRIDE;
     const uint32_t cfg = rd(&b, t + v * st + VELO_TBL_VPID_TABLE_MB_CFG);
     const uint32_t ccfg = rd(&b, t + c * st + VELO_TBL_VPID_TABLE_MB_CFG);
@@ -529,6 +891,14 @@ int main(int argc, char** argv) {
         g_prefix = argv[2];
         return cmd_hold(argv[3], argv[4]);
     }
+    if (argc == 7 && !strcmp(argv[1], "rmastuck")) {
+        g_prefix = argv[2];
+        return cmd_rmastuck(argv[3], argv[4], argv[5], argv[6]);
+    }
+    if (argc == 7 && !strcmp(argv[1], "rma")) {
+        g_prefix = argv[2];
+        return cmd_rma(argv[3], argv[4], argv[5], argv[6]);
+    }
     if (argc == 7 && !strcmp(argv[1], "regs") && !parse_u32(argv[4], &d) && !parse_u32(argv[5], &e) &&
         !parse_u32(argv[6], &a)) {
         g_prefix = argv[2];
@@ -538,6 +908,8 @@ int main(int argc, char** argv) {
             "usage: velo_guest poke <resourceN> <image.txt>\n"
             "       velo_guest uapi <prefix> </dev/veloN> </sys/class/velo/veloN> <node_id> <irq> <window>\n"
             "       velo_guest hold <prefix> </dev/veloN> <readyfile>\n"
-            "       velo_guest regs <prefix> <resource0> <vpid> <ctl_vpid> <node_id>\n");
+            "       velo_guest regs <prefix> <resource0> <vpid> <ctl_vpid> <node_id>\n"
+            "       velo_guest rma <prefix> </dev/veloN> </sys/class/velo/veloN> <readyfile> <gofile>\n"
+            "       velo_guest rmastuck <prefix> </dev/veloN> </sys/class/velo/veloN> <readyfile> <gofile>\n");
     return 2;
 }

@@ -33,7 +33,7 @@ LOAD_CHECKS = ["kernel"] + [
 ] + ["load.badparam", "load.badparam_gone", "load.badparam_dmesg"]
 EDU_CHECKS = ["probe.edu." + c for c in ("new_id", "unbound", "message", "bind", "nodev", "remove_id")]
 BAD_CHECKS = ("image", "bind", "unbound", "message", "nodev")
-UAPI_CHECKS = ("open", "info", "info_bad", "ep_open", "ep_open_bad", "rma_absent", "vpids", "mmap_ring", "mmap_bad",
+UAPI_CHECKS = ("open", "info", "info_bad", "abi", "priv", "ep_open", "ep_open_bad", "rma_absent", "vpids", "mmap_ring", "mmap_bad",
                "mmap_user", "grant", "wait", "reclaim", "close", "reopen")
 UAPI_WINDOW_CHECKS = ("grant_bad", "mmap_window", "revoke")
 
@@ -162,7 +162,7 @@ def build_initramfs(args, krel, params, path):
     return variants
 
 
-def expected_checks(test, variants):
+def expected_checks(test, variants, append=""):
     if test == "load":
         return LOAD_CHECKS
     names = ["kernel", "probe.devices", "probe.insmod"] + EDU_CHECKS + ["probe.override"]
@@ -171,17 +171,25 @@ def expected_checks(test, variants):
             names += ["probe.%s.%s" % (v, c) for c in BAD_CHECKS]
     names += ["probe.vv." + c for c in ("image", "bind", "bound", "sysfs", "irq")]
     names += ["probe.vv.uapi." + c for c in UAPI_CHECKS + UAPI_WINDOW_CHECKS]
+    names += ["probe.vv." + c for c in ("abi_log", "rma_notifier")]
     names += ["probe.bo." + c for c in ("image", "bind", "bound", "sysfs", "fallback")]
     names += ["probe.bo.uapi." + c for c in UAPI_CHECKS]
     names += ["probe.vv.unbind", "probe.vv.gone", "probe.vv.irq_freed", "probe.bo.still"]
     names += ["probe.vv.regs." + c for c in ("bringup", "mailbox", "user_page")]
     if any(v == "badirq" for v, _ in variants):  # the spec has the IRQ block
         names.append("probe.vv.regs.irq_off")
+    if any(v == "rma" for v, _ in variants):  # the spec has the RMA block
+        bounce = "swiotlb=force" in append.split()
+        rma = ["bounce"] if bounce else ["register", "protection", "clear", "unmap", "deregister"]
+        names += ["probe.rma." + c for c in ["image", "bind", "setup", "charge", "rlimit"] + rma +
+                  ["removed", "close", "unbind", "exit", "dmesg"]]
+        names += [] if bounce else ["probe.rmastuck." + c for c in ("image", "bind", "setup", "stuck", "removed", "close", "unbind",
+                                                  "exit", "dmesg")]
     names += ["probe.vv.rebind", "probe.vv.rebound"]
     names += ["probe.hold." + c for c in ("setup", "rmmod_busy", "unbind", "wait_woken", "gone", "close", "exit")]
     names += ["probe.rmmod", "probe.gone", "probe.bo.gone"]
     names += ["probe.reload." + c for c in ("insmod", "vv", "bo", "node_id", "rmmod", "gone")]
-    return names + ["probe.hold.unbound", "probe.dmesg"]
+    return names + ["probe.hold.unbound", "probe.dmesg", "probe.shutdown_armed", "probe.shutdown"]
 
 
 def pvh_vmlinux(kernel, cachedir):
@@ -288,7 +296,7 @@ def main():
     os.makedirs(args.workdir, exist_ok=True)
     initrd = os.path.join(args.workdir, "initramfs-%s.cpio" % args.test)
     variants = build_initramfs(args, krel, params, initrd)
-    expect = expected_checks(args.test, variants)
+    expect = expected_checks(args.test, variants, args.append)
 
     use_kvm = args.kvm == "on"
     if use_kvm and not os.access("/dev/kvm", os.R_OK | os.W_OK):
@@ -354,6 +362,17 @@ def main():
             done = line
         elif not in_dmesg and SPLAT.search(line):
             splats.append(line)
+    if args.test == "probe" and done is not None:
+        # after VELOTEST-DONE the guest powers off with velo bound to 00:06.0 and 00:07.0: the
+        # driver's .shutdown must have run for both (its dev_dbg line, enabled by dyndbg)
+        tail = lines[lines.index(done) + 1:]
+        seen = sorted({m.group(1) for m in (re.search(r"velo (0000:00:0[67]\.0): shutdown: NIC and bus mastering off",
+                                                       ln) for ln in tail) if m})
+        ok = seen == ["0000:00:06.0", "0000:00:07.0"]
+        results["probe.shutdown"] = ("PASS" if ok else "FAIL", "shutdown ran for: %s" % (" ".join(seen) or "none"))
+        print("VELOTEST probe.shutdown %s %s" % results["probe.shutdown"], flush=True)
+        if not ok:
+            failed.append("probe.shutdown")
     missing = [n for n in expect if n not in results]
     log("%s boot: %.1f s (%s), console log %s" % (args.test, secs, "KVM" if use_kvm else "TCG", conlog))
     problems = []

@@ -19,5 +19,9 @@
 /* what the guest writes through the user page mapping (MB_RP of the endpoint's data vpid) and
  * finds again in BAR0 after the device is unbound */
 #define IMG_USER_MAGIC 0x00C0DE00u
+/* the "rma" image: 16 regions, 256 page table entries (1 MiB registrable), 64-byte packets */
+#define IMG_RMA_REGION_BITS 4u
+#define IMG_RMA_PTE_BITS 8u
+#define IMG_RMA_MTU 64u
 
 #endif /* VELO_QEMU_IMG_H */

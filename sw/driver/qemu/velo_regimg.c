@@ -103,6 +103,20 @@ static void good_image(struct img* m) {
     put(m, VELO_REG_VPID_TABLE_STRIDE, VELO_TBL_VPID_TABLE_STRIDE);
     put(m, VELO_REG_VPID_USER_OFFSET, VELO_TBL_VPID_USER_BASE);
     put(m, VELO_REG_VPID_USER_STRIDE, VELO_TBL_VPID_USER_STRIDE);
+#if defined(VELO_BLK_RMA_BASE) && defined(VELO_BLK_IRQ_BASE)
+    // the RMA block is there but not in the chain (IRQ ends it); the "rma" variant links it in
+    block(m, VELO_BLK_RMA_BASE, VELO_BLK_RMA_TYPE, VELO_BLK_RMA_VERSION, 0);
+    put(m, VELO_REG_RMA_CAPS,
+        (uint32_t)(VELO_FIELD_PREP(VELO_REG_RMA_CAPS_REGION_BITS, IMG_RMA_REGION_BITS) |
+                   VELO_FIELD_PREP(VELO_REG_RMA_CAPS_PTE_BITS, IMG_RMA_PTE_BITS) |
+                   VELO_FIELD_PREP(VELO_REG_RMA_CAPS_MTU, IMG_RMA_MTU)));
+    put(m, VELO_REG_RMA_CONTROL, 0);
+    put(m, VELO_REG_RMA_QUIESCE_STATUS, 0);
+    put(m, VELO_REG_RMA_REGION_OFFSET, VELO_TBL_RMA_REGION_BASE);
+    put(m, VELO_REG_RMA_PTE_OFFSET, VELO_TBL_RMA_PTE_BASE);
+    put(m, VELO_REG_RMA_NQ_OFFSET, VELO_TBL_RMA_NQ_TABLE_BASE);
+    put(m, VELO_REG_RMA_CNT_COUNT, 0);
+#endif
 }
 
 struct variant {
@@ -120,10 +134,16 @@ static const struct variant variants[] = {
     {"badhash", "EPROTO", "another spec, SPEC_HASH 0x"},
     {"badcaps", "ENODEV", "implausible CAPS"},
     {"badnet", "ENODEV", "implausible NET block"},
+    // the driver's own check (velo_main.c): user pages are mapped into processes
+    {"badalign", "ENODEV", "implausible VPID block: user pages at 0x[0-9a-f]+, stride 0x[0-9a-f]+, are not page aligned"},
 #ifdef VELO_BLK_IRQ_BASE
     {"badirq", "ENODEV", "implausible IRQ block"},
 #endif
     {"good", "OK", ""},
+#if defined(VELO_BLK_RMA_BASE) && defined(VELO_BLK_IRQ_BASE)
+    {"rma", "OK", ""},  // good with the RMA block linked in (its own step of the guest)
+    {"rmastuck", "OK", ""},  // rma, but RMA.QUIESCE_STATUS says BUSY for ever
+#endif
 };
 
 static void make_variant(struct img* m, const char* name) {
@@ -138,11 +158,20 @@ static void make_variant(struct img* m, const char* name) {
         put(m, VELO_REG_ID_SPEC_HASH, ~(uint32_t)VELO_SPEC_HASH);
     } else if (!strcmp(name, "badcaps")) {
         put(m, VELO_REG_VPID_NUM_VPIDS, (1u << IMG_VPID_BITS) - 1);  // not 2^VPID_BITS
+    } else if (!strcmp(name, "badalign")) {
+        put(m, VELO_REG_VPID_USER_OFFSET, VELO_TBL_VPID_USER_BASE + 0x800);  // half a page in
     } else if (!strcmp(name, "badnet")) {
         put(m, VELO_REG_NET_PORT_STRIDE, 0);  // ports that overlap
 #ifdef VELO_BLK_IRQ_BASE
     } else if (!strcmp(name, "badirq")) {
         put(m, VELO_REG_IRQ_PENDING_WORDS, 0);  // no room for the vpids' bits
+#endif
+#if defined(VELO_BLK_RMA_BASE) && defined(VELO_BLK_IRQ_BASE)
+    } else if (!strcmp(name, "rma")) {
+        put(m, VELO_BLK_IRQ_BASE + VELO_BLKHDR_NEXT, VELO_BLK_RMA_BASE);
+    } else if (!strcmp(name, "rmastuck")) {
+        put(m, VELO_BLK_IRQ_BASE + VELO_BLKHDR_NEXT, VELO_BLK_RMA_BASE);
+        put(m, VELO_REG_RMA_QUIESCE_STATUS, (uint32_t)VELO_FIELD_PREP(VELO_REG_RMA_QUIESCE_STATUS_BUSY, 1));
 #endif
     } else if (strcmp(name, "good")) {
         fprintf(stderr, "velo_regimg: unknown variant %s\n", name);

@@ -15,8 +15,14 @@
  * with EINVAL). The driver reads min(argsz, its size) bytes (zero-filling what an older caller
  * did not pass; refusing with E2BIG a newer caller's nonzero bytes it does not understand),
  * refuses argsz below the version-1 size with EINVAL (above 4096 with E2BIG), and writes back
- * min(argsz, its size) bytes. Fields named rsvd must be zero. The ioctl numbers carry no size (_IO), so a structure
- * can grow at its end without a new number.
+ * min(argsz, its size) bytes (_IOWR numbers only). Fields named rsvd must be zero.
+ *
+ * ioctl numbers (version 4): _IOWR (the driver writes results back) or _IOW (input only) under
+ * the type VELO_IOC_MAGIC, number VELO_IOC_NR_*, with the size of the caller's structure; argsz
+ * must equal that size (EINVAL). A structure that grows changes the size field of its number,
+ * never the type, number or direction: the driver matches those and takes the size as argsz.
+ * The _IO('V', 0xB0 + n) numbers of versions 2 and 3 are refused with EPROTO (and a line in the
+ * kernel log) so that an old library says why it cannot work.
  *
  * All structures have fixed-size fields and explicit padding (same layout on 32- and 64-bit user
  * space). Every ioctl returns 0 or -1 with errno. docs/driver.md lists every errno.
@@ -31,8 +37,10 @@
  * 2: argsz/flags in every structure, job keys, WAIT on both rings, admin ioctls.
  * 3: RMA: RMA_SETUP (notification queue), REGISTER, DEREGISTER, REPIN, mmaps VELO_MMAP_NQ and
  *    VELO_MMAP_RMA_CMD.
+ * 4: ioctl numbers with direction and size under their own type (VELO_IOC_MAGIC); privilege is
+ *    that of the calling process at each call, not of the opener.
  */
-#define VELO_UAPI_VERSION 3
+#define VELO_UAPI_VERSION 4
 
 /* Device nodes: /dev/velo0, /dev/velo1, ... (one per NIC). */
 #define VELO_DEV_PREFIX "/dev/velo"
@@ -71,7 +79,6 @@
 /*
  * the data vpid's RMA command page (BAR4), PROT_WRITE only, write-combined, 4096 (after
  * VELO_IOC_RMA_SETUP)
- * /
  */
 #define VELO_MMAP_RMA_CMD 0x5000000000ull
 
@@ -300,8 +307,11 @@ struct velo_uapi_repin {
 	__u32 rsvd;
 };
 
-#define VELO_IOC_MAGIC 'V'
-#define VELO_IOC_BASE 0xB0
+/*
+ * 0xB9: a type no ioctl of the kernel uses (Documentation/userspace-api/ioctl/ioctl-number.rst
+ * of Linux 6.1 lists none, nor do its uapi headers).
+ */
+#define VELO_IOC_MAGIC 0xB9
 #define VELO_IOC_NR_INFO 0
 #define VELO_IOC_NR_EP_OPEN 1
 #define VELO_IOC_NR_GRANT 2
@@ -318,19 +328,28 @@ struct velo_uapi_repin {
 #define VELO_IOC_NR_REPIN 13
 #define VELO_IOC_NR_COUNT 14
 
-#define VELO_IOC_INFO _IO(VELO_IOC_MAGIC, VELO_IOC_BASE + VELO_IOC_NR_INFO)
-#define VELO_IOC_EP_OPEN _IO(VELO_IOC_MAGIC, VELO_IOC_BASE + VELO_IOC_NR_EP_OPEN)
-#define VELO_IOC_GRANT _IO(VELO_IOC_MAGIC, VELO_IOC_BASE + VELO_IOC_NR_GRANT)
-#define VELO_IOC_REVOKE _IO(VELO_IOC_MAGIC, VELO_IOC_BASE + VELO_IOC_NR_REVOKE)
-#define VELO_IOC_WAIT _IO(VELO_IOC_MAGIC, VELO_IOC_BASE + VELO_IOC_NR_WAIT)
-#define VELO_IOC_JOB_SET _IO(VELO_IOC_MAGIC, VELO_IOC_BASE + VELO_IOC_NR_JOB_SET)
-#define VELO_IOC_JOB_DEL _IO(VELO_IOC_MAGIC, VELO_IOC_BASE + VELO_IOC_NR_JOB_DEL)
-#define VELO_IOC_NODE_SET _IO(VELO_IOC_MAGIC, VELO_IOC_BASE + VELO_IOC_NR_NODE_SET)
-#define VELO_IOC_ROUTE_SET _IO(VELO_IOC_MAGIC, VELO_IOC_BASE + VELO_IOC_NR_ROUTE_SET)
-#define VELO_IOC_PORT_SET _IO(VELO_IOC_MAGIC, VELO_IOC_BASE + VELO_IOC_NR_PORT_SET)
-#define VELO_IOC_RMA_SETUP _IO(VELO_IOC_MAGIC, VELO_IOC_BASE + VELO_IOC_NR_RMA_SETUP)
-#define VELO_IOC_REGISTER _IO(VELO_IOC_MAGIC, VELO_IOC_BASE + VELO_IOC_NR_REGISTER)
-#define VELO_IOC_DEREGISTER _IO(VELO_IOC_MAGIC, VELO_IOC_BASE + VELO_IOC_NR_DEREGISTER)
-#define VELO_IOC_REPIN _IO(VELO_IOC_MAGIC, VELO_IOC_BASE + VELO_IOC_NR_REPIN)
+#define VELO_IOC_INFO _IOWR(VELO_IOC_MAGIC, VELO_IOC_NR_INFO, struct velo_uapi_info)
+#define VELO_IOC_EP_OPEN _IOWR(VELO_IOC_MAGIC, VELO_IOC_NR_EP_OPEN, struct velo_uapi_ep_open)
+#define VELO_IOC_GRANT _IOWR(VELO_IOC_MAGIC, VELO_IOC_NR_GRANT, struct velo_uapi_grant)
+#define VELO_IOC_REVOKE _IOW(VELO_IOC_MAGIC, VELO_IOC_NR_REVOKE, struct velo_uapi_revoke)
+#define VELO_IOC_WAIT _IOWR(VELO_IOC_MAGIC, VELO_IOC_NR_WAIT, struct velo_uapi_wait)
+#define VELO_IOC_JOB_SET _IOW(VELO_IOC_MAGIC, VELO_IOC_NR_JOB_SET, struct velo_uapi_job)
+#define VELO_IOC_JOB_DEL _IOW(VELO_IOC_MAGIC, VELO_IOC_NR_JOB_DEL, struct velo_uapi_job_del)
+#define VELO_IOC_NODE_SET _IOW(VELO_IOC_MAGIC, VELO_IOC_NR_NODE_SET, struct velo_uapi_node)
+#define VELO_IOC_ROUTE_SET _IOW(VELO_IOC_MAGIC, VELO_IOC_NR_ROUTE_SET, struct velo_uapi_route)
+#define VELO_IOC_PORT_SET _IOW(VELO_IOC_MAGIC, VELO_IOC_NR_PORT_SET, struct velo_uapi_port)
+#define VELO_IOC_RMA_SETUP _IOWR(VELO_IOC_MAGIC, VELO_IOC_NR_RMA_SETUP, struct velo_uapi_rma_setup)
+#define VELO_IOC_REGISTER _IOWR(VELO_IOC_MAGIC, VELO_IOC_NR_REGISTER, struct velo_uapi_register)
+#define VELO_IOC_DEREGISTER _IOW(VELO_IOC_MAGIC, VELO_IOC_NR_DEREGISTER, struct velo_uapi_deregister)
+#define VELO_IOC_REPIN _IOWR(VELO_IOC_MAGIC, VELO_IOC_NR_REPIN, struct velo_uapi_repin)
+
+/*
+ * The numbers of ABI versions 2 and 3: _IO('V', 0xB0 + nr), no size, no direction. The driver
+ * refuses every one of them with EPROTO; a library uses VELO_IOC_INFO_V3 to tell an older driver
+ * (which answers it) from a device that is no VELO NIC.
+ */
+#define VELO_IOC_V3_MAGIC 'V'
+#define VELO_IOC_V3_BASE 0xB0
+#define VELO_IOC_INFO_V3 _IO(VELO_IOC_V3_MAGIC, VELO_IOC_V3_BASE + VELO_IOC_NR_INFO)
 
 #endif /* VELO_UAPI_H */

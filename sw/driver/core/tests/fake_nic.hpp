@@ -142,7 +142,9 @@ struct Nic {
         regs[base + VELO_BLKHDR_VERSION] = 1;
         regs[base + VELO_BLKHDR_NEXT] = next;
     }
+    bool gone = false;  // surprise removal: every read returns all ones
     uint32_t read(uint32_t off) {
+        if (gone) return 0xFFFFFFFFu;
         switch (off) {
             case VELO_REG_ID_SPEC_HASH:
                 return spec_hash;

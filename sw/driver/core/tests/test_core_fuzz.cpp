@@ -701,8 +701,15 @@ class Fuzz {
         unsigned longest = 0;
         velo_core_rma_pte_free(c, &longest);
         const bool compact = n <= kNpte - m.pte_used && n > longest;
+        // compaction withdraws others' regions only for a privileged owner
+        bool may_compact = m.eps.count(g.vpid) && m.eps[g.vpid].priv;
+        if (!may_compact) {
+            may_compact = true;
+            for (auto& [i, o] : m.rg)
+                if (o.valid && o.owner != g.owner) may_compact = false;
+        }
         const int got = velo_core_rma_map(c, r, g.key, f.data(), n, pin);
-        if (n > kNpte - m.pte_used) {
+        if (n > kNpte - m.pte_used || (compact && !may_compact)) {
             ASSERT_EQ(got, -VELO_CORE_ENOSPC);
             ++maps_nospc;
             pin->unpinned = 1;

@@ -476,3 +476,129 @@ TEST(PolicyProbe, ReadsTheNetBlock) {
     EXPECT_EQ(velo_core_probe(fake::ops(), &bad, &c), -VELO_CORE_ENODEV);
     EXPECT_EQ(bad.zallocs, 0);
 }
+
+// ABI 4: which ioctls write results back (their numbers are _IOWR, the others _IOW) and which
+// are the administrator's; the numbers in velo_uapi.h say the same.
+TEST_F(Policy, UapiFlagsMatchTheNumbers) {
+    const unsigned long cmds[VELO_IOC_NR_COUNT] = {
+        VELO_IOC_INFO,     VELO_IOC_EP_OPEN,   VELO_IOC_GRANT,     VELO_IOC_REVOKE,    VELO_IOC_WAIT,
+        VELO_IOC_JOB_SET,  VELO_IOC_JOB_DEL,   VELO_IOC_NODE_SET,  VELO_IOC_ROUTE_SET, VELO_IOC_PORT_SET,
+        VELO_IOC_RMA_SETUP, VELO_IOC_REGISTER, VELO_IOC_DEREGISTER, VELO_IOC_REPIN};
+    unsigned admin = 0, out = 0;
+    for (unsigned nr = 0; nr < VELO_IOC_NR_COUNT; ++nr) {
+        const int f = velo_core_uapi_flags(nr);
+        ASSERT_GE(f, 0) << nr;
+        uint32_t minsz = 0, ksz = 0;
+        ASSERT_EQ(velo_core_uapi_size(nr, &minsz, &ksz), 0);
+        EXPECT_EQ(_IOC_TYPE(cmds[nr]), static_cast<unsigned>(VELO_IOC_MAGIC)) << nr;
+        EXPECT_EQ(_IOC_NR(cmds[nr]), nr);
+        EXPECT_EQ(_IOC_SIZE(cmds[nr]), ksz) << nr;
+        EXPECT_EQ(_IOC_DIR(cmds[nr]), static_cast<unsigned>(_IOC_WRITE | ((f & VELO_CORE_UAPI_OUT) ? _IOC_READ : 0)))
+            << nr;
+        admin += (f & VELO_CORE_UAPI_ADMIN) != 0;
+        out += (f & VELO_CORE_UAPI_OUT) != 0;
+    }
+    EXPECT_EQ(admin, 5u) << "JOB_SET, JOB_DEL, NODE_SET, ROUTE_SET, PORT_SET";
+    EXPECT_EQ(out, 7u) << "INFO, EP_OPEN, GRANT, WAIT, RMA_SETUP, REGISTER, REPIN";
+    EXPECT_EQ(velo_core_uapi_flags(VELO_IOC_NR_COUNT), -VELO_CORE_ENOTTY);
+    EXPECT_NE(VELO_IOC_MAGIC, VELO_IOC_V3_MAGIC);
+    EXPECT_EQ(_IOC_DIR(VELO_IOC_INFO_V3), static_cast<unsigned>(_IOC_NONE));
+}
+
+// Privilege is the caller's at each call, not the opener's: the same client loses the admin
+// calls when its caller has no privilege, and a privileged endpoint used without privilege is
+// demoted for good (its grants follow the policy from then on).
+TEST_F(Policy, PrivilegeIsTheCallersAtEachCall) {
+    velo_core_client root = client(0, true);
+    ASSERT_EQ(job(root, kKeyA, 0, 9), 0);
+    ASSERT_EQ(job(root, kKeyB, 10, 19), 0);
+    velo_uapi_ep_open o{};
+    ASSERT_EQ(open(root, 5, 0, &o), 0) << "root may hold a vpid of job A without its key";
+    ASSERT_EQ(grant(root, 0, 1, 15), 0) << "and reach job B";
+    velo_core_client_caller(&root, 4243, kUid, 0);  // the descriptor went to an unprivileged caller
+    EXPECT_EQ(job_del(root, kKeyB), -VELO_CORE_EPERM);
+    EXPECT_EQ(grant(root, 0, 1, 16), -VELO_CORE_EACCES) << "outside its vpid's job";
+    ASSERT_NE(velo_core_ep_find(c, 5), nullptr);
+    EXPECT_EQ(velo_core_ep_find(c, 5)->privileged, 0u);
+    velo_core_client_caller(&root, 4242, 0, 1);  // privileged again: the admin calls work again
+    EXPECT_EQ(grant(root, 0, 1, 17), -VELO_CORE_EACCES) << "the endpoint stays demoted";
+    EXPECT_EQ(grant(root, 0, 1, 3), -VELO_CORE_EACCES) << "opened without a key: job A is not its job";
+    EXPECT_EQ(grant(root, 0, 1, 30), 0) << "the vpids no job owns: its partition";
+    close(root);
+    EXPECT_EQ(job_del(root, kKeyA), 0);
+    EXPECT_EQ(job_del(root, kKeyB), 0);
+    // an unprivileged opener gains the admin calls when a privileged caller uses the client
+    velo_core_client user = client(kUid);
+    EXPECT_EQ(job(user, kKeyA, 0, 9), -VELO_CORE_EPERM);
+    velo_core_client_caller(&user, 1, 0, 1);
+    EXPECT_EQ(job(user, kKeyA, 0, 9), 0);
+    EXPECT_EQ(job_del(user, kKeyA), 0);
+}
+
+// A NIC that never quiesces wedges the core: the first quiesce polls CORE_QUIESCE_POLLS times,
+// later ones VELO_CORE_QUIESCE_POLLS_WEDGED times, so closing many endpoints of a dead NIC does
+// not hold the caller's lock for a second each; a quiesce that succeeds unwedges it.
+TEST_F(Policy, WedgedNicShortensLaterQuiesces) {
+    velo_core_client a = client(kUid), b = client(kUid), d = client(kUid);
+    ASSERT_EQ(open(a), 0);
+    ASSERT_EQ(open(b), 0);
+    const int busy = 1000000;
+    nic.quiesce_busy_reads = busy;
+    EXPECT_EQ(velo_core_wedged(c), 0);
+    EXPECT_EQ(velo_core_client_close(c, &a), -VELO_CORE_ETIMEDOUT);
+    EXPECT_EQ(velo_core_wedged(c), 1);
+    // the control vpid's quiesce ran wedged: busy_left went down by the short budget only
+    EXPECT_EQ(nic.busy_left, busy - VELO_CORE_QUIESCE_POLLS_WEDGED);
+    EXPECT_EQ(velo_core_client_close(c, &b), -VELO_CORE_ETIMEDOUT);
+    EXPECT_EQ(nic.busy_left, busy - VELO_CORE_QUIESCE_POLLS_WEDGED);
+    nic.quiesce_busy_reads = 2;
+    ASSERT_EQ(open(d), 0);
+    EXPECT_EQ(velo_core_client_close(c, &d), 0);
+    EXPECT_EQ(velo_core_wedged(c), 0);
+    // the leaked rings of a and b (never reused) are the harness's to free
+    for (auto& [dma, m] : nic.live) std::free(m.first);
+    nic.live.clear();
+}
+
+// Surprise removal: registers read all ones and the device is not present: every quiesce ends
+// at its first read with -ENODEV (memory is kept, as for a NIC that never quiesces).
+static int not_present(void*) {
+    return 0;
+}
+static int present(void*) {
+    return 1;
+}
+TEST_F(Policy, AllOnesAndNotPresentEndsQuiesceAtOnce) {
+    velo_core_client a = client(kUid), b = client(kUid);
+    ASSERT_EQ(open(a), 0);
+    ASSERT_EQ(open(b), 0);
+    velo_core_set_present(c, present);
+    nic.gone = true;
+    nic.quiesce_busy_reads = 0;
+    // still present (a transient all-ones read): polled like BUSY until the budget ends
+    EXPECT_EQ(velo_core_client_close(c, &a), -VELO_CORE_ETIMEDOUT);
+    velo_core_set_present(c, not_present);
+    const uint64_t w = nic.writes;
+    EXPECT_EQ(velo_core_client_close(c, &b), -VELO_CORE_ENODEV);
+    EXPECT_EQ(velo_core_wedged(c), 1);
+    EXPECT_LT(nic.writes - w, 16u) << "no polling loop against a device that is gone";
+    velo_core_remove(c);
+    c = nullptr;
+    for (auto& [dma, m] : nic.live) std::free(m.first);
+    nic.live.clear();
+}
+
+// velo_core_disable: IRQ, RMA and the NIC off (remove, shutdown, probe errors).
+TEST_F(Policy, DisableTurnsEverythingOff) {
+    EXPECT_NE(VELO_FIELD_GET(VELO_REG_CTRL_CONTROL_ENABLE, nic.regs[VELO_REG_CTRL_CONTROL]), 0u);
+    ASSERT_NE(velo_core_caps(c)->rma_base, 0u);
+    ASSERT_EQ(velo_core_rma_enable(c, 1), 0);
+    EXPECT_NE(nic.regs[VELO_REG_RMA_CONTROL], 0u);
+    velo_core_disable(c);
+    EXPECT_EQ(nic.regs[VELO_REG_CTRL_CONTROL], 0u);
+    EXPECT_EQ(nic.regs[VELO_REG_RMA_CONTROL], 0u);
+#ifdef VELO_BLK_IRQ_BASE
+    EXPECT_EQ(nic.regs[VELO_REG_IRQ_CTRL], 0u);
+#endif
+    velo_core_disable(nullptr);
+}

@@ -515,3 +515,48 @@ TEST_F(Rma, CloseAndReclaimTearDownEverything) {
 }
 
 }  // namespace
+
+// Compaction withdraws every VALID region for a moment: an unprivileged endpoint may trigger
+// it only when all of them are its own; a privileged one may always.
+TEST_F(Rma, CompactionNeverWithdrawsOthersRegionsForAnUnprivilegedCaller) {
+    nic.pte_bits = 4;  // 16 entries
+    probe();
+    auto me = client(), other = client();
+    velo_core_client root;
+    velo_core_client_init(&root, next_owner++, 1, 0, 1);
+    open(me);
+    open(other);
+    open(root);
+    velo_uapi_register mine[2], theirs[2];
+    for (int i = 0; i < 2; ++i) {
+        ASSERT_EQ(reg(me, 0x100000 * (2 * i + 1), 4 * 4096, kAll, &mine[i]), 0);
+        ASSERT_EQ(map(mine[i], 10 + i), 0);
+        ASSERT_EQ(reg(other, 0x100000 * (2 * i + 2), 4 * 4096, kAll, &theirs[i]), 0);
+        ASSERT_EQ(map(theirs[i], 20 + i), 0);
+    }
+    // free two runs of four that are not adjacent: mine[0] (0..3) and mine[1] (8..11)
+    ASSERT_EQ(dereg(me, mine[0].nla), 0);
+    ASSERT_EQ(dereg(me, mine[1].nla), 0);
+    unsigned longest = 0;
+    EXPECT_EQ(velo_core_rma_pte_free(c, &longest), 8u);
+    EXPECT_EQ(longest, 4u);
+    velo_uapi_register big{};
+    ASSERT_EQ(reg(me, 0x900000, 8 * 4096, kAll, &big), 0);
+    nic.wlog_on = true;
+    EXPECT_EQ(map(big, 30), -VELO_CORE_ENOSPC) << "only others' regions could move";
+    for (auto& [off, v] : nic.wlog) EXPECT_NE(off, uint32_t(VELO_REG_RMA_QUIESCE_REGION)) << "nothing withdrawn";
+    nic.wlog_on = false;
+    expect_translation(theirs[0].region, 20);
+    expect_translation(theirs[1].region, 21);
+    ASSERT_EQ(dereg(me, big.nla), 0);
+    // the same for a privileged endpoint: compacted, the others' translations moved intact
+    velo_uapi_register rbig{};
+    ASSERT_EQ(reg(root, 0xA00000, 8 * 4096, kAll, &rbig), 0);
+    ASSERT_EQ(map(rbig, 40), 0);
+    expect_translation(theirs[0].region, 20);
+    expect_translation(theirs[1].region, 21);
+    expect_translation(rbig.region, 40);
+    EXPECT_EQ(velo_core_client_close(c, &me), 0);
+    EXPECT_EQ(velo_core_client_close(c, &other), 0);
+    EXPECT_EQ(velo_core_client_close(c, &root), 0);
+}
