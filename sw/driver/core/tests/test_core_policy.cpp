@@ -481,8 +481,8 @@ TEST(PolicyProbe, ReadsTheNetBlock) {
 // are the administrator's; the numbers in velo_uapi.h say the same.
 TEST_F(Policy, UapiFlagsMatchTheNumbers) {
     const unsigned long cmds[VELO_IOC_NR_COUNT] = {
-        VELO_IOC_INFO,     VELO_IOC_EP_OPEN,   VELO_IOC_GRANT,     VELO_IOC_REVOKE,    VELO_IOC_WAIT,
-        VELO_IOC_JOB_SET,  VELO_IOC_JOB_DEL,   VELO_IOC_NODE_SET,  VELO_IOC_ROUTE_SET, VELO_IOC_PORT_SET,
+        VELO_IOC_INFO,      VELO_IOC_EP_OPEN,  VELO_IOC_GRANT,      VELO_IOC_REVOKE,    VELO_IOC_WAIT,
+        VELO_IOC_JOB_SET,   VELO_IOC_JOB_DEL,  VELO_IOC_NODE_SET,   VELO_IOC_ROUTE_SET, VELO_IOC_PORT_SET,
         VELO_IOC_RMA_SETUP, VELO_IOC_REGISTER, VELO_IOC_DEREGISTER, VELO_IOC_REPIN};
     unsigned admin = 0, out = 0;
     for (unsigned nr = 0; nr < VELO_IOC_NR_COUNT; ++nr) {
