@@ -249,8 +249,8 @@ static int cmd_uapi(const char* dev, const char* sysdir, unsigned node_id, int w
     // the numbers (ABI 4): direction and size are checked; ABI 2/3 numbers get EPROTO
     bad.flags = 0;
     e1 = ioc(fd, VELO_IOC_INFO_V3, &bad);
-    e2 = ioc(fd, _IOW(VELO_IOC_MAGIC, VELO_IOC_NR_INFO, struct velo_uapi_info), &bad);   // no READ
-    e3 = ioc(fd, _IOWR('V', VELO_IOC_NR_INFO, struct velo_uapi_info), &bad);             // another type
+    e2 = ioc(fd, _IOW(VELO_IOC_MAGIC, VELO_IOC_NR_INFO, struct velo_uapi_info), &bad);  // no READ
+    e3 = ioc(fd, _IOWR('V', VELO_IOC_NR_INFO, struct velo_uapi_info), &bad);            // another type
     int e4 = ioc(fd, _IOC(_IOC_READ | _IOC_WRITE, VELO_IOC_MAGIC, VELO_IOC_NR_INFO, sizeof bad + 8), &bad);
     int e5 = ioc(fd, _IOWR(VELO_IOC_MAGIC, VELO_IOC_NR_REVOKE, struct velo_uapi_revoke), &bad);  // REVOKE is _IOW
     report("abi", e1 == EPROTO && e2 == ENOTTY && e3 == ENOTTY && e4 == EINVAL && e5 == ENOTTY,
@@ -541,7 +541,6 @@ static int cmd_hold(const char* dev, const char* ready) {
     return g_failed;
 }
 
-
 // ------------------------------------------------------------------ rma (the "rma" image)
 // VmPin of this process in kB (mm->pinned_vm: registered pages, rings, notification queue)
 static long vm_pin_kb(void) {
@@ -566,9 +565,9 @@ static long vm_pin_settle(long want) {
 
 // the rma_notifier attribute: counts[0..8] by kind, [9] ignored, [10] withdrawn
 #define MN_N 11
-static const char* const mn_names[MN_N] = {"unmap",   "clear",   "protection_vma", "protection_page",
+static const char* const mn_names[MN_N] = {"unmap",      "clear",   "protection_vma", "protection_page",
                                            "soft_dirty", "release", "migrate",        "exclusive",
-                                           "other",   "ignored", "withdrawn"};
+                                           "other",      "ignored", "withdrawn"};
 static int mn_read(const char* sysdir, long* c) {
     char path[512], name[64];
     long v;
@@ -646,8 +645,8 @@ static int cmd_rma(const char* dev, const char* sysdir, const char* ready, const
     void* ring = e ? MAP_FAILED : mmap(NULL, ep.ring_bytes, PROT_READ, MAP_SHARED, fd, VELO_MMAP_RING);
     void* cring = e ? MAP_FAILED : mmap(NULL, ep.ctl_ring_bytes, PROT_READ, MAP_SHARED, fd, VELO_MMAP_CTL_RING);
     report("setup",
-           !e && !e1 && nq != MAP_FAILED && ring != MAP_FAILED && cring != MAP_FAILED && st.region_bits == IMG_RMA_REGION_BITS &&
-               st.pte_bits == IMG_RMA_PTE_BITS && st.mtu == IMG_RMA_MTU,
+           !e && !e1 && nq != MAP_FAILED && ring != MAP_FAILED && cring != MAP_FAILED &&
+               st.region_bits == IMG_RMA_REGION_BITS && st.pte_bits == IMG_RMA_PTE_BITS && st.mtu == IMG_RMA_MTU,
            "EP_OPEN %s, RMA_SETUP %s (regions 2^%u, ptes 2^%u, mtu %u), NQ %s", e ? strerror(e) : "ok",
            e1 ? strerror(e1) : "ok", st.region_bits, st.pte_bits, st.mtu, nq == MAP_FAILED ? "not mapped" : "mapped");
     if (e || e1 || nq == MAP_FAILED || ring == MAP_FAILED || cring == MAP_FAILED) return 1;
@@ -709,8 +708,9 @@ static int cmd_rma(const char* dev, const char* sysdir, const char* ready, const
     } else {
         e = rma_reg(fd, b1, n1, &r1);
         kb = vm_pin_kb();
-        report("register", !e && kb - pin0 == rings + 64, "REGISTER 16 pages: %s, nla 0x%llx; VmPin + %ld kB (want %ld)",
-               e ? strerror(e) : "ok", (unsigned long long)r1.nla, kb - pin0, rings + 64);
+        report("register", !e && kb - pin0 == rings + 64,
+               "REGISTER 16 pages: %s, nla 0x%llx; VmPin + %ld kB (want %ld)", e ? strerror(e) : "ok",
+               (unsigned long long)r1.nla, kb - pin0, rings + 64);
         // protection changes keep the same pages: counted, ignored, the region stays valid
         uint32_t rp = 99;
         int ok = !mn_read(sysdir, m0);
@@ -722,8 +722,8 @@ static int cmd_rma(const char* dev, const char* sysdir, const char* ready, const
         ok = ok && !mn_read(sysdir, m1);
         const long want_prot[MN_N] = {0, 0, 2, 1, 0, 0, 0, 0, 0, 3, 0};
         report("protection", ok && !em && pid > 0 && !e1 && rp == 0 && mn_delta(m0, m1, want_prot, d, sizeof d),
-               "mprotect twice and fork: %s; REPIN %s repinned %u (want 0: still valid)", d,
-               e1 ? strerror(e1) : "ok", rp);
+               "mprotect twice and fork: %s; REPIN %s repinned %u (want 0: still valid)", d, e1 ? strerror(e1) : "ok",
+               rp);
         // MADV_DONTNEED clears the pages: withdrawn, REPIN pins the new ones
         ok = !mn_read(sysdir, m0);
         em = madvise(b1, n1, MADV_DONTNEED) ? errno : 0;
@@ -734,8 +734,8 @@ static int cmd_rma(const char* dev, const char* sysdir, const char* ready, const
         e1 = rma_repin(fd, r1.nla, &rp);
         long kb2 = vm_pin_kb();
         report("clear", ok && !em && delta_ok && kb == pin0 + rings && !e1 && rp == 1 && kb2 == pin0 + rings + 64,
-               "MADV_DONTNEED: %s; VmPin + %ld kB once unpinned (want %ld); REPIN %s repinned %u, VmPin + %ld kB",
-               d, kb - pin0, rings, e1 ? strerror(e1) : "ok", rp, kb2 - pin0);
+               "MADV_DONTNEED: %s; VmPin + %ld kB once unpinned (want %ld); REPIN %s repinned %u, VmPin + %ld kB", d,
+               kb - pin0, rings, e1 ? strerror(e1) : "ok", rp, kb2 - pin0);
         // munmap: withdrawn; REPIN finds nothing mapped
         e = rma_reg(fd, b2, n2, &r2);
         ok = !e && !mn_read(sysdir, m0);
@@ -782,7 +782,6 @@ static int cmd_rma(const char* dev, const char* sysdir, const char* ready, const
     return g_failed;
 }
 
-
 // The "rmastuck" image: RMA.QUIESCE_STATUS says BUSY for ever. A region the notifier withdraws
 // never quiesces: it stays pinned (STUCK), REPIN fails with EIO, DEREGISTER with ETIMEDOUT, and
 // only the device's removal, once bus mastering is off, unpins it.
@@ -821,11 +820,12 @@ static int cmd_rmastuck(const char* dev, const char* sysdir, const char* ready, 
     e1 = rma_dereg(fd, r1.nla);
     int e2 = rma_dereg(fd, r1.nla);
     long kb2 = vm_pin_kb();
-    report("stuck", ok && !em && kb - pin0 == rings + 64 && e == EIO && e1 == ETIMEDOUT && e2 == ENOENT &&
-                        kb2 - pin0 == rings + 64,
-           "munmap: %s; VmPin + %ld kB (want %ld: never quiesced, pages stay pinned); REPIN %s (want EIO); "
-           "DEREGISTER %s (want ETIMEDOUT), again %s (want ENOENT); VmPin + %ld kB",
-           d, kb - pin0, rings + 64, strerror(e), strerror(e1), strerror(e2), kb2 - pin0);
+    report(
+        "stuck",
+        ok && !em && kb - pin0 == rings + 64 && e == EIO && e1 == ETIMEDOUT && e2 == ENOENT && kb2 - pin0 == rings + 64,
+        "munmap: %s; VmPin + %ld kB (want %ld: never quiesced, pages stay pinned); REPIN %s (want EIO); "
+        "DEREGISTER %s (want ETIMEDOUT), again %s (want ENOENT); VmPin + %ld kB",
+        d, kb - pin0, rings + 64, strerror(e), strerror(e1), strerror(e2), kb2 - pin0);
     int rf = open(ready, O_WRONLY | O_CREAT, 0644);
     if (rf >= 0) close(rf);
     struct velo_uapi_wait wt;

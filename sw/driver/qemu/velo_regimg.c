@@ -135,13 +135,14 @@ static const struct variant variants[] = {
     {"badcaps", "ENODEV", "implausible CAPS"},
     {"badnet", "ENODEV", "implausible NET block"},
     // the driver's own check (velo_main.c): user pages are mapped into processes
-    {"badalign", "ENODEV", "implausible VPID block: user pages at 0x[0-9a-f]+, stride 0x[0-9a-f]+, are not page aligned"},
+    {"badalign", "ENODEV",
+     "implausible VPID block: user pages at 0x[0-9a-f]+, stride 0x[0-9a-f]+, are not page aligned"},
 #ifdef VELO_BLK_IRQ_BASE
     {"badirq", "ENODEV", "implausible IRQ block"},
 #endif
     {"good", "OK", ""},
 #if defined(VELO_BLK_RMA_BASE) && defined(VELO_BLK_IRQ_BASE)
-    {"rma", "OK", ""},  // good with the RMA block linked in (its own step of the guest)
+    {"rma", "OK", ""},       // good with the RMA block linked in (its own step of the guest)
     {"rmastuck", "OK", ""},  // rma, but RMA.QUIESCE_STATUS says BUSY for ever
 #endif
 };
