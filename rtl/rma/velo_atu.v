@@ -17,14 +17,16 @@
 // reads its page table entry; stage B holds the result and presents it with the page table data.
 //
 // In-use counters (quiesce for the driver's invalidation, docs/rma.md §2.3): the user gives every
-// successful translation back with rel_valid/rel_region when it no longer uses it. A counter serves
-// the regions with the same low IU_BITS index bits (one per region if IU_BITS >= REGION_BITS), so
-// the status is conservative: it may report a region busy because of another one, never quiet
-// while one of its translations is held. q_busy is 1 while q_region's counter is not 0 or a lookup of q_region sits in stage A (it may have read the region
-// entry before the driver's write and is not counted yet). Counters live in LUT RAM with one write
-// per cycle: a release has priority, an increment for another region waits one cycle; a lookup also
-// waits while its region's counter is saturated. A release of a region whose counter is 0 changes
-// nothing and is reported (ev_rel_underflow: a bug of the user).
+// successful translation back with rel_valid/rel_region when it no longer uses it. Each region has
+// its own counter, so the status is exact: q_busy is 1 while q_region's counter is not 0 or a
+// lookup of q_region sits in stage A (it may have read the region entry before the driver's write
+// and is not counted yet), and 0 as soon as the region's own translations are given back, however
+// busy other regions are. (Counters shared by the regions with the same low index bits made the
+// status conservative, and a region that shared its counter with one streaming a long transfer
+// never read quiet: its deregistration timed out and its pages stayed pinned.) One counter write
+// per cycle: a release has priority, an increment for another region waits one cycle; a lookup
+// also waits while its region's counter is saturated. A release of a region whose counter is 0
+// changes nothing and is reported (ev_rel_underflow: a bug of the user).
 `default_nettype none
 `include "velo_spec.vh"
 `include "velo_check.vh"
@@ -33,9 +35,7 @@ module velo_atu #(
     parameter integer PTE_BITS    = 12,  // page table index width (spec param RMA_PTE_BITS), 4..16
     parameter integer VPID_BITS   = 8,   // vpid width (spec param VPID_BITS), 1..8
     parameter integer TAG_W       = 8,   // width of the opaque tag passed from lookup to response, >= 1
-    parameter integer INUSE_W     = 6,   // in-use counter width: up to 2^INUSE_W-1 translations per counter, >= 1
-    parameter integer IU_BITS     = 5    // 2^IU_BITS in-use counters, shared by the regions with the same
-                                         // low IU_BITS index bits (IU_BITS >= REGION_BITS: one per region); >= 1
+    parameter integer INUSE_W     = 6    // in-use counter width: up to 2^INUSE_W-1 translations per region, >= 1
 ) (
     input  wire                   clk,
     input  wire                   rst,        // synchronous, active high
@@ -82,9 +82,8 @@ module velo_atu #(
     `VELO_CHECK_VPID_BITS
     `VELO_CHECK(g_check_tag_w, TAG_W >= 1, "velo_atu: TAG_W must be at least 1")
     `VELO_CHECK(g_check_inuse_w, INUSE_W >= 1, "velo_atu: INUSE_W must be at least 1")
-    `VELO_CHECK(g_check_iu_bits, IU_BITS >= 1, "velo_atu: IU_BITS must be at least 1")
 
-    localparam integer SB    = (IU_BITS < REGION_BITS) ? IU_BITS : REGION_BITS;  // counter index bits
+    localparam integer SB    = REGION_BITS;  // counter index bits: one counter per region
     localparam integer NSLOT = 1 << SB;
     localparam [INUSE_W-1:0] IU_MAX = {INUSE_W{1'b1}};
 

@@ -699,6 +699,47 @@ TEST(Atu, InUseSaturationAndUnderflow) {
     EXPECT_TRUE(t.h->q_busy) << "the counter still counts after an underflow";
 }
 
+// The quiesce status is per region: translations held of one region never make another read busy
+// (with counters shared by the regions of the same low index bits, a region sharing its counter
+// with one that streams a long transfer never read quiet and its deregistration timed out), and
+// every region reads quiet once its own translations are given back.
+TEST(Atu, QuiesceStatusIsPerRegion) {
+    Tb<Vatu> t;
+    t.write_pte(0, 0x11);
+    Region g;
+    g.alloc = g.valid = true;
+    g.perm = 15;
+    g.owner = 0;
+    g.key = 3;
+    g.len = 4096;
+    const unsigned regions[] = {5, 37, 69, 101, 133, 165, 197, 229};  // the same low 5 bits
+    for (unsigned r : regions) t.write_region(r, g);
+    // region 5 holds two translations, 37 one
+    EXPECT_EQ(t.lookup_one(Lookup{nla(5, 3, 0), 8, 0, 0, 0}).err, 0u);
+    EXPECT_EQ(t.lookup_one(Lookup{nla(5, 3, 64), 8, 0, 0, 0}).err, 0u);
+    EXPECT_EQ(t.lookup_one(Lookup{nla(37, 3, 0), 8, 0, 0, 0}).err, 0u);
+    auto busy = [&](unsigned r) {
+        t.h->q_region = r;
+        t.h.eval();
+        return static_cast<bool>(t.h->q_busy);
+    };
+    EXPECT_TRUE(busy(5));
+    EXPECT_TRUE(busy(37));
+    for (unsigned r : regions) {
+        if (r != 5 && r != 37) {
+            EXPECT_FALSE(busy(r)) << "region " << r << " busy with another region's translations";
+        }
+    }
+    t.release(37);
+    EXPECT_FALSE(busy(37)) << "region 37 quiet while region 5 still holds translations";
+    EXPECT_TRUE(busy(5));
+    t.release(5);
+    EXPECT_TRUE(busy(5)) << "one translation of region 5 still held";
+    t.release(5);
+    // every region of the table reads quiet again
+    for (unsigned r = 0; r < 256; ++r) EXPECT_FALSE(busy(r)) << "region " << r;
+}
+
 TEST(Atu, BadTableWritesAreIgnoredAndReported) {
     Tb<Vatu_small> t;
     t.write_pte(1, 0x55);

@@ -910,3 +910,97 @@ TEST(FabricRma, client_killed) {
     });
     end_pair(f, l, ini, t);
 }
+
+// Quiesce while another region streams: a process on node 0 keeps a 4 MiB source region busy
+// with puts to node 1; meanwhile another process of node 0 registers regions until it holds
+// every index with the same low 5 bits as the streaming source's, and deregisters them one by
+// one while the puts run. Each deregistration must quiesce (0, not -ETIMEDOUT).
+TEST(FabricRma, quiesce_while_another_region_streams) {
+    const uint64_t seed = test_seed();
+    FabricProc f;
+    const size_t N = 4u << 20;
+    Link l, l2;
+    pid_t t = spawn([&] {
+        velo_ep_t* ep;
+        if (open_side(f, l, 1, &ep)) return 1;
+        l2.close_all();
+        auto* buf = static_cast<uint8_t*>(std::malloc(N));
+        velo_region_t* rg;
+        int r = velo_register(ep, buf, N, VELO_ACCESS_REMOTE_WRITE, &rg);
+        CHECK(r == 0, "register: %s", velo_strerror(r));
+        uint64_t nla;
+        velo_region_nla(rg, 0, &nla);
+        CHECK(l.send(1, nla), "link");
+        uint64_t done;
+        CHECK(l.recv(1, &done), "initiator gone");
+        for (size_t i = 0; i < N; ++i) CHECK(buf[i] == pat(seed, i), "byte %zu", i);
+        return velo_close(ep);
+    });
+    pid_t ini = spawn([&] {
+        velo_ep_t* ep;
+        if (open_side(f, l, 0, &ep)) return 1;
+        l2.keep(0);
+        uint64_t nla;
+        CHECK(l.recv(0, &nla), "target gone");
+        auto* src = static_cast<uint8_t*>(std::malloc(N));
+        fill(src, N, seed);
+        velo_region_t* rg;
+        int r = velo_register(ep, src, N, VELO_ACCESS_LOCAL_READ, &rg);
+        CHECK(r == 0, "register: %s", velo_strerror(r));
+        uint64_t snla;
+        velo_region_nla(rg, 0, &snla);
+        CHECK(l2.send(0, snla), "link");
+        for (int k = 0; k < 3; ++k) {
+            r = velo_put(ep, kTarget, rg, 0, nla, N, VELO_RMA_F_REMOTE, 100 + k);
+            CHECK(r == 0, "put: %s", velo_strerror(r));
+            if (k == 0) CHECK(l2.send(0, 1), "link");
+            if (expect_cpl(ep, VELO_RMA_KIND_REMOTE, 100 + k)) return 1;
+        }
+        uint64_t ok;
+        CHECK(l2.recv(0, &ok), "other process failed");
+        CHECK(l.send(0, 1), "link");
+        return velo_close(ep);
+    });
+    pid_t other = spawn([&] {
+        l.close_all();
+        l2.keep(1);
+        velo_ep_t* ep;
+        int r = open_ep(f, 0, 30, &ep);
+        CHECK(r == 0, "open: %s", velo_strerror(r));
+        uint64_t snla, go;
+        CHECK(l2.recv(1, &snla), "initiator gone");
+        const unsigned sreg = static_cast<unsigned>((snla >> 40) & 0xFFFF);
+        static uint8_t page[64][4096];
+        std::vector<velo_region_t*> mine;
+        int same = 0;
+        for (int i = 0; i < 64; ++i) {
+            velo_region_t* g;
+            r = velo_register(ep, page[i], 4096, VELO_ACCESS_REMOTE_WRITE, &g);
+            CHECK(r == 0, "register %d: %s", i, velo_strerror(r));
+            uint64_t n;
+            velo_region_nla(g, 0, &n);
+            if ((((n >> 40) & 0xFFFF) ^ sreg) % 32 == 0) {
+                mine.push_back(g);
+                ++same;
+            } else {
+                CHECK(velo_deregister(g) == 0, "deregister");
+            }
+        }
+        CHECK(same >= 1, "no region shares the source's counter");
+        CHECK(l2.recv(1, &go), "initiator gone");
+        usleep(100000);
+        for (velo_region_t* g : mine) {
+            r = velo_deregister(g);
+            CHECK(r == 0, "deregister while the source streams: %s", velo_strerror(r));
+        }
+        std::printf("%d regions sharing the source's counter deregistered while it streamed\n", same);
+        CHECK(l2.send(1, 1), "link");
+        return velo_close(ep);
+    });
+    l.close_all();
+    l2.close_all();
+    EXPECT_EQ(join(other), 0);
+    EXPECT_EQ(join(ini), 0);
+    EXPECT_EQ(join(t), 0);
+    EXPECT_EQ(f.stop(), 0);
+}
