@@ -115,6 +115,7 @@ typedef struct mca_btl_velo_module {
     velo_region_t* bounce_rg;          /* (NULL: none) */
     void* bounce_op;                   /* the transfer using it (btl_velo_rdma.c), or NULL */
     int bounce_stalled;                /* its next piece found no command slot */
+    volatile int32_t rdma_retrying;    /* a thread works on the deferred queue and the bounce buffer */
     struct {
         uint64_t pages, regions; /* (atomic) */
     } rdma_held[3];              /* registrations held, by kind (btl_velo_rdma.c BV_REG_*) */

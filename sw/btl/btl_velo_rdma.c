@@ -80,6 +80,7 @@ int mca_btl_velo_rdma_open(mca_btl_velo_module_t* m) {
     m->bounce_rg = NULL;
     m->bounce_op = NULL;
     m->bounce_stalled = 0;
+    m->rdma_retrying = 0;
     m->rdma_ok = 0;
     memset(&m->rdma_st, 0, sizeof m->rdma_st);
     if (!mca_btl_velo_component.rdma) return 0;
@@ -109,8 +110,9 @@ int mca_btl_velo_rdma_open(mca_btl_velo_module_t* m) {
     return r;
 }
 
+// The NIC has no room for a registration (or never has, -EFBIG: the bounce buffer moves it).
 static int no_room(int r) {
-    return r == -ENFILE || r == -EMFILE || r == -ENOBUFS || r == -ENOSPC;
+    return r == -ENFILE || r == -EMFILE || r == -ENOBUFS || r == -ENOSPC || r == -EFBIG;
 }
 
 static unsigned reg_pages(const void* base, size_t size) {
@@ -377,8 +379,28 @@ static int bounce_next(mca_btl_velo_module_t* m, bv_rdma_op_t* o) {
 // been freed); if there is none it takes the bounce buffer when that is free, else it waits for
 // it. Without a bounce buffer they are tried when one of our registrations went, a completion
 // came, or BV_RETRY_NS passed (other processes of the node may have freed room).
+static int retry_deferred_locked(mca_btl_velo_module_t* m, int completed);
 static int retry_deferred(mca_btl_velo_module_t* m, int completed) {
-    if (!__atomic_load_n(&m->rdma_ndeferred, __ATOMIC_ACQUIRE)) return 0;
+    if (!__atomic_load_n(&m->rdma_ndeferred, __ATOMIC_ACQUIRE) && !m->bounce_stalled) return 0;
+    // one thread at a time (the deferred queue's head and the bounce buffer)
+    if (__atomic_exchange_n(&m->rdma_retrying, 1, __ATOMIC_ACQUIRE)) return 0;
+    int n = 0;
+    if (m->bounce_stalled && m->bounce_op) {
+        bv_rdma_op_t* o = m->bounce_op;
+        const int r = bounce_next(m, o);
+        if (r != -EAGAIN) m->bounce_stalled = 0;
+        if (r && r != -EAGAIN) {
+            log_fail(o, r);
+            m->bounce_op = NULL;
+            complete(m, o, 0, OPAL_ERROR);
+        }
+    }
+    if (__atomic_load_n(&m->rdma_ndeferred, __ATOMIC_ACQUIRE)) n = retry_deferred_locked(m, completed);
+    __atomic_store_n(&m->rdma_retrying, 0, __ATOMIC_RELEASE);
+    return n;
+}
+
+static int retry_deferred_locked(mca_btl_velo_module_t* m, int completed) {
     const int64_t t = now_ns();
     const int freed = __atomic_exchange_n(&m->rdma_freed, 0, __ATOMIC_ACQ_REL);
     if (m->bounce_rg) {
@@ -475,16 +497,6 @@ int mca_btl_velo_rdma_progress(mca_btl_velo_module_t* m) {
                                 velo_rma_reason_str(cpl.reason));
         }
         complete(m, o, 0, status);
-    }
-    if (m->bounce_stalled && m->bounce_op) {
-        bv_rdma_op_t* o = m->bounce_op;
-        const int r = bounce_next(m, o);
-        if (r != -EAGAIN) m->bounce_stalled = 0;
-        if (r && r != -EAGAIN) {
-            log_fail(o, r);
-            m->bounce_op = NULL;
-            complete(m, o, 0, OPAL_ERROR);
-        }
     }
     return n + retry_deferred(m, n);
 }
