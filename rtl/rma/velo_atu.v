@@ -16,15 +16,19 @@
 // the checks; a successful lookup increments the region's in-use counter as it leaves stage A and
 // reads its page table entry; stage B holds the result and presents it with the page table data.
 //
-// In-use counters (quiesce for the driver's invalidation, docs/rma.md §2.3): the user gives every
-// successful translation back with rel_valid/rel_region when it no longer uses it. A counter serves
-// the regions with the same low IU_BITS index bits (one per region if IU_BITS >= REGION_BITS), so
-// the status is conservative: it may report a region busy because of another one, never quiet
-// while one of its translations is held. q_busy is 1 while q_region's counter is not 0 or a lookup of q_region sits in stage A (it may have read the region
-// entry before the driver's write and is not counted yet). Counters live in LUT RAM with one write
-// per cycle: a release has priority, an increment for another region waits one cycle; a lookup also
-// waits while its region's counter is saturated. A release of a region whose counter is 0 changes
-// nothing and is reported (ev_rel_underflow: a bug of the user).
+// In-use counts (quiesce for the driver's invalidation, docs/rma.md §2.3): the user gives every
+// successful translation back with rel_valid/rel_region when it no longer uses it. The counts are
+// kept per region, exactly, in IU_SLOTS entries {region, count} (a small CAM: an entry is in use
+// while its count is not 0), so q_busy is 1 while q_region has a translation held or a lookup of
+// q_region sits in stage A (it may have read the region entry before the driver's write and is
+// not counted yet), and 0 as soon as the region's own translations are given back, however busy
+// other regions are. (Counters shared by the regions with the same low index bits made the status
+// conservative: a region that shared its counter with one streaming a long transfer never read
+// quiet, its deregistration timed out and its pages stayed pinned.) A lookup waits while its
+// region's count is saturated, for one cycle when another region is released in its cycle, and
+// while all IU_SLOTS entries hold other regions (they are given back whatever the lookups do, so
+// the wait ends). A release of a region without a translation held changes nothing and is
+// reported (ev_rel_underflow: a bug of the user).
 `default_nettype none
 `include "velo_spec.vh"
 `include "velo_check.vh"
@@ -33,9 +37,8 @@ module velo_atu #(
     parameter integer PTE_BITS    = 12,  // page table index width (spec param RMA_PTE_BITS), 4..16
     parameter integer VPID_BITS   = 8,   // vpid width (spec param VPID_BITS), 1..8
     parameter integer TAG_W       = 8,   // width of the opaque tag passed from lookup to response, >= 1
-    parameter integer INUSE_W     = 6,   // in-use counter width: up to 2^INUSE_W-1 translations per counter, >= 1
-    parameter integer IU_BITS     = 5    // 2^IU_BITS in-use counters, shared by the regions with the same
-                                         // low IU_BITS index bits (IU_BITS >= REGION_BITS: one per region); >= 1
+    parameter integer INUSE_W     = 6,   // in-use counter width: up to 2^INUSE_W-1 translations per region, >= 1
+    parameter integer IU_SLOTS    = 16   // regions with translations held at once (a lookup of one more waits), >= 1
 ) (
     input  wire                   clk,
     input  wire                   rst,        // synchronous, active high
@@ -82,10 +85,8 @@ module velo_atu #(
     `VELO_CHECK_VPID_BITS
     `VELO_CHECK(g_check_tag_w, TAG_W >= 1, "velo_atu: TAG_W must be at least 1")
     `VELO_CHECK(g_check_inuse_w, INUSE_W >= 1, "velo_atu: INUSE_W must be at least 1")
-    `VELO_CHECK(g_check_iu_bits, IU_BITS >= 1, "velo_atu: IU_BITS must be at least 1")
+    `VELO_CHECK(g_check_iu_slots, IU_SLOTS >= 1, "velo_atu: IU_SLOTS must be at least 1")
 
-    localparam integer SB    = (IU_BITS < REGION_BITS) ? IU_BITS : REGION_BITS;  // counter index bits
-    localparam integer NSLOT = 1 << SB;
     localparam [INUSE_W-1:0] IU_MAX = {INUSE_W{1'b1}};
 
     // ---------------------------------------------------------------- reset sweep
@@ -197,41 +198,74 @@ module velo_atu #(
     wire [28:0] a_pg  = c_2m ? {9'd0, a_pa[40:21]} : a_pa[40:12];
     wire [PTE_BITS-1:0] a_pte = r_first + a_pg[PTE_BITS-1:0];
 
-    // in-use counters
-    reg  [INUSE_W-1:0] inuse [0:NSLOT-1];
-    wire [SB-1:0]      s_a    = a_region[SB-1:0];
-    wire [SB-1:0]      s_rel  = rel_region[SB-1:0];
-    wire [SB-1:0]      s_q    = q_region[SB-1:0];
-    wire [INUSE_W-1:0] iu_a   = inuse[s_a];
-    wire [INUSE_W-1:0] iu_rel = inuse[s_rel];
-    wire [INUSE_W-1:0] iu_q   = inuse[s_q];
-    wire same   = rel_valid && (s_rel == s_a);
-    wire stall  = a_ok && ((iu_a == IU_MAX && !same) || (rel_valid && !same));
+    // in-use counters: IU_SLOTS entries {region, count}, an entry in use while its count is not 0
+    // (a small CAM: exact per region, without a counter for each of the 2^REGION_BITS regions)
+    reg  [REGION_BITS-1:0] iu_rg  [0:IU_SLOTS-1];
+    reg  [INUSE_W-1:0]     iu_cnt [0:IU_SLOTS-1];
+    reg  [IU_SLOTS-1:0]    hit_a, hit_rel, hit_q, free_e;
+    integer ie;
+    always @(*) begin
+        for (ie = 0; ie < IU_SLOTS; ie = ie + 1) begin
+            free_e[ie]  = (iu_cnt[ie] == {INUSE_W{1'b0}});
+            hit_a[ie]   = !free_e[ie] && (iu_rg[ie] == a_region);
+            hit_rel[ie] = !free_e[ie] && (iu_rg[ie] == rel_region);
+            hit_q[ie]   = !free_e[ie] && (iu_rg[ie] == q_region);
+        end
+    end
+    // the entry a lookup of a_region counts in: its own, else the lowest free one
+    reg  [IU_SLOTS-1:0] pick_free;
+    always @(*) begin
+        pick_free = {IU_SLOTS{1'b0}};
+        for (ie = IU_SLOTS - 1; ie >= 0; ie = ie - 1)
+            if (free_e[ie]) begin
+                pick_free     = {IU_SLOTS{1'b0}};
+                pick_free[ie] = 1'b1;
+            end
+    end
+    wire [IU_SLOTS-1:0] e_a   = (hit_a != {IU_SLOTS{1'b0}}) ? hit_a : pick_free;
+    wire                a_has = (hit_a != {IU_SLOTS{1'b0}});
+    reg  [INUSE_W-1:0]  iu_a;
+    always @(*) begin
+        iu_a = {INUSE_W{1'b0}};
+        for (ie = 0; ie < IU_SLOTS; ie = ie + 1)
+            if (hit_a[ie]) iu_a = iu_cnt[ie];
+    end
+    wire rel_hit = (hit_rel != {IU_SLOTS{1'b0}});
+    wire same   = rel_valid && (rel_region == a_region);
+    // a lookup waits while its region's count is saturated, for one cycle when another region is
+    // released (as with one counter write per cycle), and while every entry is in use by others
+    wire full   = !a_has && (free_e == {IU_SLOTS{1'b0}});
+    wire stall  = a_ok && ((iu_a == IU_MAX && !same) || (rel_valid && !same) || full);
 
     reg  b_valid;
     wire b_free = !b_valid || rs_ready;
     assign a_go = a_valid && b_free && !stall;
     wire inc = a_go && a_ok;
 
-    // a release and an increment of the same region cancel; a release of a counter at 0 is ignored
-    wire rel_eff = rel_valid && (iu_rel != {INUSE_W{1'b0}});
+    // a release and an increment of the same region cancel; a release of a region without a
+    // translation held is ignored
+    wire rel_eff = rel_valid && rel_hit;
     always @(posedge clk) begin
-        if (init)
-            inuse[init_idx[SB-1:0]] <= {INUSE_W{1'b0}};
-        else if (inc && same) begin
-            if (!rel_eff) inuse[s_a] <= iu_a + 1'b1;
-        end else if (rel_eff)
-            inuse[s_rel] <= iu_rel - 1'b1;
-        else if (inc)
-            inuse[s_a] <= iu_a + 1'b1;
+        for (ie = 0; ie < IU_SLOTS; ie = ie + 1) begin
+            if (init) begin
+                iu_cnt[ie] <= {INUSE_W{1'b0}};
+            end else if (inc && e_a[ie] && !(rel_eff && hit_rel[ie])) begin
+                iu_cnt[ie] <= iu_cnt[ie] + 1'b1;
+                iu_rg[ie]  <= a_region;
+            end else if (rel_eff && hit_rel[ie] && !(inc && e_a[ie])) begin
+                iu_cnt[ie] <= iu_cnt[ie] - 1'b1;
+            end
+        end
     end
 
-    // simulation-only invariant (VELO_ASSERT, velo_check.vh): an in-use counter never wraps
-    `VELO_ASSERT(clk, rst, !(!init && inc && !(same && rel_eff) && iu_a == IU_MAX), "velo_atu: an in-use counter wraps")
+    // simulation-only invariants (VELO_ASSERT, velo_check.vh): an in-use count never wraps, a
+    // region is counted in one entry at most
+    `VELO_ASSERT(clk, rst, !(!init && inc && !same && iu_a == IU_MAX), "velo_atu: an in-use counter wraps")
+    `VELO_ASSERT(clk, rst, init || ((hit_a & (hit_a - 1'b1)) == {IU_SLOTS{1'b0}}), "velo_atu: a region in two entries")
 
     always @(posedge clk) begin
         if (rst) ev_rel_underflow <= 1'b0;
-        else     ev_rel_underflow <= rel_valid && !init && (iu_rel == {INUSE_W{1'b0}});
+        else     ev_rel_underflow <= rel_valid && !init && !rel_hit;
     end
 
     always @(posedge clk) begin
@@ -299,7 +333,7 @@ module velo_atu #(
     assign rs_tag    = b_tag;
 
     // ---------------------------------------------------------------- quiesce
-    assign q_busy = (iu_q != {INUSE_W{1'b0}}) || (a_valid && a_region == q_region);
+    assign q_busy = (hit_q != {IU_SLOTS{1'b0}}) || (a_valid && a_region == q_region);
     assign idle   = !init && !a_valid && !b_valid && !ev_rel_underflow && !ev_cfg_bad;
 
     wire unused_ok = &{1'b0, c_owner, lk_region16, cfg_data, a_pg, rel_region, q_region};

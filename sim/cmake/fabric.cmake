@@ -35,7 +35,8 @@ velo_fabric_tests(test_fabric Fabric "" pingpong many_to_one partial_flush parti
                   client_killed bad_inputs second_fabric_refused signals_and_idle cxx_layer)
 # RMA on the fabric: put/get between processes on malloc'd memory
 velo_fabric_tests(test_fabric_rma FabricRma rma_ put_get_random put_8MiB notified_put concurrent_puts
-                  many_outstanding errors deregister_in_flight munmap_in_flight client_killed)
+                  many_outstanding errors deregister_in_flight munmap_in_flight client_killed
+                  quiesce_while_another_region_streams more_than_the_nic_translates)
 # velo_send of more than 64 bytes: trains and puts into the receive area
 velo_fabric_tests(test_fabric_long FabricLong long_ random_mix crossover_override no_area held_until_next_receive
                   queued_during_connect)

@@ -137,8 +137,11 @@ int Fabric::rma_pin(Client* c, unsigned region, unsigned key, uint64_t addr, uin
         frames_[f] = Frame{c->ep->node, c->id, c->peer_pid, (addr & ~4095ull) + i * 4096};
         p->frames.push_back(f);
     }
-    const int r = velo_core_rma_map(core_[c->ep->node], region, key, p->frames.data(), npages, p);
+    int r = velo_core_rma_map(core_[c->ep->node], region, key, p->frames.data(), npages, p);
     if (r < 0) unpin(p);
+    // the core's map says -ENOSPC when the page table has no room (the declaration, which took a
+    // region, succeeded): told apart from a full region table for libvelo (docs/api.md "RMA")
+    if (r == -ENOSPC) r = -ENOBUFS;
     return r;
 }
 

@@ -129,7 +129,7 @@ module velo_rma_tgt_tb #(
         .ev_put_rsp(ev_put_rsp), .idle(tgt_idle));
 
     wire atu_cfg_bad;
-    velo_atu #(.REGION_BITS(REGION_BITS), .PTE_BITS(PTE_BITS), .VPID_BITS(8), .TAG_W(1), .INUSE_W(6), .IU_BITS(5)) u_atu (
+    velo_atu #(.REGION_BITS(REGION_BITS), .PTE_BITS(PTE_BITS), .VPID_BITS(8), .TAG_W(1), .INUSE_W(6)) u_atu (
         .clk(clk), .rst(rst), .cfg_valid(cfg_valid), .cfg_ready(cfg_ready), .cfg_pte(cfg_pte), .cfg_idx(cfg_idx),
         .cfg_reg(cfg_reg), .cfg_data(cfg_data), .lk_valid(lk_valid), .lk_ready(lk_ready), .lk_nla(lk_nla),
         .lk_len(lk_len), .lk_vpid(lk_vpid), .lk_kind(lk_kind), .lk_tag(lk_tag), .rs_valid(rs_valid),

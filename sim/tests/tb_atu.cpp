@@ -699,6 +699,99 @@ TEST(Atu, InUseSaturationAndUnderflow) {
     EXPECT_TRUE(t.h->q_busy) << "the counter still counts after an underflow";
 }
 
+// The quiesce status is per region: translations held of one region never make another read busy
+// (with counters shared by the regions of the same low index bits, a region sharing its counter
+// with one that streams a long transfer never read quiet and its deregistration timed out), and
+// every region reads quiet once its own translations are given back.
+TEST(Atu, QuiesceStatusIsPerRegion) {
+    Tb<Vatu> t;
+    t.write_pte(0, 0x11);
+    Region g;
+    g.alloc = g.valid = true;
+    g.perm = 15;
+    g.owner = 0;
+    g.key = 3;
+    g.len = 4096;
+    const unsigned regions[] = {5, 37, 69, 101, 133, 165, 197, 229};  // the same low 5 bits
+    for (unsigned r : regions) t.write_region(r, g);
+    // region 5 holds two translations, 37 one
+    EXPECT_EQ(t.lookup_one(Lookup{nla(5, 3, 0), 8, 0, 0, 0}).err, 0u);
+    EXPECT_EQ(t.lookup_one(Lookup{nla(5, 3, 64), 8, 0, 0, 0}).err, 0u);
+    EXPECT_EQ(t.lookup_one(Lookup{nla(37, 3, 0), 8, 0, 0, 0}).err, 0u);
+    auto busy = [&](unsigned r) {
+        t.h->q_region = r;
+        t.h.eval();
+        return static_cast<bool>(t.h->q_busy);
+    };
+    EXPECT_TRUE(busy(5));
+    EXPECT_TRUE(busy(37));
+    for (unsigned r : regions) {
+        if (r != 5 && r != 37) {
+            EXPECT_FALSE(busy(r)) << "region " << r << " busy with another region's translations";
+        }
+    }
+    t.release(37);
+    EXPECT_FALSE(busy(37)) << "region 37 quiet while region 5 still holds translations";
+    EXPECT_TRUE(busy(5));
+    t.release(5);
+    EXPECT_TRUE(busy(5)) << "one translation of region 5 still held";
+    t.release(5);
+    // every region of the table reads quiet again
+    for (unsigned r = 0; r < 256; ++r) EXPECT_FALSE(busy(r)) << "region " << r;
+}
+
+// The counts live in 16 entries: translations of 16 regions held at once, a lookup of a 17th
+// region waits until one of them is given back (then takes its entry; lookups behind it wait
+// too: one pipeline). Every region quiet at the end.
+TEST(Atu, SeventeenthRegionWaitsForAFreeEntry) {
+    Tb<Vatu> t;
+    t.write_pte(0, 0x21);
+    Region g;
+    g.alloc = g.valid = true;
+    g.perm = 15;
+    g.owner = 0;
+    g.key = 1;
+    g.len = 4096;
+    for (unsigned r = 0; r < 17; ++r) t.write_region(10 + r, g);
+    for (unsigned r = 0; r < 16; ++r) EXPECT_EQ(t.lookup_one(Lookup{nla(10 + r, 1, 0), 8, 0, 0, 0}).err, 0u);
+    // a second translation of a region already counted needs no entry
+    EXPECT_EQ(t.lookup_one(Lookup{nla(10, 1, 8), 8, 0, 0, 0}).err, 0u);
+    t.drive(Lookup{nla(26, 1, 0), 8, 0, 0, 7});
+    t.h->rs_ready = 1;
+    bool fired = false;
+    for (int i = 0; i < 30; ++i) {
+        t.h.eval();
+        EXPECT_FALSE(t.h->rs_valid) << "a 17th region translated while 16 hold every entry";
+        if (t.h->lk_valid && t.h->lk_ready) fired = true;
+        t.h.tick();
+        if (fired) t.h->lk_valid = 0;
+    }
+    t.release(13);  // region 13's entry is free again
+    bool got = false;
+    for (int i = 0; i < 6 && !got; ++i) {
+        t.h.eval();
+        if (t.h->rs_valid) {
+            got = true;
+            EXPECT_EQ(t.h->rs_err, 0u);
+            EXPECT_EQ(t.h->rs_tag, 7u);
+        }
+        t.h.tick();
+    }
+    EXPECT_TRUE(got) << "the waiting lookup goes on once an entry is free";
+    t.h->rs_ready = 0;
+    auto busy = [&](unsigned r) {
+        t.h->q_region = r;
+        t.h.eval();
+        return static_cast<bool>(t.h->q_busy);
+    };
+    EXPECT_TRUE(busy(26));
+    EXPECT_FALSE(busy(13));
+    for (unsigned r = 0; r < 17; ++r)
+        if (r != 3) t.release(10 + r);
+    t.release(10);  // its second translation
+    for (unsigned r = 0; r < 256; ++r) EXPECT_FALSE(busy(r)) << "region " << r;
+}
+
 TEST(Atu, BadTableWritesAreIgnoredAndReported) {
     Tb<Vatu_small> t;
     t.write_pte(1, 0x55);

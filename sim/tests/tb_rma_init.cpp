@@ -896,6 +896,14 @@ class Bench {
     }
     void finish() {
         verify();
+        // every translation handed out was given back: each region reads quiet (puts, gets, get
+        // data cut short by a bad response, read errors, invalidations mid-put)
+        for (unsigned r = 0; r < rg.size(); ++r) {
+            h->q_region = r;
+            for (int k = 0; k < 2; ++k) step();
+            if (h->q_busy) err(strf("region %u never quiesces: a translation was not released", r));
+        }
+        h->q_region = 0;
         for (auto& e : errs) ADD_FAILURE() << e;
     }
 };

@@ -69,6 +69,19 @@ struct Rig {
                 if (!p.empty() && c.cycle() >= park_due[k]) reissue(k);
         };
     }
+    // After every test whose commands all ended: every region of every node reads
+    // QUIESCE_STATUS.BUSY = 0, i.e. each translation the NIC handed out (puts, gets, errors, reads
+    // cut short, invalidations) was given back (docs/rma.md §2.3).
+    ~Rig() {
+        if (::testing::Test::HasFailure()) return;
+        for (unsigned n = 0; n < c.nodes(); ++n)
+            for (unsigned rg = 0; rg < (1u << VELO_DEFAULT_RMA_REGION_BITS); ++rg) {
+                c.reg_write(n, VELO_REG_RMA_QUIESCE_REGION, rg);
+                const uint32_t st = c.reg_read(n, VELO_REG_RMA_QUIESCE_STATUS);
+                EXPECT_EQ(st & (1u << VELO_REG_RMA_QUIESCE_STATUS_BUSY_SHIFT), 0u)
+                    << "node " << n << " region " << rg << " still holds a translation after its transfers ended";
+            }
+    }
     // Commands go through cmd(), which keeps their words: a command the NIC refuses for want of a
     // tag (ERROR BUSY, docs/rma.md §6.1) is issued again in its slot, as libvelo does: one each
     // time a command of that vpid ends, or 300 cycles after the refusal.

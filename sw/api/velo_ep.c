@@ -58,7 +58,19 @@ const char* velo_strerror(int err) {
             return "not supported: the NIC has no RMA unit (put, get, register; e.g. a fabric started with "
                    "--wide), or velo_clock on hardware";
         case ENOMEM:
-            return "out of memory";
+            return "out of memory, or an RMA registration would pin more than RLIMIT_MEMLOCK allows (ulimit -l)";
+        case ENFILE:
+            return "no room in the NIC's RMA region table (2^RMA_REGION_BITS = 256 regions per node, shared by "
+                   "its processes): deregister regions, or wait for transfers to end and retry";
+        case EMFILE:
+            return "this endpoint holds as many RMA regions as the driver allows one endpoint (all 256 of the "
+                   "NIC's by default): deregister some";
+        case ENOBUFS:
+            return "no room in the NIC's RMA page table (2^RMA_PTE_BITS = 4096 pages per node, 16 MiB of 4 KiB "
+                   "pages, shared by its processes): deregister regions, or wait for transfers to end and retry";
+        case EFBIG:
+            return "RMA registration larger than the NIC's whole page table can translate (4096 pages of 4 KiB "
+                   "= 16 MiB): register and transfer it in smaller pieces";
         case EPERM:
             return "permission denied (driver policy, or an RMA region of another endpoint)";
         case EACCES:

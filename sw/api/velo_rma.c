@@ -510,6 +510,16 @@ static void on_entry(struct velo_ep* ep, struct velo_rma* s, const uint64_t w[4]
                     return;
                 }
             }
+            if (err == VELO_RMA_ERR_NOT_VALID && remote && sl->retries < RMA_RETRY_MAX) {
+                // the peer's region was valid when its handle was handed out and is not now: its
+                // driver withdraws every region for a moment to compact the page table (a node
+                // short of page table runs, docs/rma.md §2.4); issue the command again after the
+                // others of ours in flight or a wait, as a refused one. A region whose memory
+                // really changed stays invalid: the call fails after RMA_RETRY_MAX re-issues.
+                ++sl->retries;
+                busy_park(s, k);
+                return;
+            }
             slot_final(ep, s, k, err ? err : VELO_RMA_ERR_BAD_CMD, remote);
             return;
     }
@@ -687,9 +697,47 @@ static int sync_step(velo_ep_t* ep, void* arg) {
     return r;
 }
 
+// Take notification entries until one of the endpoint's commands ended (its registration may be
+// free then); -EAGAIN before.
+struct drain_wait {
+    unsigned outstanding;
+};
+static int drain_step(velo_ep_t* ep, void* arg) {
+    struct drain_wait* d = arg;
+    pthread_mutex_lock(&ep->rma_lock);
+    struct velo_rma* s = ep->rma;
+    uint64_t w[4];
+    while (s->outstanding >= d->outstanding && nq_next(s, w)) {
+        const unsigned inflight = s->outstanding;
+        on_entry(ep, s, w);
+        if (s->outstanding < inflight) busy_reissue(ep, s, 1);
+        if (s->backlog >= 0) issue_more(s, s->backlog);
+    }
+    busy_reissue(ep, s, 0);
+    if (s->rp != s->rp_nic) write_rp(s);
+    const int r = s->outstanding < d->outstanding ? 0 : ep->b.dead ? -EPIPE : -EAGAIN;
+    pthread_mutex_unlock(&ep->rma_lock);
+    return r;
+}
+
+static int no_room(int r) {
+    return r == -ENFILE || r == -EMFILE || r == -ENOBUFS;
+}
+
 int velo__rma_put_sync(struct velo_ep* ep, velo_addr_t dst, const void* buf, uint64_t remote_nla, size_t len) {
     struct sync_put p = {-1, 0};
-    int r = xfer_buf(ep, VELO_RMA_OP_PUT, dst, buf, remote_nla, len, 0, 0, &p.done);
+    int r;
+    // no room in the NIC for the source's registration: while commands of this endpoint are in
+    // flight (their registrations go when they end, and the cache gives idle ones back), wait for
+    // one to end and try again; with none in flight the caller gets the reason (velo_strerror)
+    while (no_room(r = xfer_buf(ep, VELO_RMA_OP_PUT, dst, buf, remote_nla, len, 0, 0, &p.done))) {
+        pthread_mutex_lock(&ep->rma_lock);
+        struct drain_wait d = {ep->rma ? ep->rma->outstanding : 0};
+        pthread_mutex_unlock(&ep->rma_lock);
+        if (!d.outstanding) break;
+        const int w = wait_loop(ep, drain_step, &d, 0, -1);
+        if (w < 0) return w;
+    }
     if (r < 0) return r;
     p.op = r;
     r = wait_loop(ep, sync_step, &p, 0, -1);

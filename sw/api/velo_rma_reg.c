@@ -96,6 +96,7 @@ static void rc_uncache(struct velo_rma* s, struct rc_ent* e) {
     lru_unlink(s, e);
     e->cached = 0;
     --s->ncached;
+    s->cpages -= e->pages;
 }
 
 static int rc_free(struct velo_ep* ep, struct velo_rma* s, struct rc_ent* e) {
@@ -109,10 +110,11 @@ static int rc_free(struct velo_ep* ep, struct velo_rma* s, struct rc_ent* e) {
     return r;
 }
 
-// Evict least recently used idle registrations while the cache holds more than `keep`.
+// Evict least recently used idle registrations while the cache holds more than `keep` or more
+// than RMA_CACHE_PAGES pages.
 static void rc_trim(struct velo_ep* ep, struct velo_rma* s, unsigned keep) {
     struct rc_ent* e = s->lru_tail;
-    while (e && s->ncached > keep) {
+    while (e && (s->ncached > keep || s->cpages > RMA_CACHE_PAGES)) {
         struct rc_ent* p = e->prev;
         if (e->refs == 0) {
             rc_uncache(s, e);
@@ -126,7 +128,7 @@ static void rc_trim(struct velo_ep* ep, struct velo_rma* s, unsigned keep) {
 int velo__rc_put(struct velo_ep* ep, struct velo_rma* s, struct rc_ent* e) {
     if (--e->refs) return 0;
     if (!e->cached) return rc_free(ep, s, e);
-    if (s->ncached > s->cache_max) rc_trim(ep, s, s->cache_max);
+    if (s->ncached > s->cache_max || s->cpages > RMA_CACHE_PAGES) rc_trim(ep, s, s->cache_max);
     return 0;
 }
 
@@ -142,6 +144,24 @@ static struct rc_ent* rc_lookup(struct velo_rma* s, uintptr_t addr, size_t len, 
         }
     }
     return NULL;
+}
+
+// The driver's "no room" answers told apart (docs/api.md "RMA", velo_strerror): a registration
+// larger than the NIC's page table can ever hold (-EFBIG), the endpoint's own region limit
+// (-EMFILE), the NIC's region table (-ENFILE, node-wide) or its page table (-ENOBUFS: the fabric
+// says so itself; a driver that answers -ENOSPC for both tables is taken as the region table).
+// Any other error is returned as it is.
+static int no_room(const struct velo_rma* s, uintptr_t addr, size_t len, int r) {
+    if (r != -ENOSPC && r != -ENOBUFS) return r;
+    const uint64_t pages = (((uint64_t)(addr & 4095u) + len - 1) >> 12) + 1;
+    if (pages > (1ull << VELO_DEFAULT_RMA_PTE_BITS)) {
+        r = -EFBIG;
+    } else if (r == -ENOSPC) {
+        unsigned n = 0;
+        for (const struct rc_ent* e = s->all; e; e = e->all_next) ++n;
+        r = s->m.max_regions && n >= s->m.max_regions ? -EMFILE : -ENFILE;
+    }
+    return r;
 }
 
 // A registration containing [addr, addr + len) with `access`, referenced (refs + 1).
@@ -163,10 +183,10 @@ int velo__rc_acquire(struct velo_ep* ep, struct velo_rma* s, uintptr_t addr, siz
         g.addr = (uint64_t)addr;
         g.len = (uint64_t)len;
         r = ep->be->rma_ioctl(&ep->b, VELO_IOC_REGISTER, &g);
-        if (r != -ENOSPC || attempt) break;
+        if ((r != -ENOSPC && r != -ENOBUFS) || attempt || !s->ncached) break;
         rc_trim(ep, s, 0);  // no room in the NIC: give the idle registrations back, try again
     }
-    if (r < 0) return r;
+    if (r < 0) return no_room(s, addr, len, r);
     e = calloc(1, sizeof *e);
     if (!e) {
         drv_deregister(ep, g.nla);
@@ -177,14 +197,16 @@ int velo__rc_acquire(struct velo_ep* ep, struct velo_rma* s, uintptr_t addr, siz
     e->len = len;
     e->nla = g.nla;
     e->access = access;
+    e->pages = (unsigned)((((uint64_t)(addr & 4095u) + len - 1) >> 12) + 1);
     e->refs = 1;
     e->cached = 1;
     lru_front(s, e);
     ++s->ncached;
+    s->cpages += e->pages;
     e->all_next = s->all;
     if (s->all) s->all->all_prev = e;
     s->all = e;
-    if (s->ncached > s->cache_max) rc_trim(ep, s, s->cache_max);
+    if (s->ncached > s->cache_max || s->cpages > RMA_CACHE_PAGES) rc_trim(ep, s, s->cache_max);
     *out = e;
     return 0;
 }

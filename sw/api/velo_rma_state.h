@@ -9,10 +9,14 @@
 
 #include "velo_ep.h"
 
-#define RMA_RETRY_MAX 4u                   /* re-issues of one command (NOT_VALID, torn) before it fails */
-#define RMA_BUSY_WAIT_MIN_NS 1000ull       /* refused (BUSY) with nothing of ours in flight: first wait, */
-#define RMA_BUSY_WAIT_MAX_NS 1000000ull    /* doubled at every refusal up to this */
-#define RMA_CACHE_DEFAULT 64u              /* idle registrations the cache keeps */
+#define RMA_RETRY_MAX 4u                /* re-issues of one command (NOT_VALID, torn) before it fails */
+#define RMA_BUSY_WAIT_MIN_NS 1000ull    /* refused (BUSY) with nothing of ours in flight: first wait, */
+#define RMA_BUSY_WAIT_MAX_NS 1000000ull /* doubled at every refusal up to this */
+#define RMA_CACHE_DEFAULT 64u           /* idle registrations the cache keeps */
+/* and the pages the cached registrations may hold before idle ones go: a quarter of the NIC's
+ * page table, which the processes of a node share (idle registrations of one must not starve
+ * the others, which cannot take them back) */
+#define RMA_CACHE_PAGES ((1u << VELO_DEFAULT_RMA_PTE_BITS) / 4u)
 #define RMA_EVQ (2u * VELO_RMA_SLOTS + 2u) /* initial room of the completion queue (it grows) */
 #define NLA_OFFSET_MASK VELO_FIELD_MASK(VELO_RMA_NLA_OFFSET)
 #define NLA_LIMIT (1ull << VELO_RMA_NLA_OFFSET_WIDTH)
@@ -23,6 +27,7 @@ struct rc_ent {
     size_t len;
     uint64_t nla;  // NLA of addr (offset 0)
     unsigned access;
+    unsigned pages;                      // NIC page table entries it holds
     unsigned refs;                       // handles and calls in flight
     int cached;                          // found by lookups (else: deregistered by its owner, waits for refs = 0)
     struct rc_ent *prev, *next;          // LRU list (MRU first) while cached
@@ -73,6 +78,7 @@ struct velo_rma {
     uint64_t park_due_ns, park_wait_ns;  // re-issue time when none of ours is in flight (0: not set)
     struct rc_ent *lru_head, *lru_tail, *all;
     unsigned ncached, cache_max;
+    uint64_t cpages;  // pages of the cached registrations
 };
 
 /* velo_rma_reg.c */

@@ -106,9 +106,22 @@ typedef struct mca_btl_velo_module {
     int rdma_ok;                       /* put/get available (MCA_BTL_FLAGS_RDMA set) */
     opal_mutex_t rdma_lock;            /* rdma_ops */
     opal_list_t rdma_ops;              /* puts and gets in flight */
-    volatile int32_t rdma_outstanding; /* their number */
+    opal_list_t rdma_deferred;         /* and waiting for room in the NIC for their local registration */
+    volatile int32_t rdma_outstanding; /* both */
+    volatile int32_t rdma_ndeferred;   /* the deferred ones */
+    volatile int32_t rdma_freed;       /* a registration of ours went since the last retry */
+    int64_t rdma_retry_ns;             /* last retry of the deferred ones */
+    uint8_t* bounce;                   /* registered at start: deferred transfers move through it */
+    velo_region_t* bounce_rg;          /* (NULL: none) */
+    void* bounce_op;                   /* the transfer using it (btl_velo_rdma.c), or NULL */
+    int bounce_stalled;                /* its next piece found no command slot */
+    volatile int32_t rdma_retrying;    /* a thread works on the deferred queue and the bounce buffer */
     struct {
-        uint64_t registrations, puts, gets, eagain, errors; /* (atomic) */
+        uint64_t pages, regions; /* (atomic) */
+    } rdma_held[3];              /* registrations held, by kind (btl_velo_rdma.c BV_REG_*) */
+    struct {
+        uint64_t registrations, puts, gets, eagain, errors;                     /* (atomic) */
+        uint64_t budget, no_room, reg_errors, deferred_regs, deferred, bounced; /* registrations under pressure */
     } rdma_st;
 
     volatile int finalizing; /* failures are not reported to the PML any more */
@@ -179,6 +192,7 @@ int mca_btl_velo_rdma_open(mca_btl_velo_module_t* m);     /* 0: put/get availabl
 void mca_btl_velo_rdma_install(mca_btl_velo_module_t* m); /* functions, before the common parameters */
 void mca_btl_velo_rdma_set(mca_btl_velo_module_t* m);     /* functions and flags after rdma_open */
 int mca_btl_velo_rdma_progress(mca_btl_velo_module_t* m);
+int mca_btl_velo_rdma_deferred(const mca_btl_velo_module_t* m); /* operations wait for room in the NIC */
 void mca_btl_velo_rdma_close(mca_btl_velo_module_t* m);
 
 END_C_DECLS

@@ -344,6 +344,13 @@ static int bv_finalize(struct mca_btl_base_module_t* btl) {
                         (unsigned long long)m->rdma_st.errors, (unsigned long long)m->rdma_st.registrations,
                         (unsigned long long)vs.rma_cache_hits, (unsigned long long)vs.rma_cache_miss,
                         (unsigned long long)vs.rma_evictions, (unsigned long long)vs.rma_repins);
+    opal_output_verbose(1, c->output,
+                        "btl velo: registrations under pressure: %llu not made (budget), %llu refused by the NIC "
+                        "(no room), %llu other failures; %llu local sides deferred, %llu transfers waited for room, "
+                        "%llu moved through the bounce buffer",
+                        (unsigned long long)m->rdma_st.budget, (unsigned long long)m->rdma_st.no_room,
+                        (unsigned long long)m->rdma_st.reg_errors, (unsigned long long)m->rdma_st.deferred_regs,
+                        (unsigned long long)m->rdma_st.deferred, (unsigned long long)m->rdma_st.bounced);
     free(m->eps);
     m->eps = NULL;
     m->cap_eps = 0;

@@ -167,7 +167,8 @@ int mca_btl_velo_progress(void) {
     // queued fragments wait for credit and RMA operations for their completions: velo_idle wakes
     // for both, so a rank with work in flight sleeps too instead of taking the CPU from the fabric
     const int idle_ok = n == 0 && mca_btl_velo_component.idle_wait_ms > 0 &&
-                        __atomic_load_n(&m->ndone, __ATOMIC_ACQUIRE) == 0 && !m->finalizing;
+                        __atomic_load_n(&m->ndone, __ATOMIC_ACQUIRE) == 0 && !m->finalizing &&
+                        !mca_btl_velo_rdma_deferred(m);
     const int k = mca_btl_velo_rdma_progress(m);
     n += k;
     n += progress_rx(m, idle_ok && k == 0);

@@ -910,3 +910,254 @@ TEST(FabricRma, client_killed) {
     });
     end_pair(f, l, ini, t);
 }
+
+// Quiesce while another region streams: a process on node 0 keeps a 4 MiB source region busy
+// with puts to node 1; meanwhile another process of node 0 registers regions until it holds
+// every index with the same low 5 bits as the streaming source's, and deregisters them one by
+// one while the puts run. Each deregistration must quiesce (0, not -ETIMEDOUT).
+TEST(FabricRma, quiesce_while_another_region_streams) {
+    const uint64_t seed = test_seed();
+    FabricProc f;
+    const size_t N = 4u << 20;
+    Link l, l2;
+    pid_t t = spawn([&] {
+        velo_ep_t* ep;
+        if (open_side(f, l, 1, &ep)) return 1;
+        l2.close_all();
+        auto* buf = static_cast<uint8_t*>(std::malloc(N));
+        velo_region_t* rg;
+        int r = velo_register(ep, buf, N, VELO_ACCESS_REMOTE_WRITE, &rg);
+        CHECK(r == 0, "register: %s", velo_strerror(r));
+        uint64_t nla;
+        velo_region_nla(rg, 0, &nla);
+        CHECK(l.send(1, nla), "link");
+        uint64_t done;
+        CHECK(l.recv(1, &done), "initiator gone");
+        for (size_t i = 0; i < N; ++i) CHECK(buf[i] == pat(seed, i), "byte %zu", i);
+        return velo_close(ep);
+    });
+    pid_t ini = spawn([&] {
+        velo_ep_t* ep;
+        if (open_side(f, l, 0, &ep)) return 1;
+        l2.keep(0);
+        uint64_t nla;
+        CHECK(l.recv(0, &nla), "target gone");
+        auto* src = static_cast<uint8_t*>(std::malloc(N));
+        fill(src, N, seed);
+        velo_region_t* rg;
+        int r = velo_register(ep, src, N, VELO_ACCESS_LOCAL_READ, &rg);
+        CHECK(r == 0, "register: %s", velo_strerror(r));
+        uint64_t snla;
+        velo_region_nla(rg, 0, &snla);
+        CHECK(l2.send(0, snla), "link");
+        for (int k = 0; k < 3; ++k) {
+            r = velo_put(ep, kTarget, rg, 0, nla, N, VELO_RMA_F_REMOTE, 100 + k);
+            CHECK(r == 0, "put: %s", velo_strerror(r));
+            if (k == 0) CHECK(l2.send(0, 1), "link");
+            if (expect_cpl(ep, VELO_RMA_KIND_REMOTE, 100 + k)) return 1;
+        }
+        uint64_t ok;
+        CHECK(l2.recv(0, &ok), "other process failed");
+        CHECK(l.send(0, 1), "link");
+        return velo_close(ep);
+    });
+    pid_t other = spawn([&] {
+        l.close_all();
+        l2.keep(1);
+        velo_ep_t* ep;
+        int r = open_ep(f, 0, 30, &ep);
+        CHECK(r == 0, "open: %s", velo_strerror(r));
+        uint64_t snla, go;
+        CHECK(l2.recv(1, &snla), "initiator gone");
+        const unsigned sreg = static_cast<unsigned>((snla >> 40) & 0xFFFF);
+        static uint8_t page[64][4096];
+        std::vector<velo_region_t*> mine;
+        int same = 0;
+        for (int i = 0; i < 64; ++i) {
+            velo_region_t* g;
+            r = velo_register(ep, page[i], 4096, VELO_ACCESS_REMOTE_WRITE, &g);
+            CHECK(r == 0, "register %d: %s", i, velo_strerror(r));
+            uint64_t n;
+            velo_region_nla(g, 0, &n);
+            if ((((n >> 40) & 0xFFFF) ^ sreg) % 32 == 0) {
+                mine.push_back(g);
+                ++same;
+            } else {
+                CHECK(velo_deregister(g) == 0, "deregister");
+            }
+        }
+        CHECK(same >= 1, "no region shares the source's counter");
+        CHECK(l2.recv(1, &go), "initiator gone");
+        usleep(100000);
+        for (velo_region_t* g : mine) {
+            r = velo_deregister(g);
+            CHECK(r == 0, "deregister while the source streams: %s", velo_strerror(r));
+        }
+        std::printf("%d regions sharing the source's counter deregistered while it streamed\n", same);
+        CHECK(l2.send(1, 1), "link");
+        return velo_close(ep);
+    });
+    l.close_all();
+    l2.close_all();
+    EXPECT_EQ(join(other), 0);
+    EXPECT_EQ(join(ini), 0);
+    EXPECT_EQ(join(t), 0);
+    EXPECT_EQ(f.stop(), 0);
+}
+
+// More large transfers than the NIC can translate (docs/api.md "Out of translation resources"):
+// another endpoint of node 0 (the hog) registers 1-page regions until the region table is full
+// (-ENFILE), gives most back, then large regions until the page table is full (-ENOBUFS), and
+// leaves a few regions and pages; a 17 MiB registration is -EFBIG. The initiator then keeps 32
+// puts of 64 KiB from distinct buffers in flight, then 32 gets into distinct buffers: each
+// velo_put_buf/velo_get_buf that finds no room says which resource ran out, the initiator takes a
+// completion and tries again. Every transfer completes byte-exact, and afterwards every
+// registration of both endpoints deregisters (its region quiesced: 0, not -ETIMEDOUT).
+TEST(FabricRma, more_than_the_nic_translates) {
+    const uint64_t seed = test_seed();
+    FabricProc f;
+    const int K = 32;
+    const size_t S = 64u << 10, TB = K * S;
+    Link l, l2;
+    pid_t t = spawn([&] {
+        velo_ep_t* ep;
+        if (open_side(f, l, 1, &ep)) return 1;
+        l2.close_all();
+        auto* buf = static_cast<uint8_t*>(std::calloc(1, TB));
+        velo_region_t* rg;
+        int r = velo_register(ep, buf, TB, VELO_ACCESS_REMOTE_WRITE | VELO_ACCESS_REMOTE_READ, &rg);
+        CHECK(r == 0, "register: %s", velo_strerror(r));
+        uint64_t nla;
+        velo_region_nla(rg, 0, &nla);
+        CHECK(l.send(1, nla), "link");
+        uint64_t done;
+        CHECK(l.recv(1, &done), "initiator gone");
+        for (size_t i = 0; i < TB; ++i) CHECK(buf[i] == pat(seed + i / S, i % S), "target byte %zu", i);
+        CHECK(l.send(1, 1), "link");
+        CHECK(l.recv(1, &done), "initiator gone");  // its gets are done
+        r = velo_deregister(rg);
+        CHECK(r == 0, "deregister: %s", velo_strerror(r));
+        return velo_close(ep);
+    });
+    pid_t hog = spawn([&] {
+        l.close_all();
+        l2.keep(1);
+        velo_ep_t* ep;
+        int r = open_ep(f, 0, 30, &ep);
+        CHECK(r == 0, "open: %s", velo_strerror(r));
+        std::vector<velo_region_t*> small, big;
+        auto* mem = static_cast<uint8_t*>(std::aligned_alloc(4096, 18u << 20));
+        std::memset(mem, 0, 18u << 20);
+        // -EFBIG: more pages than the whole page table
+        velo_region_t* g;
+        r = velo_register(ep, mem, 17u << 20, VELO_ACCESS_REMOTE_WRITE, &g);
+        CHECK(r == -EFBIG, "17 MiB registration: %d (%s), expected -EFBIG", r, velo_strerror(r));
+        // the region table: 1-page regions until it is full
+        for (;;) {
+            r = velo_register(ep, mem + small.size() * 4096, 4096, VELO_ACCESS_REMOTE_WRITE, &g);
+            if (r) break;
+            small.push_back(g);
+        }
+        CHECK(r == -ENFILE || r == -EMFILE, "region table full: %d (%s)", r, velo_strerror(r));
+        CHECK(std::strstr(velo_strerror(r), "region") != nullptr, "strerror: %s", velo_strerror(r));
+        CHECK(small.size() >= 200, "only %zu regions", small.size());
+        // keep 210 of them: the page table with large regions (1 MiB, then 64 KiB) until it is full
+        // (15 + 2 regions, 14 pages left), then give one 1 MiB region back: 29 regions and 270
+        // pages are free for the initiator, whose transfers need 32 regions and 544 pages
+        while (small.size() > 210) {
+            CHECK(velo_deregister(small.back()) == 0, "deregister");
+            small.pop_back();
+        }
+        uint8_t* p = mem + (1u << 20);
+        for (size_t sz : {size_t(1) << 20, size_t(64) << 10}) {
+            for (;;) {
+                r = velo_register(ep, p, sz, VELO_ACCESS_REMOTE_WRITE, &g);
+                if (r) break;
+                big.push_back(g);
+                p += sz;
+            }
+            CHECK(r == -ENOBUFS, "page table full: %d (%s)", r, velo_strerror(r));
+        }
+        CHECK(std::strstr(velo_strerror(-ENOBUFS), "page table") != nullptr, "strerror: %s", velo_strerror(-ENOBUFS));
+        CHECK(big.size() >= 3, "only %zu large regions", big.size());
+        CHECK(velo_deregister(big.front()) == 0, "deregister");
+        big.erase(big.begin());
+        std::printf("hog: %zu small and %zu large regions held\n", small.size(), big.size());
+        CHECK(l2.send(1, 1), "link");
+        uint64_t done;
+        CHECK(l2.recv(1, &done), "initiator gone");
+        for (velo_region_t* x : small) CHECK(velo_deregister(x) == 0, "deregister");
+        for (velo_region_t* x : big) {
+            r = velo_deregister(x);
+            CHECK(r == 0, "deregister: %s", velo_strerror(r));
+        }
+        return velo_close(ep);
+    });
+    pid_t ini = spawn([&] {
+        velo_ep_t* ep;
+        if (open_side(f, l, 0, &ep)) return 1;
+        l2.keep(0);
+        uint64_t nla, go;
+        CHECK(l.recv(0, &nla), "target gone");
+        CHECK(l2.recv(0, &go), "hog gone");
+        std::vector<uint8_t*> src(K), dst(K);
+        for (int k = 0; k < K; ++k) {
+            src[k] = static_cast<uint8_t*>(std::malloc(S));
+            dst[k] = static_cast<uint8_t*>(std::malloc(S));
+            fill(src[k], S, seed + k);
+            std::memset(dst[k], 0, S);
+        }
+        unsigned no_region = 0, no_pages = 0;
+        // issue all K of one kind, taking completions whenever the NIC has no room
+        auto run = [&](bool put) -> int {
+            int done = 0, k = 0;
+            while (done < K) {
+                int r = k < K ? (put ? velo_put_buf(ep, kTarget, src[k], nla + k * S, S, VELO_RMA_F_REMOTE, k)
+                                     : velo_get_buf(ep, kTarget, dst[k], nla + k * S, S, VELO_RMA_F_LOCAL, k))
+                              : -EAGAIN;
+                if (r == 0) {
+                    ++k;
+                    continue;
+                }
+                CHECK(r == -EAGAIN || r == -ENFILE || r == -EMFILE || r == -ENOBUFS, "%s %d: %d (%s)",
+                      put ? "put" : "get", k, r, velo_strerror(r));
+                no_region += r == -ENFILE || r == -EMFILE;
+                no_pages += r == -ENOBUFS;
+                CHECK(done < k, "no room in the NIC and nothing of ours in flight (%s)", velo_strerror(r));
+                velo_rma_cpl_t c;
+                if (next_cpl(ep, &c)) return 1;
+                CHECK(c.kind == (put ? VELO_RMA_KIND_REMOTE : VELO_RMA_KIND_GET_DONE) && c.cookie < (uint64_t)K,
+                      "completion kind %u cookie %llu reason %s", c.kind, (unsigned long long)c.cookie,
+                      velo_rma_reason_str(c.reason));
+                ++done;
+            }
+            return 0;
+        };
+        if (run(true)) return 1;
+        CHECK(l.send(0, 1), "link");
+        uint64_t ok;
+        CHECK(l.recv(0, &ok), "target failed");
+        if (run(false)) return 1;
+        for (int k = 0; k < K; ++k) CHECK(std::memcmp(dst[k], src[k], S) == 0, "get %d: data differ", k);
+        std::printf("%d puts and %d gets of %zu bytes: %u times no region, %u times no pages\n", K, K, S, no_region,
+                    no_pages);
+        CHECK(no_region + no_pages > 0, "the NIC never ran out: no pressure");
+        // every registration the cache made is deregistered: each quiesced
+        for (int k = 0; k < K; ++k)
+            for (uint8_t* b : {src[k], dst[k]}) {
+                velo_region_t* g;
+                int r = velo_register(ep, b, S, VELO_ACCESS_LOCAL_READ, &g);
+                CHECK(r == 0, "register: %s", velo_strerror(r));
+                r = velo_deregister(g);
+                CHECK(r == 0, "deregister: %s", velo_strerror(r));
+            }
+        CHECK(l.send(0, 1) && l2.send(0, 1), "link");
+        return velo_close(ep);
+    });
+    l.close_all();
+    l2.close_all();
+    EXPECT_EQ(join(ini), 0);
+    EXPECT_EQ(join(hog), 0);
+    EXPECT_EQ(join(t), 0);
+    EXPECT_EQ(f.stop(), 0);
+}

@@ -216,8 +216,12 @@ typedef struct velo_region velo_region_t; /* a registration handle (velo_registe
  * kernel withdrew its translation); otherwise the driver pins and maps it. The handle names the
  * caller's range: velo_region_nla gives the NLA to hand to peers. Errors: -EINVAL (NULL, len 0
  * or too long, wraps, access 0 or unknown bits), -EFAULT (not mapped memory, or read-only memory
- * for a write access), -ENOMEM (RLIMIT_MEMLOCK), -ENOSPC (no free region on the NIC, or its page
- * table is full, even after the cache gave its idle registrations back), -EBADF, -ENOTSUP. */
+ * for a write access), -ENOMEM (RLIMIT_MEMLOCK), -EBADF, -ENOTSUP, and when the NIC has no room
+ * for it even after the cache gave its idle registrations back, which resource ran out:
+ * -ENFILE (the NIC's region table, shared by the node's processes), -EMFILE (this endpoint holds
+ * as many regions as the driver allows one endpoint), -ENOBUFS (the NIC's page table), -EFBIG
+ * (more pages than the whole page table has: register smaller pieces). velo_strerror says which;
+ * the first three pass when registrations are released (transfers end, regions deregistered). */
 int velo_register(velo_ep_t* ep, const void* addr, size_t len, unsigned access, velo_region_t** region);
 
 /* Release a handle (freed by this call, whatever it returns). The registration leaves the cache at
