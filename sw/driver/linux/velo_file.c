@@ -381,6 +381,9 @@ again:
 		r = velo_core_rma_map(vdev->core, rg->idx, rg->key, rg->pfns, rg->npages, rg);
 		if (r)
 			rg->pin = NULL;
+		/* no run of page table entries (the region table is full: ENOSPC at declare) */
+		if (r == -ENOSPC)
+			r = -ENOBUFS;
 	}
 	mutex_unlock(&vdev->rma_lock);
 	if (!r)
