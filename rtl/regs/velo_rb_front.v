@@ -240,8 +240,12 @@ module velo_rb_front #(
         end
     end
 
+`ifdef VERILATOR
     assign idle = (st == R_IDLE) && !a_new && !ev_window_read && !ev_unsupported && !ev_bad_access &&
                   !ev_rma_read;
+`else
+    assign idle = 1'b0;  // used by the clock gate under Verilator only
+`endif
 
     // invariants of the state machine and the bus (simulation only)
     `VELO_ASSERT(clk, rst, st <= R_CPL, "velo_rb_front: the state machine is in no state")

@@ -132,7 +132,11 @@ module velo_rb_irq #(
         end
     end
 
+`ifdef VERILATOR
     assign idle = !c_v && !irq_valid;
+`else
+    assign idle = 1'b0;  // used by the clock gate under Verilator only
+`endif
 
     // the block's answer: its registers', or the pending bitmap's (a write waits while the entry's
     // arm or pending update has the port)
