@@ -26,7 +26,8 @@ LOG = os.environ.get("VELO_SYNTH_LOG") or os.path.join(ROOT, "build", "synth")
 # the register file's front and blocks (rtl/regs/velo_rb_*.v, some generated from the spec)
 RB_FILES = sorted(os.path.relpath(os.path.join(ROOT, "rtl", "regs", f), ROOT)
                   for f in os.listdir(os.path.join(ROOT, "rtl", "regs")) if f.startswith("velo_rb_") and f.endswith(".v"))
-COMMON = ["rtl/common/velo_sdp_ram.v", "rtl/common/velo_skid.v", "rtl/common/velo_mwr_hdr.v", "rtl/common/velo_tick.v"]
+COMMON = ["rtl/common/velo_sdp_ram.v", "rtl/common/velo_skid.v", "rtl/common/velo_mwr_hdr.v", "rtl/common/velo_tick.v",
+          "rtl/common/velo_sim_gate.v"]
 UNITS = {
     "requester": ("velo_requester", ["rtl/velo/velo_requester.v"]),
     "completer": ("velo_completer", ["rtl/velo/velo_completer.v"]),

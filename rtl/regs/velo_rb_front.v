@@ -12,6 +12,10 @@
 // The bus (rtl/include/velo_rb.vh says how an access goes): the request rb_req goes to every block,
 // rb_rsp is their answers ORed (velo_regfile).
 // With PIPE = 1 every block registers its decode: the front waits a cycle after each address change.
+//
+// idle (for the register file's clock gate in simulation, docs/simulator.md): no access in work
+// (IDLE, no address set in the last cycle, no event pulse to end). At rest no register of the
+// front changes unless a TLP is offered (in_valid) or reset.
 `default_nettype none
 `include "velo_spec.vh"
 `include "velo_check.vh"
@@ -32,7 +36,8 @@ module velo_rb_front #(
     output reg                  ev_window_read,
     output reg                  ev_unsupported,
     output reg                  ev_bad_access,
-    output reg                  ev_rma_read
+    output reg                  ev_rma_read,
+    output wire                 idle
 );
     `VELO_CHECK_TLP_W
     `VELO_CHECK(g_check_iw, IW >= 1 && (IW <= `VELO_MAX_NODE_BITS || IW <= `VELO_MAX_VPID_BITS), "velo_rb_front: IW must be 1..8 (the widest table index, NODE_BITS or VPID_BITS)")
@@ -234,6 +239,13 @@ module velo_rb_front #(
             end
         end
     end
+
+`ifdef VERILATOR
+    assign idle = (st == R_IDLE) && !a_new && !ev_window_read && !ev_unsupported && !ev_bad_access &&
+                  !ev_rma_read;
+`else
+    assign idle = 1'b0;  // used by the clock gate under Verilator only
+`endif
 
     // invariants of the state machine and the bus (simulation only)
     `VELO_ASSERT(clk, rst, st <= R_CPL, "velo_rb_front: the state machine is in no state")

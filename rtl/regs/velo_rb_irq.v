@@ -10,6 +10,10 @@
 // read-modify-write: an entry sets its bit, a software write-1-to-clear of the same word in the
 // same cycle is merged into that write (the entry's bit stays set), one of another word waits a
 // cycle. Both are cleared by the table clear after reset.
+//
+// idle (for the register file's clock gate in simulation, docs/simulator.md): no commit in the
+// pipeline (c_v) and no interrupt requested (irq_valid). At rest the block's registers and RAMs
+// change only with a register access, a commit (cmt_valid) or reset.
 `default_nettype none
 `include "velo_spec.vh"
 `include "velo_check.vh"
@@ -28,6 +32,7 @@ module velo_rb_irq #(
     input  wire [VPID_BITS-1:0] cmt_vpid,
     output reg                  irq_valid,
     input  wire                 irq_ready,
+    output wire                 idle,
     `VELO_RB_PORTS  // clk, rst and the register bus (velo_rb.vh)
 );
     `VELO_CHECK_VPID_BITS
@@ -126,6 +131,12 @@ module velo_rb_irq #(
             else if (irq_raise && !irq_hold) irq_count <= irq_count + 32'd1;
         end
     end
+
+`ifdef VERILATOR
+    assign idle = !c_v && !irq_valid;
+`else
+    assign idle = 1'b0;  // used by the clock gate under Verilator only
+`endif
 
     // the block's answer: its registers', or the pending bitmap's (a write waits while the entry's
     // arm or pending update has the port)

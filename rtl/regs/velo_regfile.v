@@ -13,6 +13,18 @@
 // RMA (parameter RMA = 1, docs/rma.md §5): the RMA block (IRQ.NEXT reads the spec's value, the
 // RMA block; with RMA = 0 IRQ.NEXT reads 0, IRQ is the last block and nothing of RMA exists) and
 // two more copies of the route table for the RMA engines' read ports (velo_rb_net).
+//
+// Clock gating in simulation (docs/simulator.md, "Clock gating of idle units"): the front and
+// every block are clocked by gclk, which velo_sim_gate stops (Verilator with +velo_sim_gate only;
+// elsewhere gclk = clk) in cycles where no register can change: the front is at rest (its idle:
+// no access in work), the IRQ block too (no commit in its pipeline, no interrupt requested), no
+// one-cycle pulse of a block is up (counter clears cnt_clr, ncnt_clr, rcnt_clr; software table
+// writes sw_wr, nq_sw_wr: outputs of this module), and no input carries anything: reset, a TLP
+// (in_valid), a commit (cmt_valid), a no-route event, a table read or write pointer update by the
+// requester, completer or RMA unit (rt_re, rt2_re, rt3_re, tbl_re, wp_we, nq_re, nq_wp_we). At rest
+// rb_req holds (its address and data are registers of the front; the enables are 0), so the
+// registered decodes (PIPE = 1) hold too, and the outputs are functions of registers that hold and
+// of the inputs read combinationally (status, counters' read data).
 `default_nettype none
 `include "velo_spec.vh"
 `include "velo_check.vh"
@@ -84,6 +96,18 @@ module velo_regfile #(
     localparam [20:0]  IRQ_NEXT = (RMA != 0) ? `VELO_BLK_IRQ_NEXT : 21'd0;
     localparam [31:0]  MSG_MAX  = `VELO_MSG_MAX;
 
+    // ---------------------------------------------------------------- clock gate (simulation)
+    wire gclk, gate_en, front_idle, irq_idle;
+`ifdef VERILATOR
+    assign gate_en = !(front_idle && irq_idle) || rst || in_valid || cmt_valid || ev_no_route || rt_re ||
+                     rt2_re || rt3_re || tbl_re || wp_we || nq_re || nq_wp_we || cnt_clr || ncnt_clr || rcnt_clr ||
+                     sw_wr || nq_sw_wr;
+`else
+    assign gate_en = 1'b1;  // elsewhere gclk = clk: the enable is not built (synthesis figures unchanged)
+`endif
+    wire unused_idle = &{1'b0, front_idle, irq_idle};
+    velo_sim_gate u_gate (.clk(clk), .en(gate_en), .gclk(gclk));
+
     // ---------------------------------------------------------------- the front and the bus
     localparam integer NBLK = 7;  // blocks: ID, CTRL, COUNTERS, NET, VPID, IRQ, RMA (none with RMA = 0)
     localparam integer RW   = `VELO_RB_RSP_W;
@@ -96,13 +120,13 @@ module velo_regfile #(
         for (bi = 0; bi < NBLK; bi = bi + 1) rb_rsp = rb_rsp | rsp[bi*RW +: RW];
     end
     velo_rb_front #(.TLP_W(TLP_W), .IW(IW), .RMA(RMA), .PIPE(PIPE)) u_front (
-        .clk(clk), .rst(rst), .cpl_id(cpl_id),
+        .clk(gclk), .rst(rst), .cpl_id(cpl_id),
         .in_valid(in_valid), .in_ready(in_ready), .in_sop(in_sop), .in_eop(in_eop), .in_hdr(in_hdr),
         .in_bar(in_bar), .in_data(in_data),
         .cpl_valid(cpl_valid), .cpl_ready(cpl_ready), .cpl_sop(cpl_sop), .cpl_eop(cpl_eop),
         .cpl_hdr(cpl_hdr), .cpl_data(cpl_data), .rb_req(rb_req), .rb_rsp(rb_rsp),
         .ev_window_read(ev_window_read), .ev_unsupported(ev_unsupported), .ev_bad_access(ev_bad_access),
-        .ev_rma_read(ev_rma_read));
+        .ev_rma_read(ev_rma_read), .idle(front_idle));
 
     // at most one block may answer an address (simulation only)
     wire [NBLK-1:0] answers;
@@ -122,23 +146,23 @@ module velo_regfile #(
     localparam [31:0] NB32 = NODE_BITS, VB32 = VPID_BITS, TW32 = TLP_W, LW32 = LINK_W;
     velo_rb_id_regs #(.PIPE(PIPE), .CAPS_NODE_BITS(NB32[3:0]), .CAPS_VPID_BITS(VB32[3:0]),
                       .CAPS_TLP_BYTES(TW32[10:3]), .CAPS_LINK_BYTES(LW32[10:3]), .CAPS_MSG_MAX(MSG_MAX[7:0])) u_id (
-        .clk(clk), .rst(rst), .rb_req(rb_req), .rb_rsp(rsp[0*RW +: RW]));
+        .clk(gclk), .rst(rst), .rb_req(rb_req), .rb_rsp(rsp[0*RW +: RW]));
 
     wire [NODE_BITS-1:0] node_q;
     assign node_id = {{(8-NODE_BITS){1'b0}}, node_q};
     velo_rb_ctrl_regs #(.PIPE(PIPE), .NODE_BITS(NODE_BITS), .VPID_BITS(VPID_BITS)) u_ctrl (
-        .clk(clk), .rst(rst), .rb_req(rb_req), .rb_rsp(rsp[1*RW +: RW]), .node_id(node_q), .control_enable(enable),
+        .clk(gclk), .rst(rst), .rb_req(rb_req), .rb_rsp(rsp[1*RW +: RW]), .node_id(node_q), .control_enable(enable),
         .status_link_up(link_up), .status_cpl_busy(cpl_busy), .quiesce_vpid(q_vpid), .quiesce_status_busy(q_busy),
         .scratch(unused_scratch));
 
     velo_rb_counters_regs #(.PIPE(PIPE), .COUNTER_BASE_IDX_W(CNT_IDX_W)) u_cnt (
-        .clk(clk), .rst(rst), .rb_req(rb_req), .rb_rsp(rsp[2*RW +: RW]), .counter_base(cnt_data),
+        .clk(gclk), .rst(rst), .rb_req(rb_req), .rb_rsp(rsp[2*RW +: RW]), .counter_base(cnt_data),
         .counter_base_idx(cnt_idx), .counter_base_clr(cnt_clr), .counter_base_clr_idx(cnt_clr_idx));
 
     // ---------------------------------------------------------------- NET, VPID, IRQ
     velo_rb_net #(.NODE_BITS(NODE_BITS), .NP(NP), .PB(PB), .NVC(NVC), .VC_DEPTH(VC_DEPTH),
                   .NCNT_IDX_W(NCNT_IDX_W), .RMA(RMA), .PIPE(PIPE)) u_net (
-        .clk(clk), .rst(rst), .rb_req(rb_req), .rb_rsp(rsp[3*RW +: RW]),
+        .clk(gclk), .rst(rst), .rb_req(rb_req), .rb_rsp(rsp[3*RW +: RW]),
         .rt_re(rt_re), .rt_node(rt_node), .rt_data(rt_data), .rt2_re(rt2_re), .rt2_node(rt2_node),
         .rt2_data(rt2_data), .rt3_re(rt3_re), .rt3_node(rt3_node), .rt3_data(rt3_data),
         .port_cfg(port_cfg), .port_up(port_up), .ncnt_idx(ncnt_idx), .ncnt_data(ncnt_data),
@@ -147,19 +171,20 @@ module velo_regfile #(
     wire                 mbcfg_wr;
     wire [VPID_BITS-1:0] mbcfg_vpid;
     velo_rb_vpid #(.VPID_BITS(VPID_BITS), .PIPE(PIPE)) u_vpid (
-        .clk(clk), .rst(rst), .rb_req(rb_req), .rb_rsp(rsp[4*RW +: RW]),
+        .clk(gclk), .rst(rst), .rb_req(rb_req), .rb_rsp(rsp[4*RW +: RW]),
         `VELO_QTBL_CONNECT, .mbcfg_wr(mbcfg_wr), .mbcfg_vpid(mbcfg_vpid));
 
     velo_rb_irq #(.VPID_BITS(VPID_BITS), .NEXT(IRQ_NEXT), .PIPE(PIPE)) u_irq (
-        .clk(clk), .rst(rst), .rb_req(rb_req), .rb_rsp(rsp[5*RW +: RW]), .mbcfg_wr(mbcfg_wr), .mbcfg_vpid(mbcfg_vpid),
-        .cmt_valid(cmt_valid), .cmt_vpid(cmt_vpid), .irq_valid(irq_valid), .irq_ready(irq_ready));
+        .clk(gclk), .rst(rst), .rb_req(rb_req), .rb_rsp(rsp[5*RW +: RW]), .mbcfg_wr(mbcfg_wr), .mbcfg_vpid(mbcfg_vpid),
+        .cmt_valid(cmt_valid), .cmt_vpid(cmt_vpid), .irq_valid(irq_valid), .irq_ready(irq_ready),
+        .idle(irq_idle));
 
     // ---------------------------------------------------------------- RMA
     generate
         if (RMA != 0) begin : g_rma
             velo_rb_rma #(.VPID_BITS(VPID_BITS), .REGION_BITS(REGION_BITS), .PTE_BITS(PTE_BITS),
                           .RMA_MTU(RMA_MTU), .PIPE(PIPE)) u_rma (
-                .clk(clk), .rst(rst), .rb_req(rb_req), .rb_rsp(rsp[6*RW +: RW]),
+                .clk(gclk), .rst(rst), .rb_req(rb_req), .rb_rsp(rsp[6*RW +: RW]),
                 .rma_enable(rma_enable), .rma_busy(rma_busy), .rq_region(rq_region), .rq_busy(rq_busy),
                 .acfg_valid(acfg_valid), .acfg_ready(acfg_ready), .acfg_pte(acfg_pte), .acfg_idx(acfg_idx),
                 .acfg_reg(acfg_reg), .acfg_data(acfg_data),

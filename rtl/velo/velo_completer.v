@@ -27,6 +27,15 @@
 // Our write pointer update is registered and the table RAM returns old data when read during a
 // write, so a lookup in the cycle of our update of the same vpid takes the pointer being written. When software writes the table or read pointer of the head
 // packet's vpid after its lookup, a packet waiting for room reads the table again.
+//
+// Clock gating in simulation (docs/simulator.md, "Clock gating of idle units"): every register of
+// the completer (and its slot buffer) is clocked by gclk, which velo_sim_gate stops (Verilator
+// with +velo_sim_gate only; elsewhere gclk = clk) in cycles where none can change: both slots free,
+// no lookup, no emission (sequencer idle, output stage empty), no write pointer update, commit
+// report or counter event pulse up, and no packet word offered (pkt_valid) and no reset. At rest
+// the outputs are functions of registers that hold and of q_vpid. wp_vpid, wp_data and cmt_vpid
+// are rewritten every cycle but read only with wp_we, cmt_valid (low at rest): while gated they
+// keep an older value, and the edge that raises their valid rewrites them.
 `default_nettype none
 `include "velo_spec.vh"
 `include "velo_check.vh"
@@ -91,6 +100,11 @@ module velo_completer #(
     `VELO_CHECK_VPID_BITS
     `VELO_CHECK_PIPE
 
+    // the clock gate (simulation): open when a register may change at the coming edge (the
+    // condition is at the end, with the registers it reads)
+    wire gclk, gate_en;
+    velo_sim_gate u_gate (.clk(clk), .en(gate_en), .gclk(gclk));
+
     // payload area of a header in bytes: (FRAG_OFF % 4) + FRAG_LEN, 1..67 (over 64 is bad)
     function [6:0] area_of;
         input [1:0] off_lo;       // FRAG_OFF % 4
@@ -140,7 +154,7 @@ module velo_completer #(
     wire [6:0]  hdr_area  = area_of(pkt_data[`VELO_PKT_HDR_FRAG_OFF_LSB +: 2], pkt_data[`VELO_PKT_HDR_FRAG_LEN_M1]);
     reg  [3:0]  in_nwords;    // payload words the current packet's header announces
     reg         in_over64;   // ... and its area is over 64 bytes
-    always @(posedge clk) begin
+    always @(posedge gclk) begin
         if (rst) begin
             in_nwords  <= 4'd0;
             in_over64 <= 1'b0;
@@ -158,7 +172,7 @@ module velo_completer #(
     wire [3:0] buf_wlane = (in_cnt == 4'd8) ? (R[3:0] - 4'd1) : (in_cnt % R[3:0]);
     wire       buf_we   = in_fire && (in_cnt != 4'd0) && (in_cnt <= 4'd8);
 
-    always @(posedge clk) begin
+    always @(posedge gclk) begin
         if (rst) begin
             slot_st[0] <= S_FREE;
             slot_st[1] <= S_FREE;
@@ -193,7 +207,7 @@ module velo_completer #(
     reg        slot_one [0:1];
     wire       hdr_two = (hdr_area > 7'd56);
     wire [3:0] hdr_hw  = words_of(hdr_area) + 4'd1;
-    always @(posedge clk) begin
+    always @(posedge gclk) begin
         if (in_hdr) begin
             slot_hdr[in_slot] <= pkt_data;
             slot_two[in_slot] <= hdr_two;
@@ -303,7 +317,7 @@ module velo_completer #(
 
     assign entry_done = o_valid && tx_ready && o_eop && !o_tail;
 
-    always @(posedge clk) begin
+    always @(posedge gclk) begin
         if (rst) begin
             head_slot  <= 1'b0;
             lookup_st      <= L_NONE;
@@ -350,7 +364,7 @@ module velo_completer #(
         end
     end
 
-    always @(posedge clk) begin
+    always @(posedge gclk) begin
         if (tbl_re) wp_fwd_data <= wp_data;
         if (lookup_st == L_HAVE) begin
             room_q  <= room_c;
@@ -378,7 +392,7 @@ module velo_completer #(
     reg                 wp_we_q;
     reg [VPID_BITS-1:0] wp_vpid_q;
     reg [16:0]          wp_data_q;
-    always @(posedge clk) begin
+    always @(posedge gclk) begin
         if (rst) wp_we_q <= 1'b0;
         else     wp_we_q <= dec_go;
         wp_vpid_q <= head_vpid;
@@ -394,7 +408,7 @@ module velo_completer #(
     generate
         for (l = 0; l < R; l = l + 1) begin : g_lane
             velo_sdp_ram #(.W(64), .ADDR_W(5)) u_buf (
-                .clk  (clk),
+                .clk  (gclk),
                 .we   (buf_we && (buf_wlane == l)),
                 .waddr({in_slot, buf_wbeat}),
                 .wdata(pkt_data),
@@ -439,7 +453,7 @@ module velo_completer #(
     wire [16:0] row_wp_inc   = row_wp + 17'd1;
     reg  [17:0] line0_lo, line1_lo;  // {carry, low 17 bits} of base + offset, first and second line
     reg  [40:0] base_hi_inc;         // base[57:17] + 1
-    always @(posedge clk) begin
+    always @(posedge gclk) begin
         if (lookup_st == L_HAVE) begin
             line0_lo <= {1'b0, row_base[16:0]} + {1'b0, row_wp & ring_mask};
             line1_lo <= {1'b0, row_base[16:0]} + {1'b0, row_wp_inc & ring_mask};
@@ -447,7 +461,7 @@ module velo_completer #(
         end
     end
     reg  [57:0] emit_line0, emit_line1;
-    always @(posedge clk) begin
+    always @(posedge gclk) begin
         if (dec_go) begin
             emit_line0 <= {line0_lo[17] ? base_hi_inc : row_base[57:17], line0_lo[16:0]};
             emit_line1 <= {line1_lo[17] ? base_hi_inc : row_base[57:17], line1_lo[16:0]};
@@ -488,11 +502,21 @@ module velo_completer #(
     wire unused_ok = &{1'b0, waddr[1:0], in_dst8, head_hdr, emit_dst8};
 
     // ---- commit report: the head TLP (written after the tail TLP) ends the entry
-    always @(posedge clk) begin
+    always @(posedge gclk) begin
         if (rst) cmt_valid <= 1'b0;
         else     cmt_valid <= entry_done;
         cmt_vpid <= emit_dst8[VPID_BITS-1:0];
     end
+
+    // at rest (see the top): the gate opens for anything else, a packet word or reset
+`ifdef VERILATOR
+    wire idle = (slot_st[0] == S_FREE) && (slot_st[1] == S_FREE) && (lookup_st == L_NONE) && !sq_busy &&
+                !o_valid && !wp_we_q && !cmt_valid && !ev_rx_msg && !ev_rx_frag && !ev_drop_disabled &&
+                !ev_drop_vpid && !ev_drop_bad && !ev_backpressure;
+    assign gate_en = !idle || rst || pkt_valid;
+`else
+    assign gate_en = 1'b1;  // elsewhere gclk = clk: the enable is not built (synthesis figures unchanged)
+`endif
 
     // ---- simulation-only invariants (VELO_ASSERT, velo_check.vh): a violation stops the simulation
     // a lookup or a decision only for a packet that is arriving or in
@@ -502,7 +526,7 @@ module velo_completer #(
     `VELO_ASSERT(clk, rst, !((sq_busy || entry_done) && slot_st[emit_slot] != S_EMIT), "velo_completer: a slot emitted outside S_EMIT")
 
     // ---- counter events
-    always @(posedge clk) begin
+    always @(posedge gclk) begin
         if (rst) begin
             ev_rx_msg        <= 1'b0;
             ev_rx_frag       <= 1'b0;

@@ -15,6 +15,16 @@
 // Cut-through: the packet header word leaves the cycle after the TLP's first beat arrives; the
 // payload follows the TLP data beats unchanged (the payload area is DW aligned, see PKT_HDR), so
 // nothing is stored and forwarded. Malformed writes are dropped whole and counted by reason.
+//
+// Clock gating in simulation (docs/simulator.md, "Clock gating of idle units"): every register of
+// the requester is clocked by gclk, which velo_sim_gate stops (Verilator with +velo_sim_gate only;
+// elsewhere gclk = clk) in cycles where none can change: no TLP in work (outside a TLP, no header
+// sent for a waiting first beat, with PIPE no decision in its stages), no packet word offered
+// (pkt_valid), no route lookup in flight, no counter event pulse up, and no TLP beat offered
+// (in_valid) and no reset. At rest the outputs are functions of registers that hold and of the
+// inputs. With PIPE the decode stages (addr_q ... ep_q, hw_q ... fr_q, dr_q) are rewritten every
+// cycle but read only two open edges after in_valid rises (d_known): while gated they keep an
+// older value, and the edges of the new TLP's first cycles rewrite them.
 `default_nettype none
 `include "velo_spec.vh"
 `include "velo_check.vh"
@@ -69,6 +79,11 @@ module velo_requester #(
 
     localparam integer R = TLP_W / 64;  // 64-bit words per TLP beat
 
+    // the clock gate (simulation): open when a register may change at the coming edge (the
+    // condition is at the end, with the registers it reads)
+    wire gclk, gate_en;
+    velo_sim_gate u_gate (.clk(clk), .en(gate_en), .gclk(gclk));
+
     // ---------------------------------------------------------------- decode of the first beat
     // the header's fields: from in_hdr, or (PIPE) registered from it every cycle (stage A: while a
     // first beat waits, its header; the decision and the header word are registered from these,
@@ -89,7 +104,7 @@ module velo_requester #(
             reg [9:0]  len_q;
             reg [3:0]  fbe_q, lbe_q;
             reg        ep_q;
-            always @(posedge clk) begin
+            always @(posedge gclk) begin
                 addr_q <= {h_ahi, h_alo};
                 ft_q   <= in_hdr[`VELO_TLP_HDR_FMT_TYPE];
                 len_q  <= in_hdr[`VELO_TLP_HDR_LENGTH];
@@ -168,7 +183,7 @@ module velo_requester #(
     // the decision and its reasons as used: from this cycle's first beat, or (PIPE) registered
     // from the stage-A fields of the cycle before (the first beat waits on the input meanwhile,
     // unchanged: two cycles); d_known says the decision of the waiting first beat is there
-    wire drop_dis, drop_mal, drop_long, drop_page, drop_line, drop_beyond, d_known;
+    wire drop_dis, drop_mal, drop_long, drop_page, drop_line, drop_beyond, d_known, pipe_idle;
     wire new_tlp;
     wire sop_fire;
     generate
@@ -176,7 +191,7 @@ module velo_requester #(
             reg       dka_q;  // the waiting first beat's header is in the stage-A fields
             reg       dk_q;
             reg [5:0] dr_q;
-            always @(posedge clk) begin
+            always @(posedge gclk) begin
                 if (rst) begin
                     dka_q <= 1'b0;
                     dk_q  <= 1'b0;
@@ -189,10 +204,12 @@ module velo_requester #(
             end
             assign {drop_dis, drop_mal, drop_long, drop_page, drop_line, drop_beyond} = dr_q;
             assign d_known = dk_q;
+            assign pipe_idle = !dka_q && !dk_q;
         end else begin : g_nopipe
             assign {drop_dis, drop_mal, drop_long, drop_page, drop_line, drop_beyond} =
                 {c_dis, c_mal, c_long, c_page, c_line, c_beyond};
             assign d_known = 1'b1;
+            assign pipe_idle = 1'b1;
         end
     endgenerate
     wire drop = drop_dis || drop_mal || drop_long || drop_page || drop_line || drop_beyond;
@@ -227,7 +244,7 @@ module velo_requester #(
             reg [3:0]  nw_q;
             reg [2:0]  lb_q;
             reg        fr_q;
-            always @(posedge clk) begin
+            always @(posedge gclk) begin
                 hw_q <= hdr_word;
                 nw_q <= nwords;
                 lb_q <= area_m1[2:0];
@@ -279,7 +296,7 @@ module velo_requester #(
     assign sop_fire = in_fire && new_tlp;
     wire drop_ev  = sop_fire && drop_new;
 
-    always @(posedge clk) begin
+    always @(posedge gclk) begin
         if (rst) begin
             st_in      <= 1'b0;
             st_fwd     <= 1'b0;
@@ -323,7 +340,7 @@ module velo_requester #(
 
     // data register: no reset needed (qualified by pkt_valid)
     reg [63:0] data_q;
-    always @(posedge clk) begin
+    always @(posedge gclk) begin
         if (send_hdr)       data_q <= s_hdr;
         else if (send_word) data_q <= in_data[lane*64 +: 64];
     end
@@ -334,7 +351,7 @@ module velo_requester #(
     reg        hdr_out;    // pkt_data is a header word
     reg        hdr_fresh;  // ... formed last cycle: the route is on rt_data now
     reg [13:0] route_q;
-    always @(posedge clk) begin
+    always @(posedge gclk) begin
         if (rst) begin
             hdr_out   <= 1'b0;
             hdr_fresh <= 1'b0;
@@ -345,7 +362,7 @@ module velo_requester #(
         end
     end
     wire [13:0] route_now = rt_data[14] ? rt_data[13:0] : 14'h3FFF;
-    always @(posedge clk) begin
+    always @(posedge gclk) begin
         if (hdr_fresh) route_q <= route_now;
     end
     reg [15:0] net_bits;
@@ -357,7 +374,7 @@ module velo_requester #(
     assign pkt_data = hdr_out ? {data_q[63:16], net_bits} : data_q;
 
     // ---- counter events (registered: one pulse per accepted TLP)
-    always @(posedge clk) begin
+    always @(posedge gclk) begin
         if (rst) begin
             ev_tx_msg          <= 1'b0;
             ev_tx_frag         <= 1'b0;
@@ -376,6 +393,16 @@ module velo_requester #(
     end
 
     // address bits above the window and the unused header bits are ignored by design
+    // at rest (see the top): the gate opens for anything else, a TLP beat or reset
+`ifdef VERILATOR
+    wire idle = !st_in && !hdr_done && pipe_idle && !pkt_valid && !hdr_fresh && !ev_tx_msg && !ev_tx_frag &&
+                !ev_drop_disabled && !ev_drop_malformed && !ev_drop_too_long && !ev_drop_cross_page;
+    assign gate_en = !idle || rst || in_valid;
+`else
+    assign gate_en = 1'b1;  // elsewhere gclk = clk: the enable is not built (synthesis figures unchanged)
+`endif
+    wire unused_pipe_idle = &{1'b0, pipe_idle};
+
     wire unused_ok = &{1'b0, addr[63:12+2*VPID_BITS+NODE_BITS], addr[1:0], data_q[15:0],
                        node_id, area_m1[6], frag_len[6]};
 endmodule

@@ -5,6 +5,7 @@
 #include <verilated_fst_c.h>
 
 #include <algorithm>
+#include <array>
 #include <cstdio>
 #include <cstdlib>
 #include <deque>
@@ -53,22 +54,26 @@ void set_bits(const Words& v, unsigned lo, unsigned w, uint64_t x) {
     }
 }
 
-// The clock gates (rtl/common/velo_sim_gate.v) of a model's RMA unit and switch: closed for the
-// coming edge when the enable latch holds 0 after the settle eval. Models without the unit (RMA =
-// 0) have no RMA gate.
-template <class V, class = void>
-struct RmaGate {
-    static bool closed(const V&) { return false; }
-};
-template <class V>
-struct RmaGate<
-    V, std::void_t<decltype(std::declval<V&>().rootp->velo_nic__DOT__g_rma__DOT__u_rma__DOT__u_gate__DOT__en_l)>> {
-    static bool closed(const V& m) { return !m.rootp->velo_nic__DOT__g_rma__DOT__u_rma__DOT__u_gate__DOT__en_l; }
-};
-template <class V>
-bool switch_gate_closed(const V& m) {
-    return !m.rootp->velo_nic__DOT__g_switch__DOT__u_sw__DOT__u_gate__DOT__en_l;
-}
+// The clock gates (rtl/common/velo_sim_gate.v) of a model's units (System::Gated): closed for the
+// coming edge when the enable latch holds 0 after the settle eval. A model without the unit (RMA =
+// 0, COUNTERS = 0, ...) has no such gate: never closed.
+#define VELO_SIM_GATE_PROBE(Name, path)                                     \
+    template <class V, class = void>                                        \
+    struct Name {                                                           \
+        static bool closed(const V&) { return false; }                      \
+    };                                                                      \
+    template <class V>                                                      \
+    struct Name<V, std::void_t<decltype(std::declval<V&>().rootp->path)>> { \
+        static bool closed(const V& m) { return !m.rootp->path; }           \
+    };
+VELO_SIM_GATE_PROBE(RmaGate, velo_nic__DOT__g_rma__DOT__u_rma__DOT__u_gate__DOT__en_l)
+VELO_SIM_GATE_PROBE(SwitchGate, velo_nic__DOT__g_switch__DOT__u_sw__DOT__u_gate__DOT__en_l)
+VELO_SIM_GATE_PROBE(CountersGate, velo_nic__DOT__g_cnt__DOT__u_cnt__DOT__u_gate__DOT__en_l)
+VELO_SIM_GATE_PROBE(LinkCountersGate, velo_nic__DOT__g_ncnt__DOT__u_ncnt__DOT__u_gate__DOT__en_l)
+VELO_SIM_GATE_PROBE(RegsGate, velo_nic__DOT__u_regs__DOT__u_gate__DOT__en_l)
+VELO_SIM_GATE_PROBE(CompleterGate, velo_nic__DOT__u_cpl__DOT__u_gate__DOT__en_l)
+VELO_SIM_GATE_PROBE(RequesterGate, velo_nic__DOT__u_req__DOT__u_gate__DOT__en_l)
+#undef VELO_SIM_GATE_PROBE
 
 // One NIC model behind a width-independent interface.
 class Nic {
@@ -85,8 +90,8 @@ class Nic {
     virtual void set_cfg_id(uint16_t id) = 0;
     virtual bool irq_valid() = 0;
     virtual void set_irq_ready(bool r) = 0;
-    virtual bool rma_gated() = 0;     // the RMA unit's clock gate is closed for the coming edge
-    virtual bool switch_gated() = 0;  // the switch's
+    // bit u (System::Gated): unit u's clock gate is closed for the coming edge
+    virtual unsigned gated() = 0;
 };
 
 template <class V>
@@ -139,8 +144,16 @@ class NicT : public Nic {
     void set_cfg_id(uint16_t id) override { m_->cfg_id = id; }
     bool irq_valid() override { return m_->irq_valid; }
     void set_irq_ready(bool r) override { m_->irq_ready = r; }
-    bool rma_gated() override { return RmaGate<V>::closed(*m_); }
-    bool switch_gated() override { return switch_gate_closed(*m_); }
+    unsigned gated() override {
+        const V& m = *m_;
+        return unsigned{RmaGate<V>::closed(m)} << static_cast<unsigned>(System::Gated::Rma) |
+               unsigned{SwitchGate<V>::closed(m)} << static_cast<unsigned>(System::Gated::Switch) |
+               unsigned{CountersGate<V>::closed(m)} << static_cast<unsigned>(System::Gated::Counters) |
+               unsigned{LinkCountersGate<V>::closed(m)} << static_cast<unsigned>(System::Gated::LinkCounters) |
+               unsigned{RegsGate<V>::closed(m)} << static_cast<unsigned>(System::Gated::Regs) |
+               unsigned{CompleterGate<V>::closed(m)} << static_cast<unsigned>(System::Gated::Completer) |
+               unsigned{RequesterGate<V>::closed(m)} << static_cast<unsigned>(System::Gated::Requester);
+    }
 
   private:
     unsigned pw_;
@@ -172,14 +185,14 @@ struct System::Impl {
         std::deque<bool> is_send;         // per queued TLP: a send-window write (measurement point)
         std::map<uint8_t, uint32_t> cpl;  // register read completions by tag
         uint8_t next_tag = 0;
-        bool irq_hold = false;                 // MSI masked: irq_ready low
-        uint64_t irqs = 0;                     // interrupt requests taken
-        uint64_t gated_rma = 0, gated_sw = 0;  // cycles the RMA unit's, the switch's clock was gated
-        std::vector<Channel*> rx;              // per port 1..NP: the channel it hears (null: none)
-        std::vector<Channel*> tx;              // per port 1..NP: the channel it drives (null: none)
-        bool active = false;                   // data flits or TLP beats this cycle
-        std::vector<Event> events;             // this cycle's, in order
-        std::mt19937_64 rng;                   // CPU gaps, DMA stalls
+        bool irq_hold = false;                              // MSI masked: irq_ready low
+        uint64_t irqs = 0;                                  // interrupt requests taken
+        std::array<uint64_t, System::kGatedUnits> gated{};  // cycles each unit's clock was gated
+        std::vector<Channel*> rx;                           // per port 1..NP: the channel it hears (null: none)
+        std::vector<Channel*> tx;                           // per port 1..NP: the channel it drives (null: none)
+        bool active = false;                                // data flits or TLP beats this cycle
+        std::vector<Event> events;                          // this cycle's, in order
+        std::mt19937_64 rng;                                // CPU gaps, DMA stalls
     };
     std::vector<Node> nodes;
     // one channel per direction of every link: ch[(node * 8 + port)] carries what (node, port) sends
@@ -320,8 +333,8 @@ void System::node_cycle(unsigned i) {
     if (!nd.drv->idle() || *nd.nic->out_pins().valid) nd.active = true;
     if (nd.drv->sample() && !nd.is_send.empty()) nd.is_send.pop_front();
     nd.sink->sample();
-    if (nd.nic->rma_gated()) ++nd.gated_rma;
-    if (nd.nic->switch_gated()) ++nd.gated_sw;
+    for (unsigned g = nd.nic->gated(), u = 0; g != 0; g >>= 1, ++u)
+        if (g & 1) ++nd.gated[u];
     if (nd.nic->irq_valid() && !nd.irq_hold) {
         ++nd.irqs;
         nd.events.push_back(Impl::Event{Impl::Event::Irq, 0, 0, Tlp{}});
@@ -480,7 +493,7 @@ std::vector<std::string> System::errors() const {
 
 uint64_t System::gated_cycles(unsigned node, Gated unit) const {
     const auto& nd = p_->nodes.at(node);
-    return unit == Gated::Rma ? nd.gated_rma : nd.gated_sw;
+    return nd.gated.at(static_cast<unsigned>(unit));
 }
 
 void System::park_threads() {

@@ -33,11 +33,11 @@ struct SystemConfig {
     int dma_stall_pct = 0;      // host memory refuses DMA beats (percent of cycles)
     bool waves = false;         // dump an FST per node (WAVES=1 does the same)
     std::string waves_prefix = "system";
-    // Clock gating of idle units in the models (docs/simulator.md): each NIC's RMA unit and
-    // switch are not evaluated in cycles where they provably change nothing (velo_sim_gate,
-    // enabled by the plusarg +velo_sim_gate in the model's context). The same cycles either way;
-    // false evaluates them always (for comparison). The gates need a settle eval with clk low
-    // after the inputs of an edge are set and before it (step() does one).
+    // Clock gating of idle units in the models (docs/simulator.md): each NIC's RMA unit, switch,
+    // counters, register file, completer and requester are not evaluated in cycles where they provably change nothing
+    // (velo_sim_gate, enabled by the plusarg +velo_sim_gate in the model's context). The same cycles either way; false
+    // evaluates them always (for comparison). The gates need a settle eval with clk low after the inputs of an edge are
+    // set and before it (step() does one).
     bool sim_gate = true;
     // Threads that evaluate the nodes of a cycle (NodePool, docs/simulator.md "Threads"): the
     // same cycles with any number; 1 evaluates them in order on the stepping thread.
@@ -112,8 +112,11 @@ class System {
     // Nothing queued at any CPU port, no DMA pending, every NIC idle and every wire carrying
     // only idle/control symbols: the simulation may sleep until the next cpu_post.
     bool quiet() const;
-    // Cycles in which a unit of a node's NIC was clock-gated (not evaluated); 0 without the gate.
-    enum class Gated { Rma, Switch };
+    // Cycles in which a unit of a node's NIC was clock-gated (not evaluated); 0 without the gate
+    // or without the unit: the RMA unit, the switch, the event counters (velo_counters g_cnt),
+    // the link counters (g_ncnt), the register file (velo_regfile), the completer, the requester.
+    enum class Gated { Rma, Switch, Counters, LinkCounters, Regs, Completer, Requester };
+    static constexpr unsigned kGatedUnits = 7;
     uint64_t gated_cycles(unsigned node, Gated unit = Gated::Rma) const;
     // Cycles without data flits or TLP beats after which quiet() holds (longer than every link
     // timeout, so no retransmission is pending).
