@@ -29,6 +29,14 @@
         CHECK(rc_ == MPI_SUCCESS, "%s returned %d", #call, rc_); \
     } while (0)
 
+/* MPI_Init, this rank and the job's size; the job needs at least min_ranks ranks. */
+static inline void mpi_start(int* argc, char*** argv, int* rank, int* size, int min_ranks) {
+    MPI_OK(MPI_Init(argc, argv));
+    MPI_Comm_rank(MPI_COMM_WORLD, rank);
+    MPI_Comm_size(MPI_COMM_WORLD, size);
+    CHECK(*size >= min_ranks, "needs %d ranks", min_ranks);
+}
+
 /* The byte at position i of message `key`: differs between messages and positions. */
 static inline uint8_t pattern(uint64_t key, size_t i) {
     uint64_t x = key * 0x9e3779b97f4a7c15ull + i * 0xbf58476d1ce4e5b9ull;

@@ -17,11 +17,8 @@ static int msg_tag(int seq) {
 }
 
 int main(int argc, char** argv) {
-    MPI_OK(MPI_Init(&argc, &argv));
     int rank, size;
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &size);
-    CHECK(size >= 2, "needs 2 ranks");
+    mpi_start(&argc, &argv, &rank, &size, 2);
     uint8_t* b = xmalloc(MAXN);
     if (rank != 0) {
         for (int seq = 0; seq < MSGS; ++seq) {

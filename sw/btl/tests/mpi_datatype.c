@@ -17,11 +17,8 @@ static int ival(int k, int round) {
 }
 
 int main(int argc, char** argv) {
-    MPI_OK(MPI_Init(&argc, &argv));
     int rank, size;
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &size);
-    CHECK(size >= 2, "needs 2 ranks");
+    mpi_start(&argc, &argv, &rank, &size, 2);
     const int counts[] = {1, 4, 300, 5000};  // vector of 3-of-5 ints: 12 .. 60000 bytes of data
     int checks = 0;
     for (size_t ci = 0; ci < sizeof counts / sizeof counts[0] && rank < 2; ++ci) {

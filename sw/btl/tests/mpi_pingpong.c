@@ -43,11 +43,8 @@ int main(int argc, char** argv) {
         for (size_t k = 0; k < sizeof d / sizeof d[0]; ++k) sizes[nsizes++] = d[k];
     }
     if (iters < 0) iters = bench ? 100 : 2;
-    MPI_OK(MPI_Init(&argc, &argv));
     int rank, size;
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &size);
-    CHECK(size >= 2, "needs 2 ranks");
+    mpi_start(&argc, &argv, &rank, &size, 2);
     size_t maxn = 8;
     for (int s = 0; s < nsizes; ++s)
         if (sizes[s] > maxn) maxn = sizes[s];

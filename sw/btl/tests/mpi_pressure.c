@@ -69,11 +69,8 @@ static void hog_stop(hog_t* h) {
 }
 
 int main(int argc, char** argv) {
-    MPI_OK(MPI_Init(&argc, &argv));
     int rank, size;
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &size);
-    CHECK(size >= 2, "needs 2 ranks");
+    mpi_start(&argc, &argv, &rank, &size, 2);
     size_t lo = 65536, hi = 1 << 20;
     int out = 32, rounds = 2, anysource = 0, hog_regions = 0, hog_pages = 0;
     for (int i = 1; i < argc; ++i) {

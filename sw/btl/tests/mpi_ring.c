@@ -8,11 +8,8 @@ static uint64_t key(int lap, size_t n, int from, int dir) {
 }
 
 int main(int argc, char** argv) {
-    MPI_OK(MPI_Init(&argc, &argv));
     int rank, size;
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &size);
-    CHECK(size >= 2, "needs 2 ranks");
+    mpi_start(&argc, &argv, &rank, &size, 2);
     const size_t sizes[] = {1, 57, 200, 4083, 20000};
     const int laps = 3;
     uint8_t* a = xmalloc(20000);

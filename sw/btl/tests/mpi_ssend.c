@@ -5,11 +5,8 @@
 #include "check.h"
 
 int main(int argc, char** argv) {
-    MPI_OK(MPI_Init(&argc, &argv));
     int rank, size;
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &size);
-    CHECK(size >= 2, "needs 2 ranks");
+    mpi_start(&argc, &argv, &rank, &size, 2);
     const size_t sizes[] = {0, 8, 57, 4000, 100000};
     uint8_t* b = xmalloc(100000);
     uint8_t go = 1;
