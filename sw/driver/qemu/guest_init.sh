@@ -266,35 +266,43 @@ mode_probe() {
 	bound_ok probe.bo.still $BO 1
 	velo_guest regs probe.vv.regs $RES_VV $VPID0 $CTL0 $IMG_NODE_ID
 
+	# rma_case <name> <polls>: the register image regs-<name>.txt on $VV, bound; velo_guest's <name>
+	# mode registers, says it is ready (up to <polls> x 0.1 s), the device is unbound under it, and
+	# it must exit 0 (its VELOTEST lines and anything else it printed follow); the caller checks
+	# the kernel's messages since the image (dmesg_mark)
+	rma_case() {
+		_e=$(velo_guest poke $RES_VV /velo/regimg/regs-$1.txt 2>&1)
+		_r=$?
+		check probe.$1.image "${_e:-ok}" [ $_r -eq 0 ]
+		dmesg_mark
+		write_to $DRV/bind $VV
+		check probe.$1.bind "bind: ${WERR:-ok}" [ -z "$WERR" ]
+		rm -f /tmp/rma_ready /tmp/rma_go
+		velo_guest $1 probe.$1 /dev/velo0 /sys/class/velo/velo0 /tmp/rma_ready /tmp/rma_go >/tmp/$1.out 2>&1 &
+		RMA=$!
+		_i=0
+		while [ ! -e /tmp/rma_ready ] && [ $_i -lt $2 ] && kill -0 $RMA 2>/dev/null; do
+			sleep 0.1
+			_i=$((_i + 1))
+		done
+		sleep 0.2
+		write_to $DRV/unbind $VV
+		check probe.$1.unbind "${WERR:-ok}" [ -z "$WERR" ]
+		touch /tmp/rma_go
+		(sleep $STEP_TIMEOUT; kill -9 $RMA 2>/dev/null) &
+		KILLER=$!
+		wait $RMA
+		_r=$?
+		kill $KILLER 2>/dev/null
+		check probe.$1.exit "status $_r" [ $_r -eq 0 ]
+		grep '^VELOTEST ' /tmp/$1.out
+		grep -v '^VELO' /tmp/$1.out
+	}
+
 	# 5b. the "rma" image (RMA block linked into the chain) on 00:06.0: registration, the MMU
 	# notifier's events, the charges, then removal while a region is registered and its
 	# process sleeps in WAIT. Under swiotlb=force, REGISTER must be refused (bounce).
-	_e=$(velo_guest poke $RES_VV /velo/regimg/regs-rma.txt 2>&1)
-	_r=$?
-	check probe.rma.image "${_e:-ok}" [ $_r -eq 0 ]
-	dmesg_mark
-	write_to $DRV/bind $VV
-	check probe.rma.bind "bind: ${WERR:-ok}" [ -z "$WERR" ]
-	rm -f /tmp/rma_ready /tmp/rma_go
-	velo_guest rma probe.rma /dev/velo0 /sys/class/velo/velo0 /tmp/rma_ready /tmp/rma_go >/tmp/rma.out 2>&1 &
-	RMA=$!
-	_i=0
-	while [ ! -e /tmp/rma_ready ] && [ $_i -lt 300 ] && kill -0 $RMA 2>/dev/null; do
-		sleep 0.1
-		_i=$((_i + 1))
-	done
-	sleep 0.2
-	write_to $DRV/unbind $VV
-	check probe.rma.unbind "${WERR:-ok}" [ -z "$WERR" ]
-	touch /tmp/rma_go
-	(sleep $STEP_TIMEOUT; kill -9 $RMA 2>/dev/null) &
-	KILLER=$!
-	wait $RMA
-	_r=$?
-	kill $KILLER 2>/dev/null
-	check probe.rma.exit "status $_r" [ $_r -eq 0 ]
-	grep '^VELOTEST ' /tmp/rma.out
-	grep -v '^VELO' /tmp/rma.out
+	rma_case rma 300
 	_m=$(dmesg_since | grep -E "$VV: RMA registration refused: DMA to .* would bounce" | head -1)
 	if grep -q swiotlb=force /proc/cmdline; then
 		check probe.rma.dmesg "${_m:-no 'RMA registration refused' line}" [ -n "$_m" ]
@@ -307,32 +315,7 @@ mode_probe() {
 	# mastering off.
 	# (not under swiotlb=force: nothing can be registered there)
 	if ! grep -q swiotlb=force /proc/cmdline; then
-		_e=$(velo_guest poke $RES_VV /velo/regimg/regs-rmastuck.txt 2>&1)
-		_r=$?
-		check probe.rmastuck.image "${_e:-ok}" [ $_r -eq 0 ]
-		dmesg_mark
-		write_to $DRV/bind $VV
-		check probe.rmastuck.bind "bind: ${WERR:-ok}" [ -z "$WERR" ]
-		rm -f /tmp/rma_ready /tmp/rma_go
-		velo_guest rmastuck probe.rmastuck /dev/velo0 /sys/class/velo/velo0 /tmp/rma_ready /tmp/rma_go >/tmp/rmastuck.out 2>&1 &
-		RMA=$!
-		_i=0
-		while [ ! -e /tmp/rma_ready ] && [ $_i -lt 600 ] && kill -0 $RMA 2>/dev/null; do
-			sleep 0.1
-			_i=$((_i + 1))
-		done
-		sleep 0.2
-		write_to $DRV/unbind $VV
-		check probe.rmastuck.unbind "${WERR:-ok}" [ -z "$WERR" ]
-		touch /tmp/rma_go
-		(sleep $STEP_TIMEOUT; kill -9 $RMA 2>/dev/null) &
-		KILLER=$!
-		wait $RMA
-		_r=$?
-		kill $KILLER 2>/dev/null
-		check probe.rmastuck.exit "status $_r" [ $_r -eq 0 ]
-		grep '^VELOTEST ' /tmp/rmastuck.out
-		grep -v '^VELO' /tmp/rmastuck.out
+		rma_case rmastuck 600
 		_m1=$(dmesg_since | grep -E "$VV: RMA region [0-9]+ never quiesced" | head -1)
 		_m2=$(dmesg_since | grep -E "$VV: RMA region [0-9]+: unpinned at removal" | head -1)
 		check probe.rmastuck.dmesg "${_m1:-no 'never quiesced' line} | ${_m2:-no 'unpinned at removal' line}" \
