@@ -498,6 +498,19 @@ static int cmd_uapi(const char* dev, const char* sysdir, unsigned node_id, int w
     return g_failed;
 }
 
+// Tell the shell we are ready (create the file `ready`), then sleep in WAIT without a timeout
+// until the device goes away under us: the WAIT's errno (ENODEV wanted).
+static int wait_gone(int fd, const char* ready) {
+    int rf = open(ready, O_WRONLY | O_CREAT, 0644);
+    if (rf >= 0) close(rf);
+    struct velo_uapi_wait wt;
+    memset(&wt, 0, sizeof wt);
+    wt.argsz = sizeof wt;
+    wt.flags = VELO_WAIT_DATA;
+    wt.timeout_ns = VELO_WAIT_FOREVER;
+    return ioc(fd, VELO_IOC_WAIT, &wt);
+}
+
 // ------------------------------------------------------------------ hold (hot removal)
 static int cmd_hold(const char* dev, const char* ready) {
     int fd = open(dev, O_RDWR | O_CLOEXEC);
@@ -513,14 +526,7 @@ static int cmd_hold(const char* dev, const char* ready) {
            "endpoint %s vpid %u, ring %s, user page %s", e ? strerror(e) : "ok", e ? 0 : ep.out_vpid, sig_name(s1),
            sig_name(s2));
     if (e || ring == MAP_FAILED || up == MAP_FAILED) return 1;
-    int rf = open(ready, O_WRONLY | O_CREAT, 0644);
-    if (rf >= 0) close(rf);
-    struct velo_uapi_wait wt;
-    memset(&wt, 0, sizeof wt);
-    wt.argsz = sizeof wt;
-    wt.flags = VELO_WAIT_DATA;
-    wt.timeout_ns = VELO_WAIT_FOREVER;
-    e = ioc(fd, VELO_IOC_WAIT, &wt);
+    e = wait_gone(fd, ready);
     report("wait_woken", e == ENODEV, "WAIT without timeout returned %s (want ENODEV: the device is gone)",
            e ? strerror(e) : "ok");
     s1 = touch((volatile uint32_t*)ring, 0, 0, &x);
@@ -758,14 +764,7 @@ static int cmd_rma(const char* dev, const char* sysdir, const char* ready, const
     // removal with a region registered (none under swiotlb=force): its pins go at remove
     e = bounce ? 0 : rma_reg(fd, b1, n1, &r3);
     const long held = vm_pin_kb() - pin0;
-    int rf = open(ready, O_WRONLY | O_CREAT, 0644);
-    if (rf >= 0) close(rf);
-    struct velo_uapi_wait wt;
-    memset(&wt, 0, sizeof wt);
-    wt.argsz = sizeof wt;
-    wt.flags = VELO_WAIT_DATA;
-    wt.timeout_ns = VELO_WAIT_FOREVER;
-    e1 = ioc(fd, VELO_IOC_WAIT, &wt);
+    e1 = wait_gone(fd, ready);
     for (int i = 0; i < 3000 && access(go, F_OK); ++i) usleep(10000);
     kb = vm_pin_kb();
     int e2 = rma_dereg(fd, r3.nla);
@@ -826,14 +825,7 @@ static int cmd_rmastuck(const char* dev, const char* sysdir, const char* ready, 
         "munmap: %s; VmPin + %ld kB (want %ld: never quiesced, pages stay pinned); REPIN %s (want EIO); "
         "DEREGISTER %s (want ETIMEDOUT), again %s (want ENOENT); VmPin + %ld kB",
         d, kb - pin0, rings + 64, strerror(e), strerror(e1), strerror(e2), kb2 - pin0);
-    int rf = open(ready, O_WRONLY | O_CREAT, 0644);
-    if (rf >= 0) close(rf);
-    struct velo_uapi_wait wt;
-    memset(&wt, 0, sizeof wt);
-    wt.argsz = sizeof wt;
-    wt.flags = VELO_WAIT_DATA;
-    wt.timeout_ns = VELO_WAIT_FOREVER;
-    e = ioc(fd, VELO_IOC_WAIT, &wt);
+    e = wait_gone(fd, ready);
     for (int i = 0; i < 3000 && access(go, F_OK); ++i) usleep(10000);
     kb = vm_pin_kb();
     report("removed", e == ENODEV && kb == pin0,
