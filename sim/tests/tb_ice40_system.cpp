@@ -86,11 +86,11 @@ class Pair {
         fall_ = {1 + p0 / 2, 1 + phase + p1 / 2};
         const char* w = std::getenv("WAVES");
         bool waves = w && std::atoi(w) != 0;
-        if (waves) ctx_.traceEverOn(true);
+        if (waves) ctx_->traceEverOn(true);
         for (unsigned i = 0; i < 2; ++i) {
             Node& n = n_[i];
             n.id = i;
-            n.m.reset(new Vice40_board{&ctx_, i ? "b" : "a"});
+            n.m.reset(new Vice40_board{ctx_.get(), i ? "b" : "a"});
             n.mem.reset(new HostMem(seed * 7 + i));
             n.host.on_tlp = [this, i](const Tlp& t) { on_tlp(i, t); };
             if (waves) {
@@ -319,7 +319,8 @@ class Pair {
         }
     }
 
-    VerilatedContext ctx_;
+    // with its arguments loaded: the simulation-only clock gates of the units read a plusarg
+    std::unique_ptr<VerilatedContext> ctx_ = new_context();
     std::array<Node, 2> n_;
     std::array<uint64_t, 2> period_, rise_, fall_;
     Scoreboard sb_;
