@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: (GPL-2.0 OR MIT) */
 /*
- * VELO Linux driver: the state shared by velo_main.c (PCI, sysfs, module) and velo_file.c (the
- * character device: ioctl, mmap, poll). The policy lives in the portable core (velo_core_job.c);
+ * VELO Linux driver: the state shared by velo_main.c (PCI, sysfs, module), velo_file.c (the
+ * character device: ioctl, mmap, poll) and velo_region.c (RMA regions). The policy lives in the portable core (velo_core_job.c);
  * these files glue it to the kernel.
  */
 #ifndef VELO_DRV_H
@@ -19,6 +19,7 @@
 #include <linux/wait.h>
 #include <linux/workqueue.h>
 
+#include "velo/velo_uapi.h"
 #include "velo_core.h"
 
 #define VELO_DRV_NAME "velo"
@@ -154,6 +155,34 @@ struct velo_region {
 	struct velo_pin *pin;	/* while the core holds it VALID (or STUCK): its pins (rma_lock) */
 };
 
+/* every ioctl structure, for one buffer on the stack */
+union velo_ioc_arg {
+	__u32 argsz;
+	struct velo_uapi_info info;
+	struct velo_uapi_ep_open ep_open;
+	struct velo_uapi_grant grant;
+	struct velo_uapi_revoke revoke;
+	struct velo_uapi_wait wait;
+	struct velo_uapi_job job;
+	struct velo_uapi_job_del job_del;
+	struct velo_uapi_node node;
+	struct velo_uapi_route route;
+	struct velo_uapi_port port;
+	struct velo_uapi_rma_setup rma_setup;
+	struct velo_uapi_register reg;
+	struct velo_uapi_deregister dereg;
+	struct velo_uapi_repin repin;
+};
+
+/*
+ * Who makes an ioctl, taken at the call (not at open: a descriptor handed to another process,
+ * or kept across a privilege drop, carries no privilege of its opener). The core gets it with
+ * every call (velo_core_client_caller).
+ */
+struct velo_caller {
+	u32 pid, uid, privileged;
+};
+
 extern const struct file_operations velo_fops;
 extern const struct attribute_group *velo_dev_groups[];
 
@@ -164,14 +193,19 @@ void velo_file_wake(struct velo_file *f);
 /* velo_main.c: a user mapping of a ring appears / goes (the last one frees a released ring). */
 void velo_buf_map(struct velo_dmabuf *b);
 void velo_buf_unmap(struct velo_dmabuf *b);
-/* velo_file.c: the core's rma_unpin op (rma_lock held). */
+/* velo_region.c: the core's rma_unpin op (rma_lock held). */
 void velo_region_unpin(struct velo_region *rg);
-/* velo_file.c: unpin_work's function */
+/* velo_region.c: unpin_work's function */
 void velo_unpin_work(struct work_struct *w);
-/* velo_file.c: the rma_notifier attribute */
+/* velo_region.c: the rma_notifier attribute */
 ssize_t velo_mn_stats_show(struct velo_dev *vdev, char *buf);
-/* velo_file.c: remove, bus mastering off: unpin what the NIC never released, free orphans. */
+/* velo_region.c: remove, bus mastering off: unpin what the NIC never released, free orphans. */
 void velo_regions_sweep(struct velo_dev *vdev);
+/* velo_region.c: the RMA ioctls (vdev->lock held) and the file's regions at release. */
+long velo_ioc_register(struct velo_file *f, union velo_ioc_arg *k, const struct velo_caller *who);
+long velo_ioc_deregister(struct velo_file *f, union velo_ioc_arg *k, const struct velo_caller *who);
+long velo_ioc_repin(struct velo_file *f, union velo_ioc_arg *k, const struct velo_caller *who);
+void velo_regions_release(struct velo_file *f);
 /* velo_main.c: reclaim (sysfs). */
 int velo_reclaim_vpid(struct velo_dev *vdev, unsigned int vpid);
 /* velo_main.c: text for the wc_active attribute */
