@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: (GPL-2.0 OR MIT) */
 /*
- * VELO Linux driver: the state shared by velo_main.c (PCI, sysfs, module), velo_file.c (the
- * character device: ioctl, mmap, poll) and velo_region.c (RMA regions). The policy lives in the portable core (velo_core_job.c);
- * these files glue it to the kernel.
+ * VELO Linux driver: the state shared by velo_main.c (PCI, module), velo_sysfs.c, velo_file.c (the
+ * character device: ioctl, mmap, poll) and velo_region.c (RMA regions). The policy lives in the
+ * portable core (velo_core_job.c); these files glue it to the kernel.
  */
 #ifndef VELO_DRV_H
 #define VELO_DRV_H
@@ -182,6 +182,11 @@ union velo_ioc_arg {
 struct velo_caller {
 	u32 pid, uid, privileged;
 };
+
+static inline struct velo_dev *to_vdev(struct device *dev)
+{
+	return container_of(dev, struct velo_dev, dev);
+}
 
 extern const struct file_operations velo_fops;
 extern const struct attribute_group *velo_dev_groups[];
