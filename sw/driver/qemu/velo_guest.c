@@ -212,6 +212,16 @@ static int write_file(const char* path, const char* text) {
     return e;
 }
 
+// The parent's side of a check run in a child (fork): the two results the child writes into the
+// pipe before it exits (res[0] = -1 if it wrote none), then the child reaped. pid <= 0: nothing.
+static void child_results(pid_t pid, int pfd[2], int res[2]) {
+    if (pid <= 0) return;
+    close(pfd[1]);
+    if (read(pfd[0], res, 2 * sizeof res[0]) != (ssize_t)(2 * sizeof res[0])) res[0] = -1;
+    close(pfd[0]);
+    waitpid(pid, NULL, 0);
+}
+
 // ------------------------------------------------------------------ uapi
 static int cmd_uapi(const char* dev, const char* sysdir, unsigned node_id, int want_irq, int want_window) {
     const unsigned vb = IMG_VPID_BITS, nb = IMG_NODE_BITS;
@@ -280,12 +290,7 @@ static int cmd_uapi(const char* dev, const char* sysdir, unsigned node_id, int w
             if (write(pfd[1], r, sizeof r) != (ssize_t)sizeof r) _exit(1);
             _exit(0);
         }
-        if (pid > 0) {
-            close(pfd[1]);
-            if (read(pfd[0], child_res, sizeof child_res) != (ssize_t)sizeof child_res) child_res[0] = -1;
-            close(pfd[0]);
-            waitpid(pid, NULL, 0);
-        }
+        child_results(pid, pfd, child_res);
         report("priv", e1 == EINVAL && child_res[0] == EPERM && child_res[1] == 0,
                "root: %s (want EINVAL: past the privilege check); after setuid(nobody) on the same file: %s (want "
                "EPERM), INFO %s",
@@ -682,12 +687,7 @@ static int cmd_rma(const char* dev, const char* sysdir, const char* ready, const
             if (write(pfd[1], r, sizeof r) != (ssize_t)sizeof r) _exit(1);
             _exit(0);
         }
-        if (pid > 0) {
-            close(pfd[1]);
-            if (read(pfd[0], res, sizeof res) != (ssize_t)sizeof res) res[0] = -1;
-            close(pfd[0]);
-            waitpid(pid, NULL, 0);
-        }
+        child_results(pid, pfd, res);
         if (fd2 >= 0) close(fd2);
         report("rlimit", res[0] == ENOMEM && res[1] == 0,
                "unprivileged EP_OPEN (192 KiB of rings) with RLIMIT_MEMLOCK 64 KiB: %s (want ENOMEM); with 1 MiB: %s",
