@@ -150,11 +150,9 @@ void NodePool::run(unsigned n, const std::function<void(unsigned)>& fn) {
         case Phase::Keep:
             phase_ = Phase::ProbeAlone;
             probe_ns_[0] = probe_ns_[1] = 0;
-            probe_runs_[0] = probe_runs_[1] = 0;
-            if (stalled) keep_shared_ = false;
+            probe_runs_[0] = probe_runs_[1] = 0;  // keep_shared_ is decided again after the probes
             break;
     }
-    if (phase_ == Phase::Keep && stalled) keep_shared_ = false;
 }
 
 // One run shared with the workers; true if it waited for a worker that had lost its core.
