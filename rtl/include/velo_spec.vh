@@ -6,7 +6,7 @@
 // Spec version.
 `define VELO_SPEC_VERSION 32'h100
 // CRC-32 of spec/velo_spec.json.
-`define VELO_SPEC_HASH 32'hC4513A74
+`define VELO_SPEC_HASH 32'hA6B13213
 // Width of a node id: up to 2^NODE_BITS nodes (paper: n - t = 8, 256 nodes).
 `define VELO_DEFAULT_NODE_BITS 32'h8
 // Smallest NODE_BITS.
@@ -171,7 +171,7 @@
 `define VELO_RMA_ERR_BAD_CMD 4'h1
 // RMA error reason: a BAR4 write that is not whole commands (torn write-combining burst, bad alignment or byte enables, poisoned, over 64 bytes, crossing the page); nothing executed. SLOT and SLOT_CNT name the slots it touched.
 `define VELO_RMA_ERR_TORN 4'h2
-// RMA error reason: the NLA names a region index beyond the table, a region not allocated, or carries the wrong key (a stale handle).
+// RMA error reason: the NLA names a region index beyond the table, a region not allocated, or carries the wrong key (a stale handle); for a remote access also: the initiator is outside the region's scope (RG_SCOPE). A remote initiator cannot tell these apart, and they are checked before PERM, RANGE and NOT_VALID, so a failure tells nothing about a region the initiator may not use.
 `define VELO_RMA_ERR_BAD_HANDLE 4'h3
 // RMA error reason: a local access to a region owned by another vpid.
 `define VELO_RMA_ERR_NOT_OWNER 4'h4
@@ -429,7 +429,7 @@
 `define VELO_TBL_RMA_REGION_BASE 21'h20000
 // Bytes per entry.
 `define VELO_TBL_RMA_REGION_STRIDE 21'h20
-// Region state, owner, permissions, key.
+// Region state, owner, permissions (write it last: RG_KEY and RG_SCOPE only while ALLOC = 0 and the region is quiesced).
 `define VELO_TBL_RMA_REGION_RG_CFG 21'h0
 // Where the region's pages are in the page table.
 `define VELO_TBL_RMA_REGION_RG_PTE 21'h4
@@ -439,6 +439,10 @@
 `define VELO_TBL_RMA_REGION_RG_LEN_LO 21'hC
 // Region length in bytes, bits 39:32.
 `define VELO_TBL_RMA_REGION_RG_LEN_HI 21'h10
+// The region's 32-bit key. Local accesses compare bits 7:0 with the NLA's KEY (they are authorised by OWNER_VPID); remote accesses compare all 32 bits (NLA KEY and RMA_PKT_LEN KEY_HI). The driver never gives an index a key it had before.
+`define VELO_TBL_RMA_REGION_RG_KEY 21'h14
+// Protection scope: the initiators (SRC_NODE, SRC_VPID of the request packet, both stamped by the initiating NIC) allowed remote accesses. A remote request from outside the scope fails with BAD_HANDLE like a wrong key or a free index, and touches nothing.
+`define VELO_TBL_RMA_REGION_RG_SCOPE 21'h18
 // Page table entry i of the address translation unit at base + i*stride, 2^RMA_PTE_BITS entries (block RAM), write-only: the page frame number (physical address >> 12) of one page of a region. For 2 MiB pages the frame's low 9 bits are ignored.
 `define VELO_TBL_RMA_PTE_BASE 21'h40000
 // Bytes per entry.
@@ -769,7 +773,7 @@
 `define VELO_RMA_NLA_REGION_LSB 40
 `define VELO_RMA_NLA_REGION_W 16
 `define VELO_RMA_NLA_REGION 55:40
-// Region key (generation), must equal the region table's RG_CFG.KEY.
+// Bits 7:0 of the region's key (RG_KEY).
 `define VELO_RMA_NLA_KEY_LSB 56
 `define VELO_RMA_NLA_KEY_W 8
 `define VELO_RMA_NLA_KEY 63:56
@@ -797,18 +801,14 @@
 `define VELO_RMA_CMD0_REM_NODE_LSB 8
 `define VELO_RMA_CMD0_REM_NODE_W 8
 `define VELO_RMA_CMD0_REM_NODE 15:8
-// Reserved, 0.
-`define VELO_RMA_CMD0_RSVD1_LSB 16
-`define VELO_RMA_CMD0_RSVD1_W 16
-`define VELO_RMA_CMD0_RSVD1 31:16
 // Bytes to transfer (0..RMA_LEN_MAX; a get needs at least 1).
-`define VELO_RMA_CMD0_LEN_LSB 32
+`define VELO_RMA_CMD0_LEN_LSB 16
 `define VELO_RMA_CMD0_LEN_W 24
-`define VELO_RMA_CMD0_LEN 55:32
-// Reserved, 0.
-`define VELO_RMA_CMD0_RSVD2_LSB 56
-`define VELO_RMA_CMD0_RSVD2_W 8
-`define VELO_RMA_CMD0_RSVD2 63:56
+`define VELO_RMA_CMD0_LEN 39:16
+// Bits 31:8 of the remote region's 32-bit key (the remote NLA's KEY field holds bits 7:0). The initiator carries them in the RMA_PKT_LEN words of the packets it sends; the target compares all 32 bits.
+`define VELO_RMA_CMD0_RKEY_HI_LSB 40
+`define VELO_RMA_CMD0_RKEY_HI_W 24
+`define VELO_RMA_CMD0_RKEY_HI 63:40
 // As in PKT_HDR: requests (PUT, GET) travel in the request class, responses (GET_RSP, PUT_RSP) in the response class.
 `define VELO_RMA_PKT_HDR_VC_LSB 0
 `define VELO_RMA_PKT_HDR_VC_W 2
@@ -865,10 +865,14 @@
 `define VELO_RMA_PKT_LEN_LEN_LSB 0
 `define VELO_RMA_PKT_LEN_LEN_W 24
 `define VELO_RMA_PKT_LEN_LEN 23:0
+// Bits 31:8 of the target region's key (RMA_CMD0 RKEY_HI; the NLA word holds bits 7:0): the target compares all 32 bits with RG_KEY and remembers them per source node for the later packets of a put.
+`define VELO_RMA_PKT_LEN_KEY_HI_LSB 24
+`define VELO_RMA_PKT_LEN_KEY_HI_W 24
+`define VELO_RMA_PKT_LEN_KEY_HI 47:24
 // Reserved, 0.
-`define VELO_RMA_PKT_LEN_RSVD_LSB 24
-`define VELO_RMA_PKT_LEN_RSVD_W 40
-`define VELO_RMA_PKT_LEN_RSVD 63:24
+`define VELO_RMA_PKT_LEN_RSVD_LSB 48
+`define VELO_RMA_PKT_LEN_RSVD_W 16
+`define VELO_RMA_PKT_LEN_RSVD 63:48
 // Phase of this pass through the ring.
 `define VELO_RMA_NQ_HDR_PHASE_LSB 0
 `define VELO_RMA_NQ_HDR_PHASE_W 1
@@ -1070,10 +1074,6 @@
 `define VELO_TBL_RMA_REGION_RG_CFG_OWNER_VPID_LSB 8
 `define VELO_TBL_RMA_REGION_RG_CFG_OWNER_VPID_W 8
 `define VELO_TBL_RMA_REGION_RG_CFG_OWNER_VPID 15:8
-// Key (generation) the NLA must carry.
-`define VELO_TBL_RMA_REGION_RG_CFG_KEY_LSB 16
-`define VELO_TBL_RMA_REGION_RG_CFG_KEY_W 8
-`define VELO_TBL_RMA_REGION_RG_CFG_KEY 23:16
 // Index of the region's first page table entry (the region's pages are consecutive entries, mod 2^RMA_PTE_BITS).
 `define VELO_TBL_RMA_REGION_RG_PTE_FIRST_LSB 0
 `define VELO_TBL_RMA_REGION_RG_PTE_FIRST_W 16
@@ -1085,6 +1085,22 @@
 `define VELO_TBL_RMA_REGION_RG_LEN_HI_LEN_HI_LSB 0
 `define VELO_TBL_RMA_REGION_RG_LEN_HI_LEN_HI_W 8
 `define VELO_TBL_RMA_REGION_RG_LEN_HI_LEN_HI 7:0
+// Lowest initiator vpid allowed.
+`define VELO_TBL_RMA_REGION_RG_SCOPE_VPID_LO_LSB 0
+`define VELO_TBL_RMA_REGION_RG_SCOPE_VPID_LO_W 8
+`define VELO_TBL_RMA_REGION_RG_SCOPE_VPID_LO 7:0
+// Highest initiator vpid allowed (VPID_LO > VPID_HI: nobody).
+`define VELO_TBL_RMA_REGION_RG_SCOPE_VPID_HI_LSB 8
+`define VELO_TBL_RMA_REGION_RG_SCOPE_VPID_HI_W 8
+`define VELO_TBL_RMA_REGION_RG_SCOPE_VPID_HI 15:8
+// Lowest initiator node allowed.
+`define VELO_TBL_RMA_REGION_RG_SCOPE_NODE_LO_LSB 16
+`define VELO_TBL_RMA_REGION_RG_SCOPE_NODE_LO_W 8
+`define VELO_TBL_RMA_REGION_RG_SCOPE_NODE_LO 23:16
+// Highest initiator node allowed (NODE_LO > NODE_HI: nobody).
+`define VELO_TBL_RMA_REGION_RG_SCOPE_NODE_HI_LSB 24
+`define VELO_TBL_RMA_REGION_RG_SCOPE_NODE_HI_W 8
+`define VELO_TBL_RMA_REGION_RG_SCOPE_NODE_HI 31:24
 `define VELO_TBL_RMA_PTE_PTE_HI_PFN_HI_LSB 0
 `define VELO_TBL_RMA_PTE_PTE_HI_PFN_HI_W 8
 `define VELO_TBL_RMA_PTE_PTE_HI_PFN_HI 7:0

@@ -11,7 +11,7 @@
 /* Spec version. */
 #define VELO_SPEC_VERSION 0x100
 /* CRC-32 of spec/velo_spec.json. */
-#define VELO_SPEC_HASH 0xC4513A74ULL
+#define VELO_SPEC_HASH 0xA6B13213ULL
 /* Width of a node id: up to 2^NODE_BITS nodes (paper: n - t = 8, 256 nodes). */
 #define VELO_DEFAULT_NODE_BITS 0x8
 /* Smallest NODE_BITS. */
@@ -176,7 +176,7 @@
 #define VELO_RMA_ERR_BAD_CMD 0x1
 /* RMA error reason: a BAR4 write that is not whole commands (torn write-combining burst, bad alignment or byte enables, poisoned, over 64 bytes, crossing the page); nothing executed. SLOT and SLOT_CNT name the slots it touched. */
 #define VELO_RMA_ERR_TORN 0x2
-/* RMA error reason: the NLA names a region index beyond the table, a region not allocated, or carries the wrong key (a stale handle). */
+/* RMA error reason: the NLA names a region index beyond the table, a region not allocated, or carries the wrong key (a stale handle); for a remote access also: the initiator is outside the region's scope (RG_SCOPE). A remote initiator cannot tell these apart, and they are checked before PERM, RANGE and NOT_VALID, so a failure tells nothing about a region the initiator may not use. */
 #define VELO_RMA_ERR_BAD_HANDLE 0x3
 /* RMA error reason: a local access to a region owned by another vpid. */
 #define VELO_RMA_ERR_NOT_OWNER 0x4
@@ -434,7 +434,7 @@
 #define VELO_TBL_RMA_REGION_BASE 0x20000
 /* Bytes per entry. */
 #define VELO_TBL_RMA_REGION_STRIDE 0x20
-/* Region state, owner, permissions, key. */
+/* Region state, owner, permissions (write it last: RG_KEY and RG_SCOPE only while ALLOC = 0 and the region is quiesced). */
 #define VELO_TBL_RMA_REGION_RG_CFG 0x0
 /* Where the region's pages are in the page table. */
 #define VELO_TBL_RMA_REGION_RG_PTE 0x4
@@ -444,6 +444,10 @@
 #define VELO_TBL_RMA_REGION_RG_LEN_LO 0xC
 /* Region length in bytes, bits 39:32. */
 #define VELO_TBL_RMA_REGION_RG_LEN_HI 0x10
+/* The region's 32-bit key. Local accesses compare bits 7:0 with the NLA's KEY (they are authorised by OWNER_VPID); remote accesses compare all 32 bits (NLA KEY and RMA_PKT_LEN KEY_HI). The driver never gives an index a key it had before. */
+#define VELO_TBL_RMA_REGION_RG_KEY 0x14
+/* Protection scope: the initiators (SRC_NODE, SRC_VPID of the request packet, both stamped by the initiating NIC) allowed remote accesses. A remote request from outside the scope fails with BAD_HANDLE like a wrong key or a free index, and touches nothing. */
+#define VELO_TBL_RMA_REGION_RG_SCOPE 0x18
 /* Page table entry i of the address translation unit at base + i*stride, 2^RMA_PTE_BITS entries (block RAM), write-only: the page frame number (physical address >> 12) of one page of a region. For 2 MiB pages the frame's low 9 bits are ignored. */
 #define VELO_TBL_RMA_PTE_BASE 0x40000
 /* Bytes per entry. */
@@ -711,7 +715,7 @@
 /* Region index (below 2^RMA_REGION_BITS). */
 #define VELO_RMA_NLA_REGION_SHIFT 40
 #define VELO_RMA_NLA_REGION_WIDTH 16
-/* Region key (generation), must equal the region table's RG_CFG.KEY. */
+/* Bits 7:0 of the region's key (RG_KEY). */
 #define VELO_RMA_NLA_KEY_SHIFT 56
 #define VELO_RMA_NLA_KEY_WIDTH 8
 /* RMA_OP_PUT or RMA_OP_GET. */
@@ -732,15 +736,12 @@
 /* Remote node (below 2^NODE_BITS; may be this node). */
 #define VELO_RMA_CMD0_REM_NODE_SHIFT 8
 #define VELO_RMA_CMD0_REM_NODE_WIDTH 8
-/* Reserved, 0. */
-#define VELO_RMA_CMD0_RSVD1_SHIFT 16
-#define VELO_RMA_CMD0_RSVD1_WIDTH 16
 /* Bytes to transfer (0..RMA_LEN_MAX; a get needs at least 1). */
-#define VELO_RMA_CMD0_LEN_SHIFT 32
+#define VELO_RMA_CMD0_LEN_SHIFT 16
 #define VELO_RMA_CMD0_LEN_WIDTH 24
-/* Reserved, 0. */
-#define VELO_RMA_CMD0_RSVD2_SHIFT 56
-#define VELO_RMA_CMD0_RSVD2_WIDTH 8
+/* Bits 31:8 of the remote region's 32-bit key (the remote NLA's KEY field holds bits 7:0). The initiator carries them in the RMA_PKT_LEN words of the packets it sends; the target compares all 32 bits. */
+#define VELO_RMA_CMD0_RKEY_HI_SHIFT 40
+#define VELO_RMA_CMD0_RKEY_HI_WIDTH 24
 /* As in PKT_HDR: requests (PUT, GET) travel in the request class, responses (GET_RSP, PUT_RSP) in the response class. */
 #define VELO_RMA_PKT_HDR_VC_SHIFT 0
 #define VELO_RMA_PKT_HDR_VC_WIDTH 2
@@ -783,9 +784,12 @@
 /* Total bytes of the put or get. */
 #define VELO_RMA_PKT_LEN_LEN_SHIFT 0
 #define VELO_RMA_PKT_LEN_LEN_WIDTH 24
+/* Bits 31:8 of the target region's key (RMA_CMD0 RKEY_HI; the NLA word holds bits 7:0): the target compares all 32 bits with RG_KEY and remembers them per source node for the later packets of a put. */
+#define VELO_RMA_PKT_LEN_KEY_HI_SHIFT 24
+#define VELO_RMA_PKT_LEN_KEY_HI_WIDTH 24
 /* Reserved, 0. */
-#define VELO_RMA_PKT_LEN_RSVD_SHIFT 24
-#define VELO_RMA_PKT_LEN_RSVD_WIDTH 40
+#define VELO_RMA_PKT_LEN_RSVD_SHIFT 48
+#define VELO_RMA_PKT_LEN_RSVD_WIDTH 16
 /* Phase of this pass through the ring. */
 #define VELO_RMA_NQ_HDR_PHASE_SHIFT 0
 #define VELO_RMA_NQ_HDR_PHASE_WIDTH 1
@@ -935,9 +939,6 @@
 /* Owning vpid: the only one allowed local accesses; TARGET notifications go to its queue. */
 #define VELO_TBL_RMA_REGION_RG_CFG_OWNER_VPID_SHIFT 8
 #define VELO_TBL_RMA_REGION_RG_CFG_OWNER_VPID_WIDTH 8
-/* Key (generation) the NLA must carry. */
-#define VELO_TBL_RMA_REGION_RG_CFG_KEY_SHIFT 16
-#define VELO_TBL_RMA_REGION_RG_CFG_KEY_WIDTH 8
 /* Index of the region's first page table entry (the region's pages are consecutive entries, mod 2^RMA_PTE_BITS). */
 #define VELO_TBL_RMA_REGION_RG_PTE_FIRST_SHIFT 0
 #define VELO_TBL_RMA_REGION_RG_PTE_FIRST_WIDTH 16
@@ -946,6 +947,18 @@
 #define VELO_TBL_RMA_REGION_RG_START_START_WIDTH 21
 #define VELO_TBL_RMA_REGION_RG_LEN_HI_LEN_HI_SHIFT 0
 #define VELO_TBL_RMA_REGION_RG_LEN_HI_LEN_HI_WIDTH 8
+/* Lowest initiator vpid allowed. */
+#define VELO_TBL_RMA_REGION_RG_SCOPE_VPID_LO_SHIFT 0
+#define VELO_TBL_RMA_REGION_RG_SCOPE_VPID_LO_WIDTH 8
+/* Highest initiator vpid allowed (VPID_LO > VPID_HI: nobody). */
+#define VELO_TBL_RMA_REGION_RG_SCOPE_VPID_HI_SHIFT 8
+#define VELO_TBL_RMA_REGION_RG_SCOPE_VPID_HI_WIDTH 8
+/* Lowest initiator node allowed. */
+#define VELO_TBL_RMA_REGION_RG_SCOPE_NODE_LO_SHIFT 16
+#define VELO_TBL_RMA_REGION_RG_SCOPE_NODE_LO_WIDTH 8
+/* Highest initiator node allowed (NODE_LO > NODE_HI: nobody). */
+#define VELO_TBL_RMA_REGION_RG_SCOPE_NODE_HI_SHIFT 24
+#define VELO_TBL_RMA_REGION_RG_SCOPE_NODE_HI_WIDTH 8
 #define VELO_TBL_RMA_PTE_PTE_HI_PFN_HI_SHIFT 0
 #define VELO_TBL_RMA_PTE_PTE_HI_PFN_HI_WIDTH 8
 

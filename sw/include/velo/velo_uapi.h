@@ -39,8 +39,10 @@
  *    VELO_MMAP_RMA_CMD.
  * 4: ioctl numbers with direction and size under their own type (VELO_IOC_MAGIC); privilege is
  *    that of the calling process at each call, not of the opener.
+ * 5: RMA protection: REGISTER takes a scope and returns a 32-bit key; commands carry the
+ *    key's bits 31:8 (RMA_CMD0 RKEY_HI), LEN moved to bits 39:16.
  */
-#define VELO_UAPI_VERSION 4
+#define VELO_UAPI_VERSION 5
 
 /* Device nodes: /dev/velo0, /dev/velo1, ... (one per NIC). */
 #define VELO_DEV_PREFIX "/dev/velo"
@@ -265,19 +267,43 @@ struct velo_uapi_rma_setup {
  * Returns the region's NLA (key, region, offset 0): byte i of the buffer is nla + i. An MMU
  * notifier withdraws the translation when the mapping changes (munmap, fork COW, migration);
  * the next command using it ends with ERROR NOT_VALID and VELO_IOC_REPIN makes it valid again.
- * Errors: EINVAL (flags, len 0 or above VELO_REG_LEN_MAX, addr + len wraps), ENOSPC (no free
+ * Errors: EINVAL (flags, len 0 or above VELO_REG_LEN_MAX, addr + len wraps, unknown scope, an
+ * empty box), EACCES (a scope beyond what the policy lets the caller give), ENOSPC (no free
  * region, page table full, or the endpoint's region limit), EFAULT (not mapped memory, or not
  * writable for a write access), ENOMEM (RLIMIT_MEMLOCK).
  */
 #define VELO_REG_LEN_MAX ((1ull << 40) - 1)
+/*
+ * Who may reach a region remotely (REGISTER scope; docs/driver.md "Security model"): the NIC
+ * of the region's node checks the initiator's node and vpid (both stamped by the initiating
+ * NIC) against a box [node_lo, node_hi] x [vpid_lo, vpid_hi] (RG_SCOPE) on every remote put
+ * and get, and answers a request from outside it like a wrong key (BAD_HANDLE).
+ *   JOB (0, the default): the owner's partition under the grant policy: the owner's job (its
+ *        data vpids on its nodes); without a job, the run of vpids no job owns around the
+ *        owner's, on every node; under `open`, everybody.
+ *   OWNER: only the owning endpoint itself (its node and data vpid).
+ *   PEER:  one endpoint: node_lo, vpid_lo.
+ *   BOX:   node_lo..node_hi x vpid_lo..vpid_hi as given.
+ * An unprivileged caller under `job` or `strict` may only ask for a box inside its JOB box
+ * (else EACCES); root (CAP_SYS_ADMIN) may ask for any box.
+ */
+#define VELO_SCOPE_JOB 0
+#define VELO_SCOPE_OWNER 1
+#define VELO_SCOPE_PEER 2
+#define VELO_SCOPE_BOX 3
 struct velo_uapi_register {
 	__u32 argsz;
 	__u32 flags;  /* in: VELO_REG_* access */
 	__u64 addr;   /* in: user address of the buffer (any alignment) */
 	__u64 len;    /* in: bytes */
-	__u64 nla;    /* out: RMA_NLA of byte 0 (the handle) */
+	__u64 nla;    /* out: RMA_NLA of byte 0 (the handle; its KEY field is key bits 7:0) */
 	__u32 region; /* out: region index (= RMA_NLA REGION) */
-	__u32 key;    /* out: key (= RMA_NLA KEY) */
+	__u32 key;    /* out: the region's 32-bit key (RG_KEY; never 0, never given to the index before) */
+	__u32 scope;  /* in: VELO_SCOPE_*; out: VELO_SCOPE_BOX (the box below is what the NIC checks) */
+	__u8 node_lo; /* in (PEER: the peer's node; BOX: the box) / out: RG_SCOPE NODE_LO */
+	__u8 node_hi; /* in (BOX) / out: RG_SCOPE NODE_HI */
+	__u8 vpid_lo; /* in (PEER: the peer's data vpid; BOX) / out: RG_SCOPE VPID_LO */
+	__u8 vpid_hi; /* in (BOX) / out: RG_SCOPE VPID_HI */
 };
 
 /*
