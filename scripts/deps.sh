@@ -2,7 +2,7 @@
 # Install the Debian packages the build and the tests need (Debian 12). As root: installs what is
 # missing. Otherwise: prints the exact command and fails.
 set -euo pipefail
-PKGS=(make cmake ninja-build g++ python3 pkg-config zlib1g-dev libgtest-dev
+PKGS=(make cmake ninja-build g++ python3 pkg-config zlib1g-dev libgtest-dev libssl-dev
       verilator yosys nextpnr-ice40 fpga-icestorm clang-format gnuplot-nox valgrind
       libpci-dev nlohmann-json3-dev openfpgaloader linux-headers-amd64 linux-image-amd64 qemu-system-x86
       busybox-static cpio kmod sparse dkms linux-source-6.1 openmpi-bin libopenmpi-dev netpipe-openmpi tcl)

@@ -6,7 +6,9 @@ set(VELO_FABRIC_DIR ${CMAKE_CURRENT_SOURCE_DIR}/fabric)
 add_library(velo_fabric STATIC ${VELO_FABRIC_DIR}/fabric.cpp ${VELO_FABRIC_DIR}/clients.cpp ${VELO_FABRIC_DIR}/stores.cpp
                                ${VELO_FABRIC_DIR}/dma.cpp ${VELO_FABRIC_DIR}/rma.cpp ${VELO_FABRIC_DIR}/options.cpp)
 target_include_directories(velo_fabric PUBLIC ${VELO_FABRIC_DIR})
-target_link_libraries(velo_fabric PUBLIC velo_system velo_core)
+# OpenSSL's SIPHASH keys the driver core's PRF (region keys) as siphash_2u64 does in velo.ko
+find_package(OpenSSL 3.0 REQUIRED COMPONENTS Crypto)
+target_link_libraries(velo_fabric PUBLIC velo_system velo_core OpenSSL::Crypto)
 target_compile_options(velo_fabric PRIVATE ${VELO_WARN})
 add_executable(velo-fabric ${VELO_FABRIC_DIR}/main.cpp)
 # at the top of the build tree, where the scripts look for it (sw/tools/bench_api.sh)

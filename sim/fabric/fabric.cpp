@@ -18,6 +18,7 @@
 #include <sys/eventfd.h>
 #include <sys/file.h>
 #include <sys/mman.h>
+#include <sys/random.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -32,6 +33,10 @@
 #include <cstdlib>
 #include <cstring>
 #include <stdexcept>
+
+#include <openssl/core_names.h>
+#include <openssl/evp.h>
+#include <openssl/params.h>
 
 #define VELO_HW_WANT_NAMES
 #include "fabric_private.hpp"
@@ -125,6 +130,47 @@ void op_unpin(void* c, void* pin) {
 }
 void op_log(void* c, int level, const char* msg) {
     if (level <= VELO_CORE_LOG_WARN || g_verbose) logf("node %u: %s", static_cast<NodeCtx*>(c)->node, msg);
+}
+// SipHash-2-4 (64-bit output) of the 16 bytes a, b (little endian) under key: OpenSSL's SIPHASH
+// MAC. False when OpenSSL cannot compute it.
+bool siphash(const unsigned char key[16], uint64_t a, uint64_t b, uint64_t* out) {
+    static EVP_MAC* mac = EVP_MAC_fetch(nullptr, "SIPHASH", nullptr);
+    EVP_MAC_CTX* ctx = mac ? EVP_MAC_CTX_new(mac) : nullptr;
+    size_t size = 8, len = 0;
+    OSSL_PARAM params[] = {OSSL_PARAM_construct_size_t(OSSL_MAC_PARAM_SIZE, &size), OSSL_PARAM_construct_end()};
+    unsigned char in[16], h[8];
+    for (int i = 0; i < 8; ++i) {
+        in[i] = static_cast<unsigned char>(a >> (8 * i));
+        in[8 + i] = static_cast<unsigned char>(b >> (8 * i));
+    }
+    const bool ok = ctx && EVP_MAC_init(ctx, key, 16, params) && EVP_MAC_update(ctx, in, sizeof in) &&
+                    EVP_MAC_final(ctx, h, &len, sizeof h) && len == sizeof h;
+    EVP_MAC_CTX_free(ctx);
+    if (!ok) return false;
+    uint64_t v = 0;
+    for (int i = 7; i >= 0; --i) v = v << 8 | h[i];
+    *out = v;
+    return true;
+}
+// the core's PRF: SipHash with the node's secret (checked to work at init; it cannot fail later
+// but for lack of memory, and the core has no way to take an error: stop)
+uint64_t op_prf(void* c, uint64_t a, uint64_t b) {
+    uint64_t v = 0;
+    if (!siphash(static_cast<NodeCtx*>(c)->secret, a, b, &v)) {
+        logf("node %u: SipHash failed (OpenSSL): cannot make region keys", static_cast<NodeCtx*>(c)->node);
+        std::abort();
+    }
+    return v;
+}
+// a node driver's secret, as the Linux driver draws it at probe
+bool draw_secret(unsigned char* key, size_t n) {
+    size_t got = 0;
+    while (got < n) {
+        const ssize_t r = getrandom(key + got, n - got, 0);
+        if (r < 0 && errno != EINTR) return false;
+        if (r > 0) got += static_cast<size_t>(r);
+    }
+    return true;
 }
 }  // namespace
 
@@ -240,7 +286,7 @@ bool Fabric::setup_system() {
         logf("links of %s did not come up", sc.topology.c_str());
         return false;
     }
-    ops_ = velo_core_ops{op_rd, op_wr, op_alloc, op_free, op_zalloc, op_kfree, op_log, nullptr};
+    ops_ = velo_core_ops{op_rd, op_wr, op_alloc, op_free, op_zalloc, op_kfree, op_log, nullptr, op_prf};
     ctx_.resize(n);
     core_.assign(n, nullptr);
     allocs_.resize(n);
@@ -248,7 +294,12 @@ bool Fabric::setup_system() {
     node_eps_.resize(n);
     rr_.assign(n, 0);
     for (unsigned i = 0; i < n; ++i) {
-        ctx_[i] = NodeCtx{this, i};
+        ctx_[i] = NodeCtx{this, i, {}};
+        uint64_t probe_prf = 0;
+        if (!draw_secret(ctx_[i].secret, sizeof ctx_[i].secret) || !siphash(ctx_[i].secret, 0, 0, &probe_prf)) {
+            logf("node %u: no secret for the region keys (getrandom or OpenSSL's SIPHASH failed)", i);
+            return false;
+        }
         int r = velo_core_probe(&ops_, &ctx_[i], &core_[i]);
         if (r < 0) {
             logf("node %u: the driver core refuses the NIC (%d)", i, r);

@@ -81,6 +81,8 @@ struct Pin {
 struct NodeCtx {
     Fabric* f;
     unsigned node;
+    // the node driver's secret for the core's PRF (region keys): from getrandom() at init
+    unsigned char secret[16];
 };
 
 // The second piece of a store split on purpose, waiting for other stores to pass it.

@@ -79,6 +79,13 @@ struct velo_core_ops {
 	void (*log)(void *ctx, int level, const char *msg);
 	/* Called between two polls of QUIESCE_STATUS (cpu_relax, udelay). May be NULL. */
 	void (*relax)(void *ctx);
+	/*
+	 * A pseudo-random function keyed with a secret the platform draws once from its RNG and
+	 * never reveals (Linux: siphash_2u64 with a key from get_random_bytes; the fabric: SipHash
+	 * with a key from getrandom). The region keys are derived from it (velo_core_rma_key), so
+	 * whoever knows the secret can predict them. Required: velo_core_probe refuses NULL.
+	 */
+	uint64_t (*prf)(void *ctx, uint64_t a, uint64_t b);
 };
 
 /* What the device says about itself. */
@@ -160,8 +167,9 @@ struct velo_core_grant_ent {
 
 /*
  * Verify the device (walk the block chain; ID magic, block types, SPEC_HASH, sane CAPS) and
- * create the core. Does not touch NIC state. Errors: -ENODEV (not a VELO device, or a broken
- * block chain), -EPROTO (SPEC_HASH differs: built from another spec), -ENOMEM.
+ * create the core. Does not touch NIC state. Errors: -EINVAL (an op missing), -ENODEV (not a
+ * VELO device, or a broken block chain), -EPROTO (SPEC_HASH differs: built from another spec),
+ * -ENOMEM.
  */
 int velo_core_probe(const struct velo_core_ops *ops, void *ctx, struct velo_core **out);
 
@@ -371,8 +379,10 @@ struct velo_core_map {
 	size_t bytes;
 };
 /*
- * 0, or -EINVAL (offset or length not one of the mappings), -EACCES (access not allowed),
- * -EBADFD / -ENODEV (no endpoint).
+ * 0, or -EINVAL (offset or length not one of the mappings), -EACCES (access not allowed; the
+ * RMA command page to an endpoint the policy allows no RMA, velo_core_rma_allowed with the
+ * client's caller: the OS sets it, velo_core_client_caller, before the check), -EBADFD /
+ * -ENODEV (no endpoint).
  */
 int velo_core_mmap_check(const struct velo_core *c, const struct velo_core_client *cl, uint64_t off,
 			 uint64_t len, unsigned int acc, struct velo_core_map *m);
@@ -423,7 +433,16 @@ int velo_core_irq_collect(struct velo_core *c, void (*cb)(void *, unsigned int),
  *   DECLARED  ALLOC = 1, VALID = 0: the handle exists, no pages are pinned (NOT_VALID);
  *   VALID     ALLOC = VALID = 1: the page table entries hold its pinned pages;
  *   STUCK     the NIC never quiesced it: the index, its page table entries and its pins are
- *             never reused (pages stay pinned, so no DMA can reach freed memory).
+ *             never reused (pages stay pinned, so no DMA can reach freed memory);
+ *   RETIRED   RG_CFG = 0; every key the index can have was given out once (2^32 - 1
+ *             registrations): it is never used again.
+ *
+ * Keys. Registration n (n = 0, 1, 2, ...) of index r gets key(r, n): a permutation of the 32-bit
+ * counter n (four Feistel rounds on its 16-bit halves, the round function ops->prf(r, round and
+ * half)), skipping the one n whose key is 0. A permutation never maps two counters to one key,
+ * so an index never gets a key it had before, whatever the PRF; the secret in the PRF makes the
+ * keys unpredictable. RG_KEY and RG_SCOPE are written only while the index is FREE in the NIC
+ * (RG_CFG = 0, quiesced), before RG_CFG.
  * Page table entries are allocated per VALID region as one run of consecutive entries (mod
  * 2^rma_pte_bits), best fit; when no run is long enough but enough entries are free in all,
  * every VALID region is withdrawn (VALID = 0, quiesced), the table is compacted and they are
@@ -435,13 +454,16 @@ int velo_core_irq_collect(struct velo_core *c, void (*cb)(void *, unsigned int),
 #define VELO_CORE_RG_DECLARED 1
 #define VELO_CORE_RG_VALID 2
 #define VELO_CORE_RG_STUCK 3
+#define VELO_CORE_RG_RETIRED 4
 #define VELO_CORE_MAX_REGIONS_PER_EP 4096
 
 struct velo_core_region {
 	uint8_t state; /* VELO_CORE_RG_* */
-	uint8_t key; /* of the current (or, FREE, the last) use */
 	uint8_t access; /* VELO_REG_* */
-	uint8_t rsvd;
+	uint16_t rsvd;
+	uint32_t key; /* RG_KEY of the current (or, FREE, the last) use; never 0 */
+	uint32_t scope; /* RG_SCOPE of the current use */
+	uint64_t gen; /* the counter n of the index's next key; 2^32: RETIRED */
 	uint32_t owner_vpid; /* data vpid */
 	uint64_t owner; /* client owner */
 	uint64_t addr, len; /* user address and length */
@@ -473,14 +495,51 @@ unsigned int velo_core_rma_pte_free(const struct velo_core *c, unsigned int *lon
 int velo_core_rma_enable(struct velo_core *c, int on);
 
 /*
- * Declare a region for endpoint `vpid` (owner: its client): a FREE index (round robin), the
- * next key, RG_LEN/RG_START, RG_CFG = ALLOC | perms | owner | key (VALID = 0). *nla = the NLA
- * of byte 0. -EOPNOTSUPP, -ENOENT, -EINVAL (access, len), -ENOSPC.
+ * The initiators a region lets in (RG_SCOPE): nodes node_lo..node_hi x data vpids
+ * vpid_lo..vpid_hi, inclusive.
+ */
+struct velo_core_scope {
+	uint32_t node_lo, node_hi, vpid_lo, vpid_hi;
+};
+/*
+ * The box the scope `kind` (VELO_SCOPE_*, velo_uapi.h) of endpoint `vpid` stands for, checked
+ * against the policy (docs/driver.md, "Security model"): JOB: the partition of the endpoint's
+ * data vpid (its job's vpids x the job's nodes; outside any job the run of vpids no job owns
+ * around it, x every node; under VELO_POLICY_OPEN everybody); OWNER: this node, its data vpid;
+ * PEER: (in->node_lo, in->vpid_lo); BOX: *in. `in` holds only what the kind takes, the rest 0.
+ * An unprivileged caller under VELO_POLICY_JOB or _STRICT may ask only for a box inside its
+ * JOB box (OWNER always is), and none under _STRICT without a job (velo_core_rma_allowed).
+ * Vpids are data vpids (below 2^(vpid_bits - 1)), nodes below 2^node_bits. 0 with *out set,
+ * -EINVAL (unknown kind, a field beyond the NIC's bits, LO > HI, a field the kind does not
+ * take), -EACCES, -ENOENT (no such endpoint), -EOPNOTSUPP (no RMA unit).
+ */
+int velo_core_rma_scope(const struct velo_core *c, unsigned int vpid, unsigned int privileged,
+			unsigned int kind, const struct velo_core_scope *in,
+			struct velo_core_scope *out);
+/*
+ * May endpoint e use RMA under the policy (the caller `privileged` or not)? As for sends: 0,
+ * or -EACCES under VELO_POLICY_STRICT for an unprivileged caller whose endpoint has no job (an
+ * endpoint opened with privilege that lost it). VELO_IOC_REGISTER and the mmap of the command
+ * page (VELO_MMAP_RMA_CMD) ask it.
+ */
+int velo_core_rma_allowed(const struct velo_core *c, const struct velo_core_ep *e,
+			  unsigned int privileged);
+/*
+ * Key number n of region index r (see "Keys" above; may be 0, which registration skips). What
+ * velo_core_rma_declare gives; for tests of the permutation.
+ */
+uint32_t velo_core_rma_key(const struct velo_core *c, unsigned int r, uint32_t n);
+/*
+ * Declare a region for endpoint `vpid` (owner: its client) reachable by the initiators in
+ * *scope (a box velo_core_rma_scope made): a FREE index (round robin), its next key,
+ * RG_PTE/RG_START/RG_LEN, RG_KEY, RG_SCOPE, then RG_CFG = ALLOC | perms | owner (VALID = 0).
+ * *nla = the NLA of byte 0 (its KEY field: the key's bits 7:0). Returns the index.
+ * -EOPNOTSUPP, -ENOENT, -EINVAL (access, len, scope beyond the NIC's bits), -ENOSPC.
  */
 int velo_core_rma_declare(struct velo_core *c, unsigned int vpid, uint64_t addr, uint64_t len,
-			  unsigned int access, uint64_t *nla);
+			  unsigned int access, const struct velo_core_scope *scope, uint64_t *nla);
 /*
- * Make DECLARED region r (with key) VALID: npages = velo_core_rma_pages(addr, len) frame
+ * Make DECLARED region r (with the 32-bit key) VALID: npages = velo_core_rma_pages(addr, len) frame
  * numbers (physical address >> 12) of its pinned pages, `pin` the handle for rma_unpin.
  * Allocates the page table run (compacting if needed), writes the entries, RG_PTE, RG_START,
  * RG_LEN, RG_CFG last. -ENOENT (not DECLARED with that key: deregistered meanwhile), -EINVAL

@@ -372,6 +372,9 @@ int velo_core_mmap_check(const struct velo_core *c, const struct velo_core_clien
 			return -VELO_CORE_EINVAL;
 		if (acc & VELO_CORE_MAP_READ)
 			return -VELO_CORE_EACCES; /* BAR4 reads are UR */
+		/* the policy's rule for RMA, as for sends (the caller's privilege at the call) */
+		if (velo_core_rma_allowed(c, e, cl->privileged))
+			return -VELO_CORE_EACCES;
 		m->kind = VELO_CORE_MAP_RMA_CMD;
 		m->bar = VELO_BAR_RMA;
 		m->bar_off = (uint64_t)e->vpid

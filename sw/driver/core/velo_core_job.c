@@ -163,3 +163,108 @@ int velo_core_may_reach(const struct velo_core *c, const struct velo_core_ep *e,
 		return -VELO_CORE_EACCES;
 	return 0;
 }
+
+/* ---- RMA scopes */
+int velo_core_rma_allowed(const struct velo_core *c, const struct velo_core_ep *e,
+			  unsigned int privileged)
+{
+	if (!c || !e)
+		return -VELO_CORE_EINVAL;
+	if (c->policy == VELO_POLICY_STRICT && !privileged && e->job < 0)
+		return -VELO_CORE_EACCES;
+	return 0;
+}
+
+/*
+ * The JOB box of endpoint e: everybody under VELO_POLICY_OPEN; else its job (the one it opened
+ * in, or the one its data vpid belongs to) x the job's nodes; else the run of data vpids no job
+ * owns around its own x every node.
+ */
+static void scope_job(const struct velo_core *c, const struct velo_core_ep *e,
+		      struct velo_core_scope *b)
+{
+	const unsigned int half = half_vpids(c);
+	const int j = e->job >= 0 ? e->job : vpid_job(c, e->vpid);
+
+	b->node_lo = 0;
+	b->node_hi = (1u << c->caps.node_bits) - 1;
+	b->vpid_lo = 0;
+	b->vpid_hi = half - 1;
+	if (c->policy == VELO_POLICY_OPEN)
+		return;
+	if (j >= 0) {
+		b->node_lo = c->jobs[j].node_lo;
+		b->node_hi = c->jobs[j].node_hi;
+		b->vpid_lo = c->jobs[j].vpid_lo;
+		b->vpid_hi = c->jobs[j].vpid_hi;
+		return;
+	}
+	b->vpid_lo = e->vpid;
+	b->vpid_hi = e->vpid;
+	while (b->vpid_lo > 0 && vpid_job(c, b->vpid_lo - 1) < 0)
+		--b->vpid_lo;
+	while (b->vpid_hi + 1 < half && vpid_job(c, b->vpid_hi + 1) < 0)
+		++b->vpid_hi;
+}
+
+static int scope_inside(const struct velo_core_scope *a, const struct velo_core_scope *b)
+{
+	return a->node_lo >= b->node_lo && a->node_hi <= b->node_hi && a->vpid_lo >= b->vpid_lo &&
+	       a->vpid_hi <= b->vpid_hi;
+}
+
+int velo_core_rma_scope(const struct velo_core *c, unsigned int vpid, unsigned int privileged,
+			unsigned int kind, const struct velo_core_scope *in,
+			struct velo_core_scope *out)
+{
+	if (!c || !in || !out)
+		return -VELO_CORE_EINVAL;
+	if (!c->caps.rma_base)
+		return -VELO_CORE_EOPNOTSUPP;
+	if (vpid >= CORE_MAX_VPIDS || !c->ep[vpid])
+		return -VELO_CORE_ENOENT;
+	const struct velo_core_ep *e = c->ep[vpid];
+	const uint32_t nodes = 1u << c->caps.node_bits;
+	const uint32_t vpids = half_vpids(c);
+	struct velo_core_scope job, b;
+
+	scope_job(c, e, &job);
+	switch (kind) {
+	case VELO_SCOPE_JOB:
+	case VELO_SCOPE_OWNER:
+		if (in->node_lo || in->node_hi || in->vpid_lo || in->vpid_hi)
+			return -VELO_CORE_EINVAL;
+		if (kind == VELO_SCOPE_JOB) {
+			b = job;
+		} else {
+			b.node_lo = c->caps.node_id;
+			b.node_hi = c->caps.node_id;
+			b.vpid_lo = vpid;
+			b.vpid_hi = vpid;
+		}
+		break;
+	case VELO_SCOPE_PEER:
+		if (in->node_hi || in->vpid_hi)
+			return -VELO_CORE_EINVAL;
+		b.node_lo = in->node_lo;
+		b.node_hi = in->node_lo;
+		b.vpid_lo = in->vpid_lo;
+		b.vpid_hi = in->vpid_lo;
+		break;
+	case VELO_SCOPE_BOX:
+		b = *in;
+		break;
+	default:
+		return -VELO_CORE_EINVAL;
+	}
+	if (b.node_lo > b.node_hi || b.node_hi >= nodes || b.vpid_lo > b.vpid_hi ||
+	    b.vpid_hi >= vpids)
+		return -VELO_CORE_EINVAL;
+	if (velo_core_rma_allowed(c, e, privileged))
+		return -VELO_CORE_EACCES;
+	/* the owner itself is in every partition's view of it */
+	if (!privileged && kind != VELO_SCOPE_OWNER && !scope_inside(&b, &job))
+		return -VELO_CORE_EACCES;
+	*out = b;
+	return 0;
+}

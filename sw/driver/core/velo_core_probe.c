@@ -248,7 +248,7 @@ int velo_core_probe(const struct velo_core_ops *ops, void *ctx, struct velo_core
 	int r;
 
 	if (!ops || !out || !ops->reg_read32 || !ops->reg_write32 || !ops->dma_alloc ||
-	    !ops->dma_free || !ops->zalloc || !ops->free)
+	    !ops->dma_free || !ops->zalloc || !ops->free || !ops->prf)
 		return -VELO_CORE_EINVAL;
 	*out = NULL;
 	r = probe_walk(&s, base);

@@ -151,8 +151,7 @@ static uint32_t rg_cfg(const struct velo_core_region *g, int alloc, int valid)
 					  (g->access & VELO_REG_REMOTE_READ) != 0) |
 			  VELO_FIELD_PREP(VELO_TBL_RMA_REGION_RG_CFG_PERM_RW,
 					  (g->access & VELO_REG_REMOTE_WRITE) != 0) |
-			  VELO_FIELD_PREP(VELO_TBL_RMA_REGION_RG_CFG_OWNER_VPID, g->owner_vpid) |
-			  VELO_FIELD_PREP(VELO_TBL_RMA_REGION_RG_CFG_KEY, g->key));
+			  VELO_FIELD_PREP(VELO_TBL_RMA_REGION_RG_CFG_OWNER_VPID, g->owner_vpid));
 }
 
 /* Wait until the NIC holds no translation of region r (its RG_CFG already withdrawn). */
@@ -355,35 +354,89 @@ static int nq_setup(struct velo_core *c, unsigned int vpid, unsigned int log2)
 	return 0;
 }
 
+uint32_t velo_core_rma_key(const struct velo_core *c, unsigned int r, uint32_t n)
+{
+	/* a Feistel network is a permutation whatever its round function */
+	uint32_t hi = n >> 16, lo = n & 0xFFFFu;
+
+	for (uint32_t k = 0; k < 4; ++k) {
+		const uint32_t f = (uint32_t)c->ops->prf(c->ctx, r, (uint64_t)k << 16 | lo) & 0xFFFFu;
+		const uint32_t t = hi ^ f;
+
+		hi = lo;
+		lo = t;
+	}
+	return hi << 16 | lo;
+}
+
+/* The next key of FREE index r: nonzero, or 0 when it has none left (it is RETIRED). */
+static uint32_t rg_next_key(struct velo_core *c, unsigned int r)
+{
+	struct velo_core_region *g = &c->rg[r];
+	uint32_t key = 0;
+
+	/* one counter value maps to 0: at most two draws */
+	while (!key && g->gen <= 0xFFFFFFFFull)
+		key = velo_core_rma_key(c, r, (uint32_t)g->gen++);
+	if (!key)
+		g->state = VELO_CORE_RG_RETIRED;
+	return key;
+}
+
+/* access flags and a buffer REGISTER accepts */
+static int reg_args_ok(uint64_t addr, uint64_t len, unsigned int access)
+{
+	return access && !(access & ~(unsigned int)VELO_REG_ACCESS_ALL) && len &&
+	       len <= VELO_REG_LEN_MAX && addr + (len - 1) >= addr;
+}
+
+/* a box inside what RG_SCOPE holds and the NIC's bits name */
+static int scope_ok(const struct velo_core *c, const struct velo_core_scope *s)
+{
+	const uint32_t nodes = 1u << c->caps.node_bits;
+	const uint32_t vpids = VELO_CTL_VPID_BIT(c->caps.vpid_bits);
+
+	return s->node_lo <= s->node_hi && s->node_hi < nodes && s->vpid_lo <= s->vpid_hi &&
+	       s->vpid_hi < vpids;
+}
+
+static uint32_t scope_reg(const struct velo_core_scope *s)
+{
+	return (uint32_t)(VELO_FIELD_PREP(VELO_TBL_RMA_REGION_RG_SCOPE_VPID_LO, s->vpid_lo) |
+			  VELO_FIELD_PREP(VELO_TBL_RMA_REGION_RG_SCOPE_VPID_HI, s->vpid_hi) |
+			  VELO_FIELD_PREP(VELO_TBL_RMA_REGION_RG_SCOPE_NODE_LO, s->node_lo) |
+			  VELO_FIELD_PREP(VELO_TBL_RMA_REGION_RG_SCOPE_NODE_HI, s->node_hi));
+}
+
 int velo_core_rma_declare(struct velo_core *c, unsigned int vpid, uint64_t addr, uint64_t len,
-			  unsigned int access, uint64_t *nla)
+			  unsigned int access, const struct velo_core_scope *scope, uint64_t *nla)
 {
 	struct velo_core_ep *e;
-	const int err = c && nla ? rma_ep(c, vpid, &e) : -VELO_CORE_EINVAL;
+	const int err = c && nla && scope ? rma_ep(c, vpid, &e) : -VELO_CORE_EINVAL;
 
 	if (err)
 		return err;
 
-	if (!access || (access & ~(unsigned int)VELO_REG_ACCESS_ALL) || !len ||
-	    len > VELO_REG_LEN_MAX || addr + (len - 1) < addr)
+	if (!reg_args_ok(addr, len, access) || !scope_ok(c, scope))
 		return -VELO_CORE_EINVAL;
 	if (velo_core_rma_pages(addr, len) > c->npte || e->nregions >= c->max_regions)
 		return -VELO_CORE_ENOSPC;
-	unsigned int i;
+	unsigned int i, r = 0;
+	uint32_t key = 0;
 
-	for (i = 0; i < c->nrg; ++i)
-		if (c->rg[(c->next_rg + i) % c->nrg].state == VELO_CORE_RG_FREE)
-			break;
-	if (i == c->nrg)
+	for (i = 0; i < c->nrg && !key; ++i) {
+		r = (c->next_rg + i) % c->nrg;
+		if (c->rg[r].state == VELO_CORE_RG_FREE)
+			key = rg_next_key(c, r);
+	}
+	if (!key)
 		return -VELO_CORE_ENOSPC;
-	const unsigned int r = (c->next_rg + i) % c->nrg;
-
 	c->next_rg = (r + 1) % c->nrg; /* round robin: an index comes back as late as possible */
 	struct velo_core_region *g = &c->rg[r];
 
 	g->state = VELO_CORE_RG_DECLARED;
-	g->key = (uint8_t)(g->key +
-			   1); /* a new key for every use of the index: stale handles fail */
+	g->key = key;
+	g->scope = scope_reg(scope);
 	g->access = (uint8_t)access;
 	g->owner_vpid = vpid;
 	g->owner = e->owner;
@@ -393,15 +446,21 @@ int velo_core_rma_declare(struct velo_core *c, unsigned int vpid, uint64_t addr,
 	g->pte_first = 0;
 	g->pin = NULL;
 	++e->nregions;
-	/* not allocated in the NIC (RG_CFG = 0): its fields may change; RG_CFG last */
+	/*
+	 * not allocated in the NIC (RG_CFG = 0) and quiesced since: its fields may change, RG_KEY
+	 * and RG_SCOPE included; RG_CFG last
+	 */
 	wr(c, rg_reg(c, r, VELO_TBL_RMA_REGION_RG_PTE), 0);
 	wr(c, rg_reg(c, r, VELO_TBL_RMA_REGION_RG_START),
 	   (uint32_t)VELO_FIELD_PREP(VELO_TBL_RMA_REGION_RG_START_START, addr & 4095u));
 	wr(c, rg_reg(c, r, VELO_TBL_RMA_REGION_RG_LEN_LO), (uint32_t)len);
 	wr(c, rg_reg(c, r, VELO_TBL_RMA_REGION_RG_LEN_HI),
 	   (uint32_t)VELO_FIELD_PREP(VELO_TBL_RMA_REGION_RG_LEN_HI_LEN_HI, len >> 32));
+	wr(c, rg_reg(c, r, VELO_TBL_RMA_REGION_RG_KEY), g->key);
+	wr(c, rg_reg(c, r, VELO_TBL_RMA_REGION_RG_SCOPE), g->scope);
 	wr(c, rg_reg(c, r, VELO_TBL_RMA_REGION_RG_CFG), rg_cfg(g, 1, 0));
-	*nla = VELO_FIELD_PREP(VELO_RMA_NLA_KEY, g->key) | VELO_FIELD_PREP(VELO_RMA_NLA_REGION, r);
+	*nla = VELO_FIELD_PREP(VELO_RMA_NLA_KEY, g->key & 0xFFu) |
+	       VELO_FIELD_PREP(VELO_RMA_NLA_REGION, r);
 	return (int)r;
 }
 
@@ -416,8 +475,10 @@ static int rma_lookup(const struct velo_core *c, unsigned int vpid, uint64_t nla
 		return -VELO_CORE_ENOENT;
 	const struct velo_core_region *g = &c->rg[r];
 
-	if (g->state == VELO_CORE_RG_FREE || g->key != VELO_FIELD_GET(VELO_RMA_NLA_KEY, nla) ||
-	    g->owner_vpid != vpid || g->owner != c->ep[vpid]->owner)
+	/* the NLA holds the key's bits 7:0; the owner check makes the handle the owner's own */
+	if (g->state == VELO_CORE_RG_FREE || g->state == VELO_CORE_RG_RETIRED ||
+	    (g->key & 0xFFu) != VELO_FIELD_GET(VELO_RMA_NLA_KEY, nla) || g->owner_vpid != vpid ||
+	    g->owner != c->ep[vpid]->owner)
 		return -VELO_CORE_ENOENT;
 	return (int)r;
 }
@@ -512,7 +573,8 @@ static int rg_release(struct velo_core *c, unsigned int r)
 		return -VELO_CORE_ETIMEDOUT;
 	}
 	rg_drop_translation(c, g);
-	g->state = VELO_CORE_RG_FREE;
+	/* an index with no key left is never used again */
+	g->state = g->gen > 0xFFFFFFFFull ? VELO_CORE_RG_RETIRED : VELO_CORE_RG_FREE;
 	g->owner = 0;
 	g->access = 0;
 	g->addr = 0;
@@ -584,18 +646,32 @@ int velo_core_ioc_rma_setup(struct velo_core *c, struct velo_core_client *cl, vo
 int velo_core_ioc_register(struct velo_core *c, struct velo_core_client *cl, void *arg)
 {
 	struct velo_uapi_register *a = arg;
+	const struct velo_core_scope in = {
+		.node_lo = a->node_lo, .node_hi = a->node_hi,
+		.vpid_lo = a->vpid_lo, .vpid_hi = a->vpid_hi,
+	};
+	struct velo_core_scope box;
 	const struct velo_core_ep *e;
 	uint64_t nla = 0;
-	int r = rma_ioc_ep(c, cl, !a->flags || (a->flags & ~(uint32_t)VELO_REG_ACCESS_ALL), &e);
+	/* malformed (-EINVAL) before refused (-EACCES) before no room (-ENOSPC) */
+	int r = rma_ioc_ep(c, cl, !reg_args_ok(a->addr, a->len, a->flags), &e);
 
 	if (r)
 		return r;
-	r = velo_core_rma_declare(c, e->vpid, a->addr, a->len, a->flags, &nla);
+	r = velo_core_rma_scope(c, e->vpid, cl->privileged, a->scope, &in, &box);
+	if (r)
+		return r;
+	r = velo_core_rma_declare(c, e->vpid, a->addr, a->len, a->flags, &box, &nla);
 	if (r < 0)
 		return r;
 	a->nla = nla;
 	a->region = (uint32_t)r;
 	a->key = c->rg[r].key;
+	a->scope = VELO_SCOPE_BOX;
+	a->node_lo = (uint8_t)box.node_lo;
+	a->node_hi = (uint8_t)box.node_hi;
+	a->vpid_lo = (uint8_t)box.vpid_lo;
+	a->vpid_hi = (uint8_t)box.vpid_hi;
 	return 0;
 }
 

@@ -14,6 +14,7 @@
 #include <linux/mmu_notifier.h>
 #include <linux/mutex.h>
 #include <linux/pci.h>
+#include <linux/siphash.h>
 #include <linux/srcu.h>
 #include <linux/timer.h>
 #include <linux/wait.h>
@@ -86,6 +87,12 @@ struct velo_dev {
 	 */
 	struct srcu_struct srcu;
 	bool srcu_ok;		/* init_srcu_struct() succeeded */
+
+	/*
+	 * The secret of the core's PRF (velo_core_ops.prf): region keys are derived from it. Drawn
+	 * from get_random_bytes() at probe, never shown anywhere.
+	 */
+	siphash_key_t key_secret;
 
 	/* serialises every core call and the fields below */
 	struct mutex lock;

@@ -445,8 +445,15 @@ static int velo_mmap(struct file *filp, struct vm_area_struct *vma)
 		r = -ENODEV;
 		goto out;
 	}
+	/* the policy's RMA rule is checked with the privilege of who maps, as for an ioctl */
+	velo_core_client_caller(&f->cl, task_tgid_nr(current), from_kuid(&init_user_ns, current_euid()),
+				ns_capable_noaudit(&init_user_ns, CAP_SYS_ADMIN));
 	r = velo_core_mmap_check(vdev->core, &f->cl, (u64)vma->vm_pgoff << PAGE_SHIFT, vma->vm_end - vma->vm_start,
 				 velo_vma_acc(vma), &m);
+	if (r == -EACCES && ((u64)vma->vm_pgoff << PAGE_SHIFT) == VELO_MMAP_RMA_CMD)
+		dev_info_ratelimited(&vdev->pdev->dev,
+				     "%s[%d]: RMA command page refused: it is write-only, and policy strict allows RMA only to endpoints of a job or to root\n",
+				     current->comm, task_tgid_nr(current));
 	if (r)
 		goto out;
 	/* no mprotect() to exec, or to write a ring, or to read a window */

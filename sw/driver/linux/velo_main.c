@@ -27,6 +27,7 @@
 #include <linux/moduleparam.h>
 #include <linux/capability.h>
 #include <linux/pci.h>
+#include <linux/random.h>
 #include <linux/sched/mm.h>
 #include <linux/sched/signal.h>
 #include <linux/slab.h>
@@ -261,6 +262,14 @@ static void velo_rma_unpin(void *ctx, void *pin)
 	velo_region_unpin(pin);
 }
 
+/* the core's PRF: SipHash-2-4 keyed with the device's secret (region keys, velo_core.h) */
+static u64 velo_op_prf(void *ctx, u64 a, u64 b)
+{
+	struct velo_dev *vdev = ctx;
+
+	return siphash_2u64(a, b, &vdev->key_secret);
+}
+
 static const struct velo_core_ops velo_core_ops = {
 	.reg_read32 = velo_op_rd,
 	.reg_write32 = velo_op_wr,
@@ -270,6 +279,7 @@ static const struct velo_core_ops velo_core_ops = {
 	.free = velo_op_free,
 	.log = velo_op_log,
 	.relax = velo_op_relax,
+	.prf = velo_op_prf,
 };
 
 /* ---- interrupt: threaded, as it needs vdev->lock to call the core */
@@ -368,6 +378,7 @@ static void velo_dev_release(struct device *dev)
 	mutex_destroy(&vdev->rma_lock);
 	mutex_destroy(&vdev->buf_lock);
 	pci_dev_put(vdev->pdev);
+	memzero_explicit(&vdev->key_secret, sizeof(vdev->key_secret));
 	kfree(vdev);
 }
 
@@ -523,6 +534,11 @@ static int velo_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 	vdev->regs = pcim_iomap_table(pdev)[VELO_BAR_REGS];
 	vdev->regs_len = pci_resource_len(pdev, VELO_BAR_REGS);
 
+	/* the secret region keys derive from (the RNG may not be fully seeded yet: wait for it) */
+	r = wait_for_random_bytes();
+	if (r)
+		goto err_free;
+	get_random_bytes(&vdev->key_secret, sizeof(vdev->key_secret));
 	/* the ID block, the block chain and SPEC_HASH: refuse anything but a NIC of this spec */
 	r = velo_core_probe(&velo_core_ops, vdev, &vdev->core);
 	if (r == -EPROTO) {

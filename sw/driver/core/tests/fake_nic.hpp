@@ -8,7 +8,11 @@
 // write-only and kept; RMA.QUIESCE_STATUS reads busy for rma_busy_reads reads after each
 // QUIESCE_REGION write (forever for regions in rma_stuck). A monitor records a violation when
 // the driver changes a region's RG_PTE/RG_START/RG_LEN or a page table entry a region may still
-// use (VALID, or withdrawn but not yet seen quiet), or unpins pages of such a region.
+// use (VALID, or withdrawn but not yet seen quiet), or unpins pages of such a region, and when
+// it writes RG_KEY or RG_SCOPE of a region allocated (RG_CFG.ALLOC) or not yet seen quiet.
+//
+// The PRF (velo_core_ops.prf) is a deterministic keyed mix (prf_key) that a test may replace
+// (prf_fn) by a degenerate one: region keys must stay a permutation whatever it returns.
 #pragma once
 
 #include <cstdint>
@@ -47,6 +51,16 @@ struct Nic {
     long unpins = 0, rma_quiesce_polls = 0;
     std::vector<std::pair<uint32_t, uint32_t>> wlog;  // (offset, value) of every write when wlog_on
     bool wlog_on = false;
+    // PRF
+    uint64_t prf_key = 0x5EC2E7C0FFEE1234ull;
+    uint64_t (*prf_fn)(uint64_t key, uint64_t a, uint64_t b) = nullptr;  // nullptr: mix()
+    long prf_calls = 0;
+    static uint64_t mix(uint64_t key, uint64_t a, uint64_t b) {  // splitmix64's finaliser, keyed
+        uint64_t z = key ^ (a * 0x9E3779B97F4A7C15ull) ^ (b * 0xC2B2AE3D27D4EB4Full + 0x165667B19E3779F9ull);
+        z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+        z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+        return z ^ (z >> 31);
+    }
 
     Nic() {
         block(VELO_BLK_ID_BASE, VELO_BLK_ID_TYPE, VELO_BLK_ID_NEXT);
@@ -129,6 +143,9 @@ struct Nic {
                     violations.push_back("region " + std::to_string(r) + " valid again unquiesced");
             } else if (rg_live(r)) {
                 violations.push_back("region " + std::to_string(r) + " register changed while in use");
+            } else if ((reg_off == VELO_TBL_RMA_REGION_RG_KEY || reg_off == VELO_TBL_RMA_REGION_RG_SCOPE) &&
+                       VELO_FIELD_GET(VELO_TBL_RMA_REGION_RG_CFG_ALLOC, rg_cfg(r))) {
+                violations.push_back("region " + std::to_string(r) + " key or scope changed while allocated");
             }
         } else if (in(off, VELO_TBL_RMA_PTE_BASE, VELO_TBL_RMA_PTE_STRIDE, npte)) {
             const unsigned i = (off - VELO_TBL_RMA_PTE_BASE) / VELO_TBL_RMA_PTE_STRIDE;
@@ -257,6 +274,11 @@ inline void op_kfree(void* c, void* p) {
 inline void op_log(void* c, int, const char* m) {
     static_cast<Nic*>(c)->logs.push_back(m);
 }
+inline uint64_t op_prf(void* c, uint64_t a, uint64_t b) {
+    auto* n = static_cast<Nic*>(c);
+    ++n->prf_calls;
+    return n->prf_fn ? n->prf_fn(n->prf_key, a, b) : Nic::mix(n->prf_key, a, b);
+}
 // What a test passes as the pin handle of velo_core_rma_map.
 struct Pin {
     unsigned region = 0;
@@ -271,7 +293,7 @@ inline void op_unpin(void* c, void* p) {
 }
 
 inline const velo_core_ops* ops() {
-    static const velo_core_ops o = {op_rd, op_wr, op_alloc, op_free, op_zalloc, op_kfree, op_log, nullptr};
+    static const velo_core_ops o = {op_rd, op_wr, op_alloc, op_free, op_zalloc, op_kfree, op_log, nullptr, op_prf};
     return &o;
 }
 

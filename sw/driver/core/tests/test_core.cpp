@@ -146,7 +146,14 @@ void op_log(void* c, int, const char* m) {
     static_cast<FakeNic*>(c)->logs.push_back(m);
 }
 
-const velo_core_ops kOps = {op_rd, op_wr, op_alloc, op_free, op_zalloc, op_kfree, op_log, nullptr};
+// a keyed mix standing in for the platform's SipHash
+uint64_t op_prf(void*, uint64_t a, uint64_t b) {
+    uint64_t z = (a + 0x243F6A8885A308D3ull) * 0x9E3779B97F4A7C15ull ^ b;
+    z = (z ^ (z >> 29)) * 0xBF58476D1CE4E5B9ull;
+    return z ^ (z >> 32);
+}
+
+const velo_core_ops kOps = {op_rd, op_wr, op_alloc, op_free, op_zalloc, op_kfree, op_log, nullptr, op_prf};
 
 velo_core_ep_params params(int vpid = -1, unsigned log2 = 8, uint64_t owner = 1) {
     velo_core_ep_params p{};
@@ -201,6 +208,19 @@ TEST(CoreProbe, ReadsCapsAndBlocks) {
     EXPECT_EQ(k->spec_hash, static_cast<uint32_t>(VELO_SPEC_HASH));
     // probing only reads
     for (auto& e : nic.ev) EXPECT_EQ(e.kind, 'R');
+    velo_core_remove(c);
+}
+
+TEST(CoreProbe, RefusesOpsWithoutPrf) {
+    // no secret to derive region keys from: no core, and the device is not even read
+    FakeNic nic;
+    velo_core_ops o = kOps;
+    o.prf = nullptr;
+    velo_core* c = reinterpret_cast<velo_core*>(1);
+    EXPECT_EQ(velo_core_probe(&o, &nic, &c), -VELO_CORE_EINVAL);
+    EXPECT_TRUE(nic.ev.empty());
+    o.prf = op_prf;
+    ASSERT_EQ(velo_core_probe(&o, &nic, &c), 0);
     velo_core_remove(c);
 }
 

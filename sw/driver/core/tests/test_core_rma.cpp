@@ -159,7 +159,11 @@ TEST_F(Rma, NoBlockMeansNotSupported) {
     EXPECT_EQ(dereg(cl, 0), -VELO_CORE_EOPNOTSUPP);
     EXPECT_EQ(repin(cl, 0), -VELO_CORE_EOPNOTSUPP);
     uint64_t nla;
-    EXPECT_EQ(velo_core_rma_declare(c, 0, 0x1000, 1, kAll, &nla), -VELO_CORE_EOPNOTSUPP);
+    const velo_core_scope all{0, 255, 0, 127};
+    EXPECT_EQ(velo_core_rma_declare(c, 0, 0x1000, 1, kAll, &all, &nla), -VELO_CORE_EOPNOTSUPP);
+    velo_core_scope box;
+    EXPECT_EQ(velo_core_rma_scope(c, static_cast<unsigned>(cl.vpid), 0, VELO_SCOPE_JOB, &all, &box),
+              -VELO_CORE_EOPNOTSUPP);
     EXPECT_EQ(velo_core_rma_invalidate(c, 0, 0), -VELO_CORE_EOPNOTSUPP);
     velo_core_map m;
     EXPECT_EQ(velo_core_mmap_check(c, &cl, VELO_MMAP_RMA_CMD, 4096, VELO_CORE_MAP_WRITE | VELO_CORE_MAP_SHARED, &m),
@@ -237,14 +241,22 @@ TEST_F(Rma, RegisterMapInvalidateRepin) {
     velo_uapi_register a{};
     const uint64_t addr = 0x7f0000001234ull, len = 3 * 4096 + 100;
     ASSERT_EQ(reg(cl, addr, len, VELO_REG_LOCAL_READ | VELO_REG_REMOTE_WRITE, &a), 0);
-    EXPECT_EQ(a.nla, VELO_FIELD_PREP(VELO_RMA_NLA_KEY, a.key) | VELO_FIELD_PREP(VELO_RMA_NLA_REGION, a.region));
+    EXPECT_EQ(a.nla, VELO_FIELD_PREP(VELO_RMA_NLA_KEY, a.key & 0xFF) | VELO_FIELD_PREP(VELO_RMA_NLA_REGION, a.region));
+    EXPECT_NE(a.key, 0u);
     const unsigned r = a.region;
     // declared: ALLOC without VALID, owner, key, permissions, start and length
     const uint32_t cfg = nic.rg_cfg(r);
     EXPECT_EQ(VELO_FIELD_GET(VELO_TBL_RMA_REGION_RG_CFG_ALLOC, cfg), 1u);
     EXPECT_EQ(VELO_FIELD_GET(VELO_TBL_RMA_REGION_RG_CFG_VALID, cfg), 0u);
     EXPECT_EQ(VELO_FIELD_GET(VELO_TBL_RMA_REGION_RG_CFG_OWNER_VPID, cfg), v);
-    EXPECT_EQ(VELO_FIELD_GET(VELO_TBL_RMA_REGION_RG_CFG_KEY, cfg), a.key);
+    EXPECT_EQ(nic.rg(r, VELO_TBL_RMA_REGION_RG_KEY), a.key);
+    // the default scope (JOB) without jobs: every node, every data vpid
+    EXPECT_EQ(a.scope, static_cast<uint32_t>(VELO_SCOPE_BOX));
+    EXPECT_EQ(a.node_lo, 0u);
+    EXPECT_EQ(a.node_hi, 255u);
+    EXPECT_EQ(a.vpid_lo, 0u);
+    EXPECT_EQ(a.vpid_hi, 127u);
+    EXPECT_EQ(nic.rg(r, VELO_TBL_RMA_REGION_RG_SCOPE), 0xFF007F00u);
     EXPECT_EQ(VELO_FIELD_GET(VELO_TBL_RMA_REGION_RG_CFG_PERM_LR, cfg), 1u);
     EXPECT_EQ(VELO_FIELD_GET(VELO_TBL_RMA_REGION_RG_CFG_PERM_LW, cfg), 0u);
     EXPECT_EQ(VELO_FIELD_GET(VELO_TBL_RMA_REGION_RG_CFG_PERM_RR, cfg), 0u);
