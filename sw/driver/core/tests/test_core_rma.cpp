@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <array>
 #include <cstring>
 #include <memory>
 #include <set>
@@ -693,4 +694,238 @@ TEST_F(Rma, KeyZeroSkippedAndSpentIndexRetired) {
     EXPECT_EQ(velo_core_client_close(c, &cl), 0);
     EXPECT_EQ(velo_core_rma_region(c, 1)->state, VELO_CORE_RG_RETIRED);
     EXPECT_EQ(velo_core_rma_region(c, 2)->state, VELO_CORE_RG_RETIRED);
+}
+
+// ---------------------------------------------------------------- scopes (velo_uapi.h REGISTER)
+namespace {
+
+class Scope : public Rma {
+  protected:
+    velo_core_client root{};
+    void SetUp() override {
+        nic.node_bits = 4;  // nodes 0..15: 16 and up are beyond the NIC
+        probe();
+        velo_core_client_init(&root, 999, 1, 0, 1);
+    }
+    void TearDown() override {
+        velo_core_client_close(c, &root);
+        Rma::TearDown();
+    }
+    void job(uint64_t key, unsigned vlo, unsigned vhi, unsigned nlo, unsigned nhi) {
+        velo_uapi_job j{};
+        j.argsz = sizeof j;
+        j.job_key = key;
+        j.vpid_lo = vlo;
+        j.vpid_hi = vhi;
+        j.node_lo = nlo;
+        j.node_hi = nhi;
+        ASSERT_EQ(velo_core_ioctl(c, &root, VELO_IOC_NR_JOB_SET, &j), 0);
+    }
+    void open_at(velo_core_client& cl, int vpid, uint64_t job_key = 0, int want = 0) {
+        velo_uapi_ep_open o{};
+        o.argsz = sizeof o;
+        o.vpid = vpid;
+        o.job_key = job_key;
+        o.log2_lines = 6;
+        o.ctl_log2_lines = 6;
+        ASSERT_EQ(velo_core_ioctl(c, &cl, VELO_IOC_NR_EP_OPEN, &o), want);
+    }
+    // REGISTER with a scope; on success *box = the four output bytes (node_lo, node_hi, vpid_lo,
+    // vpid_hi) and the region's RG_SCOPE must say the same
+    int reg_scope(velo_core_client& cl, unsigned kind, std::array<unsigned, 4> in, std::array<unsigned, 4>* box) {
+        velo_uapi_register a{};
+        a.argsz = sizeof a;
+        a.flags = kAll;
+        a.addr = 0x10000;
+        a.len = 4096;
+        a.scope = kind;
+        a.node_lo = static_cast<uint8_t>(in[0]);
+        a.node_hi = static_cast<uint8_t>(in[1]);
+        a.vpid_lo = static_cast<uint8_t>(in[2]);
+        a.vpid_hi = static_cast<uint8_t>(in[3]);
+        const int r = velo_core_ioctl(c, &cl, VELO_IOC_NR_REGISTER, &a);
+        if (r) return r;
+        EXPECT_EQ(a.scope, static_cast<uint32_t>(VELO_SCOPE_BOX));
+        *box = {a.node_lo, a.node_hi, a.vpid_lo, a.vpid_hi};
+        EXPECT_EQ(nic.rg(a.region, VELO_TBL_RMA_REGION_RG_SCOPE),
+                  a.vpid_lo | uint32_t(a.vpid_hi) << 8 | uint32_t(a.node_lo) << 16 | uint32_t(a.node_hi) << 24);
+        EXPECT_EQ(nic.rg(a.region, VELO_TBL_RMA_REGION_RG_KEY), a.key);
+        EXPECT_EQ(dereg(cl, a.nla), 0);
+        return 0;
+    }
+    unsigned allocated() const {
+        unsigned n = 0;
+        for (unsigned r = 0; r < 256; ++r) n += velo_core_rma_region(c, r)->state != VELO_CORE_RG_FREE;
+        return n;
+    }
+};
+
+using Box = std::array<unsigned, 4>;  // node_lo, node_hi, vpid_lo, vpid_hi
+
+}  // namespace
+
+TEST_F(Scope, JobPolicyBoxesOfJobsAndOfRunsWithoutAJob) {
+    job(0x11, 10, 19, 2, 5);
+    job(0x22, 40, 49, 0, 7);
+    auto a = client(), x = client(), lo = client(), hi = client();
+    open_at(a, -1, 0x11);
+    open_at(x, 30);
+    open_at(lo, 0);
+    open_at(hi, 100);
+    Box b{};
+    ASSERT_EQ(reg_scope(a, VELO_SCOPE_JOB, {}, &b), 0);
+    EXPECT_EQ(b, (Box{2, 5, 10, 19})) << "the job's vpids on its nodes";
+    ASSERT_EQ(reg_scope(x, VELO_SCOPE_JOB, {}, &b), 0);
+    EXPECT_EQ(b, (Box{0, 15, 20, 39})) << "the run between the jobs, every node";
+    ASSERT_EQ(reg_scope(lo, VELO_SCOPE_JOB, {}, &b), 0);
+    EXPECT_EQ(b, (Box{0, 15, 0, 9}));
+    ASSERT_EQ(reg_scope(hi, VELO_SCOPE_JOB, {}, &b), 0);
+    EXPECT_EQ(b, (Box{0, 15, 50, 127}));
+    // OWNER: this node (3), its own data vpid
+    const unsigned va = static_cast<unsigned>(a.vpid);
+    ASSERT_EQ(reg_scope(a, VELO_SCOPE_OWNER, {}, &b), 0);
+    EXPECT_EQ(b, (Box{3, 3, va, va}));
+    // PEER and BOX inside the job; outside: EACCES; malformed: EINVAL; nothing kept
+    ASSERT_EQ(reg_scope(a, VELO_SCOPE_PEER, {4, 0, 12, 0}, &b), 0);
+    EXPECT_EQ(b, (Box{4, 4, 12, 12}));
+    ASSERT_EQ(reg_scope(a, VELO_SCOPE_BOX, {2, 5, 10, 19}, &b), 0);
+    EXPECT_EQ(b, (Box{2, 5, 10, 19}));
+    ASSERT_EQ(reg_scope(a, VELO_SCOPE_BOX, {3, 3, 11, 12}, &b), 0);
+    EXPECT_EQ(b, (Box{3, 3, 11, 12}));
+    EXPECT_EQ(reg_scope(a, VELO_SCOPE_PEER, {6, 0, 12, 0}, &b), -VELO_CORE_EACCES) << "node outside the job";
+    EXPECT_EQ(reg_scope(a, VELO_SCOPE_PEER, {4, 0, 30, 0}, &b), -VELO_CORE_EACCES) << "vpid of no job";
+    EXPECT_EQ(reg_scope(a, VELO_SCOPE_BOX, {2, 6, 10, 19}, &b), -VELO_CORE_EACCES);
+    EXPECT_EQ(reg_scope(a, VELO_SCOPE_BOX, {2, 5, 9, 19}, &b), -VELO_CORE_EACCES);
+    EXPECT_EQ(reg_scope(x, VELO_SCOPE_PEER, {0, 0, 12, 0}, &b), -VELO_CORE_EACCES) << "into a job from outside";
+    EXPECT_EQ(reg_scope(x, VELO_SCOPE_BOX, {0, 15, 0, 127}, &b), -VELO_CORE_EACCES);
+    EXPECT_EQ(reg_scope(a, VELO_SCOPE_PEER, {16, 0, 12, 0}, &b), -VELO_CORE_EINVAL) << "node beyond 4 bits";
+    EXPECT_EQ(reg_scope(a, VELO_SCOPE_PEER, {4, 0, 128, 0}, &b), -VELO_CORE_EINVAL) << "a control vpid";
+    EXPECT_EQ(reg_scope(a, VELO_SCOPE_PEER, {4, 4, 12, 0}, &b), -VELO_CORE_EINVAL) << "PEER takes no node_hi";
+    EXPECT_EQ(reg_scope(a, VELO_SCOPE_BOX, {5, 2, 10, 19}, &b), -VELO_CORE_EINVAL) << "node LO > HI";
+    EXPECT_EQ(reg_scope(a, VELO_SCOPE_BOX, {2, 5, 19, 10}, &b), -VELO_CORE_EINVAL) << "vpid LO > HI";
+    EXPECT_EQ(reg_scope(a, VELO_SCOPE_BOX, {2, 16, 10, 19}, &b), -VELO_CORE_EINVAL);
+    EXPECT_EQ(reg_scope(a, VELO_SCOPE_JOB, {0, 0, 1, 0}, &b), -VELO_CORE_EINVAL) << "JOB takes no field";
+    EXPECT_EQ(reg_scope(a, VELO_SCOPE_OWNER, {0, 1, 0, 0}, &b), -VELO_CORE_EINVAL);
+    EXPECT_EQ(reg_scope(a, 4, {}, &b), -VELO_CORE_EINVAL) << "unknown scope";
+    EXPECT_EQ(reg_scope(a, 0xFFFFFFFFu, {}, &b), -VELO_CORE_EINVAL);
+    EXPECT_EQ(allocated(), 0u) << "a refused REGISTER kept a region";
+    // root may give any box, from inside a job or not
+    open_at(root, 11, 0x11);
+    ASSERT_EQ(reg_scope(root, VELO_SCOPE_BOX, {0, 15, 0, 127}, &b), 0);
+    EXPECT_EQ(b, (Box{0, 15, 0, 127}));
+    ASSERT_EQ(reg_scope(root, VELO_SCOPE_PEER, {9, 0, 45, 0}, &b), 0);
+    EXPECT_EQ(b, (Box{9, 9, 45, 45}));
+    ASSERT_EQ(reg_scope(root, VELO_SCOPE_JOB, {}, &b), 0);
+    EXPECT_EQ(b, (Box{2, 5, 10, 19}));
+    EXPECT_EQ(reg_scope(root, VELO_SCOPE_BOX, {0, 16, 0, 127}, &b), -VELO_CORE_EINVAL) << "root too: the NIC's bits";
+    for (auto* k : {&a, &x, &lo, &hi}) EXPECT_EQ(velo_core_client_close(c, k), 0);
+}
+
+TEST_F(Scope, PrivilegedEndpointInAJobsRangeWithoutItsKeyGetsThatJob) {
+    job(0x11, 10, 19, 2, 5);
+    open_at(root, 12);  // root may hold a job's vpid without the job's key
+    Box b{};
+    ASSERT_EQ(reg_scope(root, VELO_SCOPE_JOB, {}, &b), 0);
+    EXPECT_EQ(b, (Box{2, 5, 10, 19})) << "the partition its vpid belongs to";
+}
+
+TEST_F(Scope, OpenPolicyLetsEverybodyIn) {
+    ASSERT_EQ(velo_core_set_policy(c, VELO_POLICY_OPEN), 0);
+    job(0x11, 10, 19, 2, 5);
+    auto a = client();
+    open_at(a, 12);
+    Box b{};
+    ASSERT_EQ(reg_scope(a, VELO_SCOPE_JOB, {}, &b), 0);
+    EXPECT_EQ(b, (Box{0, 15, 0, 127}));
+    ASSERT_EQ(reg_scope(a, VELO_SCOPE_BOX, {0, 15, 40, 127}, &b), 0);
+    EXPECT_EQ(b, (Box{0, 15, 40, 127}));
+    EXPECT_EQ(reg_scope(a, VELO_SCOPE_BOX, {0, 15, 40, 128}, &b), -VELO_CORE_EINVAL);
+    EXPECT_EQ(velo_core_client_close(c, &a), 0);
+}
+
+TEST_F(Scope, StrictPolicyNoRmaWithoutAJobOrPrivilege) {
+    ASSERT_EQ(velo_core_set_policy(c, VELO_POLICY_STRICT), 0);
+    job(0x11, 10, 19, 2, 5);
+    auto a = client(), nobody = client();
+    open_at(nobody, -1, 0, -VELO_CORE_EACCES);  // as for sends: no endpoint at all
+    open_at(a, -1, 0x11);
+    ASSERT_EQ(setup(a), 0);
+    Box b{};
+    ASSERT_EQ(reg_scope(a, VELO_SCOPE_JOB, {}, &b), 0);
+    EXPECT_EQ(b, (Box{2, 5, 10, 19}));
+    const unsigned w = VELO_CORE_MAP_WRITE | VELO_CORE_MAP_SHARED;
+    velo_core_map m;
+    EXPECT_EQ(velo_core_mmap_check(c, &a, VELO_MMAP_RMA_CMD, 4096, w, &m), 0);
+    // root without a job: its run, every node; then it drops its privilege (a descriptor passed
+    // on, or setuid): no command page and no REGISTER, whatever the scope
+    open_at(root, 30);
+    ASSERT_EQ(setup(root), 0);
+    EXPECT_EQ(velo_core_mmap_check(c, &root, VELO_MMAP_RMA_CMD, 4096, w, &m), 0);
+    ASSERT_EQ(reg_scope(root, VELO_SCOPE_JOB, {}, &b), 0);
+    EXPECT_EQ(b, (Box{0, 15, 20, 127}));
+    velo_core_client_caller(&root, 77, 1000, 0);
+    EXPECT_EQ(velo_core_mmap_check(c, &root, VELO_MMAP_RMA_CMD, 4096, w, &m), -VELO_CORE_EACCES);
+    EXPECT_EQ(reg_scope(root, VELO_SCOPE_OWNER, {}, &b), -VELO_CORE_EACCES);
+    EXPECT_EQ(reg_scope(root, VELO_SCOPE_JOB, {}, &b), -VELO_CORE_EACCES);
+    EXPECT_EQ(reg_scope(root, VELO_SCOPE_PEER, {16, 0, 0, 0}, &b), -VELO_CORE_EINVAL) << "malformed first";
+    EXPECT_EQ(allocated(), 0u);
+    // the endpoint lost its privilege for good; a privileged caller has its own
+    velo_core_client_caller(&root, 1, 0, 1);
+    EXPECT_EQ(velo_core_mmap_check(c, &root, VELO_MMAP_RMA_CMD, 4096, w, &m), 0);
+    EXPECT_EQ(velo_core_ep_find(c, 30)->privileged, 0u);
+    EXPECT_EQ(velo_core_client_close(c, &a), 0);
+}
+
+TEST_F(Scope, KeyAndScopeWrittenWhileTheIndexIsFreeAndQuiescedBeforeRgCfg) {
+    nic.rma_busy_reads = 3;
+    auto a = client();
+    open_at(a, 5);
+    velo_uapi_register first{}, second{};
+    ASSERT_EQ(reg(a, 0x10000, 4096, kAll, &first), 0);
+    ASSERT_EQ(map(first, 1), 0);
+    nic.wlog_on = true;
+    ASSERT_EQ(dereg(a, first.nla), 0);
+    // the index comes back after a full round (256 indices)
+    for (int i = 0; i < 255; ++i) {
+        velo_uapi_register t{};
+        ASSERT_EQ(reg(a, 0x10000, 4096, kAll, &t), 0);
+        ASSERT_EQ(dereg(a, t.nla), 0);
+    }
+    const size_t before = nic.wlog.size();
+    ASSERT_EQ(reg(a, 0x20000, 4096, kAll, &second), 0);
+    ASSERT_EQ(second.region, first.region);
+    ASSERT_NE(second.key, first.key);
+    const uint32_t base = VELO_TBL_RMA_REGION_BASE + first.region * VELO_TBL_RMA_REGION_STRIDE;
+    auto at = [&](uint32_t off, size_t from, size_t to) {
+        for (size_t i = from; i < to; ++i)
+            if (nic.wlog[i].first == off) return i;
+        return SIZE_MAX;
+    };
+    // the release: RG_CFG = 0, then the quiesce of the region
+    const size_t cfg0 = at(base + VELO_TBL_RMA_REGION_RG_CFG, 0, before);
+    ASSERT_NE(cfg0, SIZE_MAX);
+    EXPECT_EQ(nic.wlog[cfg0].second, 0u);
+    const size_t q = at(VELO_REG_RMA_QUIESCE_REGION, cfg0, before);
+    ASSERT_NE(q, SIZE_MAX);
+    EXPECT_EQ(nic.wlog[q].second, first.region);
+    // the reuse: RG_KEY and RG_SCOPE, then RG_CFG (allocated) last
+    const size_t key = at(base + VELO_TBL_RMA_REGION_RG_KEY, before, nic.wlog.size());
+    const size_t scope = at(base + VELO_TBL_RMA_REGION_RG_SCOPE, before, nic.wlog.size());
+    const size_t cfg = at(base + VELO_TBL_RMA_REGION_RG_CFG, before, nic.wlog.size());
+    ASSERT_NE(key, SIZE_MAX);
+    ASSERT_NE(scope, SIZE_MAX);
+    ASSERT_NE(cfg, SIZE_MAX);
+    EXPECT_EQ(nic.wlog[key].second, second.key);
+    EXPECT_LT(key, cfg);
+    EXPECT_LT(scope, cfg);
+    EXPECT_EQ(cfg, nic.wlog.size() - 1) << "RG_CFG is the last write";
+    EXPECT_EQ(at(base + VELO_TBL_RMA_REGION_RG_KEY, 0, before), SIZE_MAX) << "no key write between";
+    // map, invalidate, re-map and compaction never touch RG_KEY or RG_SCOPE
+    const size_t mark = nic.wlog.size();
+    ASSERT_EQ(map(second, 2), 0);
+    ASSERT_EQ(velo_core_rma_invalidate(c, second.region, second.key), 0);
+    ASSERT_EQ(map(second, 3), 0);
+    EXPECT_EQ(at(base + VELO_TBL_RMA_REGION_RG_KEY, mark, nic.wlog.size()), SIZE_MAX);
+    EXPECT_EQ(at(base + VELO_TBL_RMA_REGION_RG_SCOPE, mark, nic.wlog.size()), SIZE_MAX);
+    EXPECT_EQ(velo_core_client_close(c, &a), 0);
 }
