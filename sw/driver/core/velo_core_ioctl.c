@@ -272,7 +272,10 @@ int velo_core_uapi_size(unsigned int nr, uint32_t *minsz, uint32_t *ksz)
 
 	if (!n)
 		return -VELO_CORE_ENOTTY;
-	/* every structure is still its version-1 self: the smallest accepted is the whole of it */
+	/*
+	 * the smallest accepted is the whole structure (REGISTER grew in ABI 5 by its scope: an
+	 * ABI-4 caller's smaller one is refused)
+	 */
 	if (minsz)
 		*minsz = n;
 	if (ksz)

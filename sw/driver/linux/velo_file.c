@@ -256,6 +256,9 @@ static bool velo_ioc_is_v3(unsigned int cmd)
 	       _IOC_NR(cmd) >= VELO_IOC_V3_BASE && _IOC_NR(cmd) < VELO_IOC_V3_BASE + VELO_IOC_NR_COUNT;
 }
 
+/* sizeof(struct velo_uapi_register) in ABI 4 (argsz .. key; ABI 5 added scope and the box) */
+#define VELO_REGISTER_V4_SIZE 40
+
 static long velo_ioctl(struct velo_file *f, unsigned int cmd, void __user *uarg)
 {
 	struct velo_dev *vdev = f->vdev;
@@ -280,6 +283,14 @@ static long velo_ioctl(struct velo_file *f, unsigned int cmd, void __user *uarg)
 	dir = _IOC_WRITE | (kind & VELO_CORE_UAPI_OUT ? _IOC_READ : 0);
 	if (_IOC_DIR(cmd) != dir || velo_core_uapi_size(nr, &minsz, &ksz) || ksz > sizeof(k))
 		return -ENOTTY;
+	/* ABI 4's REGISTER had no scope and 8-bit keys: its library cannot speak RMA to this NIC */
+	BUILD_BUG_ON(offsetof(struct velo_uapi_register, scope) != VELO_REGISTER_V4_SIZE);
+	if (nr == VELO_IOC_NR_REGISTER && _IOC_SIZE(cmd) == VELO_REGISTER_V4_SIZE) {
+		dev_warn_ratelimited(&vdev->pdev->dev,
+				     "%s[%d] registers memory as VELO ABI 4 (no scope, 8-bit keys); this driver speaks ABI %d: rebuild the program against this libvelo\n",
+				     current->comm, task_tgid_nr(current), VELO_UAPI_VERSION);
+		return -EPROTO;
+	}
 	if (get_user(argsz, (u32 __user *)uarg))
 		return -EFAULT;
 	if (argsz < minsz)
