@@ -24,6 +24,8 @@
  *    with it). Nothing under the region lock allocates memory.
  *  - velo_core_irq_collect reads nothing of the core but the caps: an interrupt handler may
  *    call it while another call runs.
+ *  - velo_core_rma_scope and velo_core_rma_allowed read endpoints and jobs: the device lock.
+ *    velo_core_rma_key reads nothing of the core's state (it calls ops->prf): any context.
  */
 #ifndef VELO_CORE_H
 #define VELO_CORE_H
