@@ -28,8 +28,10 @@ const char* velo_strerror(int err) {
                    "is open at the destination";
         case EINVAL:
             return "invalid argument (zero length, NULL pointer, address out of range, unknown flags, an RMA "
-                   "handle of another endpoint or region index beyond the NIC's, or an unknown VELO_DEVICE: use "
-                   "hw:/dev/veloN or sim:<socket>)";
+                   "handle of another endpoint or region index beyond the NIC's, a remote NLA and key that do not "
+                   "belong together (the NLA's KEY field must be bits 7:0 of the key: pass velo_region_nla and "
+                   "velo_region_rkey of the same registration), an unknown RMA scope or an empty scope box, or an "
+                   "unknown VELO_DEVICE: use hw:/dev/veloN or sim:<socket>)";
         case EMSGSIZE:
             return "message too long: velo_send carries up to velo_info's send_max bytes (64 when either side has "
                    "no RMA or the connection is VELO_CONNECT_SMALL)";
@@ -74,14 +76,16 @@ const char* velo_strerror(int err) {
         case EPERM:
             return "permission denied (driver policy, or an RMA region of another endpoint)";
         case EACCES:
-            return "permission denied (driver policy, or the RMA region was not registered with this access)";
+            return "permission denied (driver policy, the RMA region was not registered with this access, or an "
+                   "RMA scope beyond the owner's job, which only root may give)";
         case ERANGE:
             return "out of range: offset + length beyond the registered region (or beyond the NLA's 40-bit "
                    "offset)";
         case EFAULT:
             return "bad address: memory not mapped, read-only for a write access, or its mapping changed";
         case ENOENT:
-            return "no such RMA region: stale or unknown handle (deregistered, or another endpoint's)";
+            return "no such RMA region, wrong key, or not permitted for this initiator (a stale, deregistered or "
+                   "guessed handle, or an initiator outside the region's scope: the target does not say which)";
         case E2BIG:
             return "too big: an RMA registration is at most 2^40-1 bytes";
         case EHOSTUNREACH:

@@ -61,6 +61,7 @@ struct velo_conn {
     pthread_mutex_t big_lock;
     unsigned flags;              /* velo_connect's */
     uint64_t area_nla;           /* the destination's receive area for us (AREA) */
+    uint32_t area_key;           /* and its key */
     uint32_t slot_log2;          /* its slot size (0: no area) */
     uint32_t large_sent;         /* messages put into the area (this epoch) */
     _Atomic uint32_t large_rel;  /* slots the destination released (RELEASE) */
@@ -88,6 +89,7 @@ struct velo_peer {
     uint8_t* area;           /* receive area: VELO_AREA_SLOTS slots of 2^slot_log2 bytes (or NULL) */
     velo_region_t* area_reg; /* its registration (REMOTE_WRITE) */
     uint64_t area_nla;
+    uint32_t area_key;
     uint32_t slot_log2;
     uint32_t large_seen; /* LARGE messages received (this epoch) */
     uint32_t large_rel;  /* and released */
@@ -192,10 +194,11 @@ int64_t velo__now_ns(void);
 
 /* velo_rma.c */
 void velo__rma_close(struct velo_ep* ep);
-/* velo_send of a long message: put len bytes of buf to remote_nla on dst.node and wait until the
+/* velo_send of a long message: put len bytes of buf to remote_nla (key remote_key) on dst.node and wait until the
  * data are visible there (not reported by velo_rma_poll). 0, -EAGAIN (no command slot now), or the
  * put's / registration's error. */
-int velo__rma_put_sync(struct velo_ep* ep, velo_addr_t dst, const void* buf, uint64_t remote_nla, size_t len);
+int velo__rma_put_sync(struct velo_ep* ep, velo_addr_t dst, const void* buf, uint64_t remote_nla, uint32_t remote_key,
+                       size_t len);
 
 static inline unsigned velo__msg_lines(unsigned len) {
     return len > VELO_MBOX_PAYLOAD_LINE0 ? 2u : 1u;

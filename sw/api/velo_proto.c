@@ -59,6 +59,9 @@ struct velo_conn* velo__conn_find(struct velo_ep* ep, unsigned node, unsigned vp
     return NULL;
 }
 
+_Static_assert(sizeof(struct velo_ctl_msg) == VELO_CTL_BYTES && sizeof(struct velo_ctl_area) == VELO_CTL_AREA_BYTES,
+               "control messages are 16 bytes, AREA 24");
+
 static int store_ctl(struct velo_ep* ep, int page, uint8_t* win, const struct velo_ctl_msg* m) {
     return velo__store_msg(ep, page, win, m, VELO_CTL_BYTES);
 }
@@ -120,7 +123,8 @@ void velo__batch(struct velo_ep* ep) {
 
 // ---- messages longer than 64 bytes (docs/api.md "Messages longer than 64 bytes")
 
-// The receive area for a sender that asked for one: two slots, registered for its puts. Made
+// The receive area for a sender that asked for one: two slots, registered for its puts and nobody
+// else's (VELO_SCOPE_PEER: the sender's node and data vpid, which its NIC stamps on the puts). Made
 // once per sender and kept across its reconnections (until velo_close).
 static void area_make(struct velo_ep* ep, struct velo_peer* p) {
     if (p->area || !ep->slot_log2 || ep->area_failed) return;
@@ -128,7 +132,8 @@ static void area_make(struct velo_ep* ep, struct velo_peer* p) {
     void* a = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (a == MAP_FAILED) return;
     velo_region_t* reg;
-    int r = velo_register(ep, a, bytes, VELO_ACCESS_REMOTE_WRITE, &reg);
+    const velo_scope_t peer = {.kind = VELO_SCOPE_PEER, .node_lo = (uint8_t)p->node, .vpid_lo = (uint8_t)p->vpid};
+    int r = velo_register(ep, a, bytes, VELO_ACCESS_REMOTE_WRITE, &peer, &reg);
     if (r < 0) {
         munmap(a, bytes);
         // no RMA here (or no region left): senders get no area, their long messages go as trains
@@ -136,6 +141,7 @@ static void area_make(struct velo_ep* ep, struct velo_peer* p) {
         return;
     }
     velo_region_nla(reg, 0, &p->area_nla);
+    velo_region_rkey(reg, &p->area_key);
     p->area = a;
     p->area_reg = reg;
     p->slot_log2 = ep->slot_log2;
@@ -263,13 +269,15 @@ static void on_connect(struct velo_ep* ep, struct velo_peer* p, unsigned node, u
     velo__recompute_batch(ep);
     if (m->window & VELO_CTL_CONNECT_AREA) area_make(ep, p);
     if (p->area && (m->window & VELO_CTL_CONNECT_AREA)) {  // before the credit: the sender has it when it is open
-        struct velo_ctl_msg a = {.magic = VELO_CTL_MAGIC,
-                                 .type = VELO_CTL_AREA,
-                                 .window = (uint16_t)p->slot_log2,
-                                 .epoch = m->epoch,
-                                 .limit = (uint32_t)p->area_nla,
-                                 .rsvd = (uint32_t)(p->area_nla >> 32)};
-        store_ctl(ep, p->reply_page, p->reply_win, &a);
+        struct velo_ctl_area a = {.m = {.magic = VELO_CTL_MAGIC,
+                                        .type = VELO_CTL_AREA,
+                                        .window = (uint16_t)p->slot_log2,
+                                        .epoch = m->epoch,
+                                        .limit = (uint32_t)p->area_nla,
+                                        .rsvd = (uint32_t)(p->area_nla >> 32)},
+                                  .key = p->area_key,
+                                  .rsvd = 0};
+        velo__store_msg(ep, p->reply_page, p->reply_win, &a, VELO_CTL_AREA_BYTES);
     }
     velo__send_ctl(ep, p->reply_page, p->reply_win, VELO_CTL_CREDIT, m->epoch, w, w);
     ++ep->st.credit_msgs_tx;
@@ -336,12 +344,12 @@ int velo__on_data_ctl(struct velo_ep* ep, unsigned node, unsigned ctl_vpid, cons
 // out of credit call it (try-lock: one reader at a time), as do velo_connect and velo_wait.
 static void on_ctl_msg(struct velo_ep* ep, unsigned node, unsigned vpid, const uint8_t* b, unsigned len) {
     struct velo_ctl_msg m;
-    if (len != VELO_CTL_BYTES || !VELO_IS_CTL_VPID(vpid, ep->b.vpid_bits)) {
+    if ((len != VELO_CTL_BYTES && len != VELO_CTL_AREA_BYTES) || !VELO_IS_CTL_VPID(vpid, ep->b.vpid_bits)) {
         ++ep->st.ctl_bad;
         return;
     }
     memcpy(&m, b, sizeof m);
-    if (m.magic != VELO_CTL_MAGIC) {
+    if (m.magic != VELO_CTL_MAGIC || (m.type == VELO_CTL_AREA) != (len == VELO_CTL_AREA_BYTES)) {
         ++ep->st.ctl_bad;
         return;
     }
@@ -365,7 +373,10 @@ static void on_ctl_msg(struct velo_ep* ep, unsigned node, unsigned vpid, const u
             break;
         case VELO_CTL_AREA:
             if (st == CONN_PENDING && m.window >= VELO_SLOT_LOG2_MIN && m.window <= VELO_SLOT_LOG2_MAX) {
+                struct velo_ctl_area a;
+                memcpy(&a, b, sizeof a);
                 c->area_nla = (uint64_t)m.limit | (uint64_t)m.rsvd << 32;
+                c->area_key = a.key;
                 c->slot_log2 = m.window;
             } else {
                 ++ep->st.ctl_bad;
@@ -494,7 +505,7 @@ static int send_large(velo_conn_t* c, const void* buf, size_t len) {
     if (r) return r;
     const uint32_t slot = c->large_sent % VELO_AREA_SLOTS;
     r = velo__rma_put_sync(ep, (velo_addr_t){c->node, c->vpid}, buf, c->area_nla + ((uint64_t)slot << c->slot_log2),
-                           len);
+                           c->area_key, len);
     if (r == 0) {
         struct velo_ctl_msg m = {.magic = VELO_CTL_MAGIC,
                                  .type = VELO_CTL_LARGE,

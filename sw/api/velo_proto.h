@@ -26,7 +26,8 @@ enum velo_ctl_type {
     VELO_CTL_REFUSE = 4,     /* receiver -> sender's control ring: epoch (no room for a sender) */
     VELO_CTL_RESET = 5,      /* receiver -> sender's control ring: the receiver closed */
     VELO_CTL_AREA = 6,       /* receiver -> sender's control ring, before CREDIT: epoch, the receive
-                              * area's NLA (limit | rsvd << 32), window = log2 of its slot size */
+                              * area's NLA (limit | rsvd << 32), window = log2 of its slot size, and
+                              * after the 16 bytes its key (struct velo_ctl_area) */
     VELO_CTL_RELEASE = 7,    /* receiver -> sender's control ring: epoch, limit = area slots released */
     VELO_CTL_LARGE = 8,      /* sender -> receiver's data ring: epoch, window = slot, limit = length */
     VELO_CTL_TRAIN = 9,      /* sender -> receiver's data ring: first piece of a train (velo_train_hdr) */
@@ -43,6 +44,15 @@ struct velo_ctl_msg {
     uint32_t rsvd;
 };
 #define VELO_CTL_BYTES 16
+/* AREA: the control message, then the area's 32-bit key (velo_region_rkey; the NLA holds its bits
+ * 7:0) and 4 reserved bytes (0). The area is registered for this sender only (VELO_SCOPE_PEER):
+ * the key is of no use to anybody else. */
+struct velo_ctl_area {
+    struct velo_ctl_msg m;
+    uint32_t key;
+    uint32_t rsvd;
+};
+#define VELO_CTL_AREA_BYTES 24
 
 /* Trains (velo_send of 65 .. train_max bytes): one-line VELO messages from the sender's control
  * vpid into the receiver's data ring, on the connection's credits: a first piece (velo_train_hdr,

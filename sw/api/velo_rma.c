@@ -96,7 +96,8 @@ static void issue_more(struct velo_rma* s, int i) {
         sl->w[0] = VELO_FIELD_PREP(VELO_RMA_CMD0_OP, o->op) |
                    VELO_FIELD_PREP(VELO_RMA_CMD0_LCPL, put ? (o->flags & VELO_RMA_F_LOCAL) != 0 : 1) |
                    VELO_FIELD_PREP(VELO_RMA_CMD0_RCPL, put) | VELO_FIELD_PREP(VELO_RMA_CMD0_NOTIFY, notify) |
-                   VELO_FIELD_PREP(VELO_RMA_CMD0_REM_NODE, o->node) | VELO_FIELD_PREP(VELO_RMA_CMD0_LEN, n);
+                   VELO_FIELD_PREP(VELO_RMA_CMD0_REM_NODE, o->node) | VELO_FIELD_PREP(VELO_RMA_CMD0_LEN, n) |
+                   VELO_FIELD_PREP(VELO_RMA_CMD0_RKEY_HI, o->remote_key >> 8);
         sl->w[1] = o->local_nla + (o->e ? o->issued : 0);
         sl->w[2] = o->remote_nla + o->issued;
         sl->w[3] = o->cookie;
@@ -116,7 +117,8 @@ static void issue_more(struct velo_rma* s, int i) {
 }
 
 static int submit(struct velo_ep* ep, struct velo_rma* s, unsigned op, velo_addr_t peer, struct rc_ent* e,
-                  uint64_t local_nla, uint64_t remote_nla, uint64_t len, unsigned flags, uint64_t cookie, int* sync) {
+                  uint64_t local_nla, uint64_t remote_nla, uint32_t remote_key, uint64_t len, unsigned flags,
+                  uint64_t cookie, int* sync) {
     const int i = s->op_free;
     struct rma_op* o = &s->ops[i];
     s->op_free = o->next_free;
@@ -125,6 +127,7 @@ static int submit(struct velo_ep* ep, struct velo_rma* s, unsigned op, velo_addr
     o->len = len;
     o->local_nla = local_nla;
     o->remote_nla = remote_nla;
+    o->remote_key = remote_key;
     o->node = peer.node;
     o->vpid = peer.vpid;
     o->op = op;
@@ -138,13 +141,15 @@ static int submit(struct velo_ep* ep, struct velo_rma* s, unsigned op, velo_addr
     return i;
 }
 
-// Argument checks shared by put and get; 0 or the errno of the first bad argument.
+// Argument checks shared by put and get; 0 or the errno of the first bad argument. The NLA carries
+// the key's bits 7:0, the command its bits 31:8: both halves must come from one registration.
 static int check_remote(const struct velo_ep* ep, const struct velo_rma* s, velo_addr_t peer, uint64_t nla,
-                        size_t len) {
+                        uint32_t key, size_t len) {
     if (peer.node >= (1u << ep->b.node_bits) || peer.vpid >= (1u << ep->b.vpid_bits) ||
         VELO_IS_CTL_VPID(peer.vpid, ep->b.vpid_bits))
         return -EINVAL;
     if (VELO_FIELD_GET(VELO_RMA_NLA_REGION, nla) >= (1ull << s->m.region_bits)) return -EINVAL;
+    if (VELO_FIELD_GET(VELO_RMA_NLA_KEY, nla) != (key & 0xFFu)) return -EINVAL;
     const uint64_t off = VELO_FIELD_GET(VELO_RMA_NLA_OFFSET, nla);
     if ((uint64_t)len > NLA_LIMIT - off) return -ERANGE;
     return 0;
@@ -155,7 +160,7 @@ static int room(const struct velo_rma* s) {
 }
 
 static int xfer(velo_ep_t* ep, unsigned op, velo_addr_t peer, const velo_region_t* local, size_t local_off,
-                uint64_t remote_nla, size_t len, unsigned flags, uint64_t cookie) {
+                uint64_t remote_nla, uint32_t remote_key, size_t len, unsigned flags, uint64_t cookie) {
     if (!ep) return -EINVAL;
     if (ep->closed) return -EBADF;
     const unsigned allowed =
@@ -167,7 +172,7 @@ static int xfer(velo_ep_t* ep, unsigned op, velo_addr_t peer, const velo_region_
     pthread_mutex_lock(&ep->rma_lock);
     struct velo_rma* s;
     int r = velo__rma_get(ep, &s);
-    if (r == 0) r = check_remote(ep, s, peer, remote_nla, len);
+    if (r == 0) r = check_remote(ep, s, peer, remote_nla, remote_key, len);
     if (r == 0 && local) {
         const unsigned need = op == VELO_RMA_OP_PUT ? VELO_ACCESS_LOCAL_READ : VELO_ACCESS_LOCAL_WRITE;
         if (local_off > local->len || len > local->len - local_off)
@@ -180,7 +185,7 @@ static int xfer(velo_ep_t* ep, unsigned op, velo_addr_t peer, const velo_region_
         struct rc_ent* e = local ? local->e : NULL;
         if (e) ++e->refs;
         const uint64_t lnla = e ? e->nla + (local->addr - e->addr) + local_off : 0;
-        r = submit(ep, s, op, peer, e, lnla, remote_nla, len, flags, cookie, NULL);
+        r = submit(ep, s, op, peer, e, lnla, remote_nla, remote_key, len, flags, cookie, NULL);
         r = r < 0 ? r : 0;
     }
     pthread_mutex_unlock(&ep->rma_lock);
@@ -189,8 +194,8 @@ static int xfer(velo_ep_t* ep, unsigned op, velo_addr_t peer, const velo_region_
 
 // A transfer from/to a plain buffer, registered through the region cache. 0; with `sync` (velo_send's
 // puts: no completion is reported, *sync gets the outcome) the op's index.
-static int xfer_buf(velo_ep_t* ep, unsigned op, velo_addr_t peer, const void* buf, uint64_t remote_nla, size_t len,
-                    unsigned flags, uint64_t cookie, int* sync) {
+static int xfer_buf(velo_ep_t* ep, unsigned op, velo_addr_t peer, const void* buf, uint64_t remote_nla,
+                    uint32_t remote_key, size_t len, unsigned flags, uint64_t cookie, int* sync) {
     if (!ep) return -EINVAL;
     if (ep->closed) return -EBADF;
     const unsigned allowed =
@@ -201,16 +206,16 @@ static int xfer_buf(velo_ep_t* ep, unsigned op, velo_addr_t peer, const void* bu
     pthread_mutex_lock(&ep->rma_lock);
     struct velo_rma* s;
     int r = velo__rma_get(ep, &s);
-    if (r == 0) r = check_remote(ep, s, peer, remote_nla, len);
+    if (r == 0) r = check_remote(ep, s, peer, remote_nla, remote_key, len);
     if (r == 0) r = room(s);
     struct rc_ent* e = NULL;
     if (r == 0 && len) {
         const unsigned need = op == VELO_RMA_OP_PUT ? VELO_ACCESS_LOCAL_READ : VELO_ACCESS_LOCAL_WRITE;
-        r = velo__rc_acquire(ep, s, (uintptr_t)buf, len, need, &e);
+        r = velo__rc_acquire(ep, s, (uintptr_t)buf, len, need, &velo__scope_default, &e);
     }
     if (r == 0) {
         const uint64_t lnla = e ? e->nla + ((uintptr_t)buf - e->addr) : 0;
-        r = submit(ep, s, op, peer, e, lnla, remote_nla, len, flags, cookie, sync);
+        r = submit(ep, s, op, peer, e, lnla, remote_nla, remote_key, len, flags, cookie, sync);
         r = r < 0 || sync ? r : 0;
     }
     pthread_mutex_unlock(&ep->rma_lock);
@@ -218,23 +223,23 @@ static int xfer_buf(velo_ep_t* ep, unsigned op, velo_addr_t peer, const void* bu
 }
 
 int velo_put(velo_ep_t* ep, velo_addr_t dst, const velo_region_t* local, size_t local_off, uint64_t remote_nla,
-             size_t len, unsigned flags, uint64_t cookie) {
-    return xfer(ep, VELO_RMA_OP_PUT, dst, local, local_off, remote_nla, len, flags, cookie);
+             uint32_t remote_key, size_t len, unsigned flags, uint64_t cookie) {
+    return xfer(ep, VELO_RMA_OP_PUT, dst, local, local_off, remote_nla, remote_key, len, flags, cookie);
 }
 
 int velo_get(velo_ep_t* ep, velo_addr_t src, const velo_region_t* local, size_t local_off, uint64_t remote_nla,
-             size_t len, unsigned flags, uint64_t cookie) {
-    return xfer(ep, VELO_RMA_OP_GET, src, local, local_off, remote_nla, len, flags, cookie);
+             uint32_t remote_key, size_t len, unsigned flags, uint64_t cookie) {
+    return xfer(ep, VELO_RMA_OP_GET, src, local, local_off, remote_nla, remote_key, len, flags, cookie);
 }
 
-int velo_put_buf(velo_ep_t* ep, velo_addr_t dst, const void* buf, uint64_t remote_nla, size_t len, unsigned flags,
-                 uint64_t cookie) {
-    return xfer_buf(ep, VELO_RMA_OP_PUT, dst, buf, remote_nla, len, flags, cookie, NULL);
+int velo_put_buf(velo_ep_t* ep, velo_addr_t dst, const void* buf, uint64_t remote_nla, uint32_t remote_key, size_t len,
+                 unsigned flags, uint64_t cookie) {
+    return xfer_buf(ep, VELO_RMA_OP_PUT, dst, buf, remote_nla, remote_key, len, flags, cookie, NULL);
 }
 
-int velo_get_buf(velo_ep_t* ep, velo_addr_t src, void* buf, uint64_t remote_nla, size_t len, unsigned flags,
-                 uint64_t cookie) {
-    return xfer_buf(ep, VELO_RMA_OP_GET, src, buf, remote_nla, len, flags, cookie, NULL);
+int velo_get_buf(velo_ep_t* ep, velo_addr_t src, void* buf, uint64_t remote_nla, uint32_t remote_key, size_t len,
+                 unsigned flags, uint64_t cookie) {
+    return xfer_buf(ep, VELO_RMA_OP_GET, src, buf, remote_nla, remote_key, len, flags, cookie, NULL);
 }
 
 // ============================================================================ completions
@@ -276,7 +281,8 @@ const char* velo_rma_reason_str(unsigned reason) {
         case VELO_RMA_ERR_TORN:
             return "TORN: the command's write reached the NIC in pieces (issued again, in vain)";
         case VELO_RMA_ERR_BAD_HANDLE:
-            return "BAD_HANDLE: unknown region or wrong key (stale, deregistered handle)";
+            return "BAD_HANDLE: no such region, wrong key, or not permitted for this initiator (a stale, "
+                   "deregistered or guessed handle, or an initiator outside the region's scope)";
         case VELO_RMA_ERR_NOT_OWNER:
             return "NOT_OWNER: the local region belongs to another endpoint";
         case VELO_RMA_ERR_PERM:
@@ -724,13 +730,14 @@ static int no_room(int r) {
     return r == -ENFILE || r == -EMFILE || r == -ENOBUFS;
 }
 
-int velo__rma_put_sync(struct velo_ep* ep, velo_addr_t dst, const void* buf, uint64_t remote_nla, size_t len) {
+int velo__rma_put_sync(struct velo_ep* ep, velo_addr_t dst, const void* buf, uint64_t remote_nla, uint32_t remote_key,
+                       size_t len) {
     struct sync_put p = {-1, 0};
     int r;
     // no room in the NIC for the source's registration: while commands of this endpoint are in
     // flight (their registrations go when they end, and the cache gives idle ones back), wait for
     // one to end and try again; with none in flight the caller gets the reason (velo_strerror)
-    while (no_room(r = xfer_buf(ep, VELO_RMA_OP_PUT, dst, buf, remote_nla, len, 0, 0, &p.done))) {
+    while (no_room(r = xfer_buf(ep, VELO_RMA_OP_PUT, dst, buf, remote_nla, remote_key, len, 0, 0, &p.done))) {
         pthread_mutex_lock(&ep->rma_lock);
         struct drain_wait d = {ep->rma ? ep->rma->outstanding : 0};
         pthread_mutex_unlock(&ep->rma_lock);

@@ -132,10 +132,43 @@ int velo__rc_put(struct velo_ep* ep, struct velo_rma* s, struct rc_ent* e) {
     return 0;
 }
 
-static struct rc_ent* rc_lookup(struct velo_rma* s, uintptr_t addr, size_t len, unsigned access) {
+const velo_scope_t velo__scope_default = {VELO_SCOPE_JOB, 0, 0, 0, 0};
+
+// A scope as the cache compares it: the fields its kind does not use are 0. -EINVAL for an
+// unknown kind (the driver checks the rest: an empty box, nodes and vpids beyond the fabric's).
+static int scope_norm(const velo_scope_t* in, velo_scope_t* out) {
+    memset(out, 0, sizeof *out);
+    if (!in) return 0;
+    out->kind = in->kind;
+    switch (in->kind) {
+        case VELO_SCOPE_JOB:
+        case VELO_SCOPE_OWNER:
+            return 0;
+        case VELO_SCOPE_PEER:
+            out->node_lo = in->node_lo;
+            out->vpid_lo = in->vpid_lo;
+            return 0;
+        case VELO_SCOPE_BOX:
+            *out = *in;
+            return 0;
+        default:
+            return -EINVAL;
+    }
+}
+
+static int scope_same(const velo_scope_t* a, const velo_scope_t* b) {
+    return a->kind == b->kind && a->node_lo == b->node_lo && a->node_hi == b->node_hi && a->vpid_lo == b->vpid_lo &&
+           a->vpid_hi == b->vpid_hi;
+}
+
+// A cached registration containing the range with at least `access` and the same scope (`asked`,
+// normalised): a registration of another scope would let other initiators in (or keep out the
+// ones the caller means), so it is never shared.
+static struct rc_ent* rc_lookup(struct velo_rma* s, uintptr_t addr, size_t len, unsigned access,
+                                const velo_scope_t* asked) {
     for (struct rc_ent* e = s->lru_head; e; e = e->next) {
         if (e->addr <= addr && addr - e->addr <= e->len && len <= e->len - (addr - e->addr) &&
-            (e->access & access) == access) {
+            (e->access & access) == access && scope_same(&e->asked, asked)) {
             if (e != s->lru_head) {
                 lru_unlink(s, e);
                 lru_front(s, e);
@@ -166,8 +199,10 @@ static int no_room(const struct velo_rma* s, uintptr_t addr, size_t len, int r) 
 
 // A registration containing [addr, addr + len) with `access`, referenced (refs + 1).
 int velo__rc_acquire(struct velo_ep* ep, struct velo_rma* s, uintptr_t addr, size_t len, unsigned access,
-                     struct rc_ent** out) {
-    struct rc_ent* e = rc_lookup(s, addr, len, access);
+                     const velo_scope_t* scope, struct rc_ent** out) {
+    velo_scope_t asked;
+    if (scope_norm(scope, &asked)) return -EINVAL;
+    struct rc_ent* e = rc_lookup(s, addr, len, access, &asked);
     if (e) {
         ++ep->st.rma_cache_hits;
         ++e->refs;
@@ -182,11 +217,21 @@ int velo__rc_acquire(struct velo_ep* ep, struct velo_rma* s, uintptr_t addr, siz
         g.flags = access;
         g.addr = (uint64_t)addr;
         g.len = (uint64_t)len;
+        g.scope = asked.kind;
+        g.node_lo = asked.node_lo;
+        g.node_hi = asked.node_hi;
+        g.vpid_lo = asked.vpid_lo;
+        g.vpid_hi = asked.vpid_hi;
         r = ep->be->rma_ioctl(&ep->b, VELO_IOC_REGISTER, &g);
         if ((r != -ENOSPC && r != -ENOBUFS) || attempt || !s->ncached) break;
         rc_trim(ep, s, 0);  // no room in the NIC: give the idle registrations back, try again
     }
     if (r < 0) return no_room(s, addr, len, r);
+    // the handle's parts must agree: velo_put checks that a peer's NLA and key do
+    if (VELO_FIELD_GET(VELO_RMA_NLA_KEY, g.nla) != (g.key & 0xFFu)) {
+        drv_deregister(ep, g.nla);
+        return -EPROTO;
+    }
     e = calloc(1, sizeof *e);
     if (!e) {
         drv_deregister(ep, g.nla);
@@ -196,7 +241,14 @@ int velo__rc_acquire(struct velo_ep* ep, struct velo_rma* s, uintptr_t addr, siz
     e->addr = addr;
     e->len = len;
     e->nla = g.nla;
+    e->key = g.key;
     e->access = access;
+    e->asked = asked;
+    e->box.kind = VELO_SCOPE_BOX;
+    e->box.node_lo = g.node_lo;
+    e->box.node_hi = g.node_hi;
+    e->box.vpid_lo = g.vpid_lo;
+    e->box.vpid_hi = g.vpid_hi;
     e->pages = (unsigned)((((uint64_t)(addr & 4095u) + len - 1) >> 12) + 1);
     e->refs = 1;
     e->cached = 1;
@@ -217,13 +269,16 @@ int velo__rma_check_range(const void* addr, size_t len) {
     return 0;
 }
 
-int velo_register(velo_ep_t* ep, const void* addr, size_t len, unsigned access, velo_region_t** region) {
+int velo_register(velo_ep_t* ep, const void* addr, size_t len, unsigned access, const velo_scope_t* scope,
+                  velo_region_t** region) {
     if (!ep || !region) return -EINVAL;
     *region = NULL;
     if (ep->closed) return -EBADF;
     int r = velo__rma_check_range(addr, len);
     if (r) return r;
     if (access == 0 || (access & ~VELO_ACCESS_ALL)) return -EINVAL;
+    velo_scope_t asked;
+    if (scope_norm(scope, &asked)) return -EINVAL;
     struct velo_region* h = calloc(1, sizeof *h);
     if (!h) return -ENOMEM;
     pthread_mutex_lock(&ep->rma_lock);
@@ -231,7 +286,7 @@ int velo_register(velo_ep_t* ep, const void* addr, size_t len, unsigned access, 
     r = velo__rma_get(ep, &s);
     struct rc_ent* e = NULL;
     if (r == 0) {
-        e = rc_lookup(s, (uintptr_t)addr, len, access);
+        e = rc_lookup(s, (uintptr_t)addr, len, access, &asked);
         if (e) {
             // handed out: make it valid now (the owner's side of decoupled pinning, docs/rma.md §2.4)
             r = velo__rma_repin(ep, e->nla);
@@ -244,7 +299,7 @@ int velo_register(velo_ep_t* ep, const void* addr, size_t len, unsigned access, 
                 e = NULL;
             }
         }
-        if (!e) r = velo__rc_acquire(ep, s, (uintptr_t)addr, len, access, &e);
+        if (!e) r = velo__rc_acquire(ep, s, (uintptr_t)addr, len, access, &asked, &e);
     }
     pthread_mutex_unlock(&ep->rma_lock);
     if (r < 0) {
@@ -290,6 +345,18 @@ int velo_region_nla(const velo_region_t* h, size_t offset, uint64_t* nla) {
     if (!h || !nla) return -EINVAL;
     if (offset > h->len) return -ERANGE;
     *nla = h->e->nla + (h->addr - h->e->addr) + offset;
+    return 0;
+}
+
+int velo_region_rkey(const velo_region_t* h, uint32_t* key) {
+    if (!h || !key) return -EINVAL;
+    *key = h->e->key;
+    return 0;
+}
+
+int velo_region_scope(const velo_region_t* h, velo_scope_t* scope) {
+    if (!h || !scope) return -EINVAL;
+    *scope = h->e->box;
     return 0;
 }
 

@@ -26,7 +26,10 @@ struct rc_ent {
     uintptr_t addr;
     size_t len;
     uint64_t nla;  // NLA of addr (offset 0)
+    uint32_t key;  // the region's 32-bit key (the NLA's KEY field is its bits 7:0)
     unsigned access;
+    velo_scope_t asked;                  // the scope asked for, normalised (scope_norm): lookups match it exactly
+    velo_scope_t box;                    // the box the driver made of it (what the NIC checks)
     unsigned pages;                      // NIC page table entries it holds
     unsigned refs;                       // handles and calls in flight
     int cached;                          // found by lookups (else: deregistered by its owner, waits for refs = 0)
@@ -45,6 +48,7 @@ struct velo_region {
 struct rma_op {
     uint64_t cookie, len, issued;  // issued: bytes handed to commands
     uint64_t local_nla, remote_nla;
+    uint32_t remote_key;  // bits 31:8 go into every command's RKEY_HI
     uint32_t node, vpid;
     unsigned op, flags;
     unsigned total, nissued, lcpl_seen, final_seen;
@@ -82,12 +86,14 @@ struct velo_rma {
 };
 
 /* velo_rma_reg.c */
+/* The default scope (VELO_SCOPE_JOB) for registrations that name none (velo_put_buf, velo_get_buf). */
+extern const velo_scope_t velo__scope_default;
 /* The endpoint's RMA state, set up at the first call (the backend's rma_map). 0 or -errno. */
 int velo__rma_get(struct velo_ep* ep, struct velo_rma** out);
 int velo__rma_check_range(const void* addr, size_t len);
 /* A registration covering [addr, addr + len) with `access` (cached or new), one reference taken. */
 int velo__rc_acquire(struct velo_ep* ep, struct velo_rma* s, uintptr_t addr, size_t len, unsigned access,
-                     struct rc_ent** out);
+                     const velo_scope_t* scope, struct rc_ent** out);
 /* Drops a reference: the entry stays cached, or is deregistered when it was dropped by its owner. */
 int velo__rc_put(struct velo_ep* ep, struct velo_rma* s, struct rc_ent* e);
 /* VELO_IOC_REPIN of the region at nla (decoupled pinning: its pages changed). */

@@ -20,10 +20,15 @@
 #include "opal/util/output.h"
 
 // What a peer receives of a registration (btl_registration_handle_size bytes): where the
-// registration starts in the owner's address space and the NLA of that byte.
+// registration starts in the owner's address space (ob1 names remote bytes by address), the NLA
+// of that byte and the region's 32-bit key (velo_region_rkey), which the target's NIC checks with
+// the initiator's node and vpid against the region's scope (the default: this job). Nothing else:
+// no region index beyond the NLA's, nothing about other registrations.
 struct mca_btl_base_registration_handle_t {
     uint64_t base;
     uint64_t nla;
+    uint32_t key;
+    uint32_t rsvd;  // 0
 };
 
 // A local registration: the public part first (ob1 hands the pointer back to us). `region` is
@@ -54,6 +59,7 @@ typedef struct bv_rdma_op {
     void* data;
     int is_put;
     uint64_t nla;  // remote
+    uint32_t key;  // and its region's key
     size_t size;
     int bouncing;       // moved through the bounce buffer, a piece at a time
     size_t boff, blen;  // bytes done, bytes of the piece in flight
@@ -93,7 +99,7 @@ int mca_btl_velo_rdma_open(mca_btl_velo_module_t* m) {
         // buffer finds none later still moves (through it, a piece at a time)
         m->bounce = aligned_alloc(4096, BV_BOUNCE);
         const int b = m->bounce ? velo_register(m->ep, m->bounce, BV_BOUNCE,
-                                                VELO_ACCESS_LOCAL_READ | VELO_ACCESS_LOCAL_WRITE, &m->bounce_rg)
+                                                VELO_ACCESS_LOCAL_READ | VELO_ACCESS_LOCAL_WRITE, NULL, &m->bounce_rg)
                                 : -ENOMEM;
         if (b) {
             opal_output_verbose(1, mca_btl_velo_component.output,
@@ -171,13 +177,15 @@ static mca_btl_base_registration_handle_t* bv_register_mem(struct mca_btl_base_m
     if (!g) return NULL;
     g->kind = kind;
     g->h.base = (uint64_t)(uintptr_t)base;
-    int r = velo_register(m->ep, base, size, access, &g->region);
+    int r = velo_register(m->ep, base, size, access, NULL, &g->region);  // the default scope: this job
     if (r == 0) r = velo_region_nla(g->region, 0, &g->h.nla);
+    if (r == 0) r = velo_region_rkey(g->region, &g->h.key);
     if (r && kind == BV_REG_LOCAL && no_room(r)) {
         // our own side: the put or get registers it itself, waiting for room if need be
         if (g->region) velo_region_release(g->region);
         g->region = NULL;
         g->h.nla = 0;
+        g->h.key = 0;
         __atomic_add_fetch(&m->rdma_st.deferred_regs, 1, __ATOMIC_RELAXED);
         return &g->h;
     }
@@ -213,7 +221,7 @@ static int bv_deregister_mem(struct mca_btl_base_module_t* btl, mca_btl_base_reg
 }
 
 static bv_rdma_op_t* op_new(mca_btl_base_endpoint_t* ep, int is_put, void* local_address,
-                            mca_btl_base_registration_handle_t* local_handle, uint64_t nla, size_t size,
+                            mca_btl_base_registration_handle_t* local_handle, uint64_t nla, uint32_t key, size_t size,
                             mca_btl_base_rdma_completion_fn_t cb, void* ctx, void* data) {
     bv_rdma_op_t* o = OBJ_NEW(bv_rdma_op_t);
     if (!o) return NULL;
@@ -222,6 +230,7 @@ static bv_rdma_op_t* op_new(mca_btl_base_endpoint_t* ep, int is_put, void* local
     o->local_address = local_address;
     o->local_handle = local_handle;
     o->nla = nla;
+    o->key = key;
     o->size = size;
     o->cb = cb;
     o->ctx = ctx;
@@ -266,11 +275,13 @@ static int issue(mca_btl_velo_module_t* m, bv_rdma_op_t* o) {
     const bv_reg_t* g = (const bv_reg_t*)o->local_handle;
     if (g && g->region) {
         const size_t off = (size_t)((uintptr_t)o->local_address - g->h.base);
-        return o->is_put ? velo_put(m->ep, o->ep->addr, g->region, off, o->nla, o->size, VELO_RMA_F_REMOTE, cookie)
-                         : velo_get(m->ep, o->ep->addr, g->region, off, o->nla, o->size, VELO_RMA_F_LOCAL, cookie);
+        return o->is_put
+                   ? velo_put(m->ep, o->ep->addr, g->region, off, o->nla, o->key, o->size, VELO_RMA_F_REMOTE, cookie)
+                   : velo_get(m->ep, o->ep->addr, g->region, off, o->nla, o->key, o->size, VELO_RMA_F_LOCAL, cookie);
     }
-    return o->is_put ? velo_put_buf(m->ep, o->ep->addr, o->local_address, o->nla, o->size, VELO_RMA_F_REMOTE, cookie)
-                     : velo_get_buf(m->ep, o->ep->addr, o->local_address, o->nla, o->size, VELO_RMA_F_LOCAL, cookie);
+    return o->is_put
+               ? velo_put_buf(m->ep, o->ep->addr, o->local_address, o->nla, o->key, o->size, VELO_RMA_F_REMOTE, cookie)
+               : velo_get_buf(m->ep, o->ep->addr, o->local_address, o->nla, o->key, o->size, VELO_RMA_F_LOCAL, cookie);
 }
 
 static void log_fail(const bv_rdma_op_t* o, int r) {
@@ -287,7 +298,8 @@ static int rdma(struct mca_btl_base_module_t* btl, struct mca_btl_base_endpoint_
     if (OPAL_UNLIKELY(ep->state == MCA_BTL_VELO_EP_FAILED)) return OPAL_ERR_UNREACH;
     uint64_t nla;
     if (remote_nla(remote_handle, remote_address, size, &nla)) return OPAL_ERR_BAD_PARAM;
-    bv_rdma_op_t* o = op_new(ep, is_put, local_address, local_handle, nla, size, cbfunc, cbcontext, cbdata);
+    bv_rdma_op_t* o =
+        op_new(ep, is_put, local_address, local_handle, nla, remote_handle->key, size, cbfunc, cbcontext, cbdata);
     if (!o) return OPAL_ERR_OUT_OF_RESOURCE;
     op_link(m, o, 0);
     const int r = issue(m, o);
@@ -370,9 +382,9 @@ static int bounce_next(mca_btl_velo_module_t* m, bv_rdma_op_t* o) {
     o->blen = n;
     if (o->is_put) {
         memcpy(m->bounce, (const uint8_t*)o->local_address + o->boff, n);
-        return velo_put(m->ep, o->ep->addr, m->bounce_rg, 0, o->nla + o->boff, n, VELO_RMA_F_REMOTE, cookie);
+        return velo_put(m->ep, o->ep->addr, m->bounce_rg, 0, o->nla + o->boff, o->key, n, VELO_RMA_F_REMOTE, cookie);
     }
-    return velo_get(m->ep, o->ep->addr, m->bounce_rg, 0, o->nla + o->boff, n, VELO_RMA_F_LOCAL, cookie);
+    return velo_get(m->ep, o->ep->addr, m->bounce_rg, 0, o->nla + o->boff, o->key, n, VELO_RMA_F_LOCAL, cookie);
 }
 
 // Deferred operations, oldest first. Each tries its own registration once more (room may have

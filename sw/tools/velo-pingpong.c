@@ -90,22 +90,28 @@ static int put_sweep(velo_ep_t* ep, velo_conn_t* c, velo_addr_t peer, int rank, 
     if (!rx || !tx) die("malloc", -ENOMEM);
     for (unsigned k = 0; k < maxsz; ++k) tx[k] = (uint8_t)(k * 13 + 5);
     velo_region_t *rrx, *rtx;
-    int r = velo_register(ep, rx, maxsz, VELO_ACCESS_REMOTE_WRITE, &rrx);
+    // the receive buffer: for the peer's puts only (its NIC stamps its node and vpid on them)
+    const velo_scope_t only_peer = {VELO_SCOPE_PEER, (uint8_t)peer.node, 0, (uint8_t)peer.vpid, 0};
+    int r = velo_register(ep, rx, maxsz, VELO_ACCESS_REMOTE_WRITE, &only_peer, &rrx);
     if (r) die("velo_register", r);
-    r = velo_register(ep, tx, maxsz, VELO_ACCESS_LOCAL_READ, &rtx);
+    r = velo_register(ep, tx, maxsz, VELO_ACCESS_LOCAL_READ, NULL, &rtx);
     if (r) die("velo_register", r);
-    // exchange the receive buffers' NLAs by a message
-    uint64_t mine, theirs;
-    velo_region_nla(rrx, 0, &mine);
+    // exchange the receive buffers' NLAs and keys by a message
+    struct {
+        uint64_t nla;
+        uint32_t key, rsvd;
+    } mine = {0, 0, 0}, theirs;
+    velo_region_nla(rrx, 0, &mine.nla);
+    velo_region_rkey(rrx, &mine.key);
     velo_msg_t m;
     if (rank == 0) {
-        send_all(ep, c, &mine, 8);
-        if (recv_one(ep, &m) != 8) die("NLA exchange", -EPROTO);
+        send_all(ep, c, &mine, sizeof mine);
+        if (recv_one(ep, &m) != (int)sizeof theirs) die("NLA exchange", -EPROTO);
     } else {
-        if (recv_one(ep, &m) != 8) die("NLA exchange", -EPROTO);
-        send_all(ep, c, &mine, 8);
+        if (recv_one(ep, &m) != (int)sizeof theirs) die("NLA exchange", -EPROTO);
+        send_all(ep, c, &mine, sizeof mine);
     }
-    memcpy(&theirs, m.data, 8);
+    memcpy(&theirs, m.data, sizeof theirs);
     unsigned remotes = 0;
     for (unsigned si = 0; si < n; ++si) {
         const unsigned len = sizes[si];
@@ -121,7 +127,7 @@ static int put_sweep(velo_ep_t* ep, velo_conn_t* c, velo_addr_t peer, int rank, 
             if (rank == 0) {
                 if (it == warm) velo_clock(ep, &t0, NULL);
                 tx[0] = (uint8_t)it;
-                r = velo_put(ep, peer, rtx, 0, theirs, len, fl, it);
+                r = velo_put(ep, peer, rtx, 0, theirs.nla, theirs.key, len, fl, it);
                 if (r) die("velo_put", r);
                 velo_rma_cpl_t k = wait_kind(ep, VELO_RMA_KIND_TARGET, &remotes);
                 if (k.len != len || k.cookie != it || rx[0] != (uint8_t)it || rx[len - 1] != tx[len - 1]) {
@@ -131,7 +137,7 @@ static int put_sweep(velo_ep_t* ep, velo_conn_t* c, velo_addr_t peer, int rank, 
             } else {
                 velo_rma_cpl_t k = wait_kind(ep, VELO_RMA_KIND_TARGET, &remotes);
                 tx[0] = rx[0];
-                r = velo_put(ep, peer, rtx, 0, theirs, k.len, fl, k.cookie);
+                r = velo_put(ep, peer, rtx, 0, theirs.nla, theirs.key, k.len, fl, k.cookie);
                 if (r) die("velo_put", r);
             }
         }

@@ -76,6 +76,13 @@ struct Link {
     }
 };
 
+// The key of a registration (velo_region_rkey), which the peers get with its NLA.
+uint64_t rkey_of(const velo_region_t* rg) {
+    uint32_t k = 0;
+    velo_region_rkey(rg, &k);
+    return k;
+}
+
 uint8_t pat(uint64_t seed, uint64_t i) {
     uint64_t x = (seed + i) * 0x9E3779B97F4A7C15ull;
     return static_cast<uint8_t>((x >> 29) ^ (x >> 47));
@@ -134,7 +141,8 @@ void end_pair(FabricProc& f, Link& l, pid_t ini, pid_t t) {
 }
 
 // The target of two sources (in its child): endpoint kTarget with a zeroed buffer of `len` bytes
-// registered for remote writes, its NLA sent to both sources over l0 and l1. 0 or a check failure.
+// registered for remote writes, its NLA and key sent to both sources over l0 and l1. 0 or a check
+// failure.
 int open_target(FabricProc& f, size_t len, Link& l0, Link& l1, velo_ep_t** ep, uint8_t** buf, velo_region_t** rg,
                 uint64_t* nla) {
     l0.keep(1);
@@ -142,21 +150,22 @@ int open_target(FabricProc& f, size_t len, Link& l0, Link& l1, velo_ep_t** ep, u
     int r = open_ep(f, static_cast<int>(kTarget.node), static_cast<int>(kTarget.vpid), ep);
     CHECK(r == 0, "open: %s", velo_strerror(r));
     *buf = static_cast<uint8_t*>(std::calloc(1, len));
-    r = velo_register(*ep, *buf, len, VELO_ACCESS_REMOTE_WRITE, rg);
+    r = velo_register(*ep, *buf, len, VELO_ACCESS_REMOTE_WRITE, nullptr, rg);
     CHECK(r == 0, "register: %s", velo_strerror(r));
     velo_region_nla(*rg, 0, nla);
-    CHECK(l0.send(1, *nla) && l1.send(1, *nla), "link");
+    const uint64_t key = rkey_of(*rg);
+    CHECK(l0.send(1, *nla, key) && l1.send(1, *nla, key), "link");
     return 0;
 }
 
-// Source s (in its child; node 0, vpid 21 + s): its endpoint and the target's NLA from link l
-// (`other` is the other source's link, closed here). 0 or a check failure.
-int open_source(FabricProc& f, unsigned s, Link& l, Link& other, velo_ep_t** ep, uint64_t* nla) {
+// Source s (in its child; node 0, vpid 21 + s): its endpoint and the target's NLA and key from link
+// l (`other` is the other source's link, closed here). 0 or a check failure.
+int open_source(FabricProc& f, unsigned s, Link& l, Link& other, velo_ep_t** ep, uint64_t* nla, uint64_t* key) {
     l.keep(0);
     other.close_all();
     int r = open_ep(f, 0, 21 + static_cast<int>(s), ep);
     CHECK(r == 0, "open: %s", velo_strerror(r));
-    CHECK(l.recv(0, nla), "target gone");
+    CHECK(l.recv(0, nla, key), "target gone");
     return 0;
 }
 
@@ -196,11 +205,12 @@ TEST(FabricRma, put_get_random) {
         auto* buf = static_cast<uint8_t*>(std::malloc(TB + 3)) + 3;  // off the allocator's alignment
         fill(buf, TB, seed ^ 0x1234);
         velo_region_t* rg;
-        r = velo_register(ep, buf, TB, VELO_ACCESS_REMOTE_READ | VELO_ACCESS_REMOTE_WRITE, &rg);
+        r = velo_register(ep, buf, TB, VELO_ACCESS_REMOTE_READ | VELO_ACCESS_REMOTE_WRITE, nullptr, &rg);
         CHECK(r == 0, "register: %s", velo_strerror(r));
-        uint64_t nla;
+        uint64_t nla, key = 0;
         CHECK(velo_region_nla(rg, 0, &nla) == 0, "nla");
-        CHECK(l.send(1, nla), "link");
+        key = rkey_of(rg);
+        CHECK(l.send(1, nla, key), "link");
         uint64_t done;
         CHECK(l.recv(1, &done), "initiator gone");
         for (size_t i = 0; i < TB; ++i)
@@ -212,8 +222,8 @@ TEST(FabricRma, put_get_random) {
         velo_ep_t* ep;
         if (open_side(f, l, 0, &ep)) return 1;
         int r;
-        uint64_t nla;
-        CHECK(l.recv(0, &nla), "target gone");
+        uint64_t nla, key = 0;
+        CHECK(l.recv(0, &nla, &key), "target gone");
         std::mt19937_64 rng(seed);
         const size_t SB = 256 << 10, G = 64;
         auto* src = static_cast<uint8_t*>(std::malloc(SB + 64));
@@ -228,13 +238,13 @@ TEST(FabricRma, put_get_random) {
             size_t toff = rng() % (TB - len + 1);
             if (len == 4096 + 17) toff = 4096 - 9;  // crosses pages at the target
             const size_t doff = G + rng() % 64;
-            r = velo_put_buf(ep, kTarget, src + soff, nla + toff, len, VELO_RMA_F_REMOTE, cookie);
+            r = velo_put_buf(ep, kTarget, src + soff, nla + toff, key, len, VELO_RMA_F_REMOTE, cookie);
             CHECK(r == 0, "put %zu: %s", len, velo_strerror(r));
             if (expect_cpl(ep, VELO_RMA_KIND_REMOTE, cookie)) return 1;
             std::memcpy(shadow + toff, src + soff, len);
             ++cookie;
             std::memset(dst, 0xA5, SB + 64 + 2 * G);
-            r = velo_get_buf(ep, kTarget, dst + doff, nla + toff, len, VELO_RMA_F_LOCAL, cookie);
+            r = velo_get_buf(ep, kTarget, dst + doff, nla + toff, key, len, VELO_RMA_F_LOCAL, cookie);
             CHECK(r == 0, "get %zu: %s", len, velo_strerror(r));
             if (expect_cpl(ep, VELO_RMA_KIND_GET_DONE, cookie)) return 1;
             ++cookie;
@@ -245,7 +255,7 @@ TEST(FabricRma, put_get_random) {
         }
         // the whole target buffer by one get: the shadow exactly
         auto* all = static_cast<uint8_t*>(std::malloc(TB));
-        r = velo_get_buf(ep, kTarget, all, nla, TB, VELO_RMA_F_LOCAL, 999);
+        r = velo_get_buf(ep, kTarget, all, nla, key, TB, VELO_RMA_F_LOCAL, 999);
         CHECK(r == 0, "get all: %s", velo_strerror(r));
         if (expect_cpl(ep, VELO_RMA_KIND_GET_DONE, 999)) return 1;
         for (size_t i = 0; i < TB; ++i) CHECK(all[i] == shadow[i], "target byte %zu differs from the shadow", i);
@@ -275,11 +285,12 @@ TEST(FabricRma, put_8MiB) {
         auto* buf = static_cast<uint8_t*>(std::malloc(N + 2 * G + 5)) + 5;
         std::memset(buf, 0x3C, N + 2 * G);
         velo_region_t* rg;
-        r = velo_register(ep, buf, N + 2 * G, VELO_ACCESS_REMOTE_WRITE, &rg);
+        r = velo_register(ep, buf, N + 2 * G, VELO_ACCESS_REMOTE_WRITE, nullptr, &rg);
         CHECK(r == 0, "register: %s", velo_strerror(r));
-        uint64_t nla;
+        uint64_t nla, key = 0;
         velo_region_nla(rg, G, &nla);
-        CHECK(l.send(1, nla), "link");
+        key = rkey_of(rg);
+        CHECK(l.send(1, nla, key), "link");
         velo_rma_cpl_t c;
         if (expect_cpl(ep, VELO_RMA_KIND_TARGET, 77, &c)) return 1;
         CHECK(c.len == N && c.nla == nla && c.peer.node == 0 && c.peer.vpid == 21,
@@ -294,13 +305,13 @@ TEST(FabricRma, put_8MiB) {
         velo_ep_t* ep;
         if (open_side(f, l, 0, &ep)) return 1;
         int r;
-        uint64_t nla;
-        CHECK(l.recv(0, &nla), "target gone");
+        uint64_t nla, key = 0;
+        CHECK(l.recv(0, &nla, &key), "target gone");
         auto* src = static_cast<uint8_t*>(std::malloc(N + 1)) + 1;
         fill(src, N, seed);
         uint64_t c0 = 0, c1 = 0;
         velo_clock(ep, &c0, nullptr);
-        r = velo_put_buf(ep, kTarget, src, nla, N, VELO_RMA_F_REMOTE | VELO_RMA_F_NOTIFY, 77);
+        r = velo_put_buf(ep, kTarget, src, nla, key, N, VELO_RMA_F_REMOTE | VELO_RMA_F_NOTIFY, 77);
         CHECK(r == 0, "put: %s", velo_strerror(r));
         if (expect_cpl(ep, VELO_RMA_KIND_REMOTE, 77)) return 1;
         velo_clock(ep, &c1, nullptr);
@@ -330,11 +341,12 @@ TEST(FabricRma, notified_put) {
         int r;
         auto* buf = static_cast<uint8_t*>(std::calloc(1, TB));
         velo_region_t* rg;
-        r = velo_register(ep, buf, TB, VELO_ACCESS_REMOTE_WRITE, &rg);
+        r = velo_register(ep, buf, TB, VELO_ACCESS_REMOTE_WRITE, nullptr, &rg);
         CHECK(r == 0, "register: %s", velo_strerror(r));
-        uint64_t nla;
+        uint64_t nla, key = 0;
         velo_region_nla(rg, 0, &nla);
-        CHECK(l.send(1, nla), "link");
+        key = rkey_of(rg);
+        CHECK(l.send(1, nla, key), "link");
         for (int k = 0; k <= K; ++k) {
             velo_rma_cpl_t c;
             if (k % 2) {
@@ -371,19 +383,19 @@ TEST(FabricRma, notified_put) {
         velo_ep_t* ep;
         if (open_side(f, l, 0, &ep)) return 1;
         int r;
-        uint64_t nla;
-        CHECK(l.recv(0, &nla), "target gone");
+        uint64_t nla, key = 0;
+        CHECK(l.recv(0, &nla, &key), "target gone");
         std::vector<std::vector<uint8_t>> bufs;
         size_t off = 3;
         for (int k = 0; k < K; ++k) {  // issued back to back, completions taken afterwards
             const size_t len = (size_t(1) << (k + 4)) + k;
             bufs.emplace_back(len);
             for (size_t i = 0; i < len; ++i) bufs.back()[i] = pat(seed + k, i);
-            r = velo_put_buf(ep, kTarget, bufs.back().data(), nla + off, len, VELO_RMA_F_NOTIFY, 100 + k);
+            r = velo_put_buf(ep, kTarget, bufs.back().data(), nla + off, key, len, VELO_RMA_F_NOTIFY, 100 + k);
             CHECK(r == 0, "put %d: %s", k, velo_strerror(r));
             off += len + 5;
         }
-        r = velo_put(ep, kTarget, nullptr, 0, nla, 0, VELO_RMA_F_NOTIFY | VELO_RMA_F_REMOTE, 100 + K);
+        r = velo_put(ep, kTarget, nullptr, 0, nla, key, 0, VELO_RMA_F_NOTIFY | VELO_RMA_F_REMOTE, 100 + K);
         CHECK(r == 0, "notification-only put: %s", velo_strerror(r));
         if (expect_cpl(ep, VELO_RMA_KIND_REMOTE, 100 + K)) return 1;
         uint64_t ok;
@@ -433,8 +445,8 @@ TEST(FabricRma, concurrent_puts) {
     auto source = [&](unsigned s, Link& l) {
         return spawn([&, s] {
             velo_ep_t* ep;
-            uint64_t nla;
-            if (open_source(f, s, l, s ? l0 : l1, &ep, &nla)) return 1;
+            uint64_t nla, key = 0;
+            if (open_source(f, s, l, s ? l0 : l1, &ep, &nla, &key)) return 1;
             int r;
             std::vector<uint8_t> src(HALF);
             for (size_t i = 0; i < HALF; ++i) src[i] = pat(seed + s, i);
@@ -443,8 +455,8 @@ TEST(FabricRma, concurrent_puts) {
             unsigned issued = 0;
             for (unsigned p = 0; p < NP; ++p) {
                 while (issued < NP && issued < p + W) {
-                    r = velo_put_buf(ep, kTarget, src.data() + issued * PIECE, nla + s * HALF + issued * PIECE, PIECE,
-                                     VELO_RMA_F_NOTIFY | VELO_RMA_F_REMOTE, 1000u * s + issued);
+                    r = velo_put_buf(ep, kTarget, src.data() + issued * PIECE, nla + s * HALF + issued * PIECE, key,
+                                     PIECE, VELO_RMA_F_NOTIFY | VELO_RMA_F_REMOTE, 1000u * s + issued);
                     CHECK(r == 0, "put: %s", velo_strerror(r));
                     ++issued;
                 }
@@ -491,16 +503,16 @@ TEST(FabricRma, many_outstanding) {
     auto source = [&](unsigned s, Link& l) {
         return spawn([&, s] {
             velo_ep_t* ep;
-            uint64_t nla;
-            if (open_source(f, s, l, s ? l0 : l1, &ep, &nla)) return 1;
+            uint64_t nla, key = 0;
+            if (open_source(f, s, l, s ? l0 : l1, &ep, &nla, &key)) return 1;
             int r;
             std::vector<uint8_t> src(HALF);
             for (size_t i = 0; i < HALF; ++i) src[i] = pat(seed + s, i);
             velo_region_t* rs;
-            r = velo_register(ep, src.data(), HALF, VELO_ACCESS_LOCAL_READ, &rs);
+            r = velo_register(ep, src.data(), HALF, VELO_ACCESS_LOCAL_READ, nullptr, &rs);
             CHECK(r == 0, "register: %s", velo_strerror(r));
             for (unsigned p = 0; p < NP; ++p) {
-                r = velo_put(ep, kTarget, rs, p * PIECE, nla + s * HALF + p * PIECE, PIECE, VELO_RMA_F_REMOTE,
+                r = velo_put(ep, kTarget, rs, p * PIECE, nla + s * HALF + p * PIECE, key, PIECE, VELO_RMA_F_REMOTE,
                              1000u * s + p);
                 CHECK(r == 0, "put %u: %s", p, velo_strerror(r));
             }
@@ -545,14 +557,14 @@ TEST(FabricRma, errors) {
         CHECK(m != MAP_FAILED, "mmap");
         munmap(static_cast<uint8_t*>(m) + pg, pg);  // a hole in the middle
         velo_region_t* h = nullptr;
-        r = velo_register(ep, m, 4 * pg, VELO_ACCESS_REMOTE_READ, &h);
+        r = velo_register(ep, m, 4 * pg, VELO_ACCESS_REMOTE_READ, nullptr, &h);
         CHECK(r == -EFAULT, "register over a hole: %d (%s)", r, velo_strerror(r));
-        r = velo_register(ep, static_cast<uint8_t*>(m) + pg, 16, VELO_ACCESS_REMOTE_READ, &h);
+        r = velo_register(ep, static_cast<uint8_t*>(m) + pg, 16, VELO_ACCESS_REMOTE_READ, nullptr, &h);
         CHECK(r == -EFAULT, "register of unmapped memory: %d", r);
         mprotect(m, pg, PROT_READ);
-        r = velo_register(ep, m, pg, VELO_ACCESS_REMOTE_WRITE, &h);
+        r = velo_register(ep, m, pg, VELO_ACCESS_REMOTE_WRITE, nullptr, &h);
         CHECK(r == -EFAULT, "register of read-only memory for writing: %d", r);
-        r = velo_register(ep, m, pg, VELO_ACCESS_REMOTE_READ, &h);
+        r = velo_register(ep, m, pg, VELO_ACCESS_REMOTE_READ, nullptr, &h);
         CHECK(r == 0, "register of read-only memory for reading: %d", r);
         CHECK(velo_deregister(h) == 0, "deregister");
         // regions: rw, read-only, write-only, and a stale one
@@ -562,17 +574,20 @@ TEST(FabricRma, errors) {
         auto* st = static_cast<uint8_t*>(std::malloc(B));
         for (auto* p : {rw, ro, wo, st}) std::memset(p, 0x5A, B);
         velo_region_t *hrw, *hro, *hwo, *hst;
-        CHECK(velo_register(ep, rw, B, VELO_ACCESS_REMOTE_READ | VELO_ACCESS_REMOTE_WRITE, &hrw) == 0, "reg");
-        CHECK(velo_register(ep, ro, B, VELO_ACCESS_REMOTE_READ, &hro) == 0, "reg");
-        CHECK(velo_register(ep, wo, B, VELO_ACCESS_REMOTE_WRITE, &hwo) == 0, "reg");
-        CHECK(velo_register(ep, st, B, VELO_ACCESS_REMOTE_READ | VELO_ACCESS_REMOTE_WRITE, &hst) == 0, "reg");
+        CHECK(velo_register(ep, rw, B, VELO_ACCESS_REMOTE_READ | VELO_ACCESS_REMOTE_WRITE, nullptr, &hrw) == 0, "reg");
+        CHECK(velo_register(ep, ro, B, VELO_ACCESS_REMOTE_READ, nullptr, &hro) == 0, "reg");
+        CHECK(velo_register(ep, wo, B, VELO_ACCESS_REMOTE_WRITE, nullptr, &hwo) == 0, "reg");
+        CHECK(velo_register(ep, st, B, VELO_ACCESS_REMOTE_READ | VELO_ACCESS_REMOTE_WRITE, nullptr, &hst) == 0, "reg");
         uint64_t n[4];
         velo_region_nla(hrw, 0, &n[0]);
         velo_region_nla(hro, 0, &n[1]);
         velo_region_nla(hwo, 0, &n[2]);
         velo_region_nla(hst, 0, &n[3]);
+        const velo_region_t* hs[4] = {hrw, hro, hwo, hst};
+        uint64_t k[4];
+        for (unsigned i = 0; i < 4; ++i) k[i] = rkey_of(hs[i]);
         CHECK(velo_deregister(hst) == 0, "deregister");
-        CHECK(l.send(1, n[0], n[1]) && l.send(1, n[2], n[3]), "link");
+        for (unsigned i = 0; i < 4; ++i) CHECK(l.send(1, n[i], k[i]), "link");
         uint64_t done;
         CHECK(l.recv(1, &done), "initiator gone");
         for (size_t i = 0; i < B; ++i)
@@ -588,29 +603,29 @@ TEST(FabricRma, errors) {
         velo_ep_t* ep;
         if (open_side(f, l, 0, &ep)) return 1;
         int r;
-        uint64_t n[4];
-        CHECK(l.recv(0, &n[0], &n[1]) && l.recv(0, &n[2], &n[3]), "target gone");
+        uint64_t n[4], k[4];
+        for (unsigned i = 0; i < 4; ++i) CHECK(l.recv(0, &n[i], &k[i]), "target gone");
         std::vector<uint8_t> src(B, 0xEE), dst(B + 64, 0x11);
         struct Case {
             int op;  // 1 put, 2 get
-            uint64_t nla;
+            uint64_t nla, key;
             size_t len;
             int status;
             unsigned reason;
         } cases[] = {
-            {1, n[3], 64, -ENOENT, VELO_RMA_R_BAD_HANDLE},  // stale handle
-            {2, n[3], 64, -ENOENT, VELO_RMA_R_BAD_HANDLE},
-            {1, n[0] + B - 10, 11, -ERANGE, VELO_RMA_R_RANGE},  // one byte beyond
-            {2, n[0] + 100, B, -ERANGE, VELO_RMA_R_RANGE},
-            {1, n[1], 100, -EACCES, VELO_RMA_R_PERM},  // read-only region written
-            {2, n[2], 100, -EACCES, VELO_RMA_R_PERM},  // write-only region read
+            {1, n[3], k[3], 64, -ENOENT, VELO_RMA_R_BAD_HANDLE},  // stale handle
+            {2, n[3], k[3], 64, -ENOENT, VELO_RMA_R_BAD_HANDLE},
+            {1, n[0] + B - 10, k[0], 11, -ERANGE, VELO_RMA_R_RANGE},  // one byte beyond
+            {2, n[0] + 100, k[0], B, -ERANGE, VELO_RMA_R_RANGE},
+            {1, n[1], k[1], 100, -EACCES, VELO_RMA_R_PERM},  // read-only region written
+            {2, n[2], k[2], 100, -EACCES, VELO_RMA_R_PERM},  // write-only region read
         };
         uint64_t cookie = 50;
         for (const Case& c : cases) {
             if (c.op == 1)
-                r = velo_put_buf(ep, kTarget, src.data(), c.nla, c.len, VELO_RMA_F_REMOTE, cookie);
+                r = velo_put_buf(ep, kTarget, src.data(), c.nla, c.key, c.len, VELO_RMA_F_REMOTE, cookie);
             else
-                r = velo_get_buf(ep, kTarget, dst.data() + 32, c.nla, c.len, VELO_RMA_F_LOCAL, cookie);
+                r = velo_get_buf(ep, kTarget, dst.data() + 32, c.nla, c.key, c.len, VELO_RMA_F_LOCAL, cookie);
             CHECK(r == 0, "issue: %s", velo_strerror(r));
             velo_rma_cpl_t k;
             if (next_cpl(ep, &k)) return 1;
@@ -622,16 +637,16 @@ TEST(FabricRma, errors) {
         }
         for (size_t i = 0; i < dst.size(); ++i) CHECK(dst[i] == 0x11, "get destination byte %zu written", i);
         // the fabric still serves: a good put and get
-        r = velo_put_buf(ep, kTarget, src.data(), n[0], 1, VELO_RMA_F_REMOTE, 1);
+        r = velo_put_buf(ep, kTarget, src.data(), n[0], k[0], 1, VELO_RMA_F_REMOTE, 1);
         CHECK(r == 0, "put: %s", velo_strerror(r));
         if (expect_cpl(ep, VELO_RMA_KIND_REMOTE, 1)) return 1;
-        r = velo_get_buf(ep, kTarget, dst.data(), n[0], 2, VELO_RMA_F_LOCAL, 2);
+        r = velo_get_buf(ep, kTarget, dst.data(), n[0], k[0], 2, VELO_RMA_F_LOCAL, 2);
         CHECK(r == 0, "get: %s", velo_strerror(r));
         if (expect_cpl(ep, VELO_RMA_KIND_GET_DONE, 2)) return 1;
         CHECK(dst[0] == 0xEE && dst[1] == 0x5A && dst[2] == 0x11, "good get: %02x %02x %02x", dst[0], dst[1], dst[2]);
         // restore the byte the good put wrote through the same path
         uint8_t orig = 0x5A;
-        r = velo_put_buf(ep, kTarget, &orig, n[0], 1, VELO_RMA_F_REMOTE, 3);
+        r = velo_put_buf(ep, kTarget, &orig, n[0], k[0], 1, VELO_RMA_F_REMOTE, 3);
         CHECK(r == 0, "put: %s", velo_strerror(r));
         if (expect_cpl(ep, VELO_RMA_KIND_REMOTE, 3)) return 1;
         CHECK(l.send(0, 1), "link");
@@ -658,11 +673,12 @@ TEST(FabricRma, deregister_in_flight) {
         auto* buf = static_cast<uint8_t*>(std::malloc(N));
         std::memset(buf, 0x77, N);
         velo_region_t* rg;
-        r = velo_register(ep, buf, N, VELO_ACCESS_REMOTE_WRITE, &rg);
+        r = velo_register(ep, buf, N, VELO_ACCESS_REMOTE_WRITE, nullptr, &rg);
         CHECK(r == 0, "register: %s", velo_strerror(r));
-        uint64_t nla;
+        uint64_t nla, key = 0;
         velo_region_nla(rg, 0, &nla);
-        CHECK(l.send(1, nla), "link");
+        key = rkey_of(rg);
+        CHECK(l.send(1, nla, key), "link");
         uint64_t go;
         CHECK(l.recv(1, &go), "initiator gone");
         usleep(150000);  // the put is under way
@@ -686,11 +702,11 @@ TEST(FabricRma, deregister_in_flight) {
         velo_ep_t* ep;
         if (open_side(f, l, 0, &ep)) return 1;
         int r;
-        uint64_t nla;
-        CHECK(l.recv(0, &nla), "target gone");
+        uint64_t nla, key = 0;
+        CHECK(l.recv(0, &nla, &key), "target gone");
         std::vector<uint8_t> src(N);
         fill(src.data(), N, seed);
-        r = velo_put_buf(ep, kTarget, src.data(), nla, N, VELO_RMA_F_REMOTE, 5);
+        r = velo_put_buf(ep, kTarget, src.data(), nla, key, N, VELO_RMA_F_REMOTE, 5);
         CHECK(r == 0, "put: %s", velo_strerror(r));
         CHECK(l.send(0, 1), "link");
         velo_rma_cpl_t c;
@@ -726,11 +742,12 @@ TEST(FabricRma, munmap_in_flight) {
         CHECK(buf != MAP_FAILED, "mmap");
         std::memset(buf, 0x77, N);
         velo_region_t* rg;
-        r = velo_register(ep, buf, N, VELO_ACCESS_REMOTE_WRITE, &rg);
+        r = velo_register(ep, buf, N, VELO_ACCESS_REMOTE_WRITE, nullptr, &rg);
         CHECK(r == 0, "register: %s", velo_strerror(r));
-        uint64_t nla;
+        uint64_t nla, key = 0;
         velo_region_nla(rg, 0, &nla);
-        CHECK(l.send(1, nla), "link");
+        key = rkey_of(rg);
+        CHECK(l.send(1, nla, key), "link");
         uint64_t go;
         CHECK(l.recv(1, &go), "initiator gone");
         usleep(100000);                            // the put is under way
@@ -747,10 +764,11 @@ TEST(FabricRma, munmap_in_flight) {
         velo_deregister(rg);
         // phase 2: the source's memory goes; then a last put must arrive whole
         std::vector<uint8_t> dst(N + S, 0x55);
-        r = velo_register(ep, dst.data(), dst.size(), VELO_ACCESS_REMOTE_WRITE, &rg);
+        r = velo_register(ep, dst.data(), dst.size(), VELO_ACCESS_REMOTE_WRITE, nullptr, &rg);
         CHECK(r == 0, "register: %s", velo_strerror(r));
         velo_region_nla(rg, 0, &nla);
-        CHECK(l.send(1, nla), "link");
+        key = rkey_of(rg);
+        CHECK(l.send(1, nla, key), "link");
         CHECK(l.recv(1, &outcome), "initiator gone");  // both puts ended
         // the put's bytes or untouched; where it failed, the packet under way was completed with
         // zeros (velo_rma_init: its header had left; docs/rma.md §6): at most one packet of them
@@ -770,11 +788,11 @@ TEST(FabricRma, munmap_in_flight) {
         velo_ep_t* ep;
         if (open_side(f, l, 0, &ep)) return 1;
         int r;
-        uint64_t nla;
-        CHECK(l.recv(0, &nla), "target gone");
+        uint64_t nla, key = 0;
+        CHECK(l.recv(0, &nla, &key), "target gone");
         std::vector<uint8_t> src(N);
         fill(src.data(), N, seed);
-        r = velo_put_buf(ep, kTarget, src.data(), nla, N, VELO_RMA_F_REMOTE, 1);
+        r = velo_put_buf(ep, kTarget, src.data(), nla, key, N, VELO_RMA_F_REMOTE, 1);
         CHECK(r == 0, "put: %s", velo_strerror(r));
         CHECK(l.send(0, 1), "link");
         velo_rma_cpl_t c;
@@ -783,11 +801,11 @@ TEST(FabricRma, munmap_in_flight) {
               "put into unmapped memory: kind %u status %d remote %u", c.kind, c.status, c.remote);
         CHECK(l.send(0, c.kind), "link");
         // phase 2: our source's upper half goes while the put reads it
-        CHECK(l.recv(0, &nla), "target gone");
+        CHECK(l.recv(0, &nla, &key), "target gone");
         auto* s2 = static_cast<uint8_t*>(mmap(nullptr, N, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
         CHECK(s2 != MAP_FAILED, "mmap");
         fill(s2, N, seed + 1);
-        r = velo_put_buf(ep, kTarget, s2, nla, N, VELO_RMA_F_REMOTE, 2);
+        r = velo_put_buf(ep, kTarget, s2, nla, key, N, VELO_RMA_F_REMOTE, 2);
         CHECK(r == 0, "put: %s", velo_strerror(r));
         usleep(100000);
         CHECK(munmap(s2 + H, H) == 0, "munmap");
@@ -798,7 +816,7 @@ TEST(FabricRma, munmap_in_flight) {
                     c.kind == VELO_RMA_KIND_ERROR ? velo_rma_reason_str(c.reason) : "complete");
         std::vector<uint8_t> s3(S);
         fill(s3.data(), S, seed + 2);
-        r = velo_put_buf(ep, kTarget, s3.data(), nla + N, S, VELO_RMA_F_REMOTE, 3);
+        r = velo_put_buf(ep, kTarget, s3.data(), nla + N, key, S, VELO_RMA_F_REMOTE, 3);
         CHECK(r == 0, "put: %s", velo_strerror(r));
         if (expect_cpl(ep, VELO_RMA_KIND_REMOTE, 3)) return 1;
         CHECK(l.send(0, 1), "link");
@@ -826,11 +844,12 @@ TEST(FabricRma, client_killed) {
             auto* buf = static_cast<uint8_t*>(std::malloc(N));
             std::memset(buf, 0, N);
             velo_region_t* rg;
-            r = velo_register(ep, buf, N, VELO_ACCESS_REMOTE_WRITE, &rg);
+            r = velo_register(ep, buf, N, VELO_ACCESS_REMOTE_WRITE, nullptr, &rg);
             CHECK(r == 0, "register: %s", velo_strerror(r));
-            uint64_t nla;
+            uint64_t nla, key = 0;
             velo_region_nla(rg, 0, &nla);
-            CHECK(l.send(1, nla), "link");
+            key = rkey_of(rg);
+            CHECK(l.send(1, nla, key), "link");
             uint64_t x;
             l.recv(1, &x);  // until the initiator is gone (or we are killed)
             return velo_close(ep);
@@ -841,11 +860,11 @@ TEST(FabricRma, client_killed) {
             velo_ep_t* ep;
             int r = open_ep(f, 0, 21, &ep);
             CHECK(r == 0, "open: %s", velo_strerror(r));
-            uint64_t nla;
-            CHECK(l.recv(0, &nla), "target gone");
+            uint64_t nla, key = 0;
+            CHECK(l.recv(0, &nla, &key), "target gone");
             auto* src = static_cast<uint8_t*>(std::malloc(N));
             fill(src, N, seed);
-            r = velo_put_buf(ep, kTarget, src, nla, N, VELO_RMA_F_REMOTE, 1);
+            r = velo_put_buf(ep, kTarget, src, nla, key, N, VELO_RMA_F_REMOTE, 1);
             CHECK(r == 0, "put: %s", velo_strerror(r));
             CHECK(started.send(0, 1), "link");
             velo_rma_cpl_t c;
@@ -877,11 +896,12 @@ TEST(FabricRma, client_killed) {
         std::vector<uint8_t> buf(64 << 10);
         fill(buf.data(), buf.size(), seed + 9);
         velo_region_t* rg;
-        r = velo_register(ep, buf.data(), buf.size(), VELO_ACCESS_REMOTE_READ | VELO_ACCESS_REMOTE_WRITE, &rg);
+        r = velo_register(ep, buf.data(), buf.size(), VELO_ACCESS_REMOTE_READ | VELO_ACCESS_REMOTE_WRITE, nullptr, &rg);
         CHECK(r == 0, "register: %s", velo_strerror(r));
-        uint64_t nla;
+        uint64_t nla, key = 0;
         velo_region_nla(rg, 0, &nla);
-        CHECK(l.send(1, nla), "link");
+        key = rkey_of(rg);
+        CHECK(l.send(1, nla, key), "link");
         velo_rma_cpl_t c;
         if (expect_cpl(ep, VELO_RMA_KIND_TARGET, 3)) return 1;
         (void)c;
@@ -893,15 +913,15 @@ TEST(FabricRma, client_killed) {
         velo_ep_t* ep;
         if (open_side(f, l, 0, &ep)) return 1;
         int r;
-        uint64_t nla;
-        CHECK(l.recv(0, &nla), "target gone");
+        uint64_t nla, key = 0;
+        CHECK(l.recv(0, &nla, &key), "target gone");
         std::vector<uint8_t> got(64 << 10), src(1000);
         fill(src.data(), src.size(), seed + 10);
-        r = velo_get_buf(ep, kTarget, got.data(), nla, got.size(), VELO_RMA_F_LOCAL, 2);
+        r = velo_get_buf(ep, kTarget, got.data(), nla, key, got.size(), VELO_RMA_F_LOCAL, 2);
         CHECK(r == 0, "get: %s", velo_strerror(r));
         if (expect_cpl(ep, VELO_RMA_KIND_GET_DONE, 2)) return 1;
         for (size_t i = 0; i < got.size(); ++i) CHECK(got[i] == pat(seed + 9, i), "get byte %zu", i);
-        r = velo_put_buf(ep, kTarget, src.data(), nla + 100, src.size(), VELO_RMA_F_NOTIFY | VELO_RMA_F_REMOTE, 3);
+        r = velo_put_buf(ep, kTarget, src.data(), nla + 100, key, src.size(), VELO_RMA_F_NOTIFY | VELO_RMA_F_REMOTE, 3);
         CHECK(r == 0, "put: %s", velo_strerror(r));
         if (expect_cpl(ep, VELO_RMA_KIND_REMOTE, 3)) return 1;
         uint64_t ok;
@@ -926,11 +946,12 @@ TEST(FabricRma, quiesce_while_another_region_streams) {
         l2.close_all();
         auto* buf = static_cast<uint8_t*>(std::malloc(N));
         velo_region_t* rg;
-        int r = velo_register(ep, buf, N, VELO_ACCESS_REMOTE_WRITE, &rg);
+        int r = velo_register(ep, buf, N, VELO_ACCESS_REMOTE_WRITE, nullptr, &rg);
         CHECK(r == 0, "register: %s", velo_strerror(r));
-        uint64_t nla;
+        uint64_t nla, key = 0;
         velo_region_nla(rg, 0, &nla);
-        CHECK(l.send(1, nla), "link");
+        key = rkey_of(rg);
+        CHECK(l.send(1, nla, key), "link");
         uint64_t done;
         CHECK(l.recv(1, &done), "initiator gone");
         for (size_t i = 0; i < N; ++i) CHECK(buf[i] == pat(seed, i), "byte %zu", i);
@@ -940,18 +961,18 @@ TEST(FabricRma, quiesce_while_another_region_streams) {
         velo_ep_t* ep;
         if (open_side(f, l, 0, &ep)) return 1;
         l2.keep(0);
-        uint64_t nla;
-        CHECK(l.recv(0, &nla), "target gone");
+        uint64_t nla, key = 0;
+        CHECK(l.recv(0, &nla, &key), "target gone");
         auto* src = static_cast<uint8_t*>(std::malloc(N));
         fill(src, N, seed);
         velo_region_t* rg;
-        int r = velo_register(ep, src, N, VELO_ACCESS_LOCAL_READ, &rg);
+        int r = velo_register(ep, src, N, VELO_ACCESS_LOCAL_READ, nullptr, &rg);
         CHECK(r == 0, "register: %s", velo_strerror(r));
         uint64_t snla;
         velo_region_nla(rg, 0, &snla);
         CHECK(l2.send(0, snla), "link");
         for (int k = 0; k < 3; ++k) {
-            r = velo_put(ep, kTarget, rg, 0, nla, N, VELO_RMA_F_REMOTE, 100 + k);
+            r = velo_put(ep, kTarget, rg, 0, nla, key, N, VELO_RMA_F_REMOTE, 100 + k);
             CHECK(r == 0, "put: %s", velo_strerror(r));
             if (k == 0) CHECK(l2.send(0, 1), "link");
             if (expect_cpl(ep, VELO_RMA_KIND_REMOTE, 100 + k)) return 1;
@@ -975,7 +996,7 @@ TEST(FabricRma, quiesce_while_another_region_streams) {
         int same = 0;
         for (int i = 0; i < 64; ++i) {
             velo_region_t* g;
-            r = velo_register(ep, page[i], 4096, VELO_ACCESS_REMOTE_WRITE, &g);
+            r = velo_register(ep, page[i], 4096, VELO_ACCESS_REMOTE_WRITE, nullptr, &g);
             CHECK(r == 0, "register %d: %s", i, velo_strerror(r));
             uint64_t n;
             velo_region_nla(g, 0, &n);
@@ -1025,11 +1046,12 @@ TEST(FabricRma, more_than_the_nic_translates) {
         l2.close_all();
         auto* buf = static_cast<uint8_t*>(std::calloc(1, TB));
         velo_region_t* rg;
-        int r = velo_register(ep, buf, TB, VELO_ACCESS_REMOTE_WRITE | VELO_ACCESS_REMOTE_READ, &rg);
+        int r = velo_register(ep, buf, TB, VELO_ACCESS_REMOTE_WRITE | VELO_ACCESS_REMOTE_READ, nullptr, &rg);
         CHECK(r == 0, "register: %s", velo_strerror(r));
-        uint64_t nla;
+        uint64_t nla, key = 0;
         velo_region_nla(rg, 0, &nla);
-        CHECK(l.send(1, nla), "link");
+        key = rkey_of(rg);
+        CHECK(l.send(1, nla, key), "link");
         uint64_t done;
         CHECK(l.recv(1, &done), "initiator gone");
         for (size_t i = 0; i < TB; ++i) CHECK(buf[i] == pat(seed + i / S, i % S), "target byte %zu", i);
@@ -1050,11 +1072,11 @@ TEST(FabricRma, more_than_the_nic_translates) {
         std::memset(mem, 0, 18u << 20);
         // -EFBIG: more pages than the whole page table
         velo_region_t* g;
-        r = velo_register(ep, mem, 17u << 20, VELO_ACCESS_REMOTE_WRITE, &g);
+        r = velo_register(ep, mem, 17u << 20, VELO_ACCESS_REMOTE_WRITE, nullptr, &g);
         CHECK(r == -EFBIG, "17 MiB registration: %d (%s), expected -EFBIG", r, velo_strerror(r));
         // the region table: 1-page regions until it is full
         for (;;) {
-            r = velo_register(ep, mem + small.size() * 4096, 4096, VELO_ACCESS_REMOTE_WRITE, &g);
+            r = velo_register(ep, mem + small.size() * 4096, 4096, VELO_ACCESS_REMOTE_WRITE, nullptr, &g);
             if (r) break;
             small.push_back(g);
         }
@@ -1071,7 +1093,7 @@ TEST(FabricRma, more_than_the_nic_translates) {
         uint8_t* p = mem + (1u << 20);
         for (size_t sz : {size_t(1) << 20, size_t(64) << 10}) {
             for (;;) {
-                r = velo_register(ep, p, sz, VELO_ACCESS_REMOTE_WRITE, &g);
+                r = velo_register(ep, p, sz, VELO_ACCESS_REMOTE_WRITE, nullptr, &g);
                 if (r) break;
                 big.push_back(g);
                 p += sz;
@@ -1097,8 +1119,8 @@ TEST(FabricRma, more_than_the_nic_translates) {
         velo_ep_t* ep;
         if (open_side(f, l, 0, &ep)) return 1;
         l2.keep(0);
-        uint64_t nla, go;
-        CHECK(l.recv(0, &nla), "target gone");
+        uint64_t nla, key, go;
+        CHECK(l.recv(0, &nla, &key), "target gone");
         CHECK(l2.recv(0, &go), "hog gone");
         std::vector<uint8_t*> src(K), dst(K);
         for (int k = 0; k < K; ++k) {
@@ -1112,8 +1134,8 @@ TEST(FabricRma, more_than_the_nic_translates) {
         auto run = [&](bool put) -> int {
             int done = 0, k = 0;
             while (done < K) {
-                int r = k < K ? (put ? velo_put_buf(ep, kTarget, src[k], nla + k * S, S, VELO_RMA_F_REMOTE, k)
-                                     : velo_get_buf(ep, kTarget, dst[k], nla + k * S, S, VELO_RMA_F_LOCAL, k))
+                int r = k < K ? (put ? velo_put_buf(ep, kTarget, src[k], nla + k * S, key, S, VELO_RMA_F_REMOTE, k)
+                                     : velo_get_buf(ep, kTarget, dst[k], nla + k * S, key, S, VELO_RMA_F_LOCAL, k))
                               : -EAGAIN;
                 if (r == 0) {
                     ++k;
@@ -1146,7 +1168,7 @@ TEST(FabricRma, more_than_the_nic_translates) {
         for (int k = 0; k < K; ++k)
             for (uint8_t* b : {src[k], dst[k]}) {
                 velo_region_t* g;
-                int r = velo_register(ep, b, S, VELO_ACCESS_LOCAL_READ, &g);
+                int r = velo_register(ep, b, S, VELO_ACCESS_LOCAL_READ, nullptr, &g);
                 CHECK(r == 0, "register: %s", velo_strerror(r));
                 r = velo_deregister(g);
                 CHECK(r == 0, "deregister: %s", velo_strerror(r));

@@ -19,29 +19,60 @@
 
 namespace {
 
-// The driver's side of registration: round-robin region indices, a new key each time.
+constexpr unsigned kNqLog2 = 7;  // 128 entries: 64 commands outstanding at most
+constexpr unsigned kNode = 3, kVpid = 4;
+
+// A peer's region: its key (high bits set, so that RKEY_HI shows in every command) and an NLA
+// whose KEY field is the key's bits 7:0.
+constexpr uint32_t kKey = 0xA5C3E15Au;
+const uint64_t kRemote =
+    VELO_FIELD_PREP(VELO_RMA_NLA_KEY, kKey & 0xFF) | VELO_FIELD_PREP(VELO_RMA_NLA_REGION, 17) | 0x1234;
+
+// The driver's side of registration: round-robin region indices, a new 32-bit key each time (bits
+// 7:0 in the NLA), and a box per scope kind (the scope as asked is recorded).
 struct FakeDriver {
     struct Reg {
         uint64_t addr, len;
         unsigned access;
     };
     std::map<uint64_t, Reg> regs;  // by NLA (offset 0)
-    unsigned next_region = 0, key = 0;
+    unsigned next_region = 0;
+    uint32_t key = 0x1234567u;
     unsigned max_regs = 1000;  // ENOSPC beyond
     int repin_err = 0;         // REPIN answers this (0: ok)
+    bool bad_nla_key = false;  // answer an NLA whose KEY field is not the key's bits 7:0
     std::vector<uint64_t> registered, deregistered, repinned;
+    std::vector<velo_uapi_register> asked;  // every REGISTER as it came in
 
     static int ioctl(void* ctx, unsigned long req, void* arg) {
         auto* d = static_cast<FakeDriver*>(ctx);
         if (req == VELO_IOC_REGISTER) {
             auto* g = static_cast<velo_uapi_register*>(arg);
             EXPECT_EQ(g->argsz, sizeof *g);
+            d->asked.push_back(*g);
+            if (g->scope > VELO_SCOPE_BOX) return -EINVAL;
             if (d->regs.size() >= d->max_regs) return -ENOSPC;
-            d->key = (d->key + 1) & 0xFF;
+            d->key = d->key * 1103515245u + 12345u;  // any 32-bit value but 0
+            if (d->key == 0) d->key = 1;
             const unsigned region = d->next_region++ % 256;
-            g->nla = VELO_FIELD_PREP(VELO_RMA_NLA_KEY, d->key) | VELO_FIELD_PREP(VELO_RMA_NLA_REGION, region);
+            g->nla = VELO_FIELD_PREP(VELO_RMA_NLA_KEY, (d->key & 0xFF) ^ (d->bad_nla_key ? 1 : 0)) |
+                     VELO_FIELD_PREP(VELO_RMA_NLA_REGION, region);
             g->region = region;
             g->key = d->key;
+            switch (g->scope) {
+                case VELO_SCOPE_JOB:  // (a fabric without jobs: every node, the vpids no job owns)
+                    g->node_lo = 0, g->node_hi = 255, g->vpid_lo = 0, g->vpid_hi = 127;
+                    break;
+                case VELO_SCOPE_OWNER:
+                    g->node_lo = g->node_hi = kNode, g->vpid_lo = g->vpid_hi = kVpid;
+                    break;
+                case VELO_SCOPE_PEER:
+                    g->node_hi = g->node_lo, g->vpid_hi = g->vpid_lo;
+                    break;
+                default:
+                    break;
+            }
+            g->scope = VELO_SCOPE_BOX;
             d->regs[g->nla] = {g->addr, g->len, g->flags};
             d->registered.push_back(g->nla);
             return 0;
@@ -62,8 +93,6 @@ struct FakeDriver {
     }
 };
 
-constexpr unsigned kNqLog2 = 7;  // 128 entries: 64 commands outstanding at most
-constexpr unsigned kNode = 3, kVpid = 4;
 const velo_addr_t kDst{9, 5};
 
 struct Rma : ::testing::Test {
@@ -118,7 +147,8 @@ struct Rma : ::testing::Test {
     static uint64_t cmd0(unsigned op, bool lcpl, bool rcpl, bool notify, unsigned node, uint64_t len) {
         return VELO_FIELD_PREP(VELO_RMA_CMD0_OP, op) | VELO_FIELD_PREP(VELO_RMA_CMD0_LCPL, lcpl) |
                VELO_FIELD_PREP(VELO_RMA_CMD0_RCPL, rcpl) | VELO_FIELD_PREP(VELO_RMA_CMD0_NOTIFY, notify) |
-               VELO_FIELD_PREP(VELO_RMA_CMD0_REM_NODE, node) | VELO_FIELD_PREP(VELO_RMA_CMD0_LEN, len);
+               VELO_FIELD_PREP(VELO_RMA_CMD0_REM_NODE, node) | VELO_FIELD_PREP(VELO_RMA_CMD0_LEN, len) |
+               VELO_FIELD_PREP(VELO_RMA_CMD0_RKEY_HI, kKey >> 8);
     }
 
     // ---- notification queue (the NIC's writes: body first, the header word last)
@@ -158,7 +188,7 @@ struct Rma : ::testing::Test {
     }
     velo_region_t* reg(uintptr_t addr, size_t len, unsigned access = VELO_ACCESS_ALL) {
         velo_region_t* r = nullptr;
-        EXPECT_EQ(velo_register(ep, reinterpret_cast<const void*>(addr), len, access, &r), 0);
+        EXPECT_EQ(velo_register(ep, reinterpret_cast<const void*>(addr), len, access, nullptr, &r), 0);
         return r;
     }
     uint64_t nla_of(const velo_region_t* r, size_t off = 0) {
@@ -173,8 +203,6 @@ struct Rma : ::testing::Test {
     }
 };
 
-const uint64_t kRemote = VELO_FIELD_PREP(VELO_RMA_NLA_KEY, 0x5A) | VELO_FIELD_PREP(VELO_RMA_NLA_REGION, 17) | 0x1234;
-
 }  // namespace
 
 // ============================================================================ encoding
@@ -185,7 +213,7 @@ TEST_F(Rma, PutEncodingEveryFlagCombination) {
     for (unsigned flags = 0; flags < 8; ++flags) {
         for (uint64_t len : {0ull, 1ull, 4096ull, 123457ull}) {
             const uint64_t cookie = 0xC0FFEE00ull + n, off = 8 * n + 3;
-            ASSERT_EQ(velo_put(ep, kDst, r, off, kRemote, len, flags, cookie), 0);
+            ASSERT_EQ(velo_put(ep, kDst, r, off, kRemote, kKey, len, flags, cookie), 0);
             auto w = written();
             ASSERT_EQ(w.size(), 1u);
             const unsigned k = w[0];
@@ -218,7 +246,7 @@ TEST_F(Rma, PutEncodingEveryFlagCombination) {
 TEST_F(Rma, GetEncodingAlwaysAsksGetDone) {
     velo_region_t* r = reg(0x200000, 1 << 16, VELO_ACCESS_LOCAL_WRITE);
     for (unsigned flags : {0u, VELO_RMA_F_LOCAL}) {
-        ASSERT_EQ(velo_get(ep, kDst, r, 100, kRemote, 777, flags, 99 + flags), 0);
+        ASSERT_EQ(velo_get(ep, kDst, r, 100, kRemote, kKey, 777, flags, 99 + flags), 0);
         auto w = written();
         ASSERT_EQ(w.size(), 1u);
         EXPECT_EQ(take(w[0]), bytes(cmd0(VELO_RMA_OP_GET, true, false, false, kDst.node, 777), nla_of(r, 100), kRemote,
@@ -242,7 +270,7 @@ TEST_F(Rma, LongTransfersAreSplitAndCompleteOnce) {
     const uint64_t len = 2 * piece + 100;
     velo_region_t* r = reg(0x40000000, len + 64);
     const uint64_t base = nla_of(r, 8);
-    ASSERT_EQ(velo_put(ep, kDst, r, 8, kRemote, len, VELO_RMA_F_REMOTE | VELO_RMA_F_LOCAL, 5), 0);
+    ASSERT_EQ(velo_put(ep, kDst, r, 8, kRemote, kKey, len, VELO_RMA_F_REMOTE | VELO_RMA_F_LOCAL, 5), 0);
     auto w = written();
     ASSERT_EQ(w.size(), 3u);
     for (unsigned i = 0; i < 3; ++i) {
@@ -272,14 +300,14 @@ TEST_F(Rma, SplitNotifiedPutSendsItsNotifiedPieceLast) {
     const uint64_t piece = VELO_RMA_LEN_MAX & ~0xFFFull;
     const uint64_t len = 2 * piece + 1;
     velo_region_t* r = reg(0x40000000, len);
-    ASSERT_EQ(velo_put(ep, kDst, r, 0, kRemote, len, VELO_RMA_F_NOTIFY, 6), 0);
+    ASSERT_EQ(velo_put(ep, kDst, r, 0, kRemote, kKey, len, VELO_RMA_F_NOTIFY, 6), 0);
     auto w = written();
     ASSERT_EQ(w.size(), 2u);  // the notified third piece waits for the other two
     for (unsigned i = 0; i < 2; ++i)
         EXPECT_EQ(take(w[i]), bytes(cmd0(VELO_RMA_OP_PUT, false, true, false, kDst.node, piece), nla_of(r, i * piece),
                                     kRemote + i * piece, 6));
     // new calls wait behind it
-    EXPECT_EQ(velo_put(ep, kDst, r, 0, kRemote, 1, 0, 7), -EAGAIN);
+    EXPECT_EQ(velo_put(ep, kDst, r, 0, kRemote, kKey, 1, 0, 7), -EAGAIN);
     post(VELO_RMA_NQ_KIND_REMOTE_CPL, w[0], VELO_RMA_OP_PUT);
     EXPECT_TRUE(drain().empty());
     EXPECT_TRUE(written().empty());
@@ -291,17 +319,17 @@ TEST_F(Rma, SplitNotifiedPutSendsItsNotifiedPieceLast) {
                                  kRemote + 2 * piece, 6));
     post(VELO_RMA_NQ_KIND_REMOTE_CPL, w3[0], VELO_RMA_OP_PUT);
     EXPECT_TRUE(drain().empty());  // no completion asked for
-    EXPECT_EQ(velo_put(ep, kDst, r, 0, kRemote, 1, 0, 7), 0);
+    EXPECT_EQ(velo_put(ep, kDst, r, 0, kRemote, kKey, 1, 0, 7), 0);
     EXPECT_EQ(velo_deregister(r), 0);
 }
 
 TEST_F(Rma, OutstandingLimitAndBacklog) {
     velo_region_t* r = reg(0x100000, 1 << 20);
     // 128 queue entries: at most 64 commands outstanding
-    for (unsigned i = 0; i < 64; ++i) ASSERT_EQ(velo_put(ep, kDst, r, 0, kRemote, 8, 0, i), 0) << i;
+    for (unsigned i = 0; i < 64; ++i) ASSERT_EQ(velo_put(ep, kDst, r, 0, kRemote, kKey, 8, 0, i), 0) << i;
     std::vector<uint8_t> before(cmd, cmd + 4096);
-    EXPECT_EQ(velo_put(ep, kDst, r, 0, kRemote, 8, 0, 64), -EAGAIN);
-    EXPECT_EQ(velo_get(ep, kDst, r, 0, kRemote, 8, 0, 64), -EAGAIN);
+    EXPECT_EQ(velo_put(ep, kDst, r, 0, kRemote, kKey, 8, 0, 64), -EAGAIN);
+    EXPECT_EQ(velo_get(ep, kDst, r, 0, kRemote, kKey, 8, 0, 64), -EAGAIN);
     EXPECT_EQ(std::memcmp(before.data(), cmd, 4096), 0) << "a refused call stores nothing";
     auto w = written();
     ASSERT_EQ(w.size(), 64u);
@@ -312,9 +340,9 @@ TEST_F(Rma, OutstandingLimitAndBacklog) {
     EXPECT_TRUE(drain().empty());
     // a call of 100 commands: 64 now, the rest as completions come in
     ASSERT_EQ(velo__rma_set_limits(ep, 64, 4096), 0);
-    ASSERT_EQ(velo_put(ep, kDst, r, 0, kRemote, 100 * 4096, VELO_RMA_F_REMOTE, 1), 0);
+    ASSERT_EQ(velo_put(ep, kDst, r, 0, kRemote, kKey, 100 * 4096, VELO_RMA_F_REMOTE, 1), 0);
     EXPECT_EQ(written().size(), 64u);
-    EXPECT_EQ(velo_put(ep, kDst, r, 0, kRemote, 8, 0, 2), -EAGAIN) << "new calls wait behind the rest";
+    EXPECT_EQ(velo_put(ep, kDst, r, 0, kRemote, kKey, 8, 0, 2), -EAGAIN) << "new calls wait behind the rest";
     std::vector<uint64_t> remote_seen;
     unsigned rounds = 0;
     for (;;) {
@@ -361,7 +389,7 @@ TEST_F(Rma, CacheHitsContainmentOverlapAccess) {
     EXPECT_EQ(drv.registered.size(), 3u);
     // the buffer form finds registrations without any ioctl
     const size_t repins = drv.repinned.size();
-    ASSERT_EQ(velo_put_buf(ep, kDst, reinterpret_cast<const void*>(0x10000 + 900), kRemote, 500, 0, 1), 0);
+    ASSERT_EQ(velo_put_buf(ep, kDst, reinterpret_cast<const void*>(0x10000 + 900), kRemote, kKey, 500, 0, 1), 0);
     EXPECT_EQ(drv.registered.size(), 3u);
     EXPECT_EQ(drv.repinned.size(), repins);
     auto w = written();
@@ -382,7 +410,8 @@ TEST_F(Rma, LruEvictionDeregistersIdleOnly) {
     std::vector<uint64_t> nla;
     std::vector<unsigned> slots;
     for (unsigned i = 0; i < 3; ++i) {
-        ASSERT_EQ(velo_put_buf(ep, kDst, reinterpret_cast<const void*>(0x100000 * (i + 1)), kRemote, 64, 0, i), 0);
+        ASSERT_EQ(velo_put_buf(ep, kDst, reinterpret_cast<const void*>(0x100000 * (i + 1)), kRemote, kKey, 64, 0, i),
+                  0);
         nla.push_back(drv.registered.back());
         auto w = written();
         ASSERT_EQ(w.size(), 1u);
@@ -391,7 +420,7 @@ TEST_F(Rma, LruEvictionDeregistersIdleOnly) {
     }
     EXPECT_TRUE(drv.deregistered.empty()) << "registrations in use are never evicted";
     // buffer 1 is used again (most recent), then everything completes: the LRU idle one goes
-    ASSERT_EQ(velo_put_buf(ep, kDst, reinterpret_cast<const void*>(0x100000 + 8), kRemote, 8, 0, 9), 0);
+    ASSERT_EQ(velo_put_buf(ep, kDst, reinterpret_cast<const void*>(0x100000 + 8), kRemote, kKey, 8, 0, 9), 0);
     slots.push_back(written()[0]);
     take(slots.back());
     for (unsigned k : slots) post(VELO_RMA_NQ_KIND_REMOTE_CPL, k, VELO_RMA_OP_PUT);
@@ -400,18 +429,19 @@ TEST_F(Rma, LruEvictionDeregistersIdleOnly) {
     EXPECT_EQ(drv.deregistered[0], nla[1]) << "least recently used";
     EXPECT_EQ(stats().rma_evictions, 1u);
     // buffers 1 and 3 still hit
-    ASSERT_EQ(velo_put_buf(ep, kDst, reinterpret_cast<const void*>(0x300000), kRemote, 64, 0, 1), 0);
-    ASSERT_EQ(velo_put_buf(ep, kDst, reinterpret_cast<const void*>(0x100000), kRemote, 64, 0, 1), 0);
+    ASSERT_EQ(velo_put_buf(ep, kDst, reinterpret_cast<const void*>(0x300000), kRemote, kKey, 64, 0, 1), 0);
+    ASSERT_EQ(velo_put_buf(ep, kDst, reinterpret_cast<const void*>(0x100000), kRemote, kKey, 64, 0, 1), 0);
     EXPECT_EQ(drv.registered.size(), 3u);
     // buffer 2 registers anew
-    ASSERT_EQ(velo_put_buf(ep, kDst, reinterpret_cast<const void*>(0x200000), kRemote, 64, 0, 1), 0);
+    ASSERT_EQ(velo_put_buf(ep, kDst, reinterpret_cast<const void*>(0x200000), kRemote, kKey, 64, 0, 1), 0);
     EXPECT_EQ(drv.registered.size(), 4u);
 }
 
 TEST_F(Rma, NoRoomInTheNicEvictsIdleAndRetries) {
     drv.max_regs = 2;
     for (unsigned i = 0; i < 2; ++i) {
-        ASSERT_EQ(velo_put_buf(ep, kDst, reinterpret_cast<const void*>(0x100000 * (i + 1)), kRemote, 64, 0, i), 0);
+        ASSERT_EQ(velo_put_buf(ep, kDst, reinterpret_cast<const void*>(0x100000 * (i + 1)), kRemote, kKey, 64, 0, i),
+                  0);
         const unsigned k = written()[0];
         take(k);
         post(VELO_RMA_NQ_KIND_REMOTE_CPL, k, VELO_RMA_OP_PUT);
@@ -424,15 +454,15 @@ TEST_F(Rma, NoRoomInTheNicEvictsIdleAndRetries) {
     // nothing idle to give back: the driver's ENOSPC (a declaration without a free region) is the
     // answer, told apart as the region table (-ENFILE, docs/api.md "Out of translation resources")
     velo_region_t* r2 = nullptr;
-    EXPECT_EQ(velo_register(ep, reinterpret_cast<const void*>(0xA00000), 64, VELO_ACCESS_ALL, &r2), 0);
+    EXPECT_EQ(velo_register(ep, reinterpret_cast<const void*>(0xA00000), 64, VELO_ACCESS_ALL, nullptr, &r2), 0);
     velo_region_t* r3 = nullptr;
-    EXPECT_EQ(velo_register(ep, reinterpret_cast<const void*>(0xB00000), 64, VELO_ACCESS_ALL, &r3), -ENFILE);
+    EXPECT_EQ(velo_register(ep, reinterpret_cast<const void*>(0xB00000), 64, VELO_ACCESS_ALL, nullptr, &r3), -ENFILE);
     EXPECT_EQ(r3, nullptr);
     EXPECT_NE(std::strstr(velo_strerror(-ENFILE), "region table"), nullptr);
     // no room, and more pages than the NIC's whole page table: -EFBIG (register smaller pieces)
-    EXPECT_EQ(
-        velo_register(ep, reinterpret_cast<const void*>(0x10000000), (size_t)(4096 + 1) * 4096, VELO_ACCESS_ALL, &r3),
-        -EFBIG);
+    EXPECT_EQ(velo_register(ep, reinterpret_cast<const void*>(0x10000000), (size_t)(4096 + 1) * 4096, VELO_ACCESS_ALL,
+                            nullptr, &r3),
+              -EFBIG);
     EXPECT_NE(std::strstr(velo_strerror(-EFBIG), "page table"), nullptr);
     EXPECT_EQ(velo_deregister(r), 0);
     EXPECT_EQ(velo_deregister(r2), 0);
@@ -441,13 +471,13 @@ TEST_F(Rma, NoRoomInTheNicEvictsIdleAndRetries) {
 TEST_F(Rma, DeregisterInvalidatesAndWaitsForCommands) {
     velo_region_t* r = reg(0x500000, 4096);
     const uint64_t n = drv.registered.back();
-    ASSERT_EQ(velo_put(ep, kDst, r, 0, kRemote, 64, VELO_RMA_F_REMOTE, 1), 0);
+    ASSERT_EQ(velo_put(ep, kDst, r, 0, kRemote, kKey, 64, VELO_RMA_F_REMOTE, 1), 0);
     const unsigned k = written()[0];
     take(k);
     EXPECT_EQ(velo_deregister(r), 0);
     EXPECT_TRUE(drv.deregistered.empty()) << "a command in flight still uses it";
     // but lookups do not find it any more
-    ASSERT_EQ(velo_put_buf(ep, kDst, reinterpret_cast<const void*>(0x500000), kRemote, 64, 0, 2), 0);
+    ASSERT_EQ(velo_put_buf(ep, kDst, reinterpret_cast<const void*>(0x500000), kRemote, kKey, 64, 0, 2), 0);
     EXPECT_EQ(drv.registered.size(), 2u);
     const unsigned k2 = written()[0];
     take(k2);
@@ -543,8 +573,8 @@ TEST_F(Rma, TornAndMalformedEntriesRejected) {
 // wait when none of ours is in flight; the caller sees only the final outcome.
 TEST_F(Rma, BusyRefusalIsIssuedAgain) {
     velo_region_t* r = reg(0x700000, 8192);
-    ASSERT_EQ(velo_put(ep, kDst, r, 0, kRemote, 100, VELO_RMA_F_REMOTE, 1), 0);
-    ASSERT_EQ(velo_put(ep, kDst, r, 100, kRemote, 200, VELO_RMA_F_REMOTE, 2), 0);
+    ASSERT_EQ(velo_put(ep, kDst, r, 0, kRemote, kKey, 100, VELO_RMA_F_REMOTE, 1), 0);
+    ASSERT_EQ(velo_put(ep, kDst, r, 100, kRemote, kKey, 200, VELO_RMA_F_REMOTE, 2), 0);
     const auto w = written();
     ASSERT_EQ(w.size(), 2u);
     const unsigned a = w[0], b = w[1];
@@ -586,7 +616,7 @@ TEST_F(Rma, BusyRefusalIsIssuedAgain) {
 TEST_F(Rma, NotValidLocalRepinsAndReissues) {
     velo_region_t* r = reg(0x700000, 8192);
     const uint64_t n = drv.registered.back();
-    ASSERT_EQ(velo_put(ep, kDst, r, 4000, kRemote, 100, VELO_RMA_F_REMOTE, 3), 0);
+    ASSERT_EQ(velo_put(ep, kDst, r, 4000, kRemote, kKey, 100, VELO_RMA_F_REMOTE, 3), 0);
     const unsigned k = written()[0];
     const auto first = take(k);
     const size_t repins = drv.repinned.size();
@@ -603,7 +633,7 @@ TEST_F(Rma, NotValidLocalRepinsAndReissues) {
     EXPECT_EQ(stats().rma_repins, 1u);
     EXPECT_EQ(stats().rma_reissues, 1u);
     // a get's destination as well
-    ASSERT_EQ(velo_get(ep, kDst, r, 0, kRemote, 10, VELO_RMA_F_LOCAL, 4), 0);
+    ASSERT_EQ(velo_get(ep, kDst, r, 0, kRemote, kKey, 10, VELO_RMA_F_LOCAL, 4), 0);
     const unsigned g = written()[0];
     take(g);
     post(VELO_RMA_NQ_KIND_ERROR, g, VELO_RMA_OP_GET, 4, 0, 0, VELO_RMA_ERR_NOT_VALID, 0);
@@ -619,7 +649,7 @@ TEST_F(Rma, NotValidLocalRepinsAndReissues) {
 
 TEST_F(Rma, NotValidGivesUpAfterRetriesOrFailedRepin) {
     velo_region_t* r = reg(0x700000, 8192);
-    ASSERT_EQ(velo_put(ep, kDst, r, 0, kRemote, 100, 0, 3), 0);
+    ASSERT_EQ(velo_put(ep, kDst, r, 0, kRemote, kKey, 100, 0, 3), 0);
     unsigned k = written()[0];
     unsigned issues = 0;
     for (;;) {
@@ -640,7 +670,7 @@ TEST_F(Rma, NotValidGivesUpAfterRetriesOrFailedRepin) {
     EXPECT_EQ(issues, 5u) << "issued once, then four times again";
     // REPIN fails: reported at once
     drv.repin_err = -ENOMEM;
-    ASSERT_EQ(velo_put(ep, kDst, r, 0, kRemote, 100, 0, 4), 0);
+    ASSERT_EQ(velo_put(ep, kDst, r, 0, kRemote, kKey, 100, 0, 4), 0);
     k = written()[0];
     take(k);
     post(VELO_RMA_NQ_KIND_ERROR, k, VELO_RMA_OP_PUT, 4, 0, 0, VELO_RMA_ERR_NOT_VALID, 0);
@@ -653,7 +683,7 @@ TEST_F(Rma, NotValidGivesUpAfterRetriesOrFailedRepin) {
     // page table (every region withdrawn for a moment), so the command is issued again after a
     // wait, four times, then the error is reported
     const size_t repins = drv.repinned.size();
-    ASSERT_EQ(velo_put(ep, kDst, r, 0, kRemote, 100, VELO_RMA_F_LOCAL, 5), 0);
+    ASSERT_EQ(velo_put(ep, kDst, r, 0, kRemote, kKey, 100, VELO_RMA_F_LOCAL, 5), 0);
     k = written()[0];
     unsigned sent = 0;
     std::vector<velo_rma_cpl_t> got;
@@ -688,7 +718,7 @@ TEST_F(Rma, ErrorReasonsMapToErrno) {
         {VELO_RMA_ERR_RANGE, -ERANGE},      {VELO_RMA_ERR_NO_ROUTE, -EHOSTUNREACH}, {VELO_RMA_ERR_DISABLED, -ENETDOWN},
         {VELO_RMA_ERR_BAD_CMD, -EPROTO},    {VELO_RMA_ERR_NQ_DISABLED, -ENOTCONN}};
     for (auto [reason, err] : want) {
-        ASSERT_EQ(velo_put(ep, kDst, r, 0, kRemote, 1, 0, reason), 0);
+        ASSERT_EQ(velo_put(ep, kDst, r, 0, kRemote, kKey, 1, 0, reason), 0);
         const unsigned k = written()[0];
         take(k);
         post(VELO_RMA_NQ_KIND_ERROR, k, VELO_RMA_OP_PUT, reason, 0, 0, reason, 1);
@@ -705,8 +735,8 @@ TEST_F(Rma, ErrorReasonsMapToErrno) {
 
 TEST_F(Rma, TornCommandWritesAreReissued) {
     velo_region_t* r = reg(0x700000, 8192);
-    ASSERT_EQ(velo_put(ep, kDst, r, 0, kRemote, 10, VELO_RMA_F_REMOTE, 1), 0);
-    ASSERT_EQ(velo_put(ep, kDst, r, 0, kRemote, 20, VELO_RMA_F_REMOTE, 2), 0);
+    ASSERT_EQ(velo_put(ep, kDst, r, 0, kRemote, kKey, 10, VELO_RMA_F_REMOTE, 1), 0);
+    ASSERT_EQ(velo_put(ep, kDst, r, 0, kRemote, kKey, 20, VELO_RMA_F_REMOTE, 2), 0);
     auto w = written();
     ASSERT_EQ(w.size(), 2u);
     ASSERT_EQ(w[1], w[0] + 1);
@@ -730,7 +760,7 @@ TEST_F(Rma, EveryInvalidArgumentHasItsErrno) {
     velo_region_t* wr = reg(0x200000, 4096, VELO_ACCESS_LOCAL_WRITE | VELO_ACCESS_REMOTE_WRITE);
     const std::vector<uint8_t> page(cmd, cmd + 4096);
     auto put = [&](velo_ep_t* e, velo_addr_t d, const velo_region_t* l, size_t off, uint64_t nla, size_t len,
-                   unsigned f) { return velo_put(e, d, l, off, nla, len, f, 0); };
+                   unsigned f) { return velo_put(e, d, l, off, nla, kKey, len, f, 0); };
     EXPECT_EQ(put(nullptr, kDst, r, 0, kRemote, 1, 0), -EINVAL);
     EXPECT_EQ(put(ep, kDst, r, 0, kRemote, 1, 8), -EINVAL);           // unknown flag
     EXPECT_EQ(put(ep, kDst, nullptr, 0, kRemote, 1, 0), -EINVAL);     // data without a region
@@ -738,18 +768,25 @@ TEST_F(Rma, EveryInvalidArgumentHasItsErrno) {
     EXPECT_EQ(put(ep, {1, 256}, r, 0, kRemote, 1, 0), -EINVAL);       // vpid beyond VPID_BITS
     EXPECT_EQ(put(ep, {1, 0x80 | 5}, r, 0, kRemote, 1, 0), -EINVAL);  // a control vpid
     EXPECT_EQ(put(ep, kDst, r, 0, VELO_FIELD_PREP(VELO_RMA_NLA_REGION, 256), 1, 0), -EINVAL);
-    EXPECT_EQ(put(ep, kDst, r, 0, VELO_FIELD_MASK(VELO_RMA_NLA_OFFSET), 2, 0), -ERANGE);  // past 2^40
-    EXPECT_EQ(put(ep, kDst, r, 4000, kRemote, 97, 0), -ERANGE);                           // past the region
+    EXPECT_EQ(put(ep, kDst, r, 0, VELO_FIELD_PREP(VELO_RMA_NLA_KEY, kKey & 0xFF) | VELO_FIELD_MASK(VELO_RMA_NLA_OFFSET),
+                  2, 0),
+              -ERANGE);  // past 2^40
+    // an NLA and a key of different registrations (the NLA's KEY field is not the key's bits 7:0)
+    EXPECT_EQ(velo_put(ep, kDst, r, 0, kRemote, kKey ^ 1u, 1, 0, 0), -EINVAL);
+    EXPECT_EQ(velo_get(ep, kDst, wr, 0, kRemote, kKey ^ 0x80u, 1, 0, 0), -EINVAL);
+    EXPECT_EQ(velo_put_buf(ep, kDst, page.data(), kRemote, 0, 1, 0, 0), -EINVAL);
+    EXPECT_EQ(velo_get_buf(ep, kDst, wr, kRemote ^ VELO_FIELD_PREP(VELO_RMA_NLA_KEY, 0x40), kKey, 1, 0, 0), -EINVAL);
+    EXPECT_EQ(put(ep, kDst, r, 4000, kRemote, 97, 0), -ERANGE);  // past the region
     EXPECT_EQ(put(ep, kDst, r, 4097, kRemote, 0, 0), -ERANGE);
     EXPECT_EQ(put(ep, kDst, r, 0, kRemote, SIZE_MAX, 0), -ERANGE);
-    EXPECT_EQ(put(ep, kDst, wr, 0, kRemote, 1, 0), -EACCES);          // no LOCAL_READ
-    EXPECT_EQ(velo_get(ep, kDst, r, 0, kRemote, 1, 0, 0), -EACCES);   // no LOCAL_WRITE
-    EXPECT_EQ(velo_get(ep, kDst, wr, 0, kRemote, 0, 0, 0), -EINVAL);  // zero-length get
-    EXPECT_EQ(velo_get(ep, kDst, wr, 0, kRemote, 1, VELO_RMA_F_REMOTE, 0), -EINVAL);
-    EXPECT_EQ(velo_get(ep, kDst, wr, 0, kRemote, 1, VELO_RMA_F_NOTIFY, 0), -EINVAL);
-    EXPECT_EQ(velo_put_buf(ep, kDst, nullptr, kRemote, 1, 0, 0), -EINVAL);
-    EXPECT_EQ(velo_get_buf(ep, kDst, nullptr, kRemote, 1, 0, 0), -EINVAL);
-    EXPECT_EQ(velo_put_buf(ep, kDst, reinterpret_cast<void*>(~uintptr_t(0) - 10), kRemote, 100, 0, 0), -EINVAL);
+    EXPECT_EQ(put(ep, kDst, wr, 0, kRemote, 1, 0), -EACCES);                // no LOCAL_READ
+    EXPECT_EQ(velo_get(ep, kDst, r, 0, kRemote, kKey, 1, 0, 0), -EACCES);   // no LOCAL_WRITE
+    EXPECT_EQ(velo_get(ep, kDst, wr, 0, kRemote, kKey, 0, 0, 0), -EINVAL);  // zero-length get
+    EXPECT_EQ(velo_get(ep, kDst, wr, 0, kRemote, kKey, 1, VELO_RMA_F_REMOTE, 0), -EINVAL);
+    EXPECT_EQ(velo_get(ep, kDst, wr, 0, kRemote, kKey, 1, VELO_RMA_F_NOTIFY, 0), -EINVAL);
+    EXPECT_EQ(velo_put_buf(ep, kDst, nullptr, kRemote, kKey, 1, 0, 0), -EINVAL);
+    EXPECT_EQ(velo_get_buf(ep, kDst, nullptr, kRemote, kKey, 1, 0, 0), -EINVAL);
+    EXPECT_EQ(velo_put_buf(ep, kDst, reinterpret_cast<void*>(~uintptr_t(0) - 10), kRemote, kKey, 100, 0, 0), -EINVAL);
     // a region of another endpoint
     velo_ep_t* other = nullptr;
     ASSERT_EQ(velo__mock_open(&other, 1, 2, 8), 0);
@@ -758,15 +795,25 @@ TEST_F(Rma, EveryInvalidArgumentHasItsErrno) {
     EXPECT_EQ(put(other, kDst, r, 0, kRemote, 1, 0), -EBADF);
     // registration
     velo_region_t* h = reinterpret_cast<velo_region_t*>(1);
-    EXPECT_EQ(velo_register(nullptr, page.data(), 1, VELO_ACCESS_ALL, &h), -EINVAL);
-    EXPECT_EQ(velo_register(ep, page.data(), 1, VELO_ACCESS_ALL, nullptr), -EINVAL);
-    EXPECT_EQ(velo_register(ep, nullptr, 1, VELO_ACCESS_ALL, &h), -EINVAL);
+    EXPECT_EQ(velo_register(nullptr, page.data(), 1, VELO_ACCESS_ALL, nullptr, &h), -EINVAL);
+    EXPECT_EQ(velo_register(ep, page.data(), 1, VELO_ACCESS_ALL, nullptr, nullptr), -EINVAL);
+    EXPECT_EQ(velo_register(ep, nullptr, 1, VELO_ACCESS_ALL, nullptr, &h), -EINVAL);
     EXPECT_EQ(h, nullptr);
-    EXPECT_EQ(velo_register(ep, page.data(), 0, VELO_ACCESS_ALL, &h), -EINVAL);
-    EXPECT_EQ(velo_register(ep, page.data(), size_t(1) << 40, VELO_ACCESS_ALL, &h), -EINVAL);
-    EXPECT_EQ(velo_register(ep, reinterpret_cast<void*>(~uintptr_t(0) - 10), 100, VELO_ACCESS_ALL, &h), -EINVAL);
-    EXPECT_EQ(velo_register(ep, page.data(), 1, 0, &h), -EINVAL);
-    EXPECT_EQ(velo_register(ep, page.data(), 1, 0x10, &h), -EINVAL);
+    EXPECT_EQ(velo_register(ep, page.data(), 0, VELO_ACCESS_ALL, nullptr, &h), -EINVAL);
+    EXPECT_EQ(velo_register(ep, page.data(), size_t(1) << 40, VELO_ACCESS_ALL, nullptr, &h), -EINVAL);
+    EXPECT_EQ(velo_register(ep, reinterpret_cast<void*>(~uintptr_t(0) - 10), 100, VELO_ACCESS_ALL, nullptr, &h),
+              -EINVAL);
+    EXPECT_EQ(velo_register(ep, page.data(), 1, 0, nullptr, &h), -EINVAL);
+    EXPECT_EQ(velo_register(ep, page.data(), 1, 0x10, nullptr, &h), -EINVAL);
+    const velo_scope_t bad_kind = {VELO_SCOPE_BOX + 1, 0, 0, 0, 0};
+    EXPECT_EQ(velo_register(ep, page.data(), 1, VELO_ACCESS_ALL, &bad_kind, &h), -EINVAL);
+    EXPECT_TRUE(drv.asked.size() == 2u) << "refused before the driver";
+    uint32_t key;
+    velo_scope_t sc;
+    EXPECT_EQ(velo_region_rkey(nullptr, &key), -EINVAL);
+    EXPECT_EQ(velo_region_rkey(r, nullptr), -EINVAL);
+    EXPECT_EQ(velo_region_scope(nullptr, &sc), -EINVAL);
+    EXPECT_EQ(velo_region_scope(r, nullptr), -EINVAL);
     EXPECT_EQ(velo_deregister(nullptr), -EINVAL);
     uint64_t v;
     EXPECT_EQ(velo_region_nla(nullptr, 0, &v), -EINVAL);
@@ -780,24 +827,175 @@ TEST_F(Rma, EveryInvalidArgumentHasItsErrno) {
     // valid edge cases
     EXPECT_EQ(put(ep, kDst, r, 4095, kRemote, 1, 0), 0);
     EXPECT_EQ(put(ep, kDst, nullptr, 0, kRemote, 0, VELO_RMA_F_NOTIFY), 0);  // notification only
-    EXPECT_EQ(put(ep, kDst, r, 0, VELO_FIELD_MASK(VELO_RMA_NLA_OFFSET), 1, 0), 0);
+    EXPECT_EQ(put(ep, kDst, r, 0, VELO_FIELD_PREP(VELO_RMA_NLA_KEY, kKey & 0xFF) | VELO_FIELD_MASK(VELO_RMA_NLA_OFFSET),
+                  1, 0),
+              0);
     // messages
     EXPECT_NE(std::string(velo_strerror(-ERANGE)).find("region"), std::string::npos);
     EXPECT_NE(std::string(velo_strerror(-EACCES)).find("access"), std::string::npos);
     EXPECT_NE(std::string(velo_strerror(-EAGAIN)).find("velo_rma_poll"), std::string::npos);
     EXPECT_NE(std::string(velo_strerror(-ENOTSUP)).find("the NIC has no RMA unit"), std::string::npos);
+    EXPECT_NE(std::string(velo_strerror(-EINVAL)).find("bits 7:0 of the key"), std::string::npos);
+    EXPECT_NE(std::string(velo_strerror(-EACCES)).find("scope"), std::string::npos);
+    EXPECT_NE(
+        std::string(velo_strerror(-ENOENT)).find("no such RMA region, wrong key, or not permitted for this initiator"),
+        std::string::npos);
+    EXPECT_NE(std::string(velo_rma_reason_str(VELO_RMA_R_BAD_HANDLE))
+                  .find("no such region, wrong key, or not permitted for this initiator"),
+              std::string::npos);
     EXPECT_EQ(velo_deregister(r), 0);
     EXPECT_EQ(velo_deregister(wr), 0);
+}
+
+// ============================================================================ keys and scopes
+// The key's bits 31:8 travel in RMA_CMD0 RKEY_HI of every command of a call (every piece of a long
+// one, every re-issue), its bits 7:0 in the remote NLA as the caller gave it.
+TEST_F(Rma, RemoteKeyHighBitsInEveryCommand) {
+    const size_t piece = VELO_RMA_LEN_MAX & ~0xFFFu;
+    velo_region_t* r = reg(0x10000000, 2 * piece);
+    unsigned n = 0;
+    for (uint32_t key : {0x0000005Au, 0x0000015Au, 0xFFFFFF5Au, 0x8000005Au, 0x1234565Au}) {
+        const uint64_t nla = VELO_FIELD_PREP(VELO_RMA_NLA_KEY, key & 0xFF) | VELO_FIELD_PREP(VELO_RMA_NLA_REGION, 3);
+        const size_t len = piece + 10;  // two commands
+        ASSERT_EQ(velo_put(ep, kDst, r, 0, nla, key, len, VELO_RMA_F_REMOTE, n), 0);
+        auto w = written();
+        ASSERT_EQ(w.size(), 2u);
+        for (unsigned i = 0; i < 2; ++i) {
+            auto b = take(w[i]);
+            uint64_t w0, w2;
+            std::memcpy(&w0, b.data(), 8);
+            std::memcpy(&w2, b.data() + 16, 8);
+            EXPECT_EQ(VELO_FIELD_GET(VELO_RMA_CMD0_RKEY_HI, w0), key >> 8) << std::hex << key;
+            EXPECT_EQ(VELO_FIELD_GET(VELO_RMA_CMD0_LEN, w0), i ? 10u : piece);
+            EXPECT_EQ(w2, nla + i * piece);
+            post(VELO_RMA_NQ_KIND_REMOTE_CPL, w[i], VELO_RMA_OP_PUT, n, VELO_FIELD_GET(VELO_RMA_CMD0_LEN, w0));
+        }
+        auto c = drain();
+        ASSERT_EQ(c.size(), 1u);
+        EXPECT_EQ(c[0].kind, VELO_RMA_KIND_REMOTE);
+        ++n;
+        // a get: one command
+        ASSERT_EQ(velo_get(ep, kDst, r, 0, nla, key, 5, 0, n), 0);
+        w = written();
+        ASSERT_EQ(w.size(), 1u);
+        EXPECT_EQ(take(w[0]),
+                  bytes(VELO_FIELD_PREP(VELO_RMA_CMD0_OP, VELO_RMA_OP_GET) | VELO_FIELD_PREP(VELO_RMA_CMD0_LCPL, 1) |
+                            VELO_FIELD_PREP(VELO_RMA_CMD0_REM_NODE, kDst.node) | VELO_FIELD_PREP(VELO_RMA_CMD0_LEN, 5) |
+                            VELO_FIELD_PREP(VELO_RMA_CMD0_RKEY_HI, key >> 8),
+                        nla_of(r), nla, n));
+        post(VELO_RMA_NQ_KIND_GET_DONE, w[0], VELO_RMA_OP_GET, n, 5);
+        drain();
+        ++n;
+    }
+    EXPECT_EQ(velo_deregister(r), 0);
+}
+
+// velo_register hands the scope to the driver (NULL: JOB; the fields a kind does not use as 0) and
+// gives back the driver's key and box; the cache shares a registration only between callers that
+// asked for the same scope, and the buffer calls use the default scope.
+TEST_F(Rma, ScopeGoesToTheDriverAndSeparatesTheCache) {
+    const uintptr_t a = 0x400000;
+    velo_region_t *job, *owner, *peer, *peer2, *box, *job2, *peer_again;
+    ASSERT_EQ(velo_register(ep, reinterpret_cast<const void*>(a), 4096, VELO_ACCESS_ALL, nullptr, &job), 0);
+    const velo_scope_t so = {VELO_SCOPE_OWNER, 9, 9, 9, 9};  // (ignored fields)
+    ASSERT_EQ(velo_register(ep, reinterpret_cast<const void*>(a), 4096, VELO_ACCESS_ALL, &so, &owner), 0);
+    const velo_scope_t sp = {VELO_SCOPE_PEER, 7, 200, 33, 201};
+    ASSERT_EQ(velo_register(ep, reinterpret_cast<const void*>(a), 4096, VELO_ACCESS_ALL, &sp, &peer), 0);
+    const velo_scope_t sp2 = {VELO_SCOPE_PEER, 7, 0, 34, 0};
+    ASSERT_EQ(velo_register(ep, reinterpret_cast<const void*>(a), 4096, VELO_ACCESS_ALL, &sp2, &peer2), 0);
+    const velo_scope_t sb = {VELO_SCOPE_BOX, 1, 4, 10, 20};
+    ASSERT_EQ(velo_register(ep, reinterpret_cast<const void*>(a), 4096, VELO_ACCESS_ALL, &sb, &box), 0);
+    ASSERT_EQ(drv.asked.size(), 5u) << "five scopes, five registrations";
+    const unsigned kinds[5] = {VELO_SCOPE_JOB, VELO_SCOPE_OWNER, VELO_SCOPE_PEER, VELO_SCOPE_PEER, VELO_SCOPE_BOX};
+    const uint8_t want[5][4] = {{0, 0, 0, 0}, {0, 0, 0, 0}, {7, 0, 33, 0}, {7, 0, 34, 0}, {1, 4, 10, 20}};
+    for (unsigned i = 0; i < 5; ++i) {
+        const auto& g = drv.asked[i];
+        EXPECT_EQ(g.scope, kinds[i]) << i;
+        EXPECT_EQ(g.node_lo, want[i][0]) << i;
+        EXPECT_EQ(g.node_hi, want[i][1]) << i;
+        EXPECT_EQ(g.vpid_lo, want[i][2]) << i;
+        EXPECT_EQ(g.vpid_hi, want[i][3]) << i;
+    }
+    // the driver's key and box come back; keys differ per registration
+    uint32_t kj = 0, ko = 0;
+    ASSERT_EQ(velo_region_rkey(job, &kj), 0);
+    ASSERT_EQ(velo_region_rkey(owner, &ko), 0);
+    EXPECT_NE(kj, ko);
+    EXPECT_EQ(VELO_FIELD_GET(VELO_RMA_NLA_KEY, nla_of(job)), kj & 0xFF);
+    EXPECT_EQ(VELO_FIELD_GET(VELO_RMA_NLA_KEY, nla_of(owner)), ko & 0xFF);
+    velo_scope_t b;
+    ASSERT_EQ(velo_region_scope(owner, &b), 0);
+    EXPECT_EQ(b.kind, unsigned(VELO_SCOPE_BOX));
+    EXPECT_EQ(b.node_lo, kNode);
+    EXPECT_EQ(b.node_hi, kNode);
+    EXPECT_EQ(b.vpid_lo, kVpid);
+    EXPECT_EQ(b.vpid_hi, kVpid);
+    ASSERT_EQ(velo_region_scope(peer, &b), 0);
+    EXPECT_EQ(b.node_lo, 7);
+    EXPECT_EQ(b.node_hi, 7);
+    EXPECT_EQ(b.vpid_lo, 33);
+    EXPECT_EQ(b.vpid_hi, 33);
+    ASSERT_EQ(velo_region_scope(box, &b), 0);
+    EXPECT_EQ(b.node_lo, 1);
+    EXPECT_EQ(b.node_hi, 4);
+    EXPECT_EQ(b.vpid_lo, 10);
+    EXPECT_EQ(b.vpid_hi, 20);
+    // the same scopes again (a contained range): cache hits, the same keys
+    const velo_scope_t sj = {VELO_SCOPE_JOB, 1, 2, 3, 4};
+    ASSERT_EQ(velo_register(ep, reinterpret_cast<const void*>(a + 8), 8, VELO_ACCESS_LOCAL_READ, &sj, &job2), 0);
+    const velo_scope_t sp3 = {VELO_SCOPE_PEER, 7, 1, 33, 1};  // the same peer (hi fields ignored)
+    ASSERT_EQ(velo_register(ep, reinterpret_cast<const void*>(a), 100, VELO_ACCESS_ALL, &sp3, &peer_again), 0);
+    EXPECT_EQ(drv.asked.size(), 5u);
+    uint32_t k = 0;
+    ASSERT_EQ(velo_region_rkey(job2, &k), 0);
+    EXPECT_EQ(k, kj);
+    uint32_t kp = 0;
+    ASSERT_EQ(velo_region_rkey(peer, &kp), 0);
+    ASSERT_EQ(velo_region_rkey(peer_again, &k), 0);
+    EXPECT_EQ(k, kp);
+    // a buffer call finds the JOB registration, not the OWNER or PEER ones (more recently used)
+    ASSERT_EQ(velo_put_buf(ep, kDst, reinterpret_cast<const void*>(a + 16), kRemote, kKey, 16, 0, 1), 0);
+    EXPECT_EQ(drv.asked.size(), 5u);
+    auto w = written();
+    ASSERT_EQ(w.size(), 1u);
+    uint64_t w1;
+    const auto cmdb = take(w[0]);
+    std::memcpy(&w1, cmdb.data() + 8, 8);
+    EXPECT_EQ(w1, nla_of(job) + 16);
+    post(VELO_RMA_NQ_KIND_REMOTE_CPL, w[0], VELO_RMA_OP_PUT, 1, 16);
+    drain();
+    // with only an OWNER registration cached, a buffer call registers anew with the default scope
+    for (velo_region_t* h : {job, job2}) EXPECT_EQ(velo_deregister(h), 0);
+    ASSERT_EQ(velo_put_buf(ep, kDst, reinterpret_cast<const void*>(a + 16), kRemote, kKey, 16, 0, 2), 0);
+    ASSERT_EQ(drv.asked.size(), 6u);
+    EXPECT_EQ(drv.asked[5].scope, unsigned(VELO_SCOPE_JOB));
+    w = written();
+    ASSERT_EQ(w.size(), 1u);
+    post(VELO_RMA_NQ_KIND_REMOTE_CPL, w[0], VELO_RMA_OP_PUT, 2, 16);
+    drain();
+    for (velo_region_t* h : {owner, peer, peer2, box, peer_again}) EXPECT_EQ(velo_deregister(h), 0);
+}
+
+// A driver whose NLA does not carry the key's bits 7:0 is of another ABI: the registration is
+// given back and the caller gets -EPROTO.
+TEST_F(Rma, DriverHandleNotMatchingItsKeyIsRefused) {
+    drv.bad_nla_key = true;
+    velo_region_t* h = nullptr;
+    EXPECT_EQ(velo_register(ep, reinterpret_cast<const void*>(0x100000), 64, VELO_ACCESS_ALL, nullptr, &h), -EPROTO);
+    EXPECT_EQ(h, nullptr);
+    EXPECT_EQ(drv.registered.size(), 1u);
+    EXPECT_EQ(drv.deregistered.size(), 1u);
+    EXPECT_TRUE(drv.regs.empty());
 }
 
 TEST_F(Rma, ClosedEndpoint) {
     velo_region_t* r = reg(0x100000, 4096);
     ASSERT_EQ(velo_close(ep), 0);
     velo_rma_cpl_t c;
-    EXPECT_EQ(velo_put(ep, kDst, r, 0, kRemote, 1, 0, 0), -EBADF);
+    EXPECT_EQ(velo_put(ep, kDst, r, 0, kRemote, kKey, 1, 0, 0), -EBADF);
     EXPECT_EQ(velo_rma_poll(ep, &c), -EBADF);
     velo_region_t* h = nullptr;
-    EXPECT_EQ(velo_register(ep, cmd, 1, VELO_ACCESS_ALL, &h), -EBADF);
+    EXPECT_EQ(velo_register(ep, cmd, 1, VELO_ACCESS_ALL, nullptr, &h), -EBADF);
     EXPECT_EQ(velo_deregister(r), -EBADF);  // the handle is released
     ep = nullptr;
 }
@@ -807,8 +1005,8 @@ TEST(RmaNoUnit, BackendWithoutRmaIsNotSupported) {
     ASSERT_EQ(velo__mock_open(&ep, 0, 1, 8), 0);  // no RMA mapping: like a NIC without an RMA unit
     velo_region_t* h = nullptr;
     uint8_t buf[64];
-    EXPECT_EQ(velo_register(ep, buf, sizeof buf, VELO_ACCESS_ALL, &h), -ENOTSUP);
-    EXPECT_EQ(velo_put_buf(ep, {1, 1}, buf, 0, sizeof buf, 0, 0), -ENOTSUP);
+    EXPECT_EQ(velo_register(ep, buf, sizeof buf, VELO_ACCESS_ALL, nullptr, &h), -ENOTSUP);
+    EXPECT_EQ(velo_put_buf(ep, {1, 1}, buf, 0, 0, sizeof buf, 0, 0), -ENOTSUP);
     velo_rma_cpl_t c;
     EXPECT_EQ(velo_rma_poll(ep, &c), -ENOTSUP);
     EXPECT_EQ(velo_close(ep), 0);
@@ -822,10 +1020,10 @@ TEST_F(Rma, CxxRegionAndTransfers) {
         velo::Region r = e.region(reinterpret_cast<const void*>(0x100000), 4096, VELO_ACCESS_LOCAL_READ);
         EXPECT_EQ(r.nla(10), drv.registered.back() + 10);
         EXPECT_THROW(r.nla(5000), velo::Error);
-        EXPECT_TRUE(e.put(kDst, r, 0, kRemote, 64, VELO_RMA_F_REMOTE, 11));
+        EXPECT_TRUE(e.put(kDst, r, 0, velo::RemoteRegion{kRemote, kKey}, 64, VELO_RMA_F_REMOTE, 11));
         const unsigned k = written()[0];
         take(k);
-        EXPECT_THROW(e.get(kDst, r, 0, kRemote, 64), velo::Error);  // no LOCAL_WRITE
+        EXPECT_THROW(e.get(kDst, r, 0, velo::RemoteRegion{kRemote, kKey}, 64), velo::Error);  // no LOCAL_WRITE
         velo::RmaCompletion c{};
         EXPECT_FALSE(e.rma_poll(c));
         post(VELO_RMA_NQ_KIND_REMOTE_CPL, k, VELO_RMA_OP_PUT, 11);

@@ -53,7 +53,10 @@ static void hog_start(hog_t* h, int rank, int regions, int pages) {
     int off = 0;
     for (int i = 0; i < regions; ++i) {
         const int np = pages / regions + (i < pages % regions);
-        r = velo_register(h->ep, base + (size_t)off * 4096, (size_t)np * 4096, VELO_ACCESS_REMOTE_WRITE, &h->rg[i]);
+        // nobody else needs them: the owner's own scope
+        const velo_scope_t own = {VELO_SCOPE_OWNER, 0, 0, 0, 0};
+        r = velo_register(h->ep, base + (size_t)off * 4096, (size_t)np * 4096, VELO_ACCESS_REMOTE_WRITE, &own,
+                          &h->rg[i]);
         CHECK(r == 0, "hog: registration %d of %d pages: %s", i, np, velo_strerror(r));
         off += np;
         h->n = i + 1;

@@ -28,7 +28,7 @@
 extern "C" {
 #endif
 
-#define VELO_API_VERSION 2
+#define VELO_API_VERSION 3
 #define VELO_MSG_MAX_BYTES 64
 
 typedef struct velo_ep velo_ep_t;     /* an endpoint: one receive mailbox (data vpid) */
@@ -192,10 +192,15 @@ int velo_stats(const velo_ep_t* ep, velo_stats_t* stats);
  * ---- RMA: zero-copy put/get on registered memory (docs/api.md "RMA", docs/rma.md).
  *
  *   velo_region_t *r;   velo_rma_cpl_t cpl;
- *   velo_register(ep, buf, len, VELO_ACCESS_LOCAL_READ, &r);
- *   velo_put(ep, dst, r, 0, remote_nla, len, VELO_RMA_F_REMOTE, 42);  // remote_nla: the peer's
+ *   velo_register(ep, buf, len, VELO_ACCESS_LOCAL_READ, NULL, &r);   // NULL: VELO_SCOPE_JOB
+ *   velo_put(ep, dst, r, 0, remote_nla, remote_key, len, VELO_RMA_F_REMOTE, 42);
  *   velo_rma_wait(ep, &cpl, -1);           // cpl.kind == VELO_RMA_KIND_REMOTE, cpl.cookie == 42
  *   velo_deregister(r);
+ *
+ * remote_nla and remote_key are the peer's (velo_region_nla, velo_region_rkey), passed over a
+ * message. The target's NIC checks the whole 32-bit key and who asks (the region's scope) on every
+ * remote put and get; anything else fails with BAD_HANDLE and touches nothing (docs/api.md "RMA
+ * protection").
  *
  * Both backends: on hardware and on the simulated fabric (which serves RMA on the ordinary memory
  * of its client processes, docs/simulator.md); on a NIC without an RMA unit every call returns
@@ -211,18 +216,37 @@ typedef struct velo_region velo_region_t; /* a registration handle (velo_registe
 #define VELO_ACCESS_REMOTE_WRITE 0x8u /* target of other nodes' puts */
 #define VELO_ACCESS_ALL 0xFu
 
-/* Register [addr, addr + len) (len 1 .. 2^40-1) for RMA. A registration of the endpoint's region
- * cache that contains the range with at least this access is reused (and made valid again if the
- * kernel withdrew its translation); otherwise the driver pins and maps it. The handle names the
- * caller's range: velo_region_nla gives the NLA to hand to peers. Errors: -EINVAL (NULL, len 0
- * or too long, wraps, access 0 or unknown bits), -EFAULT (not mapped memory, or read-only memory
- * for a write access), -ENOMEM (RLIMIT_MEMLOCK), -EBADF, -ENOTSUP, and when the NIC has no room
- * for it even after the cache gave its idle registrations back, which resource ran out:
- * -ENFILE (the NIC's region table, shared by the node's processes), -EMFILE (this endpoint holds
- * as many regions as the driver allows one endpoint), -ENOBUFS (the NIC's page table), -EFBIG
- * (more pages than the whole page table has: register smaller pieces). velo_strerror says which;
- * the first three pass when registrations are released (transfers end, regions deregistered). */
-int velo_register(velo_ep_t* ep, const void* addr, size_t len, unsigned access, velo_region_t** region);
+/* Who may reach a region remotely (its protection scope): the NIC of the region's node checks the
+ * initiator's node and data vpid, both stamped by the initiating NIC, against a box
+ * [node_lo, node_hi] x [vpid_lo, vpid_hi] on every remote put and get. Same values as the driver's
+ * VELO_SCOPE_* (docs/driver.md "Security model"). */
+#define VELO_SCOPE_JOB 0   /* the default: the owner's job (its data vpids on its nodes); without a */
+                           /* job, the vpids no job owns; under the `open` policy, everybody */
+#define VELO_SCOPE_OWNER 1 /* only the owning endpoint itself (its node and data vpid) */
+#define VELO_SCOPE_PEER 2  /* one endpoint: node_lo, vpid_lo (its data vpid) */
+#define VELO_SCOPE_BOX 3   /* node_lo..node_hi x vpid_lo..vpid_hi as given */
+typedef struct velo_scope {
+    unsigned kind; /* VELO_SCOPE_* */
+    uint8_t node_lo, node_hi, vpid_lo, vpid_hi;
+} velo_scope_t;
+
+/* Register [addr, addr + len) (len 1 .. 2^40-1) for RMA with protection scope `scope` (NULL:
+ * VELO_SCOPE_JOB; the fields a kind does not use are ignored). A registration of the endpoint's
+ * region cache that contains the range with at least this access and the same scope is reused
+ * (and made valid again if the kernel withdrew its translation); otherwise the driver pins and
+ * maps it. The handle names the caller's range: velo_region_nla and velo_region_rkey give what to
+ * hand to the peers the scope admits. Errors: -EINVAL (NULL, len 0 or too long, wraps, access 0
+ * or unknown bits, unknown scope kind, an empty box: node_lo > node_hi or vpid_lo > vpid_hi, a
+ * node or vpid beyond the fabric's), -EACCES (a scope beyond the owner's job: only root may give
+ * one), -EFAULT (not mapped memory, or read-only memory for a write access), -ENOMEM
+ * (RLIMIT_MEMLOCK), -EBADF, -ENOTSUP, and when the NIC has no room for it even after the cache
+ * gave its idle registrations back, which resource ran out: -ENFILE (the NIC's region table,
+ * shared by the node's processes), -EMFILE (this endpoint holds as many regions as the driver
+ * allows one endpoint), -ENOBUFS (the NIC's page table), -EFBIG (more pages than the whole page
+ * table has: register smaller pieces). velo_strerror says which; the first three pass when
+ * registrations are released (transfers end, regions deregistered). */
+int velo_register(velo_ep_t* ep, const void* addr, size_t len, unsigned access, const velo_scope_t* scope,
+                  velo_region_t** region);
 
 /* Release a handle (freed by this call, whatever it returns). The registration leaves the cache at
  * once (later lookups do not find it) and is deregistered when no other handle and no command in
@@ -244,32 +268,47 @@ int velo_region_release(velo_region_t* region);
  * velo_put/velo_get as remote_nla. Errors: -EINVAL (NULL), -ERANGE (offset beyond the range). */
 int velo_region_nla(const velo_region_t* region, size_t offset, uint64_t* nla);
 
+/* The region's 32-bit key: what a peer passes to velo_put/velo_get as remote_key with the NLA
+ * (the NLA's KEY field holds its bits 7:0). Random, never 0, never given to the NIC's region index
+ * before. Hand it only to the peers the scope admits (it is the region's secret). Errors: -EINVAL
+ * (NULL). */
+int velo_region_rkey(const velo_region_t* region, uint32_t* key);
+
+/* The box the NIC checks for the region (kind VELO_SCOPE_BOX, what the driver made of the scope
+ * asked for). Errors: -EINVAL (NULL). */
+int velo_region_scope(const velo_region_t* region, velo_scope_t* scope);
+
 /* Flags of velo_put / velo_get: which completions velo_rma_poll reports. Errors are always
  * reported. */
 #define VELO_RMA_F_LOCAL 0x1u  /* put: the source may be reused (LOCAL); get: the data arrived (GET_DONE) */
 #define VELO_RMA_F_REMOTE 0x2u /* put: the data are visible at the target (REMOTE) */
 #define VELO_RMA_F_NOTIFY 0x4u /* put: the target's owner gets a TARGET completion with the cookie */
 
-/* Put len bytes from local region `local` at `local_off` to the remote NLA remote_nla on node
- * dst.node (dst.vpid must be a valid data vpid; the region's owner is whoever registered it).
- * len may be 0 (a notification-only put; local may then be NULL). Transfers longer than one
+/* Put len bytes from local region `local` at `local_off` to the remote NLA remote_nla of the
+ * region with key remote_key (velo_region_nla, velo_region_rkey of the peer's registration) on
+ * node dst.node (dst.vpid must be a valid data vpid; the region's owner is whoever registered
+ * it). len may be 0 (a notification-only put; local may then be NULL). Transfers longer than one
  * command (VELO_RMA_LEN_MAX bytes) are split; the completions cover the whole transfer.
  * Never blocks: -EAGAIN when the commands outstanding reach the limit (poll completions to free
  * them). Errors: -EINVAL (NULL, unknown flags, node/vpid out of range, a remote NLA whose region
- * index the NIC does not have), -ERANGE (local_off + len beyond the region, remote offset + len
- * beyond 2^40), -EACCES (the region does not permit LOCAL_READ), -EBADF, -ENOTSUP. */
+ * index the NIC does not have, a remote NLA whose KEY field is not bits 7:0 of remote_key: the
+ * two come from different registrations), -ERANGE (local_off + len beyond the region, remote
+ * offset + len beyond 2^40), -EACCES (the region does not permit LOCAL_READ), -EBADF, -ENOTSUP.
+ * A wrong key, a deregistered region or a target outside the region's scope is known only at the
+ * target: the completion is an ERROR with reason BAD_HANDLE. */
 int velo_put(velo_ep_t* ep, velo_addr_t dst, const velo_region_t* local, size_t local_off, uint64_t remote_nla,
-             size_t len, unsigned flags, uint64_t cookie);
+             uint32_t remote_key, size_t len, unsigned flags, uint64_t cookie);
 /* The same from a plain buffer: it is registered through the region cache (repeated transfers
- * from the same buffer find their registration), with the cache's errors. */
-int velo_put_buf(velo_ep_t* ep, velo_addr_t dst, const void* buf, uint64_t remote_nla, size_t len, unsigned flags,
-                 uint64_t cookie);
-/* Get len (>= 1) bytes from remote_nla on node src.node into the local region at local_off
- * (LOCAL_WRITE access). Flags: VELO_RMA_F_LOCAL only. Errors as velo_put's. */
+ * from the same buffer find their registration; a new one gets VELO_SCOPE_JOB), with the cache's
+ * errors. */
+int velo_put_buf(velo_ep_t* ep, velo_addr_t dst, const void* buf, uint64_t remote_nla, uint32_t remote_key, size_t len,
+                 unsigned flags, uint64_t cookie);
+/* Get len (>= 1) bytes from remote_nla (key remote_key) on node src.node into the local region at
+ * local_off (LOCAL_WRITE access). Flags: VELO_RMA_F_LOCAL only. Errors as velo_put's. */
 int velo_get(velo_ep_t* ep, velo_addr_t src, const velo_region_t* local, size_t local_off, uint64_t remote_nla,
-             size_t len, unsigned flags, uint64_t cookie);
-int velo_get_buf(velo_ep_t* ep, velo_addr_t src, void* buf, uint64_t remote_nla, size_t len, unsigned flags,
-                 uint64_t cookie);
+             uint32_t remote_key, size_t len, unsigned flags, uint64_t cookie);
+int velo_get_buf(velo_ep_t* ep, velo_addr_t src, void* buf, uint64_t remote_nla, uint32_t remote_key, size_t len,
+                 unsigned flags, uint64_t cookie);
 
 /* Completion kinds (the notification queue's KIND values). */
 #define VELO_RMA_KIND_LOCAL 1    /* put: source read completely (VELO_RMA_F_LOCAL) */
@@ -281,7 +320,7 @@ int velo_get_buf(velo_ep_t* ep, velo_addr_t src, void* buf, uint64_t remote_nla,
 /* Error reasons (the spec's RMA_ERR_* values). */
 #define VELO_RMA_R_BAD_CMD 1     /* the NIC refused the command (library bug) */
 #define VELO_RMA_R_TORN 2        /* the command write was torn (re-issued; reported if it persists) */
-#define VELO_RMA_R_BAD_HANDLE 3  /* stale or unknown NLA (deregistered region) */
+#define VELO_RMA_R_BAD_HANDLE 3  /* no such region, wrong key, or (remote) not permitted for this initiator */
 #define VELO_RMA_R_NOT_OWNER 4   /* local region of another endpoint */
 #define VELO_RMA_R_PERM 5        /* the region does not permit the access */
 #define VELO_RMA_R_RANGE 6       /* offset + length beyond the region */

@@ -61,12 +61,31 @@ struct Message {
 
 class Endpoint;
 
+// Protection scope of a registration (velo_scope_t): who may reach it remotely.
+using Scope = velo_scope_t;
+inline Scope scope_job() {
+    return Scope{VELO_SCOPE_JOB, 0, 0, 0, 0};
+}
+inline Scope scope_owner() {
+    return Scope{VELO_SCOPE_OWNER, 0, 0, 0, 0};
+}
+inline Scope scope_peer(Addr peer) {
+    return Scope{VELO_SCOPE_PEER, static_cast<uint8_t>(peer.node), 0, static_cast<uint8_t>(peer.vpid), 0};
+}
+
+// What a peer needs of a registration to put to / get from it: the NLA of a byte and the key.
+struct RemoteRegion {
+    uint64_t nla;
+    uint32_t key;
+};
+
 // A registration (velo_register): the destructor deregisters it. Move-only.
 class Region {
   public:
     Region() = default;
-    Region(velo_ep_t* ep, const void* addr, std::size_t len, unsigned access = VELO_ACCESS_ALL) {
-        detail::check(velo_register(ep, addr, len, access, &r_), "velo_register");
+    Region(velo_ep_t* ep, const void* addr, std::size_t len, unsigned access = VELO_ACCESS_ALL,
+           const Scope& scope = scope_job()) {
+        detail::check(velo_register(ep, addr, len, access, &scope, &r_), "velo_register");
     }
     ~Region() { reset(); }
     Region(const Region&) = delete;
@@ -83,6 +102,20 @@ class Region {
     uint64_t nla(std::size_t offset = 0) const {
         uint64_t v = 0;
         detail::check(velo_region_nla(r_, offset, &v), "velo_region_nla");
+        return v;
+    }
+    // the region's 32-bit key (what a peer passes with the NLA)
+    uint32_t key() const {
+        uint32_t v = 0;
+        detail::check(velo_region_rkey(r_, &v), "velo_region_rkey");
+        return v;
+    }
+    // NLA of byte `offset` and key: what to hand to a peer the scope admits
+    RemoteRegion remote(std::size_t offset = 0) const { return RemoteRegion{nla(offset), key()}; }
+    // the box the NIC checks
+    Scope scope() const {
+        Scope v{};
+        detail::check(velo_region_scope(r_, &v), "velo_region_scope");
         return v;
     }
     velo_region_t* get() const { return r_; }
@@ -232,22 +265,24 @@ class Endpoint {
     }
     // ---- RMA (hw backend). put/get: true when issued, false when too many commands are
     // outstanding (take completions, retry); throws on errors.
-    bool put(Addr dst, const Region& local, std::size_t off, uint64_t remote_nla, std::size_t len, unsigned flags = 0,
+    // `remote`: the peer's RemoteRegion (Region::remote), its NLA advanced to the byte wanted.
+    bool put(Addr dst, const Region& local, std::size_t off, RemoteRegion remote, std::size_t len, unsigned flags = 0,
              uint64_t cookie = 0) {
-        return issued(velo_put(ep_, dst, local.get(), off, remote_nla, len, flags, cookie), "velo_put");
+        return issued(velo_put(ep_, dst, local.get(), off, remote.nla, remote.key, len, flags, cookie), "velo_put");
     }
-    bool put(Addr dst, const void* buf, uint64_t remote_nla, std::size_t len, unsigned flags = 0, uint64_t cookie = 0) {
-        return issued(velo_put_buf(ep_, dst, buf, remote_nla, len, flags, cookie), "velo_put_buf");
+    bool put(Addr dst, const void* buf, RemoteRegion remote, std::size_t len, unsigned flags = 0, uint64_t cookie = 0) {
+        return issued(velo_put_buf(ep_, dst, buf, remote.nla, remote.key, len, flags, cookie), "velo_put_buf");
     }
-    bool get(Addr src, const Region& local, std::size_t off, uint64_t remote_nla, std::size_t len, unsigned flags = 0,
+    bool get(Addr src, const Region& local, std::size_t off, RemoteRegion remote, std::size_t len, unsigned flags = 0,
              uint64_t cookie = 0) {
-        return issued(velo_get(ep_, src, local.get(), off, remote_nla, len, flags, cookie), "velo_get");
+        return issued(velo_get(ep_, src, local.get(), off, remote.nla, remote.key, len, flags, cookie), "velo_get");
     }
-    bool get(Addr src, void* buf, uint64_t remote_nla, std::size_t len, unsigned flags = 0, uint64_t cookie = 0) {
-        return issued(velo_get_buf(ep_, src, buf, remote_nla, len, flags, cookie), "velo_get_buf");
+    bool get(Addr src, void* buf, RemoteRegion remote, std::size_t len, unsigned flags = 0, uint64_t cookie = 0) {
+        return issued(velo_get_buf(ep_, src, buf, remote.nla, remote.key, len, flags, cookie), "velo_get_buf");
     }
-    Region region(const void* addr, std::size_t len, unsigned access = VELO_ACCESS_ALL) {
-        return Region(ep_, addr, len, access);
+    Region region(const void* addr, std::size_t len, unsigned access = VELO_ACCESS_ALL,
+                  const Scope& scope = scope_job()) {
+        return Region(ep_, addr, len, access, scope);
     }
     // true and c filled if a completion was there (ERROR completions are returned, not thrown)
     bool rma_poll(RmaCompletion& c) {

@@ -1,0 +1,471 @@
+// RMA protection under attack (issue 21): on a fabric of three nodes a victim registers regions
+// holding secrets and keeps doing its own puts and gets, a friend it granted one region uses it, and
+// hostile processes (real libvelo endpoints, forked) on the victim's node and on both other nodes
+// try to read and write the victim's memory: guessed NLAs and keys (random, every region index,
+// every low key byte with a wrong high part), a stale handle replayed after the victim deregistered
+// and registered again at the same region index, and valid handles used from outside the region's
+// scope (OWNER, PEER). Checked: every victim byte is what the victim itself wrote, every attempt ends
+// with an ERROR completion BAD_HANDLE seen at the remote node (never PERM or RANGE, which would tell
+// a near guess from a far one) and moves no byte, the victim's and the friend's transfers all
+// succeed, and the NICs' ERR_BAD_HANDLE counters count exactly the attempts (the target's: all of
+// them; each initiator's node: its own), no other error counter moves.
+//
+// Not covered here, because the fabric has no way to express them: a JOB-scoped region attacked
+// from a second registered job (velo-fabric has no job registration request: every client is
+// outside any job, so JOB scope admits everybody there), and a device fd passed over a unix socket
+// to a process that dropped privilege (the fabric's clients hold a socket to the fabric, which
+// knows no privilege: the fd is the endpoint, as a /dev/velo fd is; privilege at ioctl time is the
+// driver's, tested in its QEMU boots).
+//
+// Random choices come from a seed that is printed; SEED=<n> replays a run.
+#include <gtest/gtest.h>
+#include <poll.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <new>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "fabric_test.hpp"
+#include "velo/velo.h"
+#define VELO_HW_WANT_NAMES  // velo_rma_counter_names
+#include "velo/velo_hw.h"
+
+namespace {
+
+using namespace velo_fabric_test;
+
+uint64_t test_seed() {
+    const char* s = std::getenv("SEED");
+    uint64_t seed = s && *s ? std::strtoull(s, nullptr, 0) : std::random_device()();
+    std::printf("SEED=%llu\n", static_cast<unsigned long long>(seed));
+    std::fflush(stdout);
+    return seed;
+}
+
+// One direction of records between the victim and one other process (socketpair made before
+// fork): 16-byte records; side 0 is the victim's.
+struct Link {
+    int fd[2] = {-1, -1};
+    Link() {
+        if (socketpair(AF_UNIX, SOCK_STREAM, 0, fd) < 0) fd[0] = fd[1] = -1;
+    }
+    ~Link() { close_all(); }
+    void keep(int side) {
+        if (fd[1 - side] >= 0) close(fd[1 - side]);
+        fd[1 - side] = -1;
+    }
+    void close_all() {
+        for (int& f : fd)
+            if (f >= 0) {
+                close(f);
+                f = -1;
+            }
+    }
+    bool send(int side, uint64_t a, uint64_t b = 0) {
+        uint64_t v[2] = {a, b};
+        return write(fd[side], v, sizeof v) == static_cast<ssize_t>(sizeof v);
+    }
+    // timeout_ms 0: only if a record is there now
+    bool recv(int side, uint64_t* a, uint64_t* b = nullptr, int timeout_ms = 120000) {
+        pollfd pf{fd[side], POLLIN, 0};
+        if (poll(&pf, 1, timeout_ms) != 1) return false;
+        uint64_t v[2];
+        size_t got = 0;
+        while (got < sizeof v) {
+            ssize_t n = read(fd[side], reinterpret_cast<char*>(v) + got, sizeof v - got);
+            if (n <= 0) return false;
+            got += static_cast<size_t>(n);
+        }
+        if (a) *a = v[0];
+        if (b) *b = v[1];
+        return true;
+    }
+};
+
+uint8_t pat(uint64_t seed, uint64_t i) {
+    uint64_t x = (seed + i) * 0x9E3779B97F4A7C15ull;
+    return static_cast<uint8_t>((x >> 29) ^ (x >> 47));
+}
+void fill(uint8_t* p, size_t n, uint64_t seed) {
+    for (size_t i = 0; i < n; ++i) p[i] = pat(seed, i);
+}
+
+// The next completion; fails when a 10-second wait ends with the simulated clock where it was
+// (nothing moves that could complete), never on wall-clock time alone.
+int next_cpl(velo_ep_t* ep, velo_rma_cpl_t* c) {
+    for (;;) {
+        uint64_t c0 = 0, c1 = 0;
+        velo_clock(ep, &c0, nullptr);
+        const int r = velo_rma_wait(ep, c, 10000);
+        if (r == 0) return 0;
+        velo_clock(ep, &c1, nullptr);
+        CHECK(r == -ETIMEDOUT && c1 != c0, "velo_rma_wait: %d (%s)", r, velo_strerror(r));
+    }
+}
+
+// Wait for the completion of kind `kind` with `cookie`; anything else is a failure.
+int expect_cpl(velo_ep_t* ep, unsigned kind, uint64_t cookie) {
+    velo_rma_cpl_t c;
+    if (next_cpl(ep, &c)) return 1;
+    CHECK(c.kind == kind && c.cookie == cookie, "completion kind %u cookie %llu (expected %u, %llu): %s", c.kind,
+          (unsigned long long)c.cookie, kind, (unsigned long long)cookie, velo_rma_reason_str(c.reason));
+    return 0;
+}
+
+constexpr unsigned kRegions = 1u << VELO_DEFAULT_RMA_REGION_BITS;
+const velo_addr_t kVictim = {1, 20};
+const velo_addr_t kFriend = {2, 21};
+// the hostiles: on the victim's node and on both others
+const velo_addr_t kHostile[3] = {{1, 30}, {0, 31}, {2, 32}};
+constexpr size_t kA = 64u << 10, kO = 16u << 10, kP = 16u << 10, kS = 16u << 10;
+
+// A region as a peer would get it.
+struct Handle {
+    uint64_t nla;
+    uint32_t key;
+    unsigned index() const { return static_cast<unsigned>(VELO_FIELD_GET(VELO_RMA_NLA_REGION, nla)); }
+};
+Handle handle_of(const velo_region_t* r) {
+    Handle h{0, 0};
+    velo_region_nla(r, 0, &h.nla);
+    velo_region_rkey(r, &h.key);
+    return h;
+}
+uint64_t nla_at(unsigned index, uint32_t key, uint64_t off) {
+    return VELO_FIELD_PREP(VELO_RMA_NLA_KEY, key & 0xFFu) | VELO_FIELD_PREP(VELO_RMA_NLA_REGION, index) | off;
+}
+
+// What the victim tells a hostile (the test's knowledge, not the attacker's: the hostiles use the
+// real keys only to stay clear of them and to build wrong ones). Records: A, O, P, the region S
+// now at the stale handle's index, the stale handle.
+enum { H_A, H_O, H_P, H_S, H_STALE, H_N };
+
+// Shared with the parent (MAP_SHARED): attempts made against the victim's node, in all and by
+// the initiators of each node.
+struct Tally {
+    std::atomic<uint64_t> attempts{0};
+    std::atomic<uint64_t> from_node[3] = {{0}, {0}, {0}};
+    std::atomic<uint64_t> victim_ops{0};
+    std::atomic<uint64_t> friend_ops{0};
+};
+
+// One hostile attempt: a put of 8 bytes, or a get of 8 bytes into a watched buffer.
+struct Attempt {
+    uint64_t nla;
+    uint32_t key;
+    bool put;
+};
+
+// The hostiles' attempts, in batches that keep up to 32 in flight: each must end with one ERROR
+// BAD_HANDLE from the remote side, and no get may bring a byte back.
+int run_attempts(velo_ep_t* ep, const std::vector<Attempt>& at, const char* what) {
+    std::vector<uint8_t> src(8, 0xAB);
+    std::vector<uint8_t> dst(at.size() * 8, 0xEE);
+    size_t next = 0, done = 0;
+    while (done < at.size()) {
+        while (next < at.size() && next - done < 32) {
+            const Attempt& a = at[next];
+            const int r =
+                a.put ? velo_put_buf(ep, kVictim, src.data(), a.nla, a.key, 8, VELO_RMA_F_REMOTE, next)
+                      : velo_get_buf(ep, kVictim, dst.data() + 8 * next, a.nla, a.key, 8, VELO_RMA_F_LOCAL, next);
+            if (r == -EAGAIN) break;
+            CHECK(r == 0, "%s %zu: issue: %s", what, next, velo_strerror(r));
+            ++next;
+        }
+        velo_rma_cpl_t c;
+        if (next_cpl(ep, &c)) return 1;
+        CHECK(c.cookie < next, "%s: completion of cookie %llu never issued", what, (unsigned long long)c.cookie);
+        const Attempt& a = at[c.cookie];
+        CHECK(c.kind == VELO_RMA_KIND_ERROR,
+              "%s %llu (%s nla %016llx key %08x): succeeded (kind %u): the victim's memory was reached", what,
+              (unsigned long long)c.cookie, a.put ? "put" : "get", (unsigned long long)a.nla, a.key, c.kind);
+        CHECK(c.reason == VELO_RMA_R_BAD_HANDLE && c.remote == 1 && c.status == -ENOENT,
+              "%s %llu (%s nla %016llx): reason %u (%s) remote %u status %d: a foreign initiator must see BAD_HANDLE "
+              "only",
+              what, (unsigned long long)c.cookie, a.put ? "put" : "get", (unsigned long long)a.nla, c.reason,
+              velo_rma_reason_str(c.reason), c.remote, c.status);
+        ++done;
+    }
+    for (size_t i = 0; i < dst.size(); ++i) CHECK(dst[i] == 0xEE, "%s: get destination byte %zu written", what, i);
+    return 0;
+}
+
+// The NIC counter `name` of `node` as the fabric logged it at exit (--verbose), 0 when not logged.
+uint64_t logged_counter(const std::string& log, unsigned node, const char* name) {
+    std::istringstream in(log);
+    std::string line;
+    const std::string want = "velo-fabric: node " + std::to_string(node) + ": rma " + name + " = ";
+    uint64_t v = 0;
+    while (std::getline(in, line))
+        if (line.compare(0, want.size(), want) == 0) v = std::strtoull(line.c_str() + want.size(), nullptr, 10);
+    return v;
+}
+
+}  // namespace
+
+TEST(FabricRmaAttack, hostile_processes) {
+    const uint64_t seed = test_seed();
+    // the fabric's log (its counters at exit) goes to a file
+    char logpath[] = "/tmp/velo-attack-log-XXXXXX";
+    const int logfd = mkstemp(logpath);
+    ASSERT_GE(logfd, 0);
+    const int saved = dup(2);
+    dup2(logfd, 2);
+    FabricProc f({"--nodes", "3", "--verbose"});
+    dup2(saved, 2);
+    close(saved);
+    close(logfd);
+    auto* tally =
+        static_cast<Tally*>(mmap(nullptr, sizeof(Tally), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0));
+    ASSERT_NE(tally, MAP_FAILED);
+    new (tally) Tally();
+    Link fl, hl[3];
+
+    // ---- the victim: node 1, vpid 20
+    pid_t victim = spawn([&] {
+        fl.keep(0);
+        for (Link& l : hl) l.keep(0);
+        velo_ep_t* ep;
+        int r = open_ep(f, static_cast<int>(kVictim.node), static_cast<int>(kVictim.vpid), &ep);
+        CHECK(r == 0, "open: %s", velo_strerror(r));
+        std::mt19937_64 rng(seed);
+        // the secrets and the victim's own copies of what its regions must hold
+        std::vector<uint8_t> A(kA), O(kO), P(kP), S(kS);
+        fill(A.data(), kA, seed ^ 0xA);
+        fill(O.data(), kO, seed ^ 0xB);
+        fill(P.data(), kP, seed ^ 0xC);
+        fill(S.data(), kS, seed ^ 0xD);
+        const std::vector<uint8_t> cA = A, cP = P, cS = S;
+        std::vector<uint8_t> cO = O;
+        const unsigned rw = VELO_ACCESS_REMOTE_READ | VELO_ACCESS_REMOTE_WRITE;
+        // a handle that goes stale: S registered, deregistered, and registered again until it has
+        // the same region index (the driver hands indices out round robin)
+        velo_region_t *rs, *ra, *ro, *rp, *rl;
+        r = velo_register(ep, S.data(), kS, rw, nullptr, &rs);
+        CHECK(r == 0, "register S: %s", velo_strerror(r));
+        const Handle stale = handle_of(rs);
+        CHECK(velo_deregister(rs) == 0, "deregister S");
+        Handle hs{0, 0};
+        for (unsigned i = 0; i < 4 * kRegions; ++i) {
+            r = velo_register(ep, S.data(), kS, rw, nullptr, &rs);
+            CHECK(r == 0, "register S again: %s", velo_strerror(r));
+            hs = handle_of(rs);
+            if (hs.index() == stale.index()) break;
+            CHECK(velo_deregister(rs) == 0, "deregister S");
+        }
+        CHECK(hs.index() == stale.index(), "region index %u never came back", stale.index());
+        CHECK(hs.key != stale.key, "index %u was given its old key %08x again", hs.index(), hs.key);
+        CHECK(hs.key != 0 && stale.key != 0, "a key of 0");
+        // A: the default scope (no jobs on the fabric: everybody; its key is the protection);
+        // O: the owner only; P: the friend only
+        r = velo_register(ep, A.data(), kA, rw, nullptr, &ra);
+        CHECK(r == 0, "register A: %s", velo_strerror(r));
+        const velo_scope_t owner = {VELO_SCOPE_OWNER, 0, 0, 0, 0};
+        r = velo_register(ep, O.data(), kO, rw, &owner, &ro);
+        CHECK(r == 0, "register O: %s", velo_strerror(r));
+        const velo_scope_t peer = {VELO_SCOPE_PEER, static_cast<uint8_t>(kFriend.node), 0,
+                                   static_cast<uint8_t>(kFriend.vpid), 0};
+        r = velo_register(ep, P.data(), kP, rw, &peer, &rp);
+        CHECK(r == 0, "register P: %s", velo_strerror(r));
+        velo_scope_t box;
+        CHECK(velo_region_scope(ro, &box) == 0 && box.node_lo == kVictim.node && box.node_hi == kVictim.node &&
+                  box.vpid_lo == kVictim.vpid && box.vpid_hi == kVictim.vpid,
+              "OWNER box %u..%u x %u..%u", box.node_lo, box.node_hi, box.vpid_lo, box.vpid_hi);
+        CHECK(velo_region_scope(rp, &box) == 0 && box.node_lo == kFriend.node && box.node_hi == kFriend.node &&
+                  box.vpid_lo == kFriend.vpid && box.vpid_hi == kFriend.vpid,
+              "PEER box %u..%u x %u..%u", box.node_lo, box.node_hi, box.vpid_lo, box.vpid_hi);
+        const Handle h[H_N] = {handle_of(ra), handle_of(ro), handle_of(rp), hs, stale};
+        for (unsigned i = 0; i < H_N; ++i)
+            for (Link& l : hl) CHECK(l.send(0, h[i].nla, h[i].key), "link");
+        CHECK(fl.send(0, h[H_P].nla, h[H_P].key) && fl.send(0, h[H_O].nla, h[H_O].key), "link");
+        // the victim's own traffic while the others work: puts into O (its own region, through the
+        // NIC: the owner is in O's scope) and gets of A, checked against its copies
+        std::vector<uint8_t> L(4096), G(4096);
+        r = velo_register(ep, L.data(), L.size(), VELO_ACCESS_LOCAL_READ, nullptr, &rl);
+        CHECK(r == 0, "register L: %s", velo_strerror(r));
+        unsigned ended = 0;
+        uint64_t cookie = 1;
+        while (ended < 4) {
+            const size_t n = 1 + rng() % L.size(), off = rng() % (kO - n + 1);
+            for (size_t i = 0; i < n; ++i) L[i] = static_cast<uint8_t>(rng());
+            r = velo_put(ep, kVictim, rl, 0, h[H_O].nla + off, h[H_O].key, n, VELO_RMA_F_REMOTE, cookie);
+            CHECK(r == 0, "own put: %s", velo_strerror(r));
+            if (expect_cpl(ep, VELO_RMA_KIND_REMOTE, cookie++)) return 1;
+            std::memcpy(cO.data() + off, L.data(), n);
+            const size_t m = 1 + rng() % G.size(), aoff = rng() % (kA - m + 1);
+            r = velo_get_buf(ep, kVictim, G.data(), h[H_A].nla + aoff, h[H_A].key, m, VELO_RMA_F_LOCAL, cookie);
+            CHECK(r == 0, "own get: %s", velo_strerror(r));
+            if (expect_cpl(ep, VELO_RMA_KIND_GET_DONE, cookie++)) return 1;
+            CHECK(std::memcmp(G.data(), cA.data() + aoff, m) == 0, "own get of A at %zu: wrong bytes", aoff);
+            tally->victim_ops += 2;
+            // a record ("done") or the end of the link (a process that failed) ends the wait for it
+            for (Link* l : {&fl, &hl[0], &hl[1], &hl[2]}) {
+                pollfd pf{l->fd[0], POLLIN, 0};
+                if (l->fd[0] >= 0 && poll(&pf, 1, 0) == 1) {
+                    uint64_t done;
+                    l->recv(0, &done, nullptr, 0);
+                    ++ended;
+                    l->close_all();
+                }
+            }
+        }
+        // every byte is what the victim (or, in P's second half, the friend) wrote
+        std::vector<uint8_t> wantP = cP;
+        fill(wantP.data() + kP / 2, kP / 2, seed ^ 0xF);
+        for (size_t i = 0; i < kA; ++i) CHECK(A[i] == cA[i], "A byte %zu changed", i);
+        for (size_t i = 0; i < kO; ++i) CHECK(O[i] == cO[i], "O byte %zu is not what the victim put", i);
+        for (size_t i = 0; i < kP; ++i) CHECK(P[i] == wantP[i], "P byte %zu is not the secret or the friend's", i);
+        for (size_t i = 0; i < kS; ++i) CHECK(S[i] == cS[i], "S byte %zu changed", i);
+        for (velo_region_t* x : {ra, ro, rp, rs, rl}) {
+            r = velo_deregister(x);
+            CHECK(r == 0, "deregister: %s", velo_strerror(r));
+        }
+        return velo_close(ep);
+    });
+
+    // ---- the friend: node 2, vpid 21, granted P; O is not its
+    pid_t fr = spawn([&] {
+        fl.keep(1);
+        for (Link& l : hl) l.close_all();
+        velo_ep_t* ep;
+        int r = open_ep(f, static_cast<int>(kFriend.node), static_cast<int>(kFriend.vpid), &ep);
+        CHECK(r == 0, "open: %s", velo_strerror(r));
+        Handle p{0, 0}, o{0, 0};
+        uint64_t k;
+        CHECK(fl.recv(1, &p.nla, &k), "victim gone");
+        p.key = static_cast<uint32_t>(k);
+        CHECK(fl.recv(1, &o.nla, &k), "victim gone");
+        o.key = static_cast<uint32_t>(k);
+        std::vector<uint8_t> secret(kP / 2), mine(kP / 2), got(kP / 2);
+        {
+            std::vector<uint8_t> full(kP);
+            fill(full.data(), kP, seed ^ 0xC);
+            std::memcpy(secret.data(), full.data(), kP / 2);
+        }
+        fill(mine.data(), kP / 2, seed ^ 0xF);
+        uint64_t cookie = 1;
+        for (int i = 0; i < 8; ++i) {
+            std::memset(got.data(), 0, got.size());
+            r = velo_get_buf(ep, kVictim, got.data(), p.nla, p.key, kP / 2, VELO_RMA_F_LOCAL, cookie);
+            CHECK(r == 0, "get P: %s", velo_strerror(r));
+            if (expect_cpl(ep, VELO_RMA_KIND_GET_DONE, cookie++)) return 1;
+            CHECK(got == secret, "the friend's get of P: wrong bytes");
+            r = velo_put_buf(ep, kVictim, mine.data(), p.nla + kP / 2, p.key, kP / 2, VELO_RMA_F_REMOTE, cookie);
+            CHECK(r == 0, "put P: %s", velo_strerror(r));
+            if (expect_cpl(ep, VELO_RMA_KIND_REMOTE, cookie++)) return 1;
+            tally->friend_ops += 2;
+        }
+        // the owner's region is not the friend's, whatever it holds
+        std::vector<Attempt> at = {{o.nla, o.key, true}, {o.nla + 100, o.key, false}};
+        if (run_attempts(ep, at, "friend on O")) return 1;
+        tally->attempts += at.size();
+        tally->from_node[kFriend.node] += at.size();
+        CHECK(fl.send(1, 1), "link");
+        return velo_close(ep);
+    });
+
+    // ---- the hostiles
+    pid_t hp[3];
+    for (unsigned hi = 0; hi < 3; ++hi) {
+        hp[hi] = spawn([&, hi] {
+            fl.close_all();
+            for (unsigned j = 0; j < 3; ++j)
+                if (j != hi) hl[j].close_all();
+            Link& l = hl[hi];
+            l.keep(1);
+            velo_ep_t* ep;
+            int r = open_ep(f, static_cast<int>(kHostile[hi].node), static_cast<int>(kHostile[hi].vpid), &ep);
+            CHECK(r == 0, "open: %s", velo_strerror(r));
+            Handle h[H_N];
+            for (Handle& x : h) {
+                uint64_t k;
+                CHECK(l.recv(1, &x.nla, &k), "victim gone");
+                x.key = static_cast<uint32_t>(k);
+            }
+            std::mt19937_64 rng(seed * 7 + hi);
+            auto is_real = [&](unsigned index, uint32_t key) {
+                for (unsigned i = 0; i < H_STALE; ++i)
+                    if (h[i].index() == index && h[i].key == key) return true;
+                return false;
+            };
+            std::vector<Attempt> at;
+            auto guess = [&](unsigned index, uint32_t key) {
+                if (is_real(index, key)) key ^= 0x100;  // (a hit by chance: 2^-32)
+                at.push_back({nla_at(index, key, rng() % kA), key, (rng() & 1) != 0});
+            };
+            // random NLAs and keys
+            for (int i = 0; i < 48; ++i) guess(static_cast<unsigned>(rng() % kRegions), static_cast<uint32_t>(rng()));
+            // every region index (a third each), random keys
+            for (unsigned idx = hi; idx < kRegions; idx += 3) guess(idx, static_cast<uint32_t>(rng()));
+            // every low key byte with a wrong high part, on A's and S's real indices (a third each):
+            // with only the 8-bit key of old, one of them is the real one
+            for (unsigned b = hi; b < 256; b += 3)
+                for (const Handle* t : {&h[H_A], &h[H_S]}) {
+                    const uint32_t wrong_hi = (t->key >> 8) ^ (1u + static_cast<uint32_t>(rng() % 0xFFFFFFu));
+                    const uint32_t key = (wrong_hi & 0xFFFFFFu) << 8 | b;
+                    at.push_back({nla_at(t->index(), key, rng() % (kS - 8)), key, (rng() & 1) != 0});
+                }
+            // the stale handle (its index holds S now), both ways
+            at.push_back({h[H_STALE].nla + 8, h[H_STALE].key, true});
+            at.push_back({h[H_STALE].nla + 16, h[H_STALE].key, false});
+            // valid handles from outside their scope: O (the owner's only), P (the friend's only)
+            for (unsigned t : {H_O, H_P}) {
+                at.push_back({h[t].nla + 24, h[t].key, true});
+                at.push_back({h[t].nla + 32, h[t].key, false});
+            }
+            std::shuffle(at.begin(), at.end(), rng);
+            const std::string what =
+                "hostile " + std::to_string(kHostile[hi].node) + "/" + std::to_string(kHostile[hi].vpid);
+            if (run_attempts(ep, at, what.c_str())) return 1;
+            tally->attempts += at.size();
+            tally->from_node[kHostile[hi].node] += at.size();
+            std::printf("%s: %zu attempts, all BAD_HANDLE\n", what.c_str(), at.size());
+            CHECK(l.send(1, 1), "link");
+            return velo_close(ep);
+        });
+    }
+    fl.close_all();
+    for (Link& l : hl) l.close_all();
+    EXPECT_EQ(join(fr), 0);
+    for (pid_t p : hp) EXPECT_EQ(join(p), 0);
+    EXPECT_EQ(join(victim), 0);
+    EXPECT_TRUE(f.alive());
+    EXPECT_EQ(f.stop(), 0);
+    std::ifstream in(logpath);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    const std::string log = ss.str();
+    unlink(logpath);
+    const uint64_t attempts = tally->attempts.load();
+    std::printf("%llu attempts; the victim made %llu transfers, the friend %llu\n", (unsigned long long)attempts,
+                (unsigned long long)tally->victim_ops.load(), (unsigned long long)tally->friend_ops.load());
+    EXPECT_EQ(attempts, 2u + 3u * (48u + 6u) + kRegions + 2u * 256u);
+    EXPECT_GT(tally->victim_ops.load(), 0u);
+    EXPECT_EQ(tally->friend_ops.load(), 16u);
+    // ERR_BAD_HANDLE counts failed translations where they fail (the target: every attempt at the
+    // victim's node) and the ERROR entries the initiators' NICs write (each node: its own
+    // initiators' attempts); nothing else failed anywhere
+    const char* bad_handle = velo_rma_counter_names[VELO_RMA_CNT_ERR_BAD_HANDLE];
+    for (unsigned n = 0; n < 3; ++n)
+        EXPECT_EQ(logged_counter(log, n, bad_handle), (n == kVictim.node ? attempts : 0u) + tally->from_node[n].load())
+            << "node " << n << "\n"
+            << log.substr(log.size() > 4000 ? log.size() - 4000 : 0);
+    for (unsigned n = 0; n < 3; ++n)
+        for (unsigned c :
+             {VELO_RMA_CNT_ERR_PERM, VELO_RMA_CNT_ERR_RANGE, VELO_RMA_CNT_ERR_NOT_OWNER, VELO_RMA_CNT_ERR_NOT_VALID})
+            EXPECT_EQ(logged_counter(log, n, velo_rma_counter_names[c]), 0u)
+                << "node " << n << " " << velo_rma_counter_names[c];
+    munmap(tally, sizeof(Tally));
+}
