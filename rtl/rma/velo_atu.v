@@ -1,20 +1,28 @@
 // RMA address translation unit: network logical address (region, key, offset) -> physical address.
 //
 // Tables (written by the driver through the register file, cfg_* port, one 32-bit register per
-// cycle): the region table (RMA_REGION: RG_CFG, RG_PTE, RG_START, RG_LEN_LO, RG_LEN_HI; one block
-// RAM per register) and the page table (RMA_PTE: PTE_LO, PTE_HI, page frame numbers). After reset
-// the unit clears every RG_CFG and in-use counter (2^REGION_BITS cycles, cfg_ready and lk_ready low).
+// cycle): the region table (RMA_REGION: RG_CFG, RG_PTE, RG_START, RG_LEN_LO, RG_LEN_HI, RG_KEY,
+// RG_SCOPE; one block RAM per register) and the page table (RMA_PTE: PTE_LO, PTE_HI, page frame
+// numbers). After reset the unit clears every RG_CFG and in-use counter (2^REGION_BITS cycles,
+// cfg_ready and lk_ready low).
 //
-// Lookup (valid/ready, one per cycle): NLA, length, vpid and access kind. Checked in this order, the
-// first failure is the reason (RMA_ERR_*): BAD_HANDLE (region index beyond the table, not ALLOC,
-// wrong KEY), NOT_OWNER (local kinds only: vpid != OWNER_VPID), PERM, RANGE (offset + length past
-// the region's length), NOT_VALID (VALID = 0). On success the response carries the physical address
-// of the first byte, the bytes left to the end of its page (4 KiB or 2 MiB), the region (to release
-// it) and the owner vpid; on failure only the reason, the region and the tag.
+// Lookup (valid/ready, one per cycle): NLA, length, vpid, node, bits 31:8 of the key and access
+// kind. For local kinds the vpid is the issuing vpid (the node and the key bits 31:8 are not
+// looked at: the owner check authorises them); for remote kinds vpid and node are the initiator's
+// (SRC_VPID, SRC_NODE of the request packet) and the key bits 31:8 come from its RMA_PKT_LEN word.
+// Checked in this order, the first failure is the reason (RMA_ERR_*): BAD_HANDLE (region index
+// beyond the table, not ALLOC, NLA KEY != RG_KEY bits 7:0; remote kinds also: key bits 31:8 !=
+// RG_KEY bits 31:8, node outside [NODE_LO, NODE_HI] or vpid outside [VPID_LO, VPID_HI] of RG_SCOPE,
+// so a foreign initiator learns nothing from the reason), NOT_OWNER (local kinds only: vpid !=
+// OWNER_VPID), PERM, RANGE (offset + length past the region's length), NOT_VALID (VALID = 0). On
+// success the response carries the physical address of the first byte, the bytes left to the end
+// of its page (4 KiB or 2 MiB), the region (to release it) and the owner vpid; on failure only the
+// reason, the region and the tag.
 //
 // Pipeline: stage A holds the request and the region entry (RAM read in the accept cycle) and makes
-// the checks; a successful lookup increments the region's in-use counter as it leaves stage A and
-// reads its page table entry; stage B holds the result and presents it with the page table data.
+// the checks (the key and scope comparisons too, in parallel with the others: no extra cycle); a
+// successful lookup increments the region's in-use counter as it leaves stage A and reads its page
+// table entry; stage B holds the result and presents it with the page table data.
 //
 // In-use counts (quiesce for the driver's invalidation, docs/rma.md §2.3): the user gives every
 // successful translation back with rel_valid/rel_region when it no longer uses it. The counts are
@@ -36,6 +44,7 @@ module velo_atu #(
     parameter integer REGION_BITS = 8,   // region index width (spec param RMA_REGION_BITS), 1..12
     parameter integer PTE_BITS    = 12,  // page table index width (spec param RMA_PTE_BITS), 4..16
     parameter integer VPID_BITS   = 8,   // vpid width (spec param VPID_BITS), 1..8
+    parameter integer NODE_BITS   = 8,   // node id width (spec param NODE_BITS), 1..8
     parameter integer TAG_W       = 8,   // width of the opaque tag passed from lookup to response, >= 1
     parameter integer INUSE_W     = 6,   // in-use counter width: up to 2^INUSE_W-1 translations per region, >= 1
     parameter integer IU_SLOTS    = 16   // regions with translations held at once (a lookup of one more waits), >= 1
@@ -55,7 +64,9 @@ module velo_atu #(
     output wire                   lk_ready,
     input  wire [63:0]            lk_nla,     // format RMA_NLA
     input  wire [23:0]            lk_len,     // bytes from the NLA that must lie inside the region
-    input  wire [VPID_BITS-1:0]   lk_vpid,    // the vpid on whose behalf (local kinds)
+    input  wire [VPID_BITS-1:0]   lk_vpid,    // local kinds: the issuing vpid; remote: the initiator's
+    input  wire [NODE_BITS-1:0]   lk_node,    // remote kinds: the initiator's node (local: not used)
+    input  wire [23:0]            lk_key_hi,  // remote kinds: key bits 31:8 (RMA_PKT_LEN KEY_HI; local: not used)
     input  wire [1:0]             lk_kind,    // RMA_ACC_*
     input  wire [TAG_W-1:0]       lk_tag,     // returned with the response
     // response
@@ -83,6 +94,7 @@ module velo_atu #(
     `VELO_CHECK(g_check_region_bits, REGION_BITS >= 1 && REGION_BITS <= 12, "velo_atu: REGION_BITS must be 1..12")
     `VELO_CHECK(g_check_pte_bits, PTE_BITS >= 4 && PTE_BITS <= 16, "velo_atu: PTE_BITS must be 4..16")
     `VELO_CHECK_VPID_BITS
+    `VELO_CHECK_NODE_BITS
     `VELO_CHECK(g_check_tag_w, TAG_W >= 1, "velo_atu: TAG_W must be at least 1")
     `VELO_CHECK(g_check_inuse_w, INUSE_W >= 1, "velo_atu: INUSE_W must be at least 1")
     `VELO_CHECK(g_check_iu_slots, IU_SLOTS >= 1, "velo_atu: IU_SLOTS must be at least 1")
@@ -109,17 +121,28 @@ module velo_atu #(
     wire pte_idx_ok = (cfg_idx >> PTE_BITS) == 16'd0;
     wire w_rg   = cfg_fire && !cfg_pte && rg_idx_ok;
     wire w_pte  = cfg_fire && cfg_pte && pte_idx_ok;
-    wire we_cfg   = init || (w_rg && cfg_reg == 3'd0);
-    wire we_first = w_rg && cfg_reg == 3'd1;
-    wire we_start = w_rg && cfg_reg == 3'd2;
-    wire we_lenlo = w_rg && cfg_reg == 3'd3;
-    wire we_lenhi = w_rg && cfg_reg == 3'd4;
-    wire we_pflo  = w_pte && cfg_reg == 3'd0;
-    wire we_pfhi  = w_pte && cfg_reg == 3'd1;
+    // register index in the entry (byte offset / 4)
+    localparam [20:0] O_CFG = `VELO_TBL_RMA_REGION_RG_CFG, O_PTE = `VELO_TBL_RMA_REGION_RG_PTE,
+                      O_START = `VELO_TBL_RMA_REGION_RG_START, O_LENLO = `VELO_TBL_RMA_REGION_RG_LEN_LO,
+                      O_LENHI = `VELO_TBL_RMA_REGION_RG_LEN_HI, O_KEY = `VELO_TBL_RMA_REGION_RG_KEY,
+                      O_SCOPE = `VELO_TBL_RMA_REGION_RG_SCOPE, O_PFLO = `VELO_TBL_RMA_PTE_PTE_LO,
+                      O_PFHI = `VELO_TBL_RMA_PTE_PTE_HI;
+    localparam [2:0] R_CFG = O_CFG[4:2], R_PTE = O_PTE[4:2], R_START = O_START[4:2], R_LENLO = O_LENLO[4:2],
+                     R_LENHI = O_LENHI[4:2], R_KEY = O_KEY[4:2], R_SCOPE = O_SCOPE[4:2], R_PFLO = O_PFLO[4:2],
+                     R_PFHI = O_PFHI[4:2];
+    wire we_cfg   = init || (w_rg && cfg_reg == R_CFG);
+    wire we_first = w_rg && cfg_reg == R_PTE;
+    wire we_start = w_rg && cfg_reg == R_START;
+    wire we_lenlo = w_rg && cfg_reg == R_LENLO;
+    wire we_lenhi = w_rg && cfg_reg == R_LENHI;
+    wire we_key   = w_rg && cfg_reg == R_KEY;
+    wire we_scope = w_rg && cfg_reg == R_SCOPE;
+    wire we_pflo  = w_pte && cfg_reg == R_PFLO;
+    wire we_pfhi  = w_pte && cfg_reg == R_PFHI;
     wire [REGION_BITS-1:0] rg_wa = init ? init_idx : cfg_idx[REGION_BITS-1:0];
-    // RG_CFG as stored: {KEY, OWNER_VPID, PERM_RW, PERM_RR, PERM_LW, PERM_LR, PAGE_2M, VALID, ALLOC}
-    wire [22:0] cfg_w = init ? 23'd0 :
-        {cfg_data[`VELO_TBL_RMA_REGION_RG_CFG_KEY], cfg_data[`VELO_TBL_RMA_REGION_RG_CFG_OWNER_VPID],
+    // RG_CFG as stored: {OWNER_VPID, PERM_RW, PERM_RR, PERM_LW, PERM_LR, PAGE_2M, VALID, ALLOC}
+    wire [14:0] cfg_w = init ? 15'd0 :
+        {cfg_data[`VELO_TBL_RMA_REGION_RG_CFG_OWNER_VPID],
          cfg_data[`VELO_TBL_RMA_REGION_RG_CFG_PERM_RW], cfg_data[`VELO_TBL_RMA_REGION_RG_CFG_PERM_RR],
          cfg_data[`VELO_TBL_RMA_REGION_RG_CFG_PERM_LW], cfg_data[`VELO_TBL_RMA_REGION_RG_CFG_PERM_LR],
          cfg_data[`VELO_TBL_RMA_REGION_RG_CFG_PAGE_2M], cfg_data[`VELO_TBL_RMA_REGION_RG_CFG_VALID],
@@ -127,8 +150,8 @@ module velo_atu #(
 
     always @(posedge clk) begin
         if (rst) ev_cfg_bad <= 1'b0;
-        else     ev_cfg_bad <= cfg_fire && (cfg_pte ? (!pte_idx_ok || cfg_reg > 3'd1)
-                                                    : (!rg_idx_ok || cfg_reg > 3'd4));
+        else     ev_cfg_bad <= cfg_fire && (cfg_pte ? (!pte_idx_ok || cfg_reg > R_PFHI)
+                                                    : (!rg_idx_ok || cfg_reg > R_SCOPE));
     end
 
     // ---------------------------------------------------------------- accept, region read
@@ -139,12 +162,14 @@ module velo_atu #(
     wire [15:0] lk_region16 = lk_nla[`VELO_RMA_NLA_REGION];
     wire [REGION_BITS-1:0] rd_region = lk_region16[REGION_BITS-1:0];
 
-    wire [22:0]          r_cfg;
+    wire [14:0]          r_cfg;
+    wire [31:0]          r_key;
+    wire [31:0]          r_scope;
     wire [PTE_BITS-1:0]  r_first;
     wire [20:0]          r_start;
     wire [31:0]          r_lenlo;
     wire [7:0]           r_lenhi;
-    velo_sdp_ram #(.W(23), .ADDR_W(REGION_BITS)) u_cfg (
+    velo_sdp_ram #(.W(15), .ADDR_W(REGION_BITS)) u_cfg (
         .clk(clk), .we(we_cfg), .waddr(rg_wa), .wdata(cfg_w), .re(acc), .raddr(rd_region), .rdata(r_cfg));
     velo_sdp_ram #(.W(PTE_BITS), .ADDR_W(REGION_BITS)) u_first (
         .clk(clk), .we(we_first), .waddr(rg_wa), .wdata(cfg_data[PTE_BITS-1:0]), .re(acc), .raddr(rd_region),
@@ -157,11 +182,18 @@ module velo_atu #(
     velo_sdp_ram #(.W(8), .ADDR_W(REGION_BITS)) u_lenhi (
         .clk(clk), .we(we_lenhi), .waddr(rg_wa), .wdata(cfg_data[`VELO_TBL_RMA_REGION_RG_LEN_HI_LEN_HI]),
         .re(acc), .raddr(rd_region), .rdata(r_lenhi));
+    // RG_KEY and RG_SCOPE: written by the driver only while the region is not ALLOC (not cleared)
+    velo_sdp_ram #(.W(32), .ADDR_W(REGION_BITS)) u_key (
+        .clk(clk), .we(we_key), .waddr(rg_wa), .wdata(cfg_data), .re(acc), .raddr(rd_region), .rdata(r_key));
+    velo_sdp_ram #(.W(32), .ADDR_W(REGION_BITS)) u_scope (
+        .clk(clk), .we(we_scope), .waddr(rg_wa), .wdata(cfg_data), .re(acc), .raddr(rd_region), .rdata(r_scope));
 
     // ---------------------------------------------------------------- stage A: checks
     reg [REGION_BITS-1:0] a_region;
     reg                   a_oor;      // region index beyond the table
-    reg [7:0]             a_key;
+    reg [7:0]             a_key;      // NLA KEY (key bits 7:0)
+    reg [23:0]            a_key_hi;   // key bits 31:8 (remote kinds)
+    reg [NODE_BITS-1:0]   a_node;     // the initiator's node (remote kinds)
     reg [39:0]            a_off;
     reg [23:0]            a_len;
     reg [VPID_BITS-1:0]   a_vpid;
@@ -173,11 +205,21 @@ module velo_atu #(
     wire       c_2m    = r_cfg[2];
     wire [3:0] c_perm  = r_cfg[6:3];   // indexed by RMA_ACC_*: {RW, RR, LW, LR}
     wire [7:0] c_owner = r_cfg[14:7];
-    wire [7:0] c_key   = r_cfg[22:15];
     wire [7:0] a_vpid8 = {{(8-VPID_BITS){1'b0}}, a_vpid};
+    wire [7:0] a_node8 = {{(8-NODE_BITS){1'b0}}, a_node};
+    wire       a_remote = a_kind[1];   // RMA_ACC_REMOTE_READ, RMA_ACC_REMOTE_WRITE
 
-    wire       e_handle = a_oor || !c_alloc || (c_key != a_key);
-    wire       e_owner  = !a_kind[1] && (c_owner != a_vpid8);
+    // key and scope: local kinds compare the key's bits 7:0 only (the owner check authorises them),
+    // remote kinds all 32 bits and the initiator's (node, vpid) against the scope box
+    wire [7:0] s_vlo = r_scope[`VELO_TBL_RMA_REGION_RG_SCOPE_VPID_LO];
+    wire [7:0] s_vhi = r_scope[`VELO_TBL_RMA_REGION_RG_SCOPE_VPID_HI];
+    wire [7:0] s_nlo = r_scope[`VELO_TBL_RMA_REGION_RG_SCOPE_NODE_LO];
+    wire [7:0] s_nhi = r_scope[`VELO_TBL_RMA_REGION_RG_SCOPE_NODE_HI];
+    wire       e_key_lo = (r_key[7:0] != a_key);
+    wire       e_key_hi = (r_key[31:8] != a_key_hi);
+    wire       e_scope  = (a_node8 < s_nlo) || (a_node8 > s_nhi) || (a_vpid8 < s_vlo) || (a_vpid8 > s_vhi);
+    wire       e_handle = a_oor || !c_alloc || e_key_lo || (a_remote && (e_key_hi || e_scope));
+    wire       e_owner  = !a_remote && (c_owner != a_vpid8);
     wire       e_perm   = !c_perm[a_kind];
     wire [40:0] a_end   = {1'b0, a_off} + {17'd0, a_len};
     wire       e_range  = a_end > {1'b0, r_lenhi, r_lenlo};
@@ -278,6 +320,8 @@ module velo_atu #(
             a_region <= rd_region;
             a_oor    <= (lk_region16 >> REGION_BITS) != 16'd0;
             a_key    <= lk_nla[`VELO_RMA_NLA_KEY];
+            a_key_hi <= lk_key_hi;
+            a_node   <= lk_node;
             a_off    <= lk_nla[`VELO_RMA_NLA_OFFSET];
             a_len    <= lk_len;
             a_vpid   <= lk_vpid;

@@ -174,6 +174,8 @@ module velo_rma #(
     wire [63:0] t_lk_nla;
     wire [23:0] t_lk_len;
     wire [VPID_BITS-1:0] t_lk_vpid;
+    wire [NODE_BITS-1:0] t_lk_node;
+    wire [23:0] t_lk_key_hi;
     wire [1:0]  t_lk_kind;
     wire [REGION_BITS-1:0] t_rel_region;
     wire        a_lk_ready, a_rs_valid;
@@ -201,13 +203,17 @@ module velo_rma #(
     // releases: the target's cannot wait, the initiator's can
     assign i_rel_ready = !t_rel_valid;
 
-    velo_atu #(.REGION_BITS(REGION_BITS), .PTE_BITS(PTE_BITS), .VPID_BITS(VPID_BITS), .TAG_W(2)) u_atu (
+    // the initiator's lookups are local kinds (the ATU ignores node and key bits 31:8 for them);
+    // the target's name the requesting initiator and the key bits 31:8 of the request
+    velo_atu #(.REGION_BITS(REGION_BITS), .PTE_BITS(PTE_BITS), .VPID_BITS(VPID_BITS), .NODE_BITS(NODE_BITS),
+               .TAG_W(2)) u_atu (
         .clk(gclk), .rst(rst),
         .cfg_valid(cfg_valid), .cfg_ready(cfg_ready), .cfg_pte(cfg_pte), .cfg_idx(cfg_idx), .cfg_reg(cfg_reg),
         .cfg_data(cfg_data),
         .lk_valid(i_lk_valid || t_lk_valid), .lk_ready(a_lk_ready),
         .lk_nla(lk_sel_t ? t_lk_nla : i_lk_nla), .lk_len(lk_sel_t ? t_lk_len : i_lk_len),
         .lk_vpid(lk_sel_t ? t_lk_vpid : i_lk_vpid), .lk_kind(lk_sel_t ? t_lk_kind : i_lk_kind),
+        .lk_node(lk_sel_t ? t_lk_node : {NODE_BITS{1'b0}}), .lk_key_hi(lk_sel_t ? t_lk_key_hi : 24'd0),
         .lk_tag({lk_sel_t, lk_sel_t && t_lk_tag}),
         .rs_valid(a_rs_valid), .rs_ready(a_rs_ready), .rs_err(a_rs_err), .rs_addr(a_rs_addr), .rs_room(a_rs_room),
         .rs_region(a_rs_region), .rs_owner(a_rs_owner), .rs_tag(a_rs_tag),
@@ -365,7 +371,7 @@ module velo_rma #(
         .out_valid(so_valid), .out_ready(so_ready), .out_data(so_data), .out_last(so_last), .out_lnb(so_lnb),
         .rt_re(rt_re), .rt_node(rt_node), .rt_data(rt_data),
         .lk_valid(t_lk_valid), .lk_ready(t_lk_ready), .lk_nla(t_lk_nla), .lk_len(t_lk_len), .lk_vpid(t_lk_vpid),
-        .lk_kind(t_lk_kind), .lk_tag(t_lk_tag), .rs_valid(t_rs_valid), .rs_ready(t_rs_ready), .rs_err(a_rs_err),
+        .lk_node(t_lk_node), .lk_key_hi(t_lk_key_hi), .lk_kind(t_lk_kind), .lk_tag(t_lk_tag), .rs_valid(t_rs_valid), .rs_ready(t_rs_ready), .rs_err(a_rs_err),
         .rs_addr(a_rs_addr), .rs_room(a_rs_room), .rs_region(a_rs_region), .rs_owner(a_rs_owner),
         .rs_tag(a_rs_tag[0]), .rel_valid(t_rel_valid), .rel_region(t_rel_region),
         .rq_valid(t_rq_valid), .rq_ready(t_rq_ready), .rq_addr(t_rq_addr), .rq_len_m1(t_rq_len_m1), .rq_ctx(t_rq_ctx),

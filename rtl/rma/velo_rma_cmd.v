@@ -9,12 +9,13 @@
 // slots touched, so software can re-issue exactly those commands. A write to a page beyond the
 // vpids (cannot happen through the driver's mappings) is dropped and counted without a record.
 //
-// A whole command is checked (docs/rma.md §1): OP PUT or GET, reserved bits 0, REM_NODE below
+// A whole command is checked (docs/rma.md §1): OP PUT or GET, the reserved bit 0, REM_NODE below
 // 2^NODE_BITS, a get with LEN >= 1 and neither RCPL nor NOTIFY; a failing one is output with
 // err = RMA_ERR_BAD_CMD (its cookie lets the engine report it) and must not be executed.
 //
 // Records: out_cmd holds the command's 32 bytes (bits 64*i+63:64*i = command word i, little-endian
-// bytes), with the vpid, slot and error. The command is assembled in the output register itself:
+// bytes; word 0 carries RKEY_HI, the remote key's bits 31:8, to the initiator engine), with the
+// vpid, slot and error. The command is assembled in the output register itself:
 // the beats of a command wait while a previous record has not been taken, so nothing is buffered
 // and a command is output in the cycle after its last data beat. A TLP that ends (eop) before the
 // header's length loses its incomplete command (counted as torn, no record); beats past the
@@ -123,8 +124,7 @@ module velo_rma_cmd #(
     wire [7:0]  c_node  = c0[`VELO_RMA_CMD0_REM_NODE];
     wire        c_put   = (c_op == `VELO_RMA_OP_PUT);
     wire        c_get   = (c_op == `VELO_RMA_OP_GET);
-    wire        c_rsvd  = (c0[`VELO_RMA_CMD0_RSVD0] != 1'b0) || (c0[`VELO_RMA_CMD0_RSVD1] != 16'd0) ||
-                          (c0[`VELO_RMA_CMD0_RSVD2] != 8'd0);
+    wire        c_rsvd  = (c0[`VELO_RMA_CMD0_RSVD0] != 1'b0);   // the only reserved bit (RKEY_HI is 63:40)
     wire        c_nodeb = (NODE_BITS < 8) ? ((c_node >> NODE_BITS) != 8'd0) : 1'b0;
     wire        c_getb  = c_get && ((c0[`VELO_RMA_CMD0_LEN] == 24'd0) || c0[`VELO_RMA_CMD0_RCPL_LSB] ||
                                     c0[`VELO_RMA_CMD0_NOTIFY_LSB]);

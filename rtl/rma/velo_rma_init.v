@@ -31,7 +31,10 @@
 // nothing is sent and ERROR is written at once; else a data-less LAST packet without NOTIFY (NLA
 // word: the put's first byte) ends it at the target, and ERROR (the local reason) is written when its PUT_RSP arrives.
 //
-// GET: the GET packet (target NLA, length, initiator NLA) leaves on the request VC, alternating
+// Every RMA_PKT_LEN word sent (FIRST put packet, notification packet, GET request) carries the
+// command's RKEY_HI (the remote key's bits 31:8) in KEY_HI: the target checks all 32 key bits.
+//
+// GET: the GET packet (target NLA, length and KEY_HI, initiator NLA) leaves on the request VC, alternating
 // with put packets, in command order, and only when no earlier get to the same node is
 // outstanding (sent, tag not yet free): one get per target node at a time, so a target's GET
 // queue of 2^NODE_BITS entries never fills and a target never holds its request input for a get
@@ -159,7 +162,8 @@ module velo_rma_init #(
     localparam integer F_RNLA   = F_LNLA + 64;
     localparam integer F_COOKIE = F_RNLA + 64;
     localparam integer F_ROUTE  = F_COOKIE + 64;
-    localparam integer TW       = F_ROUTE + 14;
+    localparam integer F_KEYHI  = F_ROUTE + 14;   // RMA_CMD0 RKEY_HI: the remote key's bits 31:8
+    localparam integer TW       = F_KEYHI + 24;
 
     reg [TW-1:0] tag_tab [0:TAGS-1];
     reg [TAGS-1:0] t_busy;             // tag holds a command
@@ -358,7 +362,8 @@ module velo_rma_init #(
     end
     always @(posedge clk) begin
         if (i_alloc)
-            tag_tab[free_tag] <= {i_route, cmd_data[255:64], c_len, c_node8[NODE_BITS-1:0], cmd_slot, cmd_vpid,
+            tag_tab[free_tag] <= {c0[`VELO_RMA_CMD0_RKEY_HI], i_route, cmd_data[255:64], c_len, c_node8[NODE_BITS-1:0],
+                             cmd_slot, cmd_vpid,
                              c0[`VELO_RMA_CMD0_NOTIFY], c0[`VELO_RMA_CMD0_RCPL], c0[`VELO_RMA_CMD0_LCPL], c_get};
     end
     always @(posedge clk) begin
@@ -546,8 +551,15 @@ module velo_rma_init #(
 
     // words
     wire [TW-1:0] row_get = tag_tab[g_tag];
-    reg  [63:0] h_put, h_get, w_word;
+    reg  [63:0] h_put, h_get, w_word, l_put, l_get;
     always @(*) begin
+        // RMA_PKT_LEN words: the length and the remote key's bits 31:8 (the target checks all 32)
+        l_put = 64'd0;
+        l_put[`VELO_RMA_PKT_LEN_LEN]    = p_len;
+        l_put[`VELO_RMA_PKT_LEN_KEY_HI] = row_pkt[F_KEYHI +: 24];
+        l_get = 64'd0;
+        l_get[`VELO_RMA_PKT_LEN_LEN]    = row_get[F_LEN +: 24];
+        l_get[`VELO_RMA_PKT_LEN_KEY_HI] = row_get[F_KEYHI +: 24];
         h_put = 64'd0;
         h_put[`VELO_RMA_PKT_HDR_VC]       = `VELO_VC_REQ;
         h_put[`VELO_RMA_PKT_HDR_ROUTE]    = row_pkt[F_ROUTE +: 14];
@@ -571,12 +583,12 @@ module velo_rma_init #(
             case (g_word)
                 2'd0: w_word = h_get;
                 2'd1: w_word = row_get[F_RNLA +: 64];
-                2'd2: w_word = {40'd0, row_get[F_LEN +: 24]};
+                2'd2: w_word = l_get;
                 default: w_word = row_get[F_LNLA +: 64];
             endcase
         end else if (p_word == 6'd0) w_word = h_put;
         else if (p_word == 6'd1) w_word = p_cur_notify ? p_rnla : {p_rnla[63:40], p_cur_toff};
-        else if (p_word == 6'd2 && (p_cur_first || p_cur_notify)) w_word = {40'd0, p_len};
+        else if (p_word == 6'd2 && (p_cur_first || p_cur_notify)) w_word = l_put;
         else if (p_word == 6'd3 && p_cur_notify) w_word = row_pkt[F_COOKIE +: 64];
         else w_word = w_dat;
     end

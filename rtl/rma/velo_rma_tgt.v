@@ -13,8 +13,14 @@
 // otherwise it is looked up with its own data length; a packet whose data cross a page end takes a
 // second lookup for the rest (all-or-nothing per packet: if the second fails, the first
 // translation is released and nothing of the packet is written). A failure sets the outcome.
-// GET: queued for the get engine (GET queue: the request's fields and the route back to the
-// source, read here), so T never waits for a get being served, i.e. for host reads (below).
+// Every lookup carries the initiator (SRC_NODE, SRC_VPID: the ATU checks the region's scope) and
+// the key's bits 31:8: from the packet's RMA_PKT_LEN word (FIRST, notification packet), else
+// those the put's FIRST packet brought, kept per source node (2^NODE_BITS x 24 bits, block RAM
+// read when T takes the packet): every packet of a put is checked with the full 32-bit key, so a
+// region index reused mid-put with a key of the same low 8 bits takes no more of the put.
+// GET: queued for the get engine (GET queue: the request's fields, its KEY_HI, the initiator's
+// node and the route back to the source, read here), so T never waits for a get being served,
+// i.e. for host reads (below); every page lookup of the get checks the key and the scope.
 //
 // Write stage (W, in packet order): the packet's data go out as posted MWr TLPs, cut at the ends
 // of the translated pieces and at MPS boundaries, with byte enables; the payload bytes are read
@@ -90,7 +96,9 @@ module velo_rma_tgt #(
     input  wire                   lk_ready,
     output wire [63:0]            lk_nla,
     output wire [23:0]            lk_len,
-    output wire [VPID_BITS-1:0]   lk_vpid,
+    output wire [VPID_BITS-1:0]   lk_vpid,    // the initiator's vpid (SRC_VPID of the request)
+    output wire [NODE_BITS-1:0]   lk_node,    // the initiator's node (SRC_NODE)
+    output wire [23:0]            lk_key_hi,  // key bits 31:8 the request names (RMA_PKT_LEN KEY_HI)
     output wire [1:0]             lk_kind,
     output wire                   lk_tag,
     input  wire                   rs_valid,
@@ -235,6 +243,17 @@ module velo_rma_tgt #(
     reg [4:0] src_st [0:(1<<NODE_BITS)-1];   // {fail, reason}
     reg       src_init;
     reg [NODE_BITS-1:0] src_idx;
+    // ... and the KEY_HI of the current put (written with its FIRST packet, cleared after reset;
+    // read when T takes a packet, held for its lookups)
+    wire        src_kh_we;
+    wire [NODE_BITS-1:0] src_kh_wa;
+    wire [23:0] src_kh_wd;
+    wire        src_kh_re;
+    wire [NODE_BITS-1:0] src_kh_ra;
+    wire [23:0] src_kh;
+    velo_sdp_ram #(.W(24), .ADDR_W(NODE_BITS)) u_src_kh (
+        .clk(clk), .we(src_kh_we), .waddr(src_kh_wa), .wdata(src_kh_wd), .re(src_kh_re), .raddr(src_kh_ra),
+        .rdata(src_kh));
 
     // ================================================================ release arbitration
     reg                   w_rel_q;     // W: a translation's last write was accepted (priority)
@@ -254,12 +273,19 @@ module velo_rma_tgt #(
     wire        t_lk_req, g_lk_req;
     wire [63:0] t_lk_nla, g_lk_nla;
     wire [23:0] t_lk_len, g_lk_len;
+    wire [23:0] t_lk_key_hi, g_lk_key_hi;
+    wire [7:0]  t_lk_node8, g_lk_node8, t_lk_vpid8, g_lk_vpid8;
     reg         lk_last_g;         // the get engine had the last grant
     wire        lk_sel_g = g_lk_req && (!t_lk_req || !lk_last_g);
     assign lk_valid = t_lk_req || g_lk_req;
     assign lk_nla   = lk_sel_g ? g_lk_nla : t_lk_nla;
     assign lk_len   = lk_sel_g ? g_lk_len : t_lk_len;
-    assign lk_vpid  = {VPID_BITS{1'b0}};   // remote kinds are authorised by the key
+    // the initiator and the key's bits 31:8: the ATU checks the scope and the whole key
+    wire [7:0]  lk_node8 = lk_sel_g ? g_lk_node8 : t_lk_node8;
+    wire [7:0]  lk_vpid8 = lk_sel_g ? g_lk_vpid8 : t_lk_vpid8;
+    assign lk_vpid   = lk_vpid8[VPID_BITS-1:0];
+    assign lk_node   = lk_node8[NODE_BITS-1:0];
+    assign lk_key_hi = lk_sel_g ? g_lk_key_hi : t_lk_key_hi;
     assign lk_kind  = lk_sel_g ? `VELO_RMA_ACC_REMOTE_READ : `VELO_RMA_ACC_REMOTE_WRITE;
     assign lk_tag   = lk_sel_g;
     wire t_lk_go = lk_ready && t_lk_req && !lk_sel_g;
@@ -289,6 +315,7 @@ module velo_rma_tgt #(
     wire        t_notify = t_hdr[`VELO_RMA_PKT_HDR_NOTIFY_LSB];
     wire [7:0]  t_src8   = t_hdr[`VELO_RMA_PKT_HDR_SRC_NODE];
     wire [NODE_BITS-1:0] t_node = t_src8[NODE_BITS-1:0];
+    wire [7:0]  t_vpid8  = t_hdr[`VELO_RMA_PKT_HDR_SRC_VPID];
     wire [8:0]  t_area   = {1'b0, t_hdr[`VELO_RMA_PKT_HDR_LEN_M1]} + 9'd1;
     wire [8:0]  t_hwb    = 9'd8 + ((t_first || t_notify) ? 9'd8 : 9'd0) + (t_notify ? 9'd8 : 9'd0);
     wire [1:0]  t_pad    = t_nla[1:0];
@@ -298,11 +325,12 @@ module velo_rma_tgt #(
     wire        t_is_put = (t_type == `VELO_PKT_TYPE_RMA_PUT);
     wire        t_is_get = (t_type == `VELO_PKT_TYPE_RMA_GET);
     wire        t_node_oor = (NODE_BITS < 8) ? ((t_src8 >> NODE_BITS) != 8'd0) : 1'b0;
+    wire        t_vpid_oor = (VPID_BITS < 8) ? ((t_vpid8 >> VPID_BITS) != 8'd0) : 1'b0;
     wire        t_put_bad = (t_area < t_hwb) || (!t_nodata && (t_area < t_hwb + {7'd0, t_pad} + 9'd1)) ||
                             (t_notify && (!t_lastp || !t_nodata)) ||
                             (t_first && ({15'd0, t_dlen} > t_plen24)) || (t_dlen > MTU9);
     wire        t_get_bad = (t_area != 9'd24);
-    wire        t_mal = t_node_oor || t_hdr[`VELO_RMA_PKT_HDR_ZERO] != 2'd0 ||
+    wire        t_mal = t_node_oor || t_vpid_oor || t_hdr[`VELO_RMA_PKT_HDR_ZERO] != 2'd0 ||
                         !(t_is_put || t_is_get) || (t_is_put && t_put_bad) || (t_is_get && t_get_bad);
     wire        t_full = (sl_st[t_slot] == SL_FULL);
     wire        t_dec  = (t_st == T_IDLE) && t_full && !src_init;
@@ -331,6 +359,15 @@ module velo_rma_tgt #(
     assign t_lk_req = (t_st == T_LK1) || (t_st == T_LK2);
     assign t_lk_nla = (t_st == T_LK1) ? t_nla : {t_nla[63:40], t_nla[39:0] + {31'd0, t_l1}};
     assign t_lk_len = (t_st == T_LK1) ? (t_first ? t_plen24 : {15'd0, t_dlen}) : {15'd0, t_dl - t_l1};
+    assign t_lk_key_hi = (t_first || t_notify) ? t_len_word[`VELO_RMA_PKT_LEN_KEY_HI] : src_kh;
+    assign t_lk_node8  = t_src8;
+    assign t_lk_vpid8  = t_vpid8;
+    // the put's KEY_HI per source: written with its FIRST packet (when W takes it), read for every packet
+    assign src_kh_we = src_init || (w_take && t_first);
+    assign src_kh_wa = src_init ? src_idx : t_node;
+    assign src_kh_wd = src_init ? 24'd0 : t_len_word[`VELO_RMA_PKT_LEN_KEY_HI];
+    assign src_kh_re = t_dec;
+    assign src_kh_ra = t_node;
     assign t_rs_wait = (t_st == T_RS1) || (t_st == T_RS2);
     assign t_rel_req = (t_st == T_REL);
     assign t_rel_r   = t_r1;
@@ -639,10 +676,12 @@ module velo_rma_tgt #(
     velo_rma_tgt_get #(.REGION_BITS(REGION_BITS), .MTU(MTU), .CTX_W(CTX_W), .GQ_LOG2(GQ_LOG2)) u_get (
         .clk(clk), .rst(rst), .enable(enable), .node_id(node_id),
         .t_get(t_st == T_GET), .req_tnla(t_nla), .req_len(t_len_word[`VELO_RMA_PKT_LEN_LEN]), .req_inla(t_word3),
-        .req_tag(t_hdr[`VELO_RMA_PKT_HDR_TAG]), .req_vpid(t_hdr[`VELO_RMA_PKT_HDR_SRC_VPID]), .req_route(t_route_now),
+        .req_tag(t_hdr[`VELO_RMA_PKT_HDR_TAG]), .req_vpid(t_vpid8), .req_node(t_src8),
+        .req_key_hi(t_len_word[`VELO_RMA_PKT_LEN_KEY_HI]), .req_route(t_route_now),
         .direct(g_direct), .push(gq_push), .start(g_start), .start_no_route(g_start_no_route), .idle(g_idle),
         .q_empty(g_q_empty),
         .lk_req(g_lk_req), .lk_nla(g_lk_nla), .lk_len(g_lk_len), .lk_go(g_lk_go), .rs_wait(g_rs_wait),
+        .lk_key_hi(g_lk_key_hi), .lk_node(g_lk_node8), .lk_vpid(g_lk_vpid8),
         `VELO_ATU_RESULT_CONNECT(g_rs), .rs_region(rs_region),
         .rel_req(g_rel_req), .rel_region(g_rel_r), .rel_go(g_rel_go), .rel_other(w_rel_q || t_rel_req),
         .rd_rel(rd_rel), .rd_rel_region(rd_rel_r),
@@ -755,6 +794,6 @@ module velo_rma_tgt #(
 
     wire unused_ok = &{1'b0, rd_first, rd_ctx, t_hdr, t_len_word, t_word3, in_h, w_hdr, w_len, slot_wi9, tlp_span, tlp_mps_room, rs_room,
                        tlp_nbeats8, tlp_ndw10, in_ar[2:0], slot_wi_next[0], txs_rot[127:64], g_buf_ra[GWB], cur_im2[GWB+1],
-                       t_plen24, src_st[0], pc_rem};
+                       t_plen24, src_st[0], pc_rem, lk_node8, lk_vpid8};
 endmodule
 `default_nettype wire

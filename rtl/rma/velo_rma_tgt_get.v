@@ -3,7 +3,8 @@
 // (direct), else through the GET queue (push; 2^GQ_LOG2 entries, block RAM).
 //
 // Issue side: checks [NLA, NLA + LEN) with REMOTE_READ, then walks the region page by page (one
-// lookup per page, the first one being the check), issuing DMA reads (velo_dma_rd, <= 4 KiB, not
+// lookup per page, the first one being the check; every lookup names the request's KEY_HI and the
+// initiator's node and vpid, so each checks the whole key and the region's scope), issuing DMA reads (velo_dma_rd, <= 4 KiB, not
 // across a page end) whose context carries the region to release with the last read of each
 // translation (rd_rel_*).
 // Data side: the data (host lanes) go through a 16-byte gather register into GET_RSP packets
@@ -32,6 +33,8 @@ module velo_rma_tgt_get #(
     input  wire [63:0]            req_inla,   // initiator NLA
     input  wire [7:0]             req_tag,    // the initiator's tag
     input  wire [7:0]             req_vpid,   // the initiator's vpid
+    input  wire [7:0]             req_node,   // the initiator's node (SRC_NODE)
+    input  wire [23:0]            req_key_hi, // key bits 31:8 (RMA_PKT_LEN KEY_HI of the request)
     input  wire [14:0]            req_route,  // {VALID, ROUTE} back to the initiator
     output wire                   direct,     // the idle engine takes it now (queue empty)
     output wire                   push,       // it goes into the GET queue now
@@ -42,6 +45,9 @@ module velo_rma_tgt_get #(
     // ATU lookups (granted by velo_rma_tgt: lk_go when taken, rs_go with this engine's response)
     `VELO_ATU_LOOKUP_PORTS,
     output wire                   rs_wait,    // waiting for the response (the ATU may give it)
+    output wire [23:0]            lk_key_hi,  // with each lookup: the get's KEY_HI, node and vpid
+    output wire [7:0]             lk_node,
+    output wire [7:0]             lk_vpid,
     `VELO_ATU_RESULT_PORTS,
     input  wire [REGION_BITS-1:0] rs_region,
     // ATU releases: of an unused translation (rel_go when taken), and with a read's last beat
@@ -84,6 +90,8 @@ module velo_rma_tgt_get #(
     reg [63:0]  g_tnla, g_inla;  // target NLA, initiator NLA
     reg [23:0]  g_len;
     reg [7:0]   g_vpid, g_tag;   // the initiator's vpid and tag (SRC_VPID, TAG of the request)
+    reg [7:0]   g_node;          // the initiator's node (SRC_NODE)
+    reg [23:0]  g_key_hi;        // the request's KEY_HI
     reg [14:0]  g_route;
     // the walk: offset of the next read, its host address, the bytes its translation has left
     // (to the page end) and the translation's region
@@ -99,8 +107,9 @@ module velo_rma_tgt_get #(
     wire        g_final_go;  // the final (error or empty) packet is queued
     wire        rd_fire_last;
 
-    // the GET queue: {route, SRC_VPID, TAG, initiator NLA, LEN, target NLA} of each request
-    localparam integer GQW = 15 + 8 + 8 + 64 + 24 + 64;
+    // the GET queue: {KEY_HI, SRC_NODE, route, SRC_VPID, TAG, initiator NLA, LEN, target NLA} of each
+    // request (215 bits: six 36-bit wide block RAMs, as the 183 bits before KEY_HI and SRC_NODE)
+    localparam integer GQW = 24 + 8 + 15 + 8 + 8 + 64 + 24 + 64;
     wire           gq_s_ready, gq_valid;
     wire [GQW-1:0] gq_q;
     wire [GQ_LOG2:0] gq_count;
@@ -114,7 +123,7 @@ module velo_rma_tgt_get #(
     velo_fifo #(.W(GQW), .AW(GQ_LOG2)) u_gq (
         .clk(clk), .rst(rst),
         .s_valid(gq_push), .s_ready(gq_s_ready),
-        .s_data({req_route, req_vpid, req_tag, req_inla, req_len, req_tnla}),
+        .s_data({req_key_hi, req_node, req_route, req_vpid, req_tag, req_inla, req_len, req_tnla}),
         .m_valid(gq_valid), .m_ready(g_pop), .m_data(gq_q), .count(gq_count));
     wire [63:0] q_tnla  = g_direct ? req_tnla : gq_q[63:0];
     wire [23:0] q_len   = g_direct ? req_len : gq_q[87:64];
@@ -122,6 +131,8 @@ module velo_rma_tgt_get #(
     wire [7:0]  q_tag   = g_direct ? req_tag : gq_q[159:152];
     wire [7:0]  q_vpid  = g_direct ? req_vpid : gq_q[167:160];
     wire [14:0] q_route = g_direct ? req_route : gq_q[182:168];
+    wire [7:0]  q_node  = g_direct ? req_node : gq_q[190:183];
+    wire [23:0] q_key_hi = g_direct ? req_key_hi : gq_q[214:191];
 
     wire   g_start = g_pop || g_direct;
     assign idle    = (g_st == G_IDLE);
@@ -133,6 +144,9 @@ module velo_rma_tgt_get #(
     assign lk_req  = (g_st == G_LK);
     assign lk_nla  = {g_tnla[63:40], g_tnla[39:0] + {16'd0, g_off}};
     assign lk_len  = g_rem;
+    assign lk_key_hi = g_key_hi;
+    assign lk_node   = g_node;
+    assign lk_vpid   = g_vpid;
     assign rs_wait = (g_st == G_RS);
     assign rq_valid  = (g_st == G_RQ) && !g_dfail;
     assign rq_addr   = g_addr;
@@ -178,6 +192,8 @@ module velo_rma_tgt_get #(
             g_len   <= q_len;
             g_inla  <= q_inla;
             g_vpid  <= q_vpid;
+            g_node  <= q_node;
+            g_key_hi <= q_key_hi;
             g_tag   <= q_tag;
             g_route <= q_route;
             g_off   <= 24'd0;

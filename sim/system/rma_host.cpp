@@ -42,8 +42,8 @@ void RmaHost::enable(unsigned node, bool on) {
     c_.reg_write(node, VELO_REG_RMA_CONTROL, on ? (1u << VELO_REG_RMA_CONTROL_ENABLE_SHIFT) : 0u);
 }
 
-uint64_t RmaHost::add_region(unsigned node, unsigned idx, uint8_t key, unsigned owner, unsigned perm, uint64_t len,
-                             unsigned start, uint64_t frame0, unsigned stride, unsigned pte_first) {
+uint64_t RmaHost::add_region(unsigned node, unsigned idx, uint32_t key, unsigned owner, unsigned perm, uint64_t len,
+                             unsigned start, uint64_t frame0, unsigned stride, unsigned pte_first, const Scope& scope) {
     if (start >= 4096) throw std::invalid_argument("rma: region start must be inside its first page");
     Region r;
     r.len = len;
@@ -62,14 +62,20 @@ uint64_t RmaHost::add_region(unsigned node, unsigned idx, uint8_t key, unsigned 
     c_.reg_write(node, rb + VELO_TBL_RMA_REGION_RG_START, start);
     c_.reg_write(node, rb + VELO_TBL_RMA_REGION_RG_LEN_LO, static_cast<uint32_t>(len));
     c_.reg_write(node, rb + VELO_TBL_RMA_REGION_RG_LEN_HI, static_cast<uint32_t>(len >> 32));
+    // key and scope while the region is not ALLOC (RG_CFG = 0 above), RG_CFG last
+    c_.reg_write(node, rb + VELO_TBL_RMA_REGION_RG_KEY, key);
+    c_.reg_write(node, rb + VELO_TBL_RMA_REGION_RG_SCOPE,
+                 static_cast<uint32_t>(VELO_FIELD_PREP(VELO_TBL_RMA_REGION_RG_SCOPE_VPID_LO, scope.vpid_lo) |
+                                       VELO_FIELD_PREP(VELO_TBL_RMA_REGION_RG_SCOPE_VPID_HI, scope.vpid_hi) |
+                                       VELO_FIELD_PREP(VELO_TBL_RMA_REGION_RG_SCOPE_NODE_LO, scope.node_lo) |
+                                       VELO_FIELD_PREP(VELO_TBL_RMA_REGION_RG_SCOPE_NODE_HI, scope.node_hi)));
     r.cfg = static_cast<uint32_t>(VELO_FIELD_PREP(VELO_TBL_RMA_REGION_RG_CFG_ALLOC, 1) |
                                   VELO_FIELD_PREP(VELO_TBL_RMA_REGION_RG_CFG_VALID, 1) |
                                   VELO_FIELD_PREP(VELO_TBL_RMA_REGION_RG_CFG_PERM_LR, (perm & LR) ? 1 : 0) |
                                   VELO_FIELD_PREP(VELO_TBL_RMA_REGION_RG_CFG_PERM_LW, (perm & LW) ? 1 : 0) |
                                   VELO_FIELD_PREP(VELO_TBL_RMA_REGION_RG_CFG_PERM_RR, (perm & RR) ? 1 : 0) |
                                   VELO_FIELD_PREP(VELO_TBL_RMA_REGION_RG_CFG_PERM_RW, (perm & RW) ? 1 : 0) |
-                                  VELO_FIELD_PREP(VELO_TBL_RMA_REGION_RG_CFG_OWNER_VPID, owner) |
-                                  VELO_FIELD_PREP(VELO_TBL_RMA_REGION_RG_CFG_KEY, key));
+                                  VELO_FIELD_PREP(VELO_TBL_RMA_REGION_RG_CFG_OWNER_VPID, owner));
     c_.reg_write(node, rb + VELO_TBL_RMA_REGION_RG_CFG, r.cfg);
     (void)c_.reg_read(node, rb + VELO_TBL_RMA_REGION_RG_CFG);  // flush, as the driver does
     rg_[{node, idx}] = r;
@@ -156,15 +162,17 @@ bool RmaHost::poll(unsigned node, unsigned vpid, NqEntry& e) {
     return true;
 }
 
-uint64_t RmaHost::nla(uint8_t key, unsigned region, uint64_t off) {
-    return VELO_FIELD_PREP(VELO_RMA_NLA_KEY, key) | VELO_FIELD_PREP(VELO_RMA_NLA_REGION, region) |
+uint64_t RmaHost::nla(uint32_t key, unsigned region, uint64_t off) {
+    return VELO_FIELD_PREP(VELO_RMA_NLA_KEY, key & 0xFFu) | VELO_FIELD_PREP(VELO_RMA_NLA_REGION, region) |
            VELO_FIELD_PREP(VELO_RMA_NLA_OFFSET, off);
 }
 
-uint64_t RmaHost::cmd0(unsigned op, bool lcpl, bool rcpl, bool notify, unsigned rem_node, uint32_t len) {
+uint64_t RmaHost::cmd0(unsigned op, bool lcpl, bool rcpl, bool notify, unsigned rem_node, uint32_t len,
+                       uint32_t rkey_hi) {
     return VELO_FIELD_PREP(VELO_RMA_CMD0_OP, op) | VELO_FIELD_PREP(VELO_RMA_CMD0_LCPL, lcpl ? 1 : 0) |
            VELO_FIELD_PREP(VELO_RMA_CMD0_RCPL, rcpl ? 1 : 0) | VELO_FIELD_PREP(VELO_RMA_CMD0_NOTIFY, notify ? 1 : 0) |
-           VELO_FIELD_PREP(VELO_RMA_CMD0_REM_NODE, rem_node) | VELO_FIELD_PREP(VELO_RMA_CMD0_LEN, len);
+           VELO_FIELD_PREP(VELO_RMA_CMD0_REM_NODE, rem_node) | VELO_FIELD_PREP(VELO_RMA_CMD0_LEN, len) |
+           VELO_FIELD_PREP(VELO_RMA_CMD0_RKEY_HI, rkey_hi);
 }
 
 void RmaHost::command(unsigned node, unsigned vpid, unsigned slot, uint64_t w0, uint64_t local_nla, uint64_t remote_nla,

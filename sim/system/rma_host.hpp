@@ -1,10 +1,10 @@
 // The RMA host side of a simulated cluster (docs/rma.md): what the driver and libvelo do for RMA,
 // in the simplest form, on top of a Cluster. Regions are registered by writing the ATU's region
 // and page tables through BAR0 (pages scattered in physical memory, consecutive page table
-// entries), notification queues are set up per vpid, commands are issued as one 32-byte BAR4
-// write into the vpid's page, and the queues are read with the no-torn-read rule (an entry is
-// there when its PHASE matches the pass; it is read from host memory as the NIC's DMA writes made
-// it visible, and its read pointer is returned through the vpid's user page).
+// entries; a 32-bit key and a protection scope, the initiators allowed remote access), notification queues are set up
+// per vpid, commands are issued as one 32-byte BAR4 write into the vpid's page, and the queues are read with the
+// no-torn-read rule (an entry is there when its PHASE matches the pass; it is read from host memory as the NIC's DMA
+// writes made it visible, and its read pointer is returned through the vpid's user page).
 #pragma once
 
 #include <cstdint>
@@ -28,20 +28,30 @@ struct NqEntry {
     uint64_t len() const;
 };
 
+// RG_SCOPE: the initiators (node, vpid) a region admits for remote access, bounds inclusive (lo >
+// hi: nobody); the default admits everybody.
+struct RmaScope {
+    unsigned vpid_lo = 0, vpid_hi = 255, node_lo = 0, node_hi = 255;
+};
+
 class RmaHost {
   public:
     explicit RmaHost(Cluster& c) : c_(c) {}
 
     enum Perm : unsigned { LR = 1, LW = 2, RR = 4, RW = 8, ALL = 15 };
 
+    using Scope = RmaScope;
+
     // RMA.CONTROL.ENABLE of a node.
     void enable(unsigned node, bool on = true);
 
-    // Register region `idx` of `node`: `len` bytes starting at byte `start` (< 4096) of its first
-    // page; its pages get physical frames `frame0`, `frame0 + stride`, ... and page table entries
-    // from `pte_first` on. Returns the region's NLA for offset 0.
-    uint64_t add_region(unsigned node, unsigned idx, uint8_t key, unsigned owner, unsigned perm, uint64_t len,
-                        unsigned start, uint64_t frame0, unsigned stride, unsigned pte_first);
+    // Register region `idx` of `node` with the 32-bit `key` (RG_KEY; the NLA carries bits 7:0, a
+    // command's RKEY_HI bits 31:8) and `scope`: `len` bytes starting at byte `start` (< 4096) of
+    // its first page; its pages get physical frames `frame0`, `frame0 + stride`, ... and page table
+    // entries from `pte_first` on. Returns the region's NLA for offset 0.
+    uint64_t add_region(unsigned node, unsigned idx, uint32_t key, unsigned owner, unsigned perm, uint64_t len,
+                        unsigned start, uint64_t frame0, unsigned stride, unsigned pte_first,
+                        const Scope& scope = Scope{});
     // Withdraw the translation (VALID = 0, ALLOC kept unless `dealloc`) and quiesce: returns when
     // RMA.QUIESCE_STATUS.BUSY = 0 (the cycles it took in *cycles).
     void invalidate(unsigned node, unsigned idx, bool dealloc = false, uint64_t* cycles = nullptr);
@@ -56,9 +66,12 @@ class RmaHost {
     // Consume one entry if the next one is visible; returns the read pointer lazily.
     bool poll(unsigned node, unsigned vpid, NqEntry& e);
 
-    // Commands: one 32-byte write into slot `slot` of the vpid's BAR4 page.
-    static uint64_t nla(uint8_t key, unsigned region, uint64_t off);
-    static uint64_t cmd0(unsigned op, bool lcpl, bool rcpl, bool notify, unsigned rem_node, uint32_t len);
+    // Commands: one 32-byte write into slot `slot` of the vpid's BAR4 page. nla() puts the key's
+    // bits 7:0 into the NLA; cmd0() takes the remote region's key bits 31:8 (key_hi(key)) as RKEY_HI.
+    static uint64_t nla(uint32_t key, unsigned region, uint64_t off);
+    static uint32_t key_hi(uint32_t key) { return key >> 8; }
+    static uint64_t cmd0(unsigned op, bool lcpl, bool rcpl, bool notify, unsigned rem_node, uint32_t len,
+                         uint32_t rkey_hi = 0);
     void command(unsigned node, unsigned vpid, unsigned slot, uint64_t w0, uint64_t local_nla, uint64_t remote_nla,
                  uint64_t cookie);
 

@@ -126,7 +126,7 @@ module velo_rma_init_tb #(
         .clk(clk), .rst(rst), .cfg_valid(cfg_valid), .cfg_ready(cfg_ready), .cfg_pte(cfg_pte), .cfg_idx(cfg_idx),
         .cfg_reg(cfg_reg), .cfg_data(cfg_data),
         .lk_valid(lk_valid), .lk_ready(lk_ready), .lk_nla(lk_nla), .lk_len(lk_len), .lk_vpid(lk_vpid),
-        .lk_kind(lk_kind), .lk_tag(8'd0),
+        .lk_kind(lk_kind), .lk_node(8'd0), .lk_key_hi(24'd0), .lk_tag(8'd0),   // local kinds only
         .rs_valid(rs_valid), .rs_ready(rs_ready), .rs_err(rs_err), .rs_addr(rs_addr), .rs_room(rs_room),
         .rs_region(rs_region), .rs_owner(rs_owner), .rs_tag(rs_tag),
         .rel_valid(rel_valid), .rel_region(rel_region), .q_region(q_region), .q_busy(q_busy),

@@ -84,6 +84,8 @@ module velo_rma_tgt_tb #(
     wire [63:0]            lk_nla, rs_addr;
     wire [23:0]            lk_len;
     wire [7:0]             lk_vpid, rs_owner;
+    wire [NODE_BITS-1:0]   lk_node;
+    wire [23:0]            lk_key_hi;
     wire [1:0]             lk_kind;
     wire [3:0]             rs_err;
     wire [21:0]            rs_room;
@@ -114,6 +116,7 @@ module velo_rma_tgt_tb #(
         .out_valid(out_valid), .out_ready(out_ready), .out_data(out_data), .out_last(out_last), .out_lnb(out_lnb),
         .rt_re(rt_re), .rt_node(rt_node), .rt_data(rt_data),
         .lk_valid(lk_valid), .lk_ready(lk_ready), .lk_nla(lk_nla), .lk_len(lk_len), .lk_vpid(lk_vpid),
+        .lk_node(lk_node), .lk_key_hi(lk_key_hi),
         .lk_kind(lk_kind), .lk_tag(lk_tag), .rs_valid(rs_valid), .rs_ready(rs_ready), .rs_err(rs_err),
         .rs_addr(rs_addr), .rs_room(rs_room), .rs_region(rs_region), .rs_owner(rs_owner), .rs_tag(rs_tag),
         .rel_valid(rel_valid), .rel_region(rel_region),
@@ -129,10 +132,12 @@ module velo_rma_tgt_tb #(
         .ev_put_rsp(ev_put_rsp), .idle(tgt_idle));
 
     wire atu_cfg_bad;
-    velo_atu #(.REGION_BITS(REGION_BITS), .PTE_BITS(PTE_BITS), .VPID_BITS(8), .TAG_W(1), .INUSE_W(6)) u_atu (
+    velo_atu #(.REGION_BITS(REGION_BITS), .PTE_BITS(PTE_BITS), .VPID_BITS(8), .NODE_BITS(NODE_BITS), .TAG_W(1),
+               .INUSE_W(6)) u_atu (
         .clk(clk), .rst(rst), .cfg_valid(cfg_valid), .cfg_ready(cfg_ready), .cfg_pte(cfg_pte), .cfg_idx(cfg_idx),
         .cfg_reg(cfg_reg), .cfg_data(cfg_data), .lk_valid(lk_valid), .lk_ready(lk_ready), .lk_nla(lk_nla),
-        .lk_len(lk_len), .lk_vpid(lk_vpid), .lk_kind(lk_kind), .lk_tag(lk_tag), .rs_valid(rs_valid),
+        .lk_len(lk_len), .lk_vpid(lk_vpid), .lk_node(lk_node), .lk_key_hi(lk_key_hi), .lk_kind(lk_kind),
+        .lk_tag(lk_tag), .rs_valid(rs_valid),
         .rs_ready(rs_ready), .rs_err(rs_err), .rs_addr(rs_addr), .rs_room(rs_room), .rs_region(rs_region),
         .rs_owner(rs_owner), .rs_tag(rs_tag), .rel_valid(rel_valid), .rel_region(rel_region), .q_region(q_region),
         .q_busy(q_busy), .idle(atu_idle), .ev_rel_underflow(atu_rel_underflow), .ev_cfg_bad(atu_cfg_bad));

@@ -1,7 +1,8 @@
 // velo_atu: the RMA address translation unit against a C++ reference model.
 //
 // Vatu: default build (256 regions, 4096 page table entries, 6-bit in-use counters).
-// Vatu_small: 8 regions, 64 entries, 2-bit in-use counters, 4-bit vpids (saturation, wrap).
+// Vatu_small: 8 regions, 64 entries, 2-bit in-use counters, 4-bit vpids, 3-bit nodes (saturation,
+// wrap, the scope compared at narrow widths).
 #include <algorithm>
 #include <cstdint>
 #include <deque>
@@ -25,10 +26,21 @@ namespace {
 
 constexpr uint64_t kOffMask = (1ull << 40) - 1;
 
-uint64_t nla(unsigned region, unsigned key, uint64_t off) {
+// An NLA: its KEY field holds the key's bits 7:0 (the rest travels as KEY_HI)
+uint64_t nla(unsigned region, uint32_t key, uint64_t off) {
     return VELO_FIELD_PREP(VELO_RMA_NLA_OFFSET, off) | VELO_FIELD_PREP(VELO_RMA_NLA_REGION, region) |
-           VELO_FIELD_PREP(VELO_RMA_NLA_KEY, key);
+           VELO_FIELD_PREP(VELO_RMA_NLA_KEY, key & 0xFFu);
 }
+uint32_t key_hi(uint32_t key) {
+    return key >> 8;
+}
+
+// register index (byte offset / 4) of an RMA_REGION / RMA_PTE entry's registers
+constexpr unsigned kRgCfg = VELO_TBL_RMA_REGION_RG_CFG / 4, kRgPte = VELO_TBL_RMA_REGION_RG_PTE / 4,
+                   kRgStart = VELO_TBL_RMA_REGION_RG_START / 4, kRgLenLo = VELO_TBL_RMA_REGION_RG_LEN_LO / 4,
+                   kRgLenHi = VELO_TBL_RMA_REGION_RG_LEN_HI / 4, kRgKey = VELO_TBL_RMA_REGION_RG_KEY / 4,
+                   kRgScope = VELO_TBL_RMA_REGION_RG_SCOPE / 4, kPteLo = VELO_TBL_RMA_PTE_PTE_LO / 4,
+                   kPteHi = VELO_TBL_RMA_PTE_PTE_HI / 4;
 
 // perm bits indexed by RMA_ACC_*
 constexpr unsigned kLR = 1u << VELO_RMA_ACC_LOCAL_READ, kLW = 1u << VELO_RMA_ACC_LOCAL_WRITE,
@@ -36,7 +48,9 @@ constexpr unsigned kLR = 1u << VELO_RMA_ACC_LOCAL_READ, kLW = 1u << VELO_RMA_ACC
 
 struct Region {
     bool alloc = false, valid = false, p2m = false;
-    unsigned perm = 0, owner = 0, key = 0;
+    unsigned perm = 0, owner = 0;
+    uint32_t key = 0;                                                 // RG_KEY
+    unsigned vpid_lo = 0, vpid_hi = 255, node_lo = 0, node_hi = 255;  // RG_SCOPE (default: everybody)
     unsigned first = 0;
     uint32_t start = 0;
     uint64_t len = 0;
@@ -48,15 +62,24 @@ struct Region {
                                      VELO_FIELD_PREP(VELO_TBL_RMA_REGION_RG_CFG_PERM_LW, (perm & kLW) != 0) |
                                      VELO_FIELD_PREP(VELO_TBL_RMA_REGION_RG_CFG_PERM_RR, (perm & kRR) != 0) |
                                      VELO_FIELD_PREP(VELO_TBL_RMA_REGION_RG_CFG_PERM_RW, (perm & kRW) != 0) |
-                                     VELO_FIELD_PREP(VELO_TBL_RMA_REGION_RG_CFG_OWNER_VPID, owner) |
-                                     VELO_FIELD_PREP(VELO_TBL_RMA_REGION_RG_CFG_KEY, key));
+                                     VELO_FIELD_PREP(VELO_TBL_RMA_REGION_RG_CFG_OWNER_VPID, owner));
+    }
+    uint32_t scope_word() const {
+        return static_cast<uint32_t>(VELO_FIELD_PREP(VELO_TBL_RMA_REGION_RG_SCOPE_VPID_LO, vpid_lo) |
+                                     VELO_FIELD_PREP(VELO_TBL_RMA_REGION_RG_SCOPE_VPID_HI, vpid_hi) |
+                                     VELO_FIELD_PREP(VELO_TBL_RMA_REGION_RG_SCOPE_NODE_LO, node_lo) |
+                                     VELO_FIELD_PREP(VELO_TBL_RMA_REGION_RG_SCOPE_NODE_HI, node_hi));
     }
 };
 
+// vpid: local kinds the issuing vpid, remote kinds the initiator's; node and key_hi (the key's
+// bits 31:8) are looked at for remote kinds only
 struct Lookup {
     uint64_t nla = 0;
     uint32_t len = 0;
     unsigned vpid = 0, kind = 0, tag = 0;
+    uint32_t key_hi = 0;
+    unsigned node = 0;
 };
 
 struct Result {
@@ -64,6 +87,7 @@ struct Result {
     uint64_t addr = 0;
     uint32_t room = 0;
     unsigned region = 0, owner = 0, tag = 0;
+    bool foreign = false;  // model only: BAD_HANDLE for a remote kind's key bits 31:8 or scope alone
 };
 
 // The reference model: tables and the translation rule of docs/rma.md §2.2.
@@ -80,12 +104,20 @@ struct Model {
         const unsigned key = static_cast<unsigned>(VELO_FIELD_GET(VELO_RMA_NLA_KEY, l.nla));
         const uint64_t off = VELO_FIELD_GET(VELO_RMA_NLA_OFFSET, l.nla);
         r.region = idx & ((1u << region_bits) - 1);
-        if (idx >= rg.size() || !rg[idx].alloc || rg[idx].key != key) {
+        const bool remote = l.kind == VELO_RMA_ACC_REMOTE_READ || l.kind == VELO_RMA_ACC_REMOTE_WRITE;
+        if (idx >= rg.size() || !rg[idx].alloc || (rg[idx].key & 0xFFu) != key) {
             r.err = VELO_RMA_ERR_BAD_HANDLE;
             return r;
         }
         const Region& g = rg[idx];
-        if (l.kind < 2 && l.vpid != g.owner) {
+        // remote kinds: the whole key and the initiator inside the scope box, before anything else
+        if (remote && (key_hi(g.key) != l.key_hi || l.node < g.node_lo || l.node > g.node_hi || l.vpid < g.vpid_lo ||
+                       l.vpid > g.vpid_hi)) {
+            r.err = VELO_RMA_ERR_BAD_HANDLE;
+            r.foreign = true;
+            return r;
+        }
+        if (!remote && l.vpid != g.owner) {
             r.err = VELO_RMA_ERR_NOT_OWNER;
         } else if (!((g.perm >> l.kind) & 1)) {
             r.err = VELO_RMA_ERR_PERM;
@@ -111,13 +143,14 @@ class Tb {
   public:
     Model m;
     Harness<M> h;
-    unsigned vpid_bits;
+    unsigned vpid_bits, node_bits;
     uint64_t responses = 0;
 
     // the model's parameters: its PARAMS in sim/cmake/rma.cmake (<model>_params.h)
     Tb()
         : m(velo::sim::ModelParams<M>::REGION_BITS, velo::sim::ModelParams<M>::PTE_BITS),
-          vpid_bits(velo::sim::ModelParams<M>::VPID_BITS) {
+          vpid_bits(velo::sim::ModelParams<M>::VPID_BITS),
+          node_bits(velo::sim::ModelParams<M>::NODE_BITS) {
         const unsigned rb = m.region_bits;
         idle();
         h.reset();
@@ -155,17 +188,20 @@ class Tb {
         h.tick();
         h->cfg_valid = 0;
     }
+    // as the driver does: RG_CFG last (RG_KEY and RG_SCOPE while the region is not ALLOC)
     void write_region(unsigned i, const Region& g) {
-        cfg(false, i, 1, g.first);
-        cfg(false, i, 2, g.start);
-        cfg(false, i, 3, static_cast<uint32_t>(g.len));
-        cfg(false, i, 4, static_cast<uint32_t>(g.len >> 32));
-        cfg(false, i, 0, g.cfg_word());
+        cfg(false, i, kRgPte, g.first);
+        cfg(false, i, kRgStart, g.start);
+        cfg(false, i, kRgLenLo, static_cast<uint32_t>(g.len));
+        cfg(false, i, kRgLenHi, static_cast<uint32_t>(g.len >> 32));
+        cfg(false, i, kRgKey, g.key);
+        cfg(false, i, kRgScope, g.scope_word());
+        cfg(false, i, kRgCfg, g.cfg_word());
         m.rg[i] = g;
     }
     void write_pte(unsigned i, uint64_t pfn) {
-        cfg(true, i, 0, static_cast<uint32_t>(pfn));
-        cfg(true, i, 1, static_cast<uint32_t>(pfn >> 32));
+        cfg(true, i, kPteLo, static_cast<uint32_t>(pfn));
+        cfg(true, i, kPteHi, static_cast<uint32_t>(pfn >> 32));
         m.pte[i] = pfn;
     }
 
@@ -185,6 +221,8 @@ class Tb {
         h->lk_nla = l.nla;
         h->lk_len = l.len;
         h->lk_vpid = l.vpid;
+        h->lk_node = l.node;
+        h->lk_key_hi = l.key_hi;
         h->lk_kind = l.kind;
         h->lk_tag = l.tag;
     }
@@ -231,15 +269,35 @@ void expect_same(const Result& got, const Result& exp, const char* what) {
     }
 }
 
+// A random scope bound pair of a b-bit field: everybody, one value, a range, or empty (lo > hi)
+void random_box(std::mt19937_64& r, unsigned b, unsigned& lo, unsigned& hi) {
+    const unsigned n = 1u << b;
+    const int k = rnd(r, 10);
+    if (k < 3) {
+        lo = 0;
+        hi = 255;  // everybody (bounds wider than the field)
+    } else if (k < 5) {
+        lo = hi = rnd(r, n);
+    } else if (k < 9) {
+        lo = rnd(r, n);
+        hi = lo + rnd(r, n - lo);
+    } else {
+        hi = rnd(r, n - 1);
+        lo = hi + 1 + rnd(r, n - 1 - hi);  // empty
+    }
+}
+
 // A random region of n pages at page table index first.
-Region random_region(std::mt19937_64& r, unsigned vb) {
+Region random_region(std::mt19937_64& r, unsigned vb, unsigned nb) {
     Region g;
     g.alloc = true;
     g.valid = true;
     g.p2m = pct(r, 30);
     g.perm = static_cast<unsigned>(r() & 15);
     g.owner = rnd(r, 1 << vb);
-    g.key = rnd(r, 256);
+    g.key = static_cast<uint32_t>(r());
+    random_box(r, vb, g.vpid_lo, g.vpid_hi);
+    random_box(r, nb, g.node_lo, g.node_hi);
     const uint64_t psz = g.p2m ? (1ull << 21) : (1ull << 12);
     const unsigned npages = 1 + rnd(r, g.p2m ? 3 : 8);
     g.start = static_cast<uint32_t>(r() % psz);
@@ -256,7 +314,7 @@ template <class M>
 void fill_random(Tb<M>& t, std::mt19937_64& r, unsigned nregions) {
     for (unsigned i = 0; i < (1u << t.m.pte_bits); ++i) t.write_pte(i, random_pfn(r));
     for (unsigned i = 0; i < nregions; ++i) {
-        Region g = random_region(r, t.vpid_bits);
+        Region g = random_region(r, t.vpid_bits, t.node_bits);
         g.first = rnd(r, 1 << t.m.pte_bits);        // may wrap around the table's end
         if (pct(r, 10) || i == 1) g.valid = false;  // every table has some of each
         if (i == 1) {  // reachable NOT_VALID: no earlier reason (permission, empty range) hides it
@@ -268,16 +326,38 @@ void fill_random(Tb<M>& t, std::mt19937_64& r, unsigned nregions) {
     }
 }
 
+// A value of a b-bit field for a scope bound pair: inside, at or just beyond a bound, or any
+unsigned random_in_box(std::mt19937_64& r, unsigned b, unsigned lo, unsigned hi) {
+    const unsigned n = 1u << b;
+    const int k = rnd(r, 10);
+    unsigned v;
+    if (k < 5 && lo <= hi && lo < n) {
+        v = lo + rnd(r, std::min(hi, n - 1) - lo + 1);
+    } else if (k < 9) {
+        const unsigned cand[4] = {lo - 1, lo, hi, hi + 1};
+        v = cand[rnd(r, 4)];
+    } else {
+        v = rnd(r, n);
+    }
+    return v & (n - 1);
+}
+
 // A random lookup, biased towards the interesting cases.
-Lookup random_lookup(std::mt19937_64& r, const Model& m, unsigned vb, unsigned tag) {
+Lookup random_lookup(std::mt19937_64& r, const Model& m, unsigned vb, unsigned nb, unsigned tag) {
     Lookup l;
     l.tag = tag;
     const unsigned nreg = static_cast<unsigned>(m.rg.size());
     unsigned idx = pct(r, 3) ? nreg + rnd(r, 65536 - nreg) : rnd(r, nreg);
     const Region g = idx < nreg ? m.rg[idx] : Region{};
-    unsigned key = pct(r, 90) ? g.key : rnd(r, 256);
-    l.vpid = pct(r, 80) ? g.owner : rnd(r, 1 << vb);
+    const uint32_t key = pct(r, 90) ? g.key : static_cast<uint32_t>(r());
     l.kind = rnd(r, 4);
+    if (l.kind == VELO_RMA_ACC_REMOTE_READ || l.kind == VELO_RMA_ACC_REMOTE_WRITE)
+        l.vpid = random_in_box(r, vb, g.vpid_lo, g.vpid_hi);
+    else
+        l.vpid = pct(r, 80) ? g.owner : rnd(r, 1 << vb);
+    // bits 31:8 of the key: right, wrong in one bit, or any (only remote kinds look)
+    l.key_hi = pct(r, 85) ? key_hi(key) : (pct(r, 50) ? key_hi(key) ^ (1u << rnd(r, 24)) : rnd(r, 1 << 24));
+    l.node = random_in_box(r, nb, g.node_lo, g.node_hi);
     uint64_t off;
     if (pct(r, 85) && g.len > 0) {
         off = r() % g.len;
@@ -299,21 +379,21 @@ template <class M>
 void random_traffic(int n_lookups) {
     auto r = test_rng();
     Tb<M> t;
-    const unsigned rb = t.m.region_bits, vb = t.vpid_bits;
+    const unsigned rb = t.m.region_bits, vb = t.vpid_bits, nb = t.node_bits;
     fill_random(t, r, 1u << rb);
     std::deque<Result> expq;
     std::vector<std::pair<unsigned, uint64_t>> held;  // region, release cycle
     std::map<unsigned, unsigned> held_n;              // region -> translations held by us
     std::map<unsigned, int> reasons;
-    int sent = 0, got = 0;
+    int sent = 0, got = 0, foreign = 0;
     unsigned tag = 0;
-    Lookup cur = random_lookup(r, t.m, vb, tag);
+    Lookup cur = random_lookup(r, t.m, vb, nb, tag);
     bool cur_valid = false;
     uint64_t guard = 0;
     while (got < n_lookups) {
         ASSERT_LT(++guard, 200000u) << "stuck";
         if (!cur_valid && sent < n_lookups && pct(r, 70)) {
-            cur = random_lookup(r, t.m, vb, tag++ & 0xFF);
+            cur = random_lookup(r, t.m, vb, nb, tag++ & 0xFF);
             cur_valid = true;
         }
         t.h->lk_valid = cur_valid;
@@ -344,6 +424,7 @@ void random_traffic(int n_lookups) {
             Result g = t.response();
             expect_same(g, expq.front(), "random lookup");
             reasons[g.err]++;
+            if (expq.front().foreign) ++foreign;
             if (g.err == 0) {
                 held.push_back({g.region, t.h.cycle() + 1 + rnd(r, 40)});
                 held_n[g.region]++;
@@ -372,6 +453,7 @@ void random_traffic(int n_lookups) {
     for (unsigned e : {VELO_RMA_ERR_NONE, VELO_RMA_ERR_BAD_HANDLE, VELO_RMA_ERR_NOT_OWNER, VELO_RMA_ERR_PERM,
                        VELO_RMA_ERR_RANGE, VELO_RMA_ERR_NOT_VALID})
         EXPECT_GT(reasons[e], 5) << "reason " << e << " barely exercised";
+    EXPECT_GT(foreign, n_lookups / 50) << "remote lookups failing on key bits 31:8 or scope alone barely exercised";
 }
 
 }  // namespace
@@ -406,7 +488,7 @@ TEST(Atu, ErrorReasonsInPriorityOrder) {
     const unsigned LR = VELO_RMA_ACC_LOCAL_READ, LW = VELO_RMA_ACC_LOCAL_WRITE, RR = VELO_RMA_ACC_REMOTE_READ,
                    RW = VELO_RMA_ACC_REMOTE_WRITE;
     EXPECT_EQ(look(nla(3, 0x5A, 0), 16, 7, LR), VELO_RMA_ERR_NONE);
-    EXPECT_EQ(look(nla(3, 0x5A, 100), 16, 1, RW), VELO_RMA_ERR_NONE) << "remote kinds ignore the owner";
+    EXPECT_EQ(look(nla(3, 0x5A, 100), 16, 1, RW), VELO_RMA_ERR_NONE) << "remote kinds ignore the owner (scope: all)";
     t.release(3);
     t.release(3);
     // bad handle: wrong key, region index beyond the table, unallocated region
@@ -435,6 +517,171 @@ TEST(Atu, ErrorReasonsInPriorityOrder) {
     t.h->q_region = 3;
     t.h.eval();
     EXPECT_FALSE(t.h->q_busy) << "failed lookups hold nothing";
+}
+
+// Remote kinds: the whole 32-bit key (NLA KEY = bits 7:0, lk_key_hi = bits 31:8) and the
+// initiator (lk_node, lk_vpid) inside the region's scope box, bounds inclusive, all BAD_HANDLE;
+// local kinds compare the key's bits 7:0 only and ignore node, KEY_HI and scope.
+TEST(Atu, RemoteKeyAndScope) {
+    Tb<Vatu> t;
+    for (unsigned i = 0; i < 4; ++i) t.write_pte(i, 0x200 + i);
+    Region g;
+    g.alloc = g.valid = true;
+    g.perm = 15;
+    g.owner = 7;
+    g.key = 0xA1B2C35Au;
+    g.vpid_lo = 4;
+    g.vpid_hi = 9;
+    g.node_lo = 2;
+    g.node_hi = 6;
+    g.len = 3 * 4096;
+    t.write_region(3, g);
+    const uint32_t kh = key_hi(g.key);
+    auto look = [&](uint64_t n, unsigned vpid, unsigned kind, uint32_t khi, unsigned node) {
+        Lookup l{n, 16, vpid, kind, 9, khi, node};
+        Result got = t.lookup_one(l);
+        expect_same(got, t.m.translate(l), "scope");
+        if (got.err == 0) t.release(got.region);
+        return got.err;
+    };
+    const unsigned LR = VELO_RMA_ACC_LOCAL_READ, LW = VELO_RMA_ACC_LOCAL_WRITE, RR = VELO_RMA_ACC_REMOTE_READ,
+                   RW = VELO_RMA_ACC_REMOTE_WRITE;
+    const unsigned BH = VELO_RMA_ERR_BAD_HANDLE;
+    const uint64_t n = nla(3, g.key, 64);
+    for (unsigned kind : {RR, RW}) {
+        // just inside each bound
+        EXPECT_EQ(look(n, 4, kind, kh, 2), 0u) << "vpid and node at their low bounds";
+        EXPECT_EQ(look(n, 9, kind, kh, 6), 0u) << "vpid and node at their high bounds";
+        EXPECT_EQ(look(n, 4, kind, kh, 6), 0u);
+        EXPECT_EQ(look(n, 9, kind, kh, 2), 0u);
+        // just outside each bound
+        EXPECT_EQ(look(n, 3, kind, kh, 4), BH) << "vpid below VPID_LO";
+        EXPECT_EQ(look(n, 10, kind, kh, 4), BH) << "vpid above VPID_HI";
+        EXPECT_EQ(look(n, 6, kind, kh, 1), BH) << "node below NODE_LO";
+        EXPECT_EQ(look(n, 6, kind, kh, 7), BH) << "node above NODE_HI";
+        EXPECT_EQ(look(n, 0, kind, kh, 255), BH);
+        EXPECT_EQ(look(n, 255, kind, kh, 0), BH);
+        // the key: each of bits 31:8 wrong alone, bits 7:0 wrong alone, the old 8-bit key alone
+        for (unsigned b = 0; b < 24; ++b) EXPECT_EQ(look(n, 5, kind, kh ^ (1u << b), 3), BH) << "KEY_HI bit " << b;
+        for (unsigned b = 0; b < 8; ++b)
+            EXPECT_EQ(look(nla(3, g.key ^ (1u << b), 64), 5, kind, kh, 3), BH) << "NLA KEY bit " << b;
+        EXPECT_EQ(look(n, 5, kind, 0, 3), BH) << "the low 8 bits alone no longer suffice";
+        EXPECT_EQ(look(n, 5, kind, kh, 3), 0u);
+    }
+    // local kinds: the owner authorises; KEY_HI, node and scope are not looked at, bits 7:0 are
+    for (unsigned kind : {LR, LW}) {
+        EXPECT_EQ(look(n, 7, kind, 0, 200), 0u) << "local kinds ignore KEY_HI and the scope";
+        EXPECT_EQ(look(n, 7, kind, kh ^ 0x800000u, 0), 0u);
+        EXPECT_EQ(look(nla(3, g.key ^ 1u, 64), 7, kind, kh, 3), BH) << "local kinds compare bits 7:0";
+        EXPECT_EQ(look(n, 5, kind, kh, 3), static_cast<unsigned>(VELO_RMA_ERR_NOT_OWNER))
+            << "a vpid inside the scope is no owner";
+    }
+    // empty boxes (LO > HI): nobody remote, whatever the bounds' neighbours; local as before
+    Region e = g;
+    e.alloc = false;
+    t.write_region(3, e);  // RG_KEY and RG_SCOPE only while not ALLOC
+    e.alloc = true;
+    e.vpid_lo = 5;
+    e.vpid_hi = 4;
+    t.write_region(3, e);
+    for (unsigned v : {0u, 4u, 5u, 255u}) EXPECT_EQ(look(n, v, RW, kh, 3), BH) << "empty vpid box, vpid " << v;
+    EXPECT_EQ(look(n, 7, LR, 0, 0), 0u);
+    e.vpid_lo = 0;
+    e.vpid_hi = 255;
+    e.node_lo = 255;
+    e.node_hi = 0;
+    t.write_region(3, e);
+    for (unsigned nd : {0u, 1u, 128u, 255u}) EXPECT_EQ(look(n, 5, RR, kh, nd), BH) << "empty node box, node " << nd;
+    EXPECT_EQ(look(n, 7, LW, 0, 0), 0u);
+    // a single initiator (node 6, vpid 3)
+    e.vpid_lo = e.vpid_hi = 3;
+    e.node_lo = e.node_hi = 6;
+    t.write_region(3, e);
+    EXPECT_EQ(look(n, 3, RW, kh, 6), 0u);
+    EXPECT_EQ(look(n, 3, RW, kh, 5), BH);
+    EXPECT_EQ(look(n, 4, RW, kh, 6), BH);
+    t.h->q_region = 3;
+    t.h.eval();
+    EXPECT_FALSE(t.h->q_busy) << "everything given back, failed lookups hold nothing";
+}
+
+// A foreign initiator (outside the scope, or with a wrong key) gets BAD_HANDLE whatever else is
+// wrong: PERM, RANGE and NOT_VALID are reported only to initiators the region admits, so a
+// failure tells nothing about a region the initiator may not use.
+TEST(Atu, BadHandleBeforePermRangeValidForForeignInitiators) {
+    Tb<Vatu> t;
+    t.write_pte(0, 0x300);
+    Region g;
+    g.alloc = g.valid = true;
+    g.perm = kLR;  // no remote access at all
+    g.owner = 1;
+    g.key = 0x00C0FFEEu;
+    g.vpid_lo = g.vpid_hi = 2;
+    g.node_lo = g.node_hi = 5;
+    g.len = 100;
+    t.write_region(9, g);
+    const uint32_t kh = key_hi(g.key);
+    auto look = [&](uint64_t off, uint32_t len, unsigned vpid, unsigned kind, uint32_t khi, unsigned node) {
+        Lookup l{nla(9, g.key, off), len, vpid, kind, 1, khi, node};
+        Result got = t.lookup_one(l);
+        expect_same(got, t.m.translate(l), "precedence");
+        if (got.err == 0) t.release(got.region);
+        return got.err;
+    };
+    const unsigned RR = VELO_RMA_ACC_REMOTE_READ, RW = VELO_RMA_ACC_REMOTE_WRITE;
+    const unsigned BH = VELO_RMA_ERR_BAD_HANDLE;
+    for (unsigned kind : {RR, RW}) {
+        EXPECT_EQ(look(0, 8, 2, kind, kh, 5), static_cast<unsigned>(VELO_RMA_ERR_PERM)) << "admitted: PERM";
+        EXPECT_EQ(look(0, 8, 3, kind, kh, 5), BH) << "vpid outside: not PERM";
+        EXPECT_EQ(look(0, 8, 2, kind, kh, 4), BH) << "node outside: not PERM";
+        EXPECT_EQ(look(0, 8, 2, kind, kh + 1, 5), BH) << "wrong KEY_HI: not PERM";
+    }
+    g.perm = 15;
+    t.write_region(9, g);
+    for (unsigned kind : {RR, RW}) {
+        EXPECT_EQ(look(96, 8, 2, kind, kh, 5), static_cast<unsigned>(VELO_RMA_ERR_RANGE)) << "admitted: RANGE";
+        EXPECT_EQ(look(96, 8, 1, kind, kh, 5), BH) << "vpid outside: not RANGE";
+        EXPECT_EQ(look(96, 8, 2, kind, kh, 6), BH) << "node outside: not RANGE";
+        EXPECT_EQ(look(96, 8, 2, kind, kh ^ 0x10000u, 5), BH) << "wrong KEY_HI: not RANGE";
+        EXPECT_EQ(look(0, 8, 2, kind, kh, 5), 0u);
+    }
+    g.valid = false;
+    t.write_region(9, g);
+    for (unsigned kind : {RR, RW}) {
+        EXPECT_EQ(look(0, 8, 2, kind, kh, 5), static_cast<unsigned>(VELO_RMA_ERR_NOT_VALID)) << "admitted: NOT_VALID";
+        EXPECT_EQ(look(0, 8, 0, kind, kh, 5), BH) << "vpid outside: not NOT_VALID";
+        EXPECT_EQ(look(0, 8, 2, kind, kh, 0), BH) << "node outside: not NOT_VALID";
+        EXPECT_EQ(look(0, 8, 2, kind, 0, 5), BH) << "wrong KEY_HI: not NOT_VALID";
+    }
+}
+
+// Narrow vpid and node fields (4 and 3 bits) are compared zero-extended with the 8-bit bounds.
+TEST(Atu, ScopeAtNarrowWidths) {
+    Tb<Vatu_small> t;
+    t.write_pte(0, 0x9);
+    Region g;
+    g.alloc = g.valid = true;
+    g.perm = 15;
+    g.owner = 1;
+    g.key = 0xFFFFFF01u;
+    g.vpid_lo = 8;
+    g.vpid_hi = 200;  // beyond the 4-bit vpids: 8..15
+    g.node_lo = 4;
+    g.node_hi = 255;  // 4..7
+    g.len = 64;
+    t.write_region(5, g);
+    auto look = [&](unsigned vpid, unsigned node) {
+        Lookup l{nla(5, g.key, 0), 8, vpid, VELO_RMA_ACC_REMOTE_WRITE, 0, key_hi(g.key), node};
+        Result got = t.lookup_one(l);
+        expect_same(got, t.m.translate(l), "narrow");
+        if (got.err == 0) t.release(got.region);
+        return got.err;
+    };
+    EXPECT_EQ(look(15, 7), 0u);
+    EXPECT_EQ(look(8, 4), 0u);
+    EXPECT_EQ(look(7, 4), static_cast<unsigned>(VELO_RMA_ERR_BAD_HANDLE));
+    EXPECT_EQ(look(8, 3), static_cast<unsigned>(VELO_RMA_ERR_BAD_HANDLE));
+    EXPECT_EQ(look(0, 0), static_cast<unsigned>(VELO_RMA_ERR_BAD_HANDLE));
 }
 
 TEST(Atu, PageBoundariesFourKilobyteAndTwoMegabyte) {
@@ -804,11 +1051,11 @@ TEST(Atu, BadTableWritesAreIgnoredAndReported) {
     g.len = 4096;
     t.write_region(0, g);
     // region 8 and page table entry 64 are beyond the tables (they must not alias 0 and 0),
-    // register 5 beyond a region entry, register 2 beyond a page table entry
+    // register 7 beyond a region entry (6 is RG_SCOPE), register 2 beyond a page table entry
     struct W {
         bool pte;
         unsigned idx, reg;
-    } bad[] = {{false, 8, 0}, {true, 65, 0}, {false, 0, 5}, {true, 1, 2}, {false, 0x8000, 0}};
+    } bad[] = {{false, 8, 0}, {true, 65, 0}, {false, 0, 7}, {true, 1, 2}, {false, 0x8000, 0}};
     for (const auto& w : bad) {
         t.cfg(w.pte, w.idx, w.reg, 0);
         t.h.eval();
@@ -817,6 +1064,11 @@ TEST(Atu, BadTableWritesAreIgnoredAndReported) {
     t.h.tick();
     t.h.eval();
     EXPECT_FALSE(t.h->ev_cfg_bad);
+    for (unsigned reg : {kRgKey, kRgScope}) {  // the last two registers of an entry are good ones
+        t.cfg(false, 7, reg, 0);
+        t.h.eval();
+        EXPECT_FALSE(t.h->ev_cfg_bad) << "register " << reg;
+    }
     Result got = t.lookup_one(Lookup{nla(0, 1, 0x10), 1, 1, 0, 0});
     EXPECT_EQ(got.err, 0u);
     EXPECT_EQ(got.addr, (0x55ull << 12) | 0x10);

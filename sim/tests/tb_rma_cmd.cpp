@@ -44,10 +44,11 @@ constexpr Cfg cfg_of() {
     return {velo::sim::ModelParams<M>::NODE_BITS, velo::sim::ModelParams<M>::VPID_BITS};
 }
 
-uint64_t cmd0(unsigned op, bool lcpl, bool rcpl, bool notify, unsigned node, uint32_t len) {
+uint64_t cmd0(unsigned op, bool lcpl, bool rcpl, bool notify, unsigned node, uint32_t len, uint32_t rkey_hi = 0) {
     return VELO_FIELD_PREP(VELO_RMA_CMD0_OP, op) | VELO_FIELD_PREP(VELO_RMA_CMD0_LCPL, lcpl) |
            VELO_FIELD_PREP(VELO_RMA_CMD0_RCPL, rcpl) | VELO_FIELD_PREP(VELO_RMA_CMD0_NOTIFY, notify) |
-           VELO_FIELD_PREP(VELO_RMA_CMD0_REM_NODE, node) | VELO_FIELD_PREP(VELO_RMA_CMD0_LEN, len);
+           VELO_FIELD_PREP(VELO_RMA_CMD0_REM_NODE, node) | VELO_FIELD_PREP(VELO_RMA_CMD0_LEN, len) |
+           VELO_FIELD_PREP(VELO_RMA_CMD0_RKEY_HI, rkey_hi);
 }
 
 uint64_t page_addr(unsigned vpid, unsigned slot, unsigned off = 0) {
@@ -58,8 +59,7 @@ uint64_t page_addr(unsigned vpid, unsigned slot, unsigned off = 0) {
 unsigned check(uint64_t c, const Cfg& cfg) {
     const unsigned op = static_cast<unsigned>(VELO_FIELD_GET(VELO_RMA_CMD0_OP, c));
     const bool put = op == VELO_RMA_OP_PUT, get = op == VELO_RMA_OP_GET;
-    const bool rsvd = VELO_FIELD_GET(VELO_RMA_CMD0_RSVD0, c) || VELO_FIELD_GET(VELO_RMA_CMD0_RSVD1, c) ||
-                      VELO_FIELD_GET(VELO_RMA_CMD0_RSVD2, c);
+    const bool rsvd = VELO_FIELD_GET(VELO_RMA_CMD0_RSVD0, c) != 0;  // the only reserved bit (RKEY_HI is 63:40)
     const bool node = VELO_FIELD_GET(VELO_RMA_CMD0_REM_NODE, c) >> cfg.node_bits;
     const bool getb = get && (VELO_FIELD_GET(VELO_RMA_CMD0_LEN, c) == 0 || VELO_FIELD_GET(VELO_RMA_CMD0_RCPL, c) ||
                               VELO_FIELD_GET(VELO_RMA_CMD0_NOTIFY, c));
@@ -119,7 +119,7 @@ uint64_t random_cmd0(std::mt19937_64& r, const Cfg& cfg, bool allow_bad) {
     const unsigned op = pct(r, 50) ? VELO_RMA_OP_PUT : VELO_RMA_OP_GET;
     const bool get = op == VELO_RMA_OP_GET;
     uint64_t c = cmd0(op, pct(r, 50), !get && pct(r, 50), !get && pct(r, 30), rnd(r, 1 << cfg.node_bits),
-                      static_cast<uint32_t>((r() & 0xFFFFFF) | (get ? 1 : 0)));
+                      static_cast<uint32_t>((r() & 0xFFFFFF) | (get ? 1 : 0)), static_cast<uint32_t>(r() & 0xFFFFFF));
     if (allow_bad && pct(r, 30)) {
         switch (rnd(r, 6)) {
             case 0:
@@ -128,11 +128,11 @@ uint64_t random_cmd0(std::mt19937_64& r, const Cfg& cfg, bool allow_bad) {
             case 1:
                 c |= VELO_FIELD_PREP(VELO_RMA_CMD0_RSVD0, 1);
                 break;
-            case 2:
-                c |= VELO_FIELD_PREP(VELO_RMA_CMD0_RSVD1, 1u << rnd(r, 16));
+            case 2:  // the reserved bit with every RKEY_HI bit set: still bad
+                c |= VELO_FIELD_PREP(VELO_RMA_CMD0_RSVD0, 1) | VELO_FIELD_MASK(VELO_RMA_CMD0_RKEY_HI);
                 break;
-            case 3:
-                c |= VELO_FIELD_PREP(VELO_RMA_CMD0_RSVD2, 1u << rnd(r, 8));
+            case 3:  // bits 63:16 (the old reserved fields) all set: LEN and RKEY_HI, a good put
+                c = cmd0(VELO_RMA_OP_PUT, pct(r, 50), pct(r, 50), pct(r, 50), 0, 0xFFFFFF, 0xFFFFFF);
                 break;
             case 4:
                 c = cmd0(VELO_RMA_OP_GET, false, pct(r, 50), pct(r, 50), 0, pct(r, 50) ? 0 : 5);
@@ -419,6 +419,33 @@ TEST(RmaCmd, ShortTlpLosesItsCommandOnly) {
     EXPECT_EQ(t.ev.put, 1u);
     EXPECT_EQ(t.ev.get, 1u);
     EXPECT_EQ(t.ev.torn, 1u);
+}
+
+// RKEY_HI (bits 63:40) and LEN (39:16) are carried into the record bit for bit; only RSVD0 is
+// reserved now (bits 16..31 and 56..63 were reserved before the 32-bit keys).
+TEST(RmaCmd, RkeyHiIsCarriedNotReserved) {
+    Tb<Vrma_cmd64> t;
+    uint64_t a[4] = {cmd0(VELO_RMA_OP_PUT, true, true, false, 3, 0x123456, 0xABCDEF), 0x11, 0x22, 0x33};
+    uint64_t b[4] = {cmd0(VELO_RMA_OP_GET, false, false, false, 4, 0xFFFFFF, 0xFFFFFF), 0x44, 0x55, 0x66};
+    uint64_t c[4] = {
+        cmd0(VELO_RMA_OP_PUT, false, false, false, 5, 1, 0x800001) | VELO_FIELD_PREP(VELO_RMA_CMD0_RSVD0, 1), 0x77,
+        0x88, 0x99};
+    t.send(Tlp::mwr(page_addr(2, 0), cmd_bytes(a), VELO_BAR_RMA));
+    t.send(Tlp::mwr(page_addr(2, 1), cmd_bytes(b), VELO_BAR_RMA));
+    t.send(Tlp::mwr(page_addr(2, 2), cmd_bytes(c), VELO_BAR_RMA));
+    t.drain();
+    ASSERT_EQ(t.got.size(), 3u);
+    EXPECT_EQ(t.got[0].err, 0u);
+    EXPECT_EQ(VELO_FIELD_GET(VELO_RMA_CMD0_RKEY_HI, t.got[0].w[0]), 0xABCDEFu);
+    EXPECT_EQ(VELO_FIELD_GET(VELO_RMA_CMD0_LEN, t.got[0].w[0]), 0x123456u);
+    EXPECT_EQ(t.got[0].w[0], a[0]);
+    EXPECT_EQ(t.got[1].err, 0u) << "bits 63:16 all set are LEN and RKEY_HI, not reserved";
+    EXPECT_EQ(t.got[1].w[0], b[0]);
+    EXPECT_EQ(t.got[2].err, static_cast<unsigned>(VELO_RMA_ERR_BAD_CMD)) << "RSVD0 set";
+    EXPECT_EQ(t.got[2].w[3], c[3]) << "its cookie, to report it";
+    EXPECT_EQ(t.ev.put, 1u);
+    EXPECT_EQ(t.ev.get, 1u);
+    EXPECT_EQ(t.ev.bad, 1u);
 }
 
 TEST(RmaCmd, PagesBeyondTheVpidsAreDroppedWithoutRecord) {

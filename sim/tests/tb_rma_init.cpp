@@ -77,7 +77,8 @@ uint16_t route_of(unsigned node) {
 struct Region {
     bool alloc = false, valid = false;
     unsigned perm = 0;  // bit i: RMA_ACC i allowed
-    unsigned owner = 0, key = 0;
+    unsigned owner = 0;
+    uint32_t key = 0;  // RG_KEY (local lookups compare bits 7:0)
     uint32_t first = 0, start = 0;
     uint64_t len = 0;
 };
@@ -93,6 +94,7 @@ struct Cmd {
     unsigned node = 0, vpid = 0, slot = 0;  // slot: taken when the command is issued (take_slot)
     uint32_t len = 0;
     uint64_t lnla = 0, rnla = 0, cookie = 0;
+    uint32_t rkey_hi = 0;  // RMA_CMD0 RKEY_HI: must come out in every RMA_PKT_LEN word's KEY_HI
     unsigned cmd_err = 0;  // record error (TORN, BAD_CMD)
     unsigned slot_cnt = 1;
     // reference outcome
@@ -114,6 +116,9 @@ class Bench {
   public:
     unsigned tags, mtu;
     std::mt19937_64 rng;
+    // key bits 31:8 and RKEY_HI come from a stream of their own, so that `rng` draws what it drew
+    // before the 32-bit keys (the replayed seeds of RandomWithErrorsAndFaultsSeeds keep their cases)
+    std::mt19937_64 key_rng;
     Harness<M> h;
     HostMem mem;
     HostReader host;
@@ -163,6 +168,7 @@ class Bench {
         : tags(1u << velo::sim::ModelParams<M>::TAG_BITS),
           mtu(velo::sim::ModelParams<M>::MTU),
           rng(rng_),
+          key_rng(rng_() ^ 0x6B65795F68690000ull),
           mem(rng()),
           host(mem, rng()),
           mrd_sink(TlpOutPins{&h->mrd_valid, &h->mrd_ready, &h->mrd_sop, &h->mrd_eop, words(h->mrd_hdr),
@@ -216,21 +222,22 @@ class Bench {
         h->cfg_valid = 0;
     }
     uint32_t cfg_word(const Region& g) const {
-        return static_cast<uint32_t>(
-            FP(VELO_TBL_RMA_REGION_RG_CFG_ALLOC, g.alloc) | FP(VELO_TBL_RMA_REGION_RG_CFG_VALID, g.valid) |
-            FP(VELO_TBL_RMA_REGION_RG_CFG_PERM_LR, (g.perm >> 0) & 1) |
-            FP(VELO_TBL_RMA_REGION_RG_CFG_PERM_LW, (g.perm >> 1) & 1) |
-            FP(VELO_TBL_RMA_REGION_RG_CFG_PERM_RR, (g.perm >> 2) & 1) |
-            FP(VELO_TBL_RMA_REGION_RG_CFG_PERM_RW, (g.perm >> 3) & 1) |
-            FP(VELO_TBL_RMA_REGION_RG_CFG_OWNER_VPID, g.owner) | FP(VELO_TBL_RMA_REGION_RG_CFG_KEY, g.key));
+        return static_cast<uint32_t>(FP(VELO_TBL_RMA_REGION_RG_CFG_ALLOC, g.alloc) |
+                                     FP(VELO_TBL_RMA_REGION_RG_CFG_VALID, g.valid) |
+                                     FP(VELO_TBL_RMA_REGION_RG_CFG_PERM_LR, (g.perm >> 0) & 1) |
+                                     FP(VELO_TBL_RMA_REGION_RG_CFG_PERM_LW, (g.perm >> 1) & 1) |
+                                     FP(VELO_TBL_RMA_REGION_RG_CFG_PERM_RR, (g.perm >> 2) & 1) |
+                                     FP(VELO_TBL_RMA_REGION_RG_CFG_PERM_RW, (g.perm >> 3) & 1) |
+                                     FP(VELO_TBL_RMA_REGION_RG_CFG_OWNER_VPID, g.owner));
     }
     void write_region(unsigned i) {
         const Region& g = rg[i];
-        cfg(false, i, 1, g.first);
-        cfg(false, i, 2, g.start);
-        cfg(false, i, 3, static_cast<uint32_t>(g.len));
-        cfg(false, i, 4, static_cast<uint32_t>(g.len >> 32));
-        cfg(false, i, 0, cfg_word(g));
+        cfg(false, i, VELO_TBL_RMA_REGION_RG_PTE / 4, g.first);
+        cfg(false, i, VELO_TBL_RMA_REGION_RG_START / 4, g.start);
+        cfg(false, i, VELO_TBL_RMA_REGION_RG_LEN_LO / 4, static_cast<uint32_t>(g.len));
+        cfg(false, i, VELO_TBL_RMA_REGION_RG_LEN_HI / 4, static_cast<uint32_t>(g.len >> 32));
+        cfg(false, i, VELO_TBL_RMA_REGION_RG_KEY / 4, g.key);
+        cfg(false, i, VELO_TBL_RMA_REGION_RG_CFG / 4, cfg_word(g));
     }
     unsigned pte_next = 0;
     uint64_t frame_next = 0x12345;
@@ -240,7 +247,8 @@ class Bench {
         g.valid = valid;
         g.perm = perm;
         g.owner = owner;
-        g.key = 1 + static_cast<unsigned>(rnd(rng, 254));
+        // 32 random bits, the low byte not 0 (the NLA KEY); local lookups look at bits 7:0 only
+        g.key = (static_cast<uint32_t>(key_rng()) & ~0xFFu) | (1 + static_cast<uint32_t>(rnd(rng, 254)));
         g.start = static_cast<uint32_t>(rnd(rng, 4096));
         g.len = len;
         g.first = pte_next;
@@ -255,8 +263,8 @@ class Bench {
                 pfn = (p & 1) ? frame_next : frame_next + 0x700000;
             }
             pte[pte_next] = pfn;
-            cfg(true, pte_next, 0, static_cast<uint32_t>(pfn));
-            cfg(true, pte_next, 1, static_cast<uint32_t>(pfn >> 32));
+            cfg(true, pte_next, VELO_TBL_RMA_PTE_PTE_LO / 4, static_cast<uint32_t>(pfn));
+            cfg(true, pte_next, VELO_TBL_RMA_PTE_PTE_HI / 4, static_cast<uint32_t>(pfn >> 32));
             if (!faulty) {
                 std::vector<uint8_t> b(4096);
                 for (unsigned j = 0; j < 4096; ++j) b[j] = mem_byte((pfn << 12) + j);
@@ -276,7 +284,7 @@ class Bench {
         add_region(6, 1, 0x3, 2 * 1024 * 1024, false);   // long puts
     }
     uint64_t nla(unsigned r, uint64_t off) const {
-        return (static_cast<uint64_t>(rg[r].key) << 56) | (static_cast<uint64_t>(r) << 40) | off;
+        return FP(VELO_RMA_NLA_KEY, rg[r].key & 0xFFu) | FP(VELO_RMA_NLA_REGION, r) | FP(VELO_RMA_NLA_OFFSET, off);
     }
     uint64_t phys(uint64_t n, uint64_t off_in_region) const {
         const Region& g = rg[(n >> 40) & 0xFFFF];
@@ -287,7 +295,7 @@ class Bench {
         unsigned r = (n >> 40) & 0xFFFF;
         unsigned key = static_cast<unsigned>(n >> 56);
         uint64_t off = n & ((1ull << 40) - 1);
-        if (r >= 256 || !rg[r].alloc || rg[r].key != key) return VELO_RMA_ERR_BAD_HANDLE;
+        if (r >= 256 || !rg[r].alloc || (rg[r].key & 0xFFu) != key) return VELO_RMA_ERR_BAD_HANDLE;
         if (kind < 2 && rg[r].owner != vpid) return VELO_RMA_ERR_NOT_OWNER;
         if (!((rg[r].perm >> kind) & 1)) return VELO_RMA_ERR_PERM;
         if (off + len > rg[r].len) return VELO_RMA_ERR_RANGE;
@@ -347,6 +355,7 @@ class Bench {
         c.rnla = (static_cast<uint64_t>(rnd(rng, 256)) << 56) | (static_cast<uint64_t>(rnd(rng, 256)) << 40) |
                  static_cast<uint64_t>(rng() & 0xFFFFFFFFull);
         c.cookie = rng();
+        c.rkey_hi = static_cast<uint32_t>(key_rng() & 0xFFFFFF);
         if (allow_err && pct(rng, 15)) {
             switch (rnd(rng, 9)) {
                 case 0:
@@ -423,7 +432,7 @@ class Bench {
         auto w = words(h->cmd_data);
         uint64_t c0 = FP(VELO_RMA_CMD0_OP, c.op) | FP(VELO_RMA_CMD0_LCPL, c.lcpl) | FP(VELO_RMA_CMD0_RCPL, c.rcpl) |
                       FP(VELO_RMA_CMD0_NOTIFY, c.notify) | FP(VELO_RMA_CMD0_REM_NODE, c.node) |
-                      FP(VELO_RMA_CMD0_LEN, c.len);
+                      FP(VELO_RMA_CMD0_LEN, c.len) | FP(VELO_RMA_CMD0_RKEY_HI, c.rkey_hi);
         if (c.cmd_err == VELO_RMA_ERR_TORN) {
             w.clear();
         } else {
@@ -440,6 +449,12 @@ class Bench {
     }
 
     // ---- the network: packets from the engine
+    // the RMA_PKT_LEN word a command's packets must carry: its length and its RKEY_HI
+    static uint64_t len_word(const Cmd& c) {
+        return FP(VELO_RMA_PKT_LEN_LEN, c.len) | FP(VELO_RMA_PKT_LEN_KEY_HI, c.rkey_hi);
+    }
+    uint64_t len_words = 0;  // RMA_PKT_LEN words checked
+
     void on_packet(const std::vector<uint64_t>& w, unsigned lnb) {
         uint64_t hd = w[0];
         unsigned type = static_cast<unsigned>(FG(VELO_RMA_PKT_HDR_TYPE, hd));
@@ -461,9 +476,11 @@ class Bench {
             exp_gets.pop_front();
             Cmd& c = cmds[ci];
             c.first_seen = true;
-            if (area != 24 || w.size() != 4 || w[1] != c.rnla || w[2] != c.len || w[3] != c.lnla || first || last ||
-                notify)
-                return err(strf("GET of command %zu malformed", ci));
+            if (area != 24 || w.size() != 4 || w[1] != c.rnla || w[2] != len_word(c) || w[3] != c.lnla || first ||
+                last || notify)
+                return err(strf("GET of command %zu malformed (LEN word %llx, expected %llx)", ci, ull(w[2]),
+                                ull(len_word(c))));
+            ++len_words;
             common(c, hd, tag, ci);
             send_get_rsp(ci);
             return;
@@ -479,7 +496,7 @@ class Bench {
             while (!exp_puts.empty()) {
                 Cmd& f = cmds[exp_puts.front()];
                 if (!f.dma_fault || f.first_seen ||
-                    (w.size() > 2 && w[1] == f.rnla && w[2] == f.len &&
+                    (w.size() > 2 && w[1] == f.rnla && w[2] == len_word(f) &&
                      FG(VELO_RMA_PKT_HDR_ROUTE, hd) == route_of(f.node) && FG(VELO_RMA_PKT_HDR_SRC_VPID, hd) == f.vpid))
                     break;
                 f.unsent = true;
@@ -497,9 +514,10 @@ class Bench {
         uint64_t roff = c.rnla & ((1ull << 40) - 1);
         if (notify) {
             // data-less trailer: NLA of the first byte, length, cookie
-            if (!last || !c.notify || c.sent != c.len || area != 24 || w[1] != c.rnla || w[2] != c.len ||
+            if (!last || !c.notify || c.sent != c.len || area != 24 || w[1] != c.rnla || w[2] != len_word(c) ||
                 w[3] != c.cookie || first != (c.len == 0))
                 err(strf("bad NOTIFY packet of command %zu", ci));
+            ++len_words;
         } else {
             uint64_t T = roff + c.sent;
             bool abort = last && area == 8 && !first;  // a failed put ends with the NLA of its first byte
@@ -510,7 +528,9 @@ class Bench {
             } else if (w[1] != ((c.rnla & ~((1ull << 40) - 1)) | (T & ((1ull << 40) - 1))))
                 err(strf("NLA word %llx, expected offset %llx", ull(w[1]), ull(T)));
             unsigned hw = first ? 16 : 8;
-            if (first && w[2] != c.len) err("LEN word");
+            if (first && w[2] != len_word(c))
+                err(strf("LEN word %llx, expected %llx (LEN, KEY_HI)", ull(w[2]), ull(len_word(c))));
+            if (first) ++len_words;
             unsigned nd = 0, pad = static_cast<unsigned>(T % 4);
             if (area > hw) nd = area - hw - pad;
             if (area > hw && area <= hw + pad) err("area holds only pad");
@@ -921,6 +941,37 @@ void random_run(B& b, int n, bool errors) {
 TEST(RmaInit, RandomPutsAndGets) {
     Big b;
     random_run(b, 150, false);
+    EXPECT_GT(b.len_words, 150u) << "every command's RMA_PKT_LEN words (LEN, KEY_HI) checked";
+}
+
+// The command's RKEY_HI comes out in KEY_HI of every RMA_PKT_LEN word: a FIRST put packet, the
+// notification packet of a notified put (also the only packet of a zero-length one) and the GET
+// request; packets without that word (non-first data packets) carry none.
+TEST(RmaInit, KeyHiFromCommandIntoEveryLenWord) {
+    Big b;
+    const uint32_t khs[] = {0xFEDCBA, 0x000001, 0x800000, 0xFFFFFF, 0x5A5A5A, 0};
+    unsigned i = 0;
+    for (uint32_t kh : khs) {
+        for (unsigned op : {1u, 2u}) {
+            Cmd c;
+            c.op = op;
+            c.lcpl = true;
+            c.rcpl = op == 1;
+            c.notify = op == 1 && (i & 1);
+            c.node = 1 + (i % 4);
+            c.vpid = 1;
+            c.len = (i % 3 == 0 && op == 1) ? 0 : 1 + 97 * i;
+            c.lnla = b.nla(0, 8 * i);
+            c.rnla = (0x5Aull << 56) | (3ull << 40) | (0x1000 + i);
+            c.cookie = 1000 + i;
+            c.rkey_hi = kh;
+            b.add(c);
+            ++i;
+        }
+    }
+    b.run(2000000);
+    b.finish();
+    EXPECT_GE(b.len_words, 12u);
 }
 
 void errors_and_faults(Big& b) {

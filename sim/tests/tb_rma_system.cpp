@@ -29,7 +29,8 @@ constexpr unsigned kPut = VELO_RMA_OP_PUT, kGet = VELO_RMA_OP_GET;
 // One registered region with the test's shadow of its bytes.
 struct Buf {
     unsigned node = 0, idx = 0, owner = 0;
-    uint8_t key = 0;
+    uint32_t key = 0;  // RG_KEY: bits 7:0 in the NLA, bits 31:8 as a command's RKEY_HI
+    uint32_t key_hi() const { return RmaHost::key_hi(key); }
     uint64_t len = 0;
     std::vector<uint8_t> shadow;
 };
@@ -115,17 +116,19 @@ struct Rig {
         queues[{node, vpid}] = true;
     }
     // A region with random contents; pages scattered (every third frame), any start offset.
-    Buf region(unsigned node, unsigned idx, unsigned owner, unsigned perm, uint64_t len, uint8_t key = 0) {
+    // 32 random key bits (bits 7:0 not 0) unless `key`; the scope admits everybody unless `scope`
+    Buf region(unsigned node, unsigned idx, unsigned owner, unsigned perm, uint64_t len, uint32_t key = 0,
+               const RmaScope& scope = RmaScope{}) {
         Buf b;
         b.node = node;
         b.idx = idx;
         b.owner = owner;
-        b.key = key ? key : static_cast<uint8_t>(1 + r() % 255);
+        b.key = key ? key : ((static_cast<uint32_t>(r()) & ~0xFFu) | static_cast<uint32_t>(1 + r() % 255));
         b.len = len;
         const unsigned start = static_cast<unsigned>(r() % 4096);
         const uint64_t frame0 = 0x100000ull + node * 0x40000ull + idx * 0x3000ull + (r() % 16);
         const unsigned pages = static_cast<unsigned>((start + len + 4095) / 4096);
-        h.add_region(node, idx, b.key, owner, perm, len, start, frame0, 3, next_pte[node]);
+        h.add_region(node, idx, b.key, owner, perm, len, start, frame0, 3, next_pte[node], scope);
         next_pte[node] += pages;
         b.shadow.resize(len);
         for (auto& x : b.shadow) x = static_cast<uint8_t>(r());
@@ -203,7 +206,7 @@ void transfer(Rig& g, unsigned op, Buf& a, uint64_t aoff, Buf& b, uint64_t boff,
         for (auto& x : src) x = static_cast<uint8_t>(g.r());
         g.h.write(a.node, a.idx, aoff, src);
         std::copy(src.begin(), src.end(), a.shadow.begin() + static_cast<long>(aoff));
-        g.cmd(a.node, vpid, slot, RmaHost::cmd0(kPut, true, true, false, b.node, static_cast<uint32_t>(n)),
+        g.cmd(a.node, vpid, slot, RmaHost::cmd0(kPut, true, true, false, b.node, static_cast<uint32_t>(n), b.key_hi()),
               g.nla(a, aoff), g.nla(b, boff), cookie);
         ASSERT_TRUE(g.wait(a.node, vpid, before + 2, 40 * n + 200000)) << "put of " << n << " bytes never completed\n"
                                                                        << g.dump();
@@ -222,7 +225,7 @@ void transfer(Rig& g, unsigned op, Buf& a, uint64_t aoff, Buf& b, uint64_t boff,
         for (auto& x : src) x = static_cast<uint8_t>(g.r());
         g.h.write(b.node, b.idx, boff, src);
         std::copy(src.begin(), src.end(), b.shadow.begin() + static_cast<long>(boff));
-        g.cmd(a.node, vpid, slot, RmaHost::cmd0(kGet, true, false, false, b.node, static_cast<uint32_t>(n)),
+        g.cmd(a.node, vpid, slot, RmaHost::cmd0(kGet, true, false, false, b.node, static_cast<uint32_t>(n), b.key_hi()),
               g.nla(a, aoff), g.nla(b, boff), cookie);
         ASSERT_TRUE(g.wait(a.node, vpid, before + 1, 40 * n + 200000)) << "get of " << n << " bytes never completed\n"
                                                                        << g.dump();
@@ -284,10 +287,10 @@ TEST(RmaSystem, ConcurrentPutsFromTwoNodesToOne) {
     }
     unsigned sent = 0;
     for (auto [o, n] : pieces) {
-        g.cmd(1, 1, sent, RmaHost::cmd0(kPut, false, true, false, 0, static_cast<uint32_t>(n)), g.nla(s1, o),
-              g.nla(t, o), 100 + sent);
-        g.cmd(2, 1, sent, RmaHost::cmd0(kPut, false, true, false, 0, static_cast<uint32_t>(n)), g.nla(s2, o),
-              g.nla(t, 150000 + o), 200 + sent);
+        g.cmd(1, 1, sent, RmaHost::cmd0(kPut, false, true, false, 0, static_cast<uint32_t>(n), t.key_hi()),
+              g.nla(s1, o), g.nla(t, o), 100 + sent);
+        g.cmd(2, 1, sent, RmaHost::cmd0(kPut, false, true, false, 0, static_cast<uint32_t>(n), t.key_hi()),
+              g.nla(s2, o), g.nla(t, 150000 + o), 200 + sent);
         ++sent;
     }
     ASSERT_TRUE(g.wait(1, 1, sent, 2000000));
@@ -337,7 +340,7 @@ TEST(RmaSystem, LargePutsBothWaysAtOnce) {
             before[s] = g.got[{s, vpid[s]}].size();
             ck[s] = cookie++;
             g.cmd(s, vpid[s], g.slot++ % VELO_RMA_SLOTS,
-                  RmaHost::cmd0(kPut, true, true, false, d, static_cast<uint32_t>(n)), g.nla(b[s], soff),
+                  RmaHost::cmd0(kPut, true, true, false, d, static_cast<uint32_t>(n), b[d].key_hi()), g.nla(b[s], soff),
                   g.nla(b[d], doff), ck[s]);
         }
         for (unsigned s = 0; s < 2; ++s) {
@@ -374,7 +377,7 @@ TEST(RmaSystem, NotifiedPutDeliversATargetEntry) {
         g.h.write(0, 1, aoff, src);
         std::copy(src.begin(), src.end(), a.shadow.begin() + static_cast<long>(aoff));
         const size_t tb = g.got[{1, 6}].size(), ib = g.got[{0, 2}].size();
-        g.cmd(0, 2, i, RmaHost::cmd0(kPut, false, true, true, 1, static_cast<uint32_t>(n)), g.nla(a, aoff),
+        g.cmd(0, 2, i, RmaHost::cmd0(kPut, false, true, true, 1, static_cast<uint32_t>(n), b.key_hi()), g.nla(a, aoff),
               g.nla(b, boff), 0xC0FFEE00u + i);
         ASSERT_TRUE(g.wait(1, 6, tb + 1, 100000 + 40 * n));
         ASSERT_TRUE(g.wait(0, 2, ib + 1, 100000));
@@ -407,26 +410,28 @@ TEST(RmaSystem, ErrorsAreNotifiedAndTouchNothing) {
         const char* what;
         unsigned op;
         uint64_t lnla, rnla;
+        uint32_t rkey_hi;
         uint64_t n;
         unsigned err;
         bool remote;
     };
     const std::vector<Case> cases = {
-        {"put, stale key", kPut, g.nla(a, 0), RmaHost::nla(static_cast<uint8_t>(b.key + 1), b.idx, 0), 5000,
+        {"put, stale key", kPut, g.nla(a, 0), RmaHost::nla(b.key + 1, b.idx, 0), b.key_hi(), 5000,
          VELO_RMA_ERR_BAD_HANDLE, true},
-        {"put, unknown region", kPut, g.nla(a, 0), RmaHost::nla(b.key, 200, 0), 100, VELO_RMA_ERR_BAD_HANDLE, true},
-        {"put, out of range", kPut, g.nla(a, 0), g.nla(b, 30000 - 99), 100, VELO_RMA_ERR_RANGE, true},
-        {"put, read-only region", kPut, g.nla(a, 100), g.nla(ro, 10), 20000, VELO_RMA_ERR_PERM, true},
-        {"get, no remote read", kGet, g.nla(a, 0), g.nla(wo, 0), 3000, VELO_RMA_ERR_PERM, true},
-        {"get, out of range", kGet, g.nla(a, 0), g.nla(b, 29000), 1001, VELO_RMA_ERR_RANGE, true},
-        {"put, source not ours", kPut, g.nla(other, 0), g.nla(b, 0), 100, VELO_RMA_ERR_NOT_OWNER, false},
-        {"get, local out of range", kGet, g.nla(a, 39990), g.nla(b, 0), 11, VELO_RMA_ERR_RANGE, false},
+        {"put, unknown region", kPut, g.nla(a, 0), RmaHost::nla(b.key, 200, 0), b.key_hi(), 100,
+         VELO_RMA_ERR_BAD_HANDLE, true},
+        {"put, out of range", kPut, g.nla(a, 0), g.nla(b, 30000 - 99), b.key_hi(), 100, VELO_RMA_ERR_RANGE, true},
+        {"put, read-only region", kPut, g.nla(a, 100), g.nla(ro, 10), ro.key_hi(), 20000, VELO_RMA_ERR_PERM, true},
+        {"get, no remote read", kGet, g.nla(a, 0), g.nla(wo, 0), wo.key_hi(), 3000, VELO_RMA_ERR_PERM, true},
+        {"get, out of range", kGet, g.nla(a, 0), g.nla(b, 29000), b.key_hi(), 1001, VELO_RMA_ERR_RANGE, true},
+        {"put, source not ours", kPut, g.nla(other, 0), g.nla(b, 0), b.key_hi(), 100, VELO_RMA_ERR_NOT_OWNER, false},
+        {"get, local out of range", kGet, g.nla(a, 39990), g.nla(b, 0), b.key_hi(), 11, VELO_RMA_ERR_RANGE, false},
     };
     unsigned slot = 0;
     for (const Case& k : cases) {
         const size_t before = g.got[{0, 2}].size();
-        g.cmd(0, 2, slot, RmaHost::cmd0(k.op, false, k.op == kPut, false, 1, static_cast<uint32_t>(k.n)), k.lnla,
-              k.rnla, 0xE000 + slot);
+        g.cmd(0, 2, slot, RmaHost::cmd0(k.op, false, k.op == kPut, false, 1, static_cast<uint32_t>(k.n), k.rkey_hi),
+              k.lnla, k.rnla, 0xE000 + slot);
         ASSERT_TRUE(g.wait(0, 2, before + 1, 200000)) << k.what;
         const NqEntry& e = g.got[{0, 2}][before];
         EXPECT_EQ(e.kind(), static_cast<unsigned>(VELO_RMA_NQ_KIND_ERROR)) << k.what;
@@ -448,6 +453,81 @@ TEST(RmaSystem, ErrorsAreNotifiedAndTouchNothing) {
     g.clean();
 }
 
+// RMA protection end to end (docs/rma.md §2.1, §2.2): the target region has a 32-bit key and a
+// scope admitting vpids 2..3 of node 0. A put and a get with the right key from vpid 2 work; with
+// the right 8 key bits in the NLA but a wrong RKEY_HI, or from vpid 4 (outside the scope), they
+// fail with BAD_HANDLE (ERR_REMOTE), the target counts them, and its memory is untouched.
+TEST(RmaSystem, KeyAndScopeProtectTheTarget) {
+    auto r = test_rng();
+    Rig g("pair", r);
+    for (unsigned v : {2u, 4u}) g.open_nq(0, v);
+    Buf a2 = g.region(0, 1, 2, RmaHost::ALL, 20000);
+    Buf a4 = g.region(0, 2, 4, RmaHost::ALL, 20000);
+    RmaScope sc;
+    sc.node_lo = sc.node_hi = 0;
+    sc.vpid_lo = 2;
+    sc.vpid_hi = 3;
+    Buf b = g.region(1, 3, 5, RmaHost::ALL, 30000, 0xA5C3E1B7u, sc);
+    ASSERT_NE(b.key_hi(), 0u);
+    // admitted: works both ways
+    transfer(g, kPut, a2, 100, b, 1000, 5000, 2);
+    transfer(g, kGet, a2, 9000, b, 20000, 3000, 2);
+    g.check(b, "target after the admitted put");
+    g.check(a2, "initiator after the admitted get");
+    struct Case {
+        const char* what;
+        unsigned vpid, op;
+        uint32_t rkey_hi;
+        uint64_t n;
+    };
+    const Case cases[] = {
+        {"put, wrong key bits 31:8", 2, kPut, b.key_hi() ^ 0x000100u, 4000},
+        {"put, key bits 31:8 of 0", 2, kPut, 0, 300},
+        {"get, wrong key bits 31:8", 2, kGet, b.key_hi() ^ 0x800000u, 2000},
+        {"put, vpid outside the scope", 4, kPut, b.key_hi(), 4000},
+        {"get, vpid outside the scope", 4, kGet, b.key_hi(), 2000},
+    };
+    const uint32_t bh0 = g.h.counter(1, VELO_RMA_CNT_ERR_BAD_HANDLE);
+    const uint64_t rx0 = g.h.counter(1, VELO_RMA_CNT_RX_BYTES), tx0 = g.h.counter(1, VELO_RMA_CNT_TX_BYTES);
+    unsigned slot = 40;
+    for (const Case& k : cases) {
+        Buf& a = k.vpid == 2 ? a2 : a4;
+        // fresh initiator bytes: a failed get must leave them as they are
+        std::vector<uint8_t> src(k.n);
+        for (auto& x : src) x = static_cast<uint8_t>(g.r());
+        g.h.write(0, a.idx, 0, src);
+        std::copy(src.begin(), src.end(), a.shadow.begin());
+        const size_t before = g.got[{0, k.vpid}].size();
+        g.cmd(0, k.vpid, slot, RmaHost::cmd0(k.op, true, k.op == kPut, false, 1, static_cast<uint32_t>(k.n), k.rkey_hi),
+              g.nla(a, 0), g.nla(b, 2000), 0xBAD000 + slot);
+        // a put: LOCAL_CPL, then ERROR; a get: ERROR
+        const size_t want = before + (k.op == kPut ? 2 : 1);
+        ASSERT_TRUE(g.wait(0, k.vpid, want, 400000)) << k.what << "\n" << g.dump();
+        const NqEntry& e = g.got[{0, k.vpid}][want - 1];
+        EXPECT_EQ(e.kind(), static_cast<unsigned>(VELO_RMA_NQ_KIND_ERROR)) << k.what;
+        EXPECT_EQ(e.err(), static_cast<unsigned>(VELO_RMA_ERR_BAD_HANDLE)) << k.what;
+        EXPECT_TRUE(e.err_remote()) << k.what;
+        EXPECT_EQ(e.cookie, 0xBAD000u + slot) << k.what;
+        ++slot;
+    }
+    g.c.step(2000);
+    for (unsigned v : {2u, 4u}) {
+        size_t n = 0;
+        for (auto& e : g.got[{0, v}]) n += e.cookie >= 0xBAD000u && e.cookie < 0xBAD000u + 100;
+        EXPECT_EQ(n, v == 2 ? 5u : 3u) << "vpid " << v << ": entries of the failed commands, nothing else";
+    }
+    g.check(b, "target: byte for byte untouched by the refused puts and gets");
+    g.check(a2, "initiator vpid 2: nothing written by the refused get");
+    g.check(a4, "initiator vpid 4: nothing written by the refused get");
+    EXPECT_EQ(g.h.counter(1, VELO_RMA_CNT_ERR_BAD_HANDLE) - bh0, 5u) << "the target counts each refusal";
+    EXPECT_EQ(g.h.counter(1, VELO_RMA_CNT_RX_BYTES), rx0) << "no byte written at the target";
+    EXPECT_EQ(g.h.counter(1, VELO_RMA_CNT_TX_BYTES), tx0) << "no byte read and sent by the target";
+    // and the right key from the admitted vpid still works afterwards
+    transfer(g, kPut, a2, 0, b, 25000, 1000, 2);
+    g.check(b, "target after the last put");
+    g.clean();
+}
+
 TEST(RmaSystem, InvalidationDuringAPutStopsItsWrites) {
     auto r = test_rng();
     Rig g("pair", r);
@@ -455,7 +535,7 @@ TEST(RmaSystem, InvalidationDuringAPutStopsItsWrites) {
     Buf a = g.region(0, 1, 2, RmaHost::ALL, 300000);
     Buf b = g.region(1, 2, 3, RmaHost::ALL, 300000);
     const uint64_t n = 250000;
-    g.cmd(0, 2, 0, RmaHost::cmd0(kPut, false, true, false, 1, n), g.nla(a, 0), g.nla(b, 17), 77);
+    g.cmd(0, 2, 0, RmaHost::cmd0(kPut, false, true, false, 1, n, b.key_hi()), g.nla(a, 0), g.nla(b, 17), 77);
     // let part of it arrive, then withdraw the target's translation (the MMU notifier's sequence)
     while (g.h.counter(1, VELO_RMA_CNT_RX_BYTES) < 30000) g.c.step(500);
     g.h.invalidate(1, 2);
@@ -523,7 +603,7 @@ TEST(RmaSystem, MessageAfterRemoteCompletionArrivesAfterTheData) {
         g.h.write(0, 1, aoff, src);
         expect[i] = {boff, src};
         const size_t before = g.got[{0, 2}].size();
-        g.cmd(0, 2, i, RmaHost::cmd0(kPut, false, true, false, 1, static_cast<uint32_t>(n)), g.nla(a, aoff),
+        g.cmd(0, 2, i, RmaHost::cmd0(kPut, false, true, false, 1, static_cast<uint32_t>(n), b.key_hi()), g.nla(a, aoff),
               g.nla(b, boff), i);
         // poll for REMOTE_CPL, then send the message at once
         while (g.got[{0, 2}].size() == before) g.c.step(1);
@@ -614,8 +694,9 @@ void rma_with_messages(const MixSpec& m, uint64_t* refused = nullptr) {
                 const uint64_t lnla = g.nla(b[n], put ? src_off : dst_off);
                 const uint64_t rnla = g.nla(b[peer], put ? dst_off : src_off);
                 g.cmd(n, kVpid, g.slot++ % VELO_RMA_SLOTS,
-                      RmaHost::cmd0(put ? kPut : kGet, !put, put, false, peer, static_cast<uint32_t>(len)), lnla, rnla,
-                      c.cookie);
+                      RmaHost::cmd0(put ? kPut : kGet, !put, put, false, peer, static_cast<uint32_t>(len),
+                                    b[peer].key_hi()),
+                      lnla, rnla, c.cookie);
                 cmds[n].push_back(c);
             }
         }

@@ -9,7 +9,9 @@
 // put has been written (accepted on the TLP port) and its TARGET entry reported written; a failed
 // put wrote nothing; GET_RSP packets byte exact (segmentation, pad, NLA, LAST, LEN_M1, lnb);
 // errors as one LAST packet with ERR; host memory of every region page compared byte by byte at
-// the end (bytes outside the puts untouched); the unit's event counts.
+// the end (bytes outside the puts untouched); the unit's event counts. Regions have 32-bit keys
+// and scopes (RG_SCOPE): puts and gets carry the key's bits 31:8 in their RMA_PKT_LEN words, and
+// an initiator outside the scope or a wrong KEY_HI fails with BAD_HANDLE, touching nothing.
 //
 // Vtgt48: MTU 48, MPS 128, 4 slots. Vtgt240: MTU 240 (3 TLPs per packet at MPS 128), 2 slots.
 #include <algorithm>
@@ -80,9 +82,14 @@ uint8_t pat(uint64_t a) {
     return static_cast<uint8_t>(x >> 40);
 }
 
-uint64_t mknla(unsigned region, unsigned key, uint64_t off) {
+// an NLA: its KEY field holds the key's bits 7:0
+uint64_t mknla(unsigned region, uint32_t key, uint64_t off) {
     return VELO_FIELD_PREP(VELO_RMA_NLA_OFFSET, off) | VELO_FIELD_PREP(VELO_RMA_NLA_REGION, region) |
-           VELO_FIELD_PREP(VELO_RMA_NLA_KEY, key);
+           VELO_FIELD_PREP(VELO_RMA_NLA_KEY, key & 0xFFu);
+}
+// an RMA_PKT_LEN word: the length and the key's bits 31:8
+uint64_t len_word(uint32_t len, uint32_t key_hi) {
+    return VELO_FIELD_PREP(VELO_RMA_PKT_LEN_LEN, len) | VELO_FIELD_PREP(VELO_RMA_PKT_LEN_KEY_HI, key_hi);
 }
 uint64_t nla_add(uint64_t n, uint64_t d) {
     return (n & ~((1ull << 40) - 1)) | ((n + d) & ((1ull << 40) - 1));
@@ -90,7 +97,9 @@ uint64_t nla_add(uint64_t n, uint64_t d) {
 
 struct Region {
     bool alloc = false, valid = false, rr = false, rw = false;
-    unsigned owner = 0, key = 0, first = 0;
+    unsigned owner = 0, first = 0;
+    uint32_t key = 0;                                                 // RG_KEY
+    unsigned vpid_lo = 0, vpid_hi = 255, node_lo = 0, node_hi = 255;  // RG_SCOPE (default: everybody)
     uint32_t start = 0;
     uint64_t len = 0;
     std::vector<uint64_t> pfn;
@@ -99,10 +108,24 @@ struct Region {
                                      VELO_FIELD_PREP(VELO_TBL_RMA_REGION_RG_CFG_VALID, valid) |
                                      VELO_FIELD_PREP(VELO_TBL_RMA_REGION_RG_CFG_PERM_RR, rr) |
                                      VELO_FIELD_PREP(VELO_TBL_RMA_REGION_RG_CFG_PERM_RW, rw) |
-                                     VELO_FIELD_PREP(VELO_TBL_RMA_REGION_RG_CFG_OWNER_VPID, owner) |
-                                     VELO_FIELD_PREP(VELO_TBL_RMA_REGION_RG_CFG_KEY, key));
+                                     VELO_FIELD_PREP(VELO_TBL_RMA_REGION_RG_CFG_OWNER_VPID, owner));
+    }
+    uint32_t scope_word() const {
+        return static_cast<uint32_t>(VELO_FIELD_PREP(VELO_TBL_RMA_REGION_RG_SCOPE_VPID_LO, vpid_lo) |
+                                     VELO_FIELD_PREP(VELO_TBL_RMA_REGION_RG_SCOPE_VPID_HI, vpid_hi) |
+                                     VELO_FIELD_PREP(VELO_TBL_RMA_REGION_RG_SCOPE_NODE_LO, node_lo) |
+                                     VELO_FIELD_PREP(VELO_TBL_RMA_REGION_RG_SCOPE_NODE_HI, node_hi));
+    }
+    bool admits(unsigned node, unsigned vpid) const {
+        return node >= node_lo && node <= node_hi && vpid >= vpid_lo && vpid <= vpid_hi;
     }
 };
+// register index (byte offset / 4) of an RMA_REGION / RMA_PTE entry's registers
+constexpr unsigned kRgCfg = VELO_TBL_RMA_REGION_RG_CFG / 4, kRgPte = VELO_TBL_RMA_REGION_RG_PTE / 4,
+                   kRgStart = VELO_TBL_RMA_REGION_RG_START / 4, kRgLenLo = VELO_TBL_RMA_REGION_RG_LEN_LO / 4,
+                   kRgLenHi = VELO_TBL_RMA_REGION_RG_LEN_HI / 4, kRgKey = VELO_TBL_RMA_REGION_RG_KEY / 4,
+                   kRgScope = VELO_TBL_RMA_REGION_RG_SCOPE / 4, kPteLo = VELO_TBL_RMA_PTE_PTE_LO / 4,
+                   kPteHi = VELO_TBL_RMA_PTE_PTE_HI / 4;
 
 struct Pkt {
     std::vector<uint64_t> w;
@@ -117,8 +140,10 @@ struct Put {
     uint32_t len = 0;
     bool notify = false;
     int region = -1;
+    uint32_t key_hi = 0;  // KEY_HI of its RMA_PKT_LEN words
     unsigned exp_err = 0;
-    bool maybe = false;  // an invalidation may hit it: OK or NOT_VALID
+    bool maybe = false;     // an invalidation may hit it: OK or NOT_VALID
+    bool fail_mid = false;  // fails after some packets were written (exp_err, those bytes stay)
     std::vector<uint8_t> data;
     std::vector<bool> wrote;
     size_t nwrote = 0;
@@ -128,7 +153,7 @@ struct Put {
 struct Get {
     unsigned node = 0, vpid = 0, tag = 0;
     uint64_t tnla = 0, inla = 0;
-    uint32_t len = 0;
+    uint32_t len = 0, key_hi = 0;
     unsigned exp_err = 0;
     bool maybe = false;  // a host read fault may end it early (NOT_VALID)
     std::vector<uint8_t> data;
@@ -160,6 +185,7 @@ class Bench {
     std::deque<std::array<uint32_t, 4>> cfgq;             // {pte, idx, reg, data}
 
     std::vector<std::deque<Pkt>> inq;
+    std::vector<bool> in_hold;  // a node's packets are held back (not sent)
     std::vector<std::unique_ptr<Put>> puts;
     std::vector<std::unique_ptr<Get>> gets;
     std::map<std::pair<unsigned, unsigned>, Put*> put_by_tag;
@@ -182,6 +208,8 @@ class Bench {
 
     // observations and counters
     uint64_t wr_bytes = 0, rd_bytes = 0, x_put_pkts = 0, x_gets = 0, x_bad = 0, n_err_rsp = 0, n_put_rsp = 0;
+    uint64_t n_bh_rsp = 0, c_err_bh = 0;  // BAD_HANDLE responses seen / counted by the unit's events
+    uint64_t n_reads = 0;                 // DMA read requests
     uint64_t x_no_route = 0;
     uint64_t c_put_pkt = 0, c_get = 0, c_bad = 0, c_wr = 0, c_rd = 0, c_err = 0, c_no_route = 0, c_put_rsp = 0;
     uint64_t first_tx = ~0ull, last_tx = 0, first_out = ~0ull, last_out = 0, out_bytes = 0;
@@ -199,6 +227,7 @@ class Bench {
                         words(h->cpl_data)}),
           rg(1u << c.region_bits),
           inq(1u << c.node_bits),
+          in_hold(1u << c.node_bits, false),
           tag_next(1u << c.node_bits, 0) {
         wr.rng = &rng;
         wr.stall_pct = 20;
@@ -211,6 +240,7 @@ class Bench {
         reader.gap_max = 4;
         wr.on_tlp = [this](const Tlp& t) { on_tlp(t); };
         mrd.on_tlp = [this](const Tlp& t) {
+            ++n_reads;
             if (!reader.request(t, h.cycle())) err("bad memory read " + t.str());
         };
         h->enable = 1;
@@ -235,7 +265,12 @@ class Bench {
     void cfg_write(bool pte, unsigned idx, unsigned reg, uint32_t data) {
         cfgq.push_back({pte ? 1u : 0u, idx, reg, data});
     }
-    void write_cfg(unsigned i) { cfg_write(false, i, 0, rg[i].cfg_word()); }
+    void write_cfg(unsigned i) { cfg_write(false, i, kRgCfg, rg[i].cfg_word()); }
+    // RG_KEY and RG_SCOPE, as the driver writes them: while the region is not ALLOC
+    void write_key_scope(unsigned i) {
+        cfg_write(false, i, kRgKey, rg[i].key);
+        cfg_write(false, i, kRgScope, rg[i].scope_word());
+    }
     // A region of len bytes starting at byte `start` of its first page, frames scattered (some
     // above 4 GiB), page contents pat().
     void add_region(unsigned i, uint64_t len, uint32_t start, bool rr, bool rw, unsigned owner) {
@@ -245,7 +280,7 @@ class Bench {
         g.rr = rr;
         g.rw = rw;
         g.owner = owner;
-        g.key = static_cast<unsigned>(rnd(rng, 256));
+        g.key = static_cast<uint32_t>(rng());
         g.start = start;
         g.len = len;
         g.first = next_pte;
@@ -259,17 +294,18 @@ class Bench {
             } while (frames.count(f));
             frames[f] = {static_cast<int>(i), p};
             g.pfn.push_back(f);
-            cfg_write(true, next_pte, 0, static_cast<uint32_t>(f));
-            cfg_write(true, next_pte, 1, static_cast<uint32_t>(f >> 32));
+            cfg_write(true, next_pte, kPteLo, static_cast<uint32_t>(f));
+            cfg_write(true, next_pte, kPteHi, static_cast<uint32_t>(f >> 32));
             ++next_pte;
             std::vector<uint8_t> b(4096);
             for (unsigned k = 0; k < 4096; ++k) b[k] = pat(f * 4096 + k);
             mem.write(f * 4096, b.data(), b.size());
         }
-        cfg_write(false, i, 1, g.first);
-        cfg_write(false, i, 2, start);
-        cfg_write(false, i, 3, static_cast<uint32_t>(len));
-        cfg_write(false, i, 4, static_cast<uint32_t>(len >> 32));
+        cfg_write(false, i, kRgPte, g.first);
+        cfg_write(false, i, kRgStart, start);
+        cfg_write(false, i, kRgLenLo, static_cast<uint32_t>(len));
+        cfg_write(false, i, kRgLenHi, static_cast<uint32_t>(len >> 32));
+        write_key_scope(i);
         write_cfg(i);
     }
     uint64_t phys(unsigned i, uint64_t off) const {
@@ -277,14 +313,16 @@ class Bench {
         const uint64_t a = g.start + off;
         return g.pfn[a / 4096] * 4096 + a % 4096;
     }
-    // expected translation outcome (docs/rma.md §2.2) for a remote access
-    unsigned check(uint64_t nla, uint64_t len, bool write) const {
+    // expected translation outcome (docs/rma.md §2.2) for a remote access by (node, vpid) with the
+    // key bits 31:8 key_hi: the whole key and the scope before anything else
+    unsigned check(uint64_t nla, uint64_t len, bool write, uint32_t key_hi, unsigned node, unsigned vpid) const {
         const unsigned idx = static_cast<unsigned>(VELO_FIELD_GET(VELO_RMA_NLA_REGION, nla));
         const unsigned key = static_cast<unsigned>(VELO_FIELD_GET(VELO_RMA_NLA_KEY, nla));
         const uint64_t off = VELO_FIELD_GET(VELO_RMA_NLA_OFFSET, nla);
         if (!enable) return VELO_RMA_ERR_DISABLED;
-        if (idx >= rg.size() || !rg[idx].alloc || rg[idx].key != key) return VELO_RMA_ERR_BAD_HANDLE;
+        if (idx >= rg.size() || !rg[idx].alloc || (rg[idx].key & 0xFFu) != key) return VELO_RMA_ERR_BAD_HANDLE;
         const Region& g = rg[idx];
+        if ((g.key >> 8) != key_hi || !g.admits(node, vpid)) return VELO_RMA_ERR_BAD_HANDLE;
         if (!(write ? g.rw : g.rr)) return VELO_RMA_ERR_PERM;
         if (off + len > g.len) return VELO_RMA_ERR_RANGE;
         if (!g.valid) return VELO_RMA_ERR_NOT_VALID;
@@ -319,12 +357,20 @@ class Bench {
         return t;
     }
 
-    Put* put(unsigned node, uint64_t nla, uint32_t len, bool notify = false, bool maybe = false) {
+    // the key bits 31:8 a request for nla carries by default: its region's
+    uint32_t key_hi_of(uint64_t nla) const {
+        const unsigned idx = static_cast<unsigned>(VELO_FIELD_GET(VELO_RMA_NLA_REGION, nla));
+        return idx < rg.size() ? rg[idx].key >> 8 : 0;
+    }
+    // A put from (node, vpid) (vpid < 0: random) with KEY_HI key_hi (< 0: the region's)
+    Put* put(unsigned node, uint64_t nla, uint32_t len, bool notify = false, bool maybe = false, int vpid = -1,
+             int64_t key_hi = -1) {
         while (!cfgq.empty()) step();  // the tables as the prediction sees them
         auto p = std::make_unique<Put>();
         p->id = puts.size();
         p->node = node;
-        p->vpid = static_cast<unsigned>(rnd(rng, 256));
+        p->vpid = vpid >= 0 ? static_cast<unsigned>(vpid) : static_cast<unsigned>(rnd(rng, 256));
+        p->key_hi = key_hi >= 0 ? static_cast<uint32_t>(key_hi) : key_hi_of(nla);
         p->tag = new_tag(node);
         p->nla = nla;
         p->len = len;
@@ -332,7 +378,7 @@ class Bench {
         p->cookie = rng();
         p->maybe = maybe;
         p->region = static_cast<int>(VELO_FIELD_GET(VELO_RMA_NLA_REGION, nla));
-        p->exp_err = check(nla, len, true);
+        p->exp_err = check(nla, len, true, p->key_hi, node, p->vpid);
         if (!p->exp_err && notify && nq_disabled[rg[p->region].owner]) p->exp_err = VELO_RMA_ERR_NQ_DISABLED;
         p->data.resize(len);
         for (auto& b : p->data) b = static_cast<uint8_t>(rng());
@@ -352,7 +398,7 @@ class Bench {
             const unsigned area = n ? hw + pad + n : hw;
             k.w.push_back(hdr(VELO_PKT_TYPE_RMA_PUT, node, p->vpid, p->tag, first, last, false, area));
             k.w.push_back(nla_add(nla, done));
-            if (first) k.w.push_back(len);
+            if (first) k.w.push_back(len_word(len, p->key_hi));
             put_bytes(k.w, 8 + hw + pad, p->data.data() + done, n);
             k.w.resize(1 + (area + 7) / 8, 0);
             if (last) p->last_nla = nla_add(nla, done);
@@ -366,7 +412,7 @@ class Bench {
             k.put = true;
             k.w.push_back(hdr(VELO_PKT_TYPE_RMA_PUT, node, p->vpid, p->tag, len == 0, true, true, 24));
             k.w.push_back(nla);
-            k.w.push_back(len);
+            k.w.push_back(len_word(len, p->key_hi));
             k.w.push_back(p->cookie);
             p->last_nla = nla;
             k.stomp = pct(rng, stomp_pct);
@@ -378,24 +424,28 @@ class Bench {
         return puts.back().get();
     }
 
-    Get* get(unsigned node, uint64_t tnla, uint32_t len, uint64_t inla, bool maybe = false) {
+    // A get by (node, vpid) (vpid < 0: random) with KEY_HI key_hi (< 0: the region's)
+    Get* get(unsigned node, uint64_t tnla, uint32_t len, uint64_t inla, bool maybe = false, int vpid = -1,
+             int64_t key_hi = -1) {
         while (!cfgq.empty()) step();
         auto g = std::make_unique<Get>();
         g->node = node;
-        g->vpid = static_cast<unsigned>(rnd(rng, 256));
+        g->vpid = vpid >= 0 ? static_cast<unsigned>(vpid) : static_cast<unsigned>(rnd(rng, 256));
+        g->key_hi = key_hi >= 0 ? static_cast<uint32_t>(key_hi) : key_hi_of(tnla);
         g->tag = new_tag(node);
         g->tnla = tnla;
         g->inla = inla;
         g->len = len;
         g->maybe = maybe;
-        g->exp_err = check(tnla, len, false);
+        g->exp_err = check(tnla, len, false, g->key_hi, node, g->vpid);
         if (!g->exp_err) {
             const unsigned r = static_cast<unsigned>(VELO_FIELD_GET(VELO_RMA_NLA_REGION, tnla));
             const uint64_t off = VELO_FIELD_GET(VELO_RMA_NLA_OFFSET, tnla);
             for (uint32_t k = 0; k < len; ++k) g->data.push_back(expected_byte(phys(r, off + k)));
         }
         Pkt k;
-        k.w = {hdr(VELO_PKT_TYPE_RMA_GET, node, g->vpid, g->tag, false, false, false, 24), tnla, len, inla};
+        k.w = {hdr(VELO_PKT_TYPE_RMA_GET, node, g->vpid, g->tag, false, false, false, 24), tnla,
+               len_word(len, g->key_hi), inla};
         k.stomp = pct(rng, stomp_pct);
         inq[node].push_back(k);
         if (get_by_tag.count({node, g->tag})) err("bench: tag reused while in flight");
@@ -493,9 +543,10 @@ class Bench {
         }
         ++n_put_rsp;
         if (e) ++n_err_rsp;
+        if (e == VELO_RMA_ERR_BAD_HANDLE) ++n_bh_rsp;
         const bool ok_maybe = p->maybe && (e == 0 || e == VELO_RMA_ERR_NOT_VALID);
         if (e != p->exp_err && !ok_maybe) err(strf("put %llu: ERR %u, expected %u", ull(p->id), e, p->exp_err));
-        if (e && e != VELO_RMA_ERR_NQ_DISABLED && !p->maybe && p->nwrote)
+        if (e && e != VELO_RMA_ERR_NQ_DISABLED && !p->maybe && !p->fail_mid && p->nwrote)
             err(strf("put %llu failed (%u) but wrote %zu bytes", ull(p->id), e, p->nwrote));
         if (w.size() != 2 || w[1] != p->last_nla) err(strf("put %llu: PUT_RSP words/NLA", ull(p->id)));
         const uint64_t h0 = w[0];
@@ -538,6 +589,7 @@ class Bench {
         if (w[1] != exp_nla) err(strf("get %u/%u: NLA %llx, expected %llx", node, tag, ull(w[1]), ull(exp_nla)));
         if (e) {
             ++n_err_rsp;
+            if (e == VELO_RMA_ERR_BAD_HANDLE) ++n_bh_rsp;
             const bool ok = (e == g->exp_err && g->got == 0) || (g->maybe && e == VELO_RMA_ERR_NOT_VALID);
             if (!ok) err(strf("get %u/%u: ERR %u after %u bytes, expected %u", node, tag, e, g->got, g->exp_err));
             if (!last || area != 8) err(strf("get %u/%u: error packet not LAST or with data", node, tag));
@@ -596,7 +648,7 @@ class Bench {
         if (in_node < 0) {
             std::vector<unsigned> c;
             for (unsigned n = 0; n < inq.size(); ++n)
-                if (!inq[n].empty()) c.push_back(n);
+                if (!inq[n].empty() && !in_hold[n]) c.push_back(n);
             if (c.empty()) return;
             in_node = static_cast<int>(c[static_cast<size_t>(rnd(rng, static_cast<int>(c.size())))]);
             in_w = 0;
@@ -735,6 +787,8 @@ class Bench {
         c_wr += h->ev_wr_bytes;
         c_rd += h->ev_rd_bytes;
         c_err += h->ev_err + h->ev_gerr;
+        c_err_bh += (h->ev_err && h->ev_err_code == VELO_RMA_ERR_BAD_HANDLE) +
+                    (h->ev_gerr && h->ev_gerr_code == VELO_RMA_ERR_BAD_HANDLE);
         c_no_route += h->ev_no_route;
         c_put_rsp += h->ev_put_rsp;
         h.tick();
@@ -746,8 +800,8 @@ class Bench {
     }
 
     bool quiet() const {
-        for (auto& q : inq)
-            if (!q.empty()) return false;
+        for (size_t n = 0; n < inq.size(); ++n)
+            if (!inq[n].empty() && !in_hold[n]) return false;
         return put_by_tag.empty() && get_by_tag.empty() && cfgq.empty() && !ntf_busy;
     }
     // Run until every put and get is answered (and the unit idle), at most `limit` cycles.
@@ -787,6 +841,7 @@ class Bench {
             EXPECT_EQ(c_wr, wr_bytes);
             EXPECT_EQ(c_rd, rd_bytes);
             EXPECT_EQ(c_err, n_err_rsp);
+            EXPECT_EQ(c_err_bh, n_bh_rsp) << "ERR_BAD_HANDLE events";
             EXPECT_EQ(c_put_rsp, n_put_rsp);
             EXPECT_EQ(c_no_route, x_no_route);
         }
@@ -796,7 +851,9 @@ class Bench {
 
     // ---------------------------------------------------------------- scenarios
     // Regions: 0..7 writable (each written by one node: n % 4... region i by node i % 6), 8..11
-    // readable only, 12 neither.
+    // readable only, 12 neither. Scopes: 1 admits node 0 with vpids 0..127 only, 3 node 1 with
+    // vpids 128..255, 9 nodes 2..5, 11 vpid 7 of every node; the others everybody (random vpids:
+    // about half the accesses to 1, 3, 11 fail with BAD_HANDLE, gets from nodes 0 and 1 to 9 too).
     void std_regions() {
         for (unsigned i = 0; i < 8; ++i)
             add_region(i, 70000 + static_cast<uint64_t>(rnd(rng, 30000)), static_cast<uint32_t>(rnd(rng, 4096)), false,
@@ -805,6 +862,21 @@ class Bench {
             add_region(i, 70000 + static_cast<uint64_t>(rnd(rng, 30000)), static_cast<uint32_t>(rnd(rng, 4096)), true,
                        false, static_cast<unsigned>(rnd(rng, 16)));
         add_region(12, 9000, 100, false, false, 3);
+        auto scope = [&](unsigned i, unsigned nlo, unsigned nhi, unsigned vlo, unsigned vhi) {
+            rg[i].alloc = false;  // RG_KEY and RG_SCOPE only while not ALLOC
+            write_cfg(i);
+            rg[i].node_lo = nlo;
+            rg[i].node_hi = nhi;
+            rg[i].vpid_lo = vlo;
+            rg[i].vpid_hi = vhi;
+            write_key_scope(i);
+            rg[i].alloc = true;
+            write_cfg(i);
+        };
+        scope(1, 0, 0, 0, 127);
+        scope(3, 1, 1, 128, 255);
+        scope(9, 2, 5, 0, 255);
+        scope(11, 0, 255, 7, 7);
     }
     uint32_t rnd_len(int maxlog = 16) {
         const int l = rnd(rng, maxlog + 1);
@@ -818,15 +890,18 @@ class Bench {
         if (pct(rng, 3)) len = 0;
         uint64_t off =
             static_cast<uint64_t>(rnd(rng, static_cast<int>(rg[r].len - std::min<uint64_t>(len, rg[r].len))));
-        unsigned key = rg[r].key;
+        uint32_t key = rg[r].key;
         const int k = rnd(rng, 100);
         if (k < 4)
-            key ^= 1 + static_cast<unsigned>(rnd(rng, 255));  // BAD_HANDLE
+            key ^= 1 + static_cast<unsigned>(rnd(rng, 255));  // BAD_HANDLE (bits 7:0)
         else if (k < 8)
             off = rg[r].len - len + 1 + static_cast<uint64_t>(rnd(rng, 64));  // RANGE
         else if (k < 10)
             r = 12;  // PERM
-        put(n, mknla(r, r == 12 ? rg[12].key : key, off), len, notify_ok && pct(rng, 15));
+        else if (k < 13)
+            key ^= 1u << (8 + rnd(rng, 24));  // BAD_HANDLE (bits 31:8)
+        if (r == 12) key = rg[12].key;
+        put(n, mknla(r, key, off), len, notify_ok && pct(rng, 15), false, -1, key >> 8);
     }
     void random_get(unsigned n) {
         unsigned r = 8 + static_cast<unsigned>(rnd(rng, 4));
@@ -834,12 +909,14 @@ class Bench {
         const uint32_t len = std::min<uint32_t>(rnd_len(), 65536);
         uint64_t off =
             static_cast<uint64_t>(rnd(rng, static_cast<int>(rg[r].len - std::min<uint64_t>(len, rg[r].len))));
-        unsigned key = rg[r].key;
+        uint32_t key = rg[r].key;
         if (pct(rng, 4)) key ^= 0x40;
+        if (pct(rng, 3)) key ^= 1u << (8 + rnd(rng, 24));
         if (pct(rng, 4)) off = rg[r].len - len + 1;
         get(n, mknla(r, key, off), len,
             mknla(static_cast<unsigned>(rnd(rng, 256)), static_cast<unsigned>(rnd(rng, 256)),
-                  static_cast<uint64_t>(rnd(rng, 1 << 30))));
+                  static_cast<uint64_t>(rnd(rng, 1 << 30))),
+            false, -1, key >> 8);
     }
 };
 
@@ -857,6 +934,7 @@ void random_mix(const Cfg& c, int ops, int stomp) {
             b.random_put(n);
     }
     b.finish();
+    EXPECT_GT(b.n_bh_rsp, 5u) << "BAD_HANDLE (key, scope) barely exercised";
 }
 
 }  // namespace
@@ -906,7 +984,7 @@ TEST(RmaTgt, ErrorsWriteNothing) {
     b.rg[2].valid = false;
     b.write_cfg(2);
     b.out_stall = 0;
-    const unsigned k0 = b.rg[0].key, k1 = b.rg[1].key;
+    const uint32_t k0 = b.rg[0].key, k1 = b.rg[1].key;
     EXPECT_EQ(b.put(0, mknla(0, k0 ^ 1, 0), 100)->exp_err, unsigned(VELO_RMA_ERR_BAD_HANDLE));
     EXPECT_EQ(b.put(0, mknla(9, 0, 0), 100)->exp_err, unsigned(VELO_RMA_ERR_BAD_HANDLE));
     EXPECT_EQ(b.put(0, mknla(1, k1, 0), 100)->exp_err, unsigned(VELO_RMA_ERR_PERM));
@@ -929,13 +1007,119 @@ TEST(RmaTgt, ErrorsWriteNothing) {
     EXPECT_EQ(b.n_err_rsp, 11u);
 }
 
+// Initiators outside a region's scope, and requests with a wrong KEY_HI: every put (many packets)
+// writes no byte and gets exactly one PUT_RSP BAD_HANDLE, every get gets one LAST BAD_HANDLE and
+// reads nothing; initiators at the scope's bounds are served; the unit counts the failures.
+TEST(RmaTgt, ForeignInitiatorsTouchNothing) {
+    Bench<Vtgt48> b(kCfg48);
+    b.add_region(0, 30000, 21, false, true, 2);
+    b.add_region(1, 30000, 300, true, false, 2);
+    for (unsigned i : {0u, 1u}) {
+        b.rg[i].alloc = false;
+        b.write_cfg(i);
+        b.rg[i].node_lo = 2;
+        b.rg[i].node_hi = 3;
+        b.rg[i].vpid_lo = 10;
+        b.rg[i].vpid_hi = 20;
+        b.write_key_scope(i);
+        b.rg[i].alloc = true;
+        b.write_cfg(i);
+    }
+    const uint32_t k0 = b.rg[0].key, k1 = b.rg[1].key;
+    const unsigned BH = VELO_RMA_ERR_BAD_HANDLE;
+    b.run();
+    // outside: node 1 and 4 (just below and above), vpid 9 and 21, and a wrong KEY_HI
+    struct Who {
+        unsigned node;
+        int vpid;
+        uint32_t xor_hi;
+    } bad[] = {{1, 15, 0}, {4, 15, 0}, {2, 9, 0}, {3, 21, 0}, {2, 10, 0x000001}, {3, 20, 0x800000}, {0, 0, 0}};
+    const uint64_t reads0 = b.n_reads;
+    for (const auto& w : bad) {
+        Put* p = b.put(w.node, mknla(0, k0, 1000), 5000, false, false, w.vpid, (k0 >> 8) ^ w.xor_hi);
+        EXPECT_EQ(p->exp_err, BH);
+        Put* q = b.put(w.node, mknla(0, k0, 9000), 0, true, false, w.vpid, (k0 >> 8) ^ w.xor_hi);
+        EXPECT_EQ(q->exp_err, BH) << "a notified zero-length put from outside: no TARGET entry";
+        Get* g = b.get(w.node, mknla(1, k1, 100), 3000, mknla(3, 3, 0), false, w.vpid, (k1 >> 8) ^ w.xor_hi);
+        EXPECT_EQ(g->exp_err, BH);
+    }
+    b.run();
+    EXPECT_EQ(b.n_reads, reads0) << "a get from outside reads nothing";
+    EXPECT_EQ(b.n_bh_rsp, 3u * (sizeof bad / sizeof bad[0]));
+    EXPECT_EQ(b.c_err_bh, b.n_bh_rsp) << "the unit's error events count them";
+    for (auto& p : b.puts) EXPECT_EQ(p->nwrote, 0u);
+    // at the bounds: served, byte exact
+    EXPECT_EQ(b.put(2, mknla(0, k0, 1000), 5000, false, false, 10)->exp_err, 0u);
+    EXPECT_EQ(b.put(3, mknla(0, k0, 7000), 100, true, false, 20)->exp_err, 0u);
+    EXPECT_EQ(b.get(3, mknla(1, k1, 100), 3000, mknla(3, 3, 0), false, 20)->exp_err, 0u);
+    EXPECT_EQ(b.get(2, mknla(1, k1, 5000), 30, mknla(3, 3, 0), false, 10)->exp_err, 0u);
+    b.finish();
+    EXPECT_GT(b.n_reads, reads0);
+    EXPECT_EQ(b.n_bh_rsp, 3u * (sizeof bad / sizeof bad[0]));
+}
+
+// The per-source KEY_HI: a put's later packets (no RMA_PKT_LEN word) are checked with the KEY_HI
+// its FIRST packet brought. The region index is deregistered and registered again mid-put with a
+// key of the same bits 7:0: with the same key the rest of the put is written (control); with new
+// bits 31:8 the rest fails BAD_HANDLE and writes nothing, although the NLA words still match.
+TEST(RmaTgt, KeyReusedMidPutTakesNoMoreOfThePut) {
+    Bench<Vtgt48> b(kCfg48);
+    b.add_region(0, 60000, 77, false, true, 2);
+    b.run();
+    for (int round = 0; round < 4; ++round) {
+        const bool new_hi = round & 1;
+        const uint32_t k_old = b.rg[0].key;
+        const unsigned node = 1 + static_cast<unsigned>(round % 3);
+        Put* p = b.put(node, mknla(0, k_old, 1000 + 100 * static_cast<unsigned>(round)), 20000, round >= 2, false, 6);
+        ASSERT_EQ(p->exp_err, 0u);
+        // let the FIRST packet and two more in, hold the rest
+        std::deque<Pkt> rest(b.inq[node].begin() + 3, b.inq[node].end());
+        b.inq[node].erase(b.inq[node].begin() + 3, b.inq[node].end());
+        for (int n = 0; (!b.inq[node].empty() || b.in_node >= 0 || b.h->busy) && n < 100000; ++n) b.step();
+        for (int n = 0; n < 50; ++n) b.step();
+        const size_t before = p->nwrote;
+        ASSERT_GT(before, 0u);
+        ASSERT_LT(before, 20000u);
+        // deregister (ALLOC = 0), quiesce, a key with the same bits 7:0, register again
+        b.rg[0].alloc = false;
+        b.write_cfg(0);
+        b.h->q_region = 0;
+        while (!b.cfgq.empty()) b.step();
+        for (int n = 0; b.h->q_busy && n < 100000; ++n) b.step();
+        ASSERT_FALSE(b.h->q_busy);
+        b.rg[0].key = new_hi ? (k_old ^ (0x10101u << (8 + round))) : k_old;
+        ASSERT_EQ(b.rg[0].key & 0xFFu, k_old & 0xFFu);
+        b.write_key_scope(0);
+        b.rg[0].alloc = true;
+        b.write_cfg(0);
+        while (!b.cfgq.empty()) b.step();
+        if (new_hi) {
+            p->exp_err = VELO_RMA_ERR_BAD_HANDLE;  // a write from now on is an error (on_tlp)
+            p->fail_mid = true;
+        }
+        for (auto& k : rest) b.inq[node].push_back(k);
+        b.run();
+        if (new_hi) {
+            EXPECT_EQ(p->nwrote, before) << "round " << round << ": the rest of the put was written with the new key";
+        } else {
+            EXPECT_EQ(p->nwrote, 20000u) << "round " << round << ": the same key takes the whole put";
+        }
+        EXPECT_TRUE(p->answered);
+        // a new put with the region's key now works
+        EXPECT_EQ(b.put(node, mknla(0, b.rg[0].key, 40000), 3000, false, false, 6)->exp_err, 0u);
+        b.run();
+    }
+    b.finish();
+    EXPECT_EQ(b.n_bh_rsp, 2u);
+}
+
 // A failed FIRST packet fails the whole put; the next put from that node starts clean; another
 // node's put in between is unaffected (per-source outcome).
 TEST(RmaTgt, PerSourceOutcome) {
     Bench<Vtgt48> b(kCfg48);
     b.add_region(0, 40000, 3, false, true, 2);
     b.add_region(1, 40000, 3000, false, true, 2);
-    const unsigned k0 = b.rg[0].key, k1 = b.rg[1].key;
+    const uint32_t k0 = b.rg[0].key, k1 = b.rg[1].key;
     for (int i = 0; i < 20; ++i) {
         b.put(0, mknla(0, k0, 39000), 2000);  // RANGE, many packets
         b.put(1, mknla(1, k1, 100 + 1000 * i), 999);
