@@ -162,10 +162,13 @@ module velo_rma_init #(
     localparam integer F_RNLA   = F_LNLA + 64;
     localparam integer F_COOKIE = F_RNLA + 64;
     localparam integer F_ROUTE  = F_COOKIE + 64;
-    localparam integer F_KEYHI  = F_ROUTE + 14;   // RMA_CMD0 RKEY_HI: the remote key's bits 31:8
-    localparam integer TW       = F_KEYHI + 24;
+    localparam integer TW       = F_ROUTE + 14;
 
     reg [TW-1:0] tag_tab [0:TAGS-1];
+    // RMA_CMD0 RKEY_HI (the remote key's bits 31:8) per tag, apart from the table: read by the
+    // packetiser and the GET sender only (two read ports: LUT RAM, where the five-port table is
+    // flip-flops on xc4v)
+    reg [23:0] kh_tab [0:TAGS-1];
     reg [TAGS-1:0] t_busy;             // tag holds a command
     reg [TAGS-1:0] t_sent;             // its last request packet has left (put: LAST; get: GET)
     reg [5*TAGS-1:0] t_lerr;           // {remote, reason} of a failure noted before the end
@@ -361,9 +364,11 @@ module velo_rma_init #(
         end
     end
     always @(posedge clk) begin
+        if (i_alloc) kh_tab[free_tag] <= c0[`VELO_RMA_CMD0_RKEY_HI];
+    end
+    always @(posedge clk) begin
         if (i_alloc)
-            tag_tab[free_tag] <= {c0[`VELO_RMA_CMD0_RKEY_HI], i_route, cmd_data[255:64], c_len, c_node8[NODE_BITS-1:0],
-                             cmd_slot, cmd_vpid,
+            tag_tab[free_tag] <= {i_route, cmd_data[255:64], c_len, c_node8[NODE_BITS-1:0], cmd_slot, cmd_vpid,
                              c0[`VELO_RMA_CMD0_NOTIFY], c0[`VELO_RMA_CMD0_RCPL], c0[`VELO_RMA_CMD0_LCPL], c_get};
     end
     always @(posedge clk) begin
@@ -556,10 +561,10 @@ module velo_rma_init #(
         // RMA_PKT_LEN words: the length and the remote key's bits 31:8 (the target checks all 32)
         l_put = 64'd0;
         l_put[`VELO_RMA_PKT_LEN_LEN]    = p_len;
-        l_put[`VELO_RMA_PKT_LEN_KEY_HI] = row_pkt[F_KEYHI +: 24];
+        l_put[`VELO_RMA_PKT_LEN_KEY_HI] = kh_tab[p_tag];
         l_get = 64'd0;
         l_get[`VELO_RMA_PKT_LEN_LEN]    = row_get[F_LEN +: 24];
-        l_get[`VELO_RMA_PKT_LEN_KEY_HI] = row_get[F_KEYHI +: 24];
+        l_get[`VELO_RMA_PKT_LEN_KEY_HI] = kh_tab[g_tag];
         h_put = 64'd0;
         h_put[`VELO_RMA_PKT_HDR_VC]       = `VELO_VC_REQ;
         h_put[`VELO_RMA_PKT_HDR_ROUTE]    = row_pkt[F_ROUTE +: 14];

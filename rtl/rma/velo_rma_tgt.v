@@ -43,7 +43,7 @@
 // which reach the NIC behind its CPU's posted writes, which may wait for the network's request
 // class, which waits at this NIC's (and other NICs') request input. So the request input must
 // never wait for a get being served: T hands every GET to the get engine at once if it is idle
-// and the queue empty, else into the GET queue (2^GQ_LOG2 entries of 183 bits, block RAM), and
+// and the queue empty, else into the GET queue (2^GQ_LOG2 entries of 215 bits, block RAM), and
 // frees its slot. The initiator keeps at most one get outstanding
 // per target node (velo_rma_init), so with GQ_LOG2 >= NODE_BITS the queue never fills; if it
 // does (GETs from an initiator that breaks that rule), T waits for room as before.
