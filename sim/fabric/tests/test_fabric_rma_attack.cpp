@@ -130,6 +130,7 @@ const velo_addr_t kFriend = {2, 21};
 // the hostiles: on the victim's node and on both others
 const velo_addr_t kHostile[3] = {{1, 30}, {0, 31}, {2, 32}};
 constexpr size_t kA = 64u << 10, kO = 16u << 10, kP = 16u << 10, kS = 16u << 10;
+constexpr size_t kSbuf = kS + kRegions;  // S's buffer: registrations of kS .. kS + 255 bytes of it
 
 // A region as a peer would get it.
 struct Handle {
@@ -242,30 +243,34 @@ TEST(FabricRmaAttack, hostile_processes) {
         CHECK(r == 0, "open: %s", velo_strerror(r));
         std::mt19937_64 rng(seed);
         // the secrets and the victim's own copies of what its regions must hold
-        std::vector<uint8_t> A(kA), O(kO), P(kP), S(kS);
+        std::vector<uint8_t> A(kA), O(kO), P(kP), S(kSbuf);
         fill(A.data(), kA, seed ^ 0xA);
         fill(O.data(), kO, seed ^ 0xB);
         fill(P.data(), kP, seed ^ 0xC);
-        fill(S.data(), kS, seed ^ 0xD);
+        fill(S.data(), kSbuf, seed ^ 0xD);
         const std::vector<uint8_t> cA = A, cP = P, cS = S;
         std::vector<uint8_t> cO = O;
         const unsigned rw = VELO_ACCESS_REMOTE_READ | VELO_ACCESS_REMOTE_WRITE;
-        // a handle that goes stale: S registered, deregistered, and registered again until it has
-        // the same region index (the driver hands indices out round robin)
-        velo_region_t *rs, *ra, *ro, *rp, *rl;
+        // a handle that goes stale: S registered and deregistered, then registered again (a byte
+        // longer each time, so that the region cache never answers) and held until one of them has
+        // the old region index: whichever free index the driver picks, the old one is taken before
+        // the table is full
+        velo_region_t *rs = nullptr, *ra, *ro, *rp, *rl;
         r = velo_register(ep, S.data(), kS, rw, nullptr, &rs);
         CHECK(r == 0, "register S: %s", velo_strerror(r));
         const Handle stale = handle_of(rs);
         CHECK(velo_deregister(rs) == 0, "deregister S");
         Handle hs{0, 0};
-        for (unsigned i = 0; i < 4 * kRegions; ++i) {
-            r = velo_register(ep, S.data(), kS, rw, nullptr, &rs);
-            CHECK(r == 0, "register S again: %s", velo_strerror(r));
+        std::vector<velo_region_t*> held;
+        for (size_t i = 1; i <= kRegions && (held.empty() || hs.index() != stale.index()); ++i) {
+            r = velo_register(ep, S.data(), kS + i, rw, nullptr, &rs);
+            CHECK(r == 0, "register S again (%zu held): %s", held.size(), velo_strerror(r));
             hs = handle_of(rs);
-            if (hs.index() == stale.index()) break;
-            CHECK(velo_deregister(rs) == 0, "deregister S");
+            held.push_back(rs);
         }
-        CHECK(hs.index() == stale.index(), "region index %u never came back", stale.index());
+        CHECK(!held.empty() && hs.index() == stale.index(), "region index %u never came back", stale.index());
+        held.pop_back();  // rs: S now
+        for (velo_region_t* x : held) CHECK(velo_deregister(x) == 0, "deregister");
         CHECK(hs.key != stale.key, "index %u was given its old key %08x again", hs.index(), hs.key);
         CHECK(hs.key != 0 && stale.key != 0, "a key of 0");
         // A: the default scope (no jobs on the fabric: everybody; its key is the protection);
@@ -327,7 +332,7 @@ TEST(FabricRmaAttack, hostile_processes) {
         for (size_t i = 0; i < kA; ++i) CHECK(A[i] == cA[i], "A byte %zu changed", i);
         for (size_t i = 0; i < kO; ++i) CHECK(O[i] == cO[i], "O byte %zu is not what the victim put", i);
         for (size_t i = 0; i < kP; ++i) CHECK(P[i] == wantP[i], "P byte %zu is not the secret or the friend's", i);
-        for (size_t i = 0; i < kS; ++i) CHECK(S[i] == cS[i], "S byte %zu changed", i);
+        for (size_t i = 0; i < kSbuf; ++i) CHECK(S[i] == cS[i], "S byte %zu changed", i);
         for (velo_region_t* x : {ra, ro, rp, rs, rl}) {
             r = velo_deregister(x);
             CHECK(r == 0, "deregister: %s", velo_strerror(r));

@@ -1033,6 +1033,22 @@ TEST_F(Rma, CxxRegionAndTransfers) {
         velo::Region moved = std::move(r);
         EXPECT_FALSE(r);
         EXPECT_TRUE(moved);
+        // what a peer needs: the NLA and the key of the same registration; the scope as asked
+        velo::Region p = e.region(reinterpret_cast<const void*>(0x200000), 4096, VELO_ACCESS_REMOTE_WRITE,
+                                  velo::scope_peer(velo_addr_t{5, 6}));
+        const velo::RemoteRegion rr = p.remote(100);
+        EXPECT_EQ(rr.nla, drv.registered.back() + 100);
+        EXPECT_EQ(rr.key, p.key());
+        EXPECT_EQ(VELO_FIELD_GET(VELO_RMA_NLA_KEY, rr.nla), rr.key & 0xFF);
+        EXPECT_EQ(drv.asked.back().scope, unsigned(VELO_SCOPE_PEER));
+        EXPECT_EQ(drv.asked.back().node_lo, 5);
+        EXPECT_EQ(drv.asked.back().vpid_lo, 6);
+        const velo::Scope b = p.scope();
+        EXPECT_EQ(b.kind, unsigned(VELO_SCOPE_BOX));
+        EXPECT_EQ(b.node_hi, 5);
+        EXPECT_EQ(b.vpid_hi, 6);
+        EXPECT_THROW(e.put(kDst, moved, 0, velo::RemoteRegion{kRemote, kKey ^ 1u}, 8),
+                     velo::Error);  // NLA/key mismatch
     }
-    EXPECT_EQ(drv.deregistered.size(), 1u) << "the destructor deregisters";
+    EXPECT_EQ(drv.deregistered.size(), 2u) << "the destructor deregisters";
 }
