@@ -320,9 +320,28 @@ mode_probe() {
 		_m2=$(dmesg_since | grep -E "$VV: RMA region [0-9]+: unpinned at removal" | head -1)
 		check probe.rmastuck.dmesg "${_m1:-no 'never quiesced' line} | ${_m2:-no 'unpinned at removal' line}" \
 			[ -n "$_m1" -a -n "$_m2" ]
-
-
 	fi
+
+	# 5d. hot removal while a REGISTER is in flight: velo_guest holds its REGISTER in the ioctl
+	# with userfaultfd (the argument page) and unbinds the device itself from a child; the unbind
+	# must wait for the ioctl (SRCU), and nothing may stay pinned
+	_e=$(velo_guest poke $RES_VV /velo/regimg/regs-rma.txt 2>&1)
+	_r=$?
+	check probe.uffd.image "${_e:-ok}" [ $_r -eq 0 ]
+	write_to $DRV/bind $VV
+	check probe.uffd.bind "bind: ${WERR:-ok}" [ -z "$WERR" ]
+	velo_guest uffd probe.uffd /dev/velo0 /sys/class/velo/velo0 $VV >/tmp/uffd.out 2>&1 &
+	UFFD=$!
+	(sleep $STEP_TIMEOUT; kill -9 $UFFD 2>/dev/null) &
+	KILLER=$!
+	wait $UFFD
+	_r=$?
+	kill $KILLER 2>/dev/null
+	check probe.uffd.exit "status $_r" [ $_r -eq 0 ]
+	grep '^VELOTEST ' /tmp/uffd.out
+	grep -v '^VELO' /tmp/uffd.out
+	unbound_ok probe.uffd.unbound $VV 0
+	dmesg_clean probe.uffd.dmesg
 
 	# 6. remove while a process sleeps in WAIT with the endpoint mapped (hot unplug)
 	write_to $DRV/bind $VV

@@ -185,6 +185,8 @@ def expected_checks(test, variants, append=""):
                   ["removed", "close", "unbind", "exit", "dmesg"]]
         names += [] if bounce else ["probe.rmastuck." + c for c in ("image", "bind", "setup", "stuck", "removed", "close", "unbind",
                                                   "exit", "dmesg")]
+        names += ["probe.uffd." + c for c in ("image", "bind", "setup", "gup", "held", "fence", "released", "after",
+                                              "exit", "unbound", "dmesg")]
     names += ["probe.vv.rebind", "probe.vv.rebound"]
     names += ["probe.hold." + c for c in ("setup", "rmmod_busy", "unbind", "wait_woken", "gone", "close", "exit")]
     names += ["probe.rmmod", "probe.gone", "probe.bo.gone"]
