@@ -5,12 +5,14 @@
 #include <gtest/gtest.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -122,5 +124,55 @@ int open_ep(const FabricProc& f, int node, int vpid, velo_ep_t** ep, unsigned ri
     a.connect_timeout_ms = 60000;
     return velo_open(&a, ep);
 }
+
+// The seed of a randomised test: SEED=<n> or a random one, printed so that a run can be replayed.
+inline uint64_t test_seed() {
+    const char* s = std::getenv("SEED");
+    uint64_t seed = s && *s ? std::strtoull(s, nullptr, 0) : std::random_device()();
+    std::printf("SEED=%llu\n", static_cast<unsigned long long>(seed));
+    std::fflush(stdout);
+    return seed;
+}
+
+// A bidirectional channel between two processes (socketpair made before fork): 16-byte records.
+struct Link {
+    int fd[2] = {-1, -1};
+    Link() {
+        if (socketpair(AF_UNIX, SOCK_STREAM, 0, fd) < 0) fd[0] = fd[1] = -1;
+    }
+    ~Link() { close_all(); }
+    // a child keeps its own side only (so it sees EOF when its peer dies)
+    void keep(int side) {
+        if (fd[1 - side] >= 0) close(fd[1 - side]);
+        fd[1 - side] = -1;
+    }
+    void close_all() {
+        for (int& f : fd)
+            if (f >= 0) {
+                close(f);
+                f = -1;
+            }
+    }
+    // side 0 or 1
+    bool send(int side, uint64_t a, uint64_t b = 0) {
+        uint64_t v[2] = {a, b};
+        return write(fd[side], v, sizeof v) == static_cast<ssize_t>(sizeof v);
+    }
+    // timeout_ms 0: only if a record is there now
+    bool recv(int side, uint64_t* a, uint64_t* b = nullptr, int timeout_ms = 120000) {
+        pollfd pf{fd[side], POLLIN, 0};
+        if (poll(&pf, 1, timeout_ms) != 1) return false;
+        uint64_t v[2];
+        size_t got = 0;
+        while (got < sizeof v) {
+            ssize_t n = read(fd[side], reinterpret_cast<char*>(v) + got, sizeof v - got);
+            if (n <= 0) return false;
+            got += static_cast<size_t>(n);
+        }
+        if (a) *a = v[0];
+        if (b) *b = v[1];
+        return true;
+    }
+};
 
 }  // namespace velo_fabric_test

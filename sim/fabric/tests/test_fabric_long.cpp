@@ -21,16 +21,6 @@ namespace {
 
 using namespace velo_fabric_test;
 
-uint64_t test_seed() {
-    static const uint64_t s = [] {
-        const char* e = std::getenv("SEED");
-        uint64_t v = e && *e ? std::strtoull(e, nullptr, 0) : static_cast<uint64_t>(time(nullptr));
-        std::printf("[ seed  ] SEED=%llu\n", static_cast<unsigned long long>(v));
-        return v;
-    }();
-    return s;
-}
-
 int connect_to(velo_ep_t* ep, velo_addr_t dst, velo_conn_t** c, unsigned flags = 0) {
     for (int i = 0; i < 60000; ++i) {
         int r = velo_connect(ep, dst, flags, c);
