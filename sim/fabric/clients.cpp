@@ -61,10 +61,20 @@ void Fabric::req_open(Client* c, velo_sim_msg& m) {
     p.log2_lines = static_cast<unsigned>(log2);
     p.ctl_log2_lines = static_cast<unsigned>(ctl_log2);
     p.owner = c->id;
+    // who opens: the job the client names (VELO_JOB_KEY), the peer's pid and uid from
+    // SO_PEERCRED; never privileged (the socket carries no privilege)
+    p.job_key = static_cast<uint64_t>(m.arg[5]);
+    p.pid = c->cl.pid;
+    p.uid = c->cl.uid;
+    p.privileged = 0;
     const velo_core_ep* ce = nullptr;
     int r = velo_core_ep_open(core_[node], &p, &ce);
     if (r < 0) {
         m.status = r;
+        if (r == -EACCES)
+            std::snprintf(m.text, sizeof m.text, "node %lld: %s", static_cast<long long>(node),
+                          p.job_key ? "job key unknown, or vpid outside the job, or the job is another user's"
+                                    : "vpid belongs to a job (or the policy is strict): set VELO_JOB_KEY");
         return reply(c, m, nullptr, 0);
     }
     auto e = std::make_unique<Endpoint>();
@@ -197,8 +207,12 @@ void Fabric::accept_clients() {
         c->fd = fd;
         ucred uc{};
         socklen_t ul = sizeof uc;
-        if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &uc, &ul) == 0) c->peer_pid = uc.pid;
-        velo_core_client_init(&c->cl, c->id, static_cast<uint32_t>(c->peer_pid), 0, 0);
+        uint32_t uid = VELO_CORE_UID_ANY;  // (no credentials: no user a job names)
+        if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &uc, &ul) == 0) {
+            c->peer_pid = uc.pid;
+            uid = static_cast<uint32_t>(uc.uid);
+        }
+        velo_core_client_init(&c->cl, c->id, static_cast<uint32_t>(c->peer_pid), uid, 0);
         epoll_event ev{};
         ev.events = EPOLLIN | EPOLLRDHUP;
         ev.data.fd = fd;

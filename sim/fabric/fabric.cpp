@@ -40,6 +40,7 @@
 
 #define VELO_HW_WANT_NAMES
 #include "fabric_private.hpp"
+#include "velo/velo_uapi.h"
 
 namespace velo::fabric {
 
@@ -347,6 +348,51 @@ bool Fabric::setup_system() {
     return true;
 }
 
+// --policy and --job: what a resource manager's prolog does on every node (velo_core_set_policy,
+// VELO_IOC_JOB_SET), before any client can connect. Values the NICs cannot hold are refused.
+bool Fabric::setup_jobs() {
+    const unsigned n = static_cast<unsigned>(core_.size());
+    const unsigned half = VELO_CTL_VPID_BIT(velo_core_caps(core_[0])->vpid_bits);
+    for (unsigned i = 0; i < n; ++i) {
+        const int r = velo_core_set_policy(core_[i], opt_.policy);
+        if (r < 0) {
+            logf("node %u: the driver core refuses policy %u (%d)", i, opt_.policy, r);
+            return false;
+        }
+    }
+    for (const JobOpt& j : opt_.jobs) {
+        velo_core_job cj{};
+        cj.key = j.key;
+        cj.uid = j.has_uid ? j.uid : VELO_CORE_UID_ANY;
+        cj.vpid_lo = j.vpid_lo;
+        cj.vpid_hi = j.vpid_hi;
+        cj.node_lo = j.all_nodes ? 0 : j.node_lo;
+        cj.node_hi = j.all_nodes ? n - 1 : j.node_hi;
+        if (cj.vpid_hi >= half) {
+            logf("--job 0x%llx: data vpids %u-%u: this fabric's data vpids are 0-%u",
+                 static_cast<unsigned long long>(j.key), j.vpid_lo, j.vpid_hi, half - 1);
+            return false;
+        }
+        if (cj.node_hi >= n) {
+            logf("--job 0x%llx: nodes %u-%u: this fabric's nodes are 0-%u", static_cast<unsigned long long>(j.key),
+                 cj.node_lo, cj.node_hi, n - 1);
+            return false;
+        }
+        for (unsigned i = 0; i < n; ++i) {
+            const int r = velo_core_job_set(core_[i], &cj);
+            if (r < 0) {
+                logf("--job 0x%llx: node %u's driver core refuses it (%d, %s)", static_cast<unsigned long long>(j.key),
+                     i, r, std::strerror(-r));
+                return false;
+            }
+        }
+        if (opt_.verbose)
+            logf("job 0x%llx: data vpids %u-%u, nodes %u-%u, %s", static_cast<unsigned long long>(j.key), cj.vpid_lo,
+                 cj.vpid_hi, cj.node_lo, cj.node_hi, j.has_uid ? ("uid " + std::to_string(j.uid)).c_str() : "any user");
+    }
+    return true;
+}
+
 void Fabric::update_info() {
     __atomic_store_n(&info_->cycle, sys_->cycle(), __ATOMIC_RELEASE);
 }
@@ -414,6 +460,7 @@ int Fabric::run() {
     signal(SIGPIPE, SIG_IGN);
     if (!setup_socket()) return 2;
     if (!setup_system()) return 1;
+    if (!setup_jobs()) return 2;
     spin_ns_ = 1000ll * (opt_.spin_us >= 0 ? opt_.spin_us : sysconf(_SC_NPROCESSORS_ONLN) >= 2 ? 50 : 0);
     doorbell_ = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
     epfd_ = epoll_create1(EPOLL_CLOEXEC);

@@ -5,8 +5,20 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace velo::fabric {
+
+// A job registered on every node's driver core at start (--job), as a resource manager's prolog
+// does with VELO_IOC_JOB_SET on every node of the job (docs/driver.md, "Security model").
+struct JobOpt {
+    uint64_t key = 0;                   // nonzero
+    unsigned vpid_lo = 0, vpid_hi = 0;  // data vpids, inclusive
+    bool all_nodes = true;              // nodes 0 .. nodes-1 (else node_lo..node_hi)
+    unsigned node_lo = 0, node_hi = 0;
+    bool has_uid = false;  // only this user may open endpoints of the job
+    uint32_t uid = 0;
+};
 
 struct Options {
     std::string socket;         // empty: velo_sim_default_socket()
@@ -22,6 +34,8 @@ struct Options {
     int ready_fd = -1;          // write "ready\n" here once clients can connect
     bool verbose = false;
     bool sim_gate = true;  // clock-gate idle RMA units and switches in the models (SystemConfig::sim_gate)
+    unsigned policy = 1;   // grant policy, VELO_POLICY_* (velo/velo_uapi.h): 0 open, 1 job, 2 strict
+    std::vector<JobOpt> jobs;
 };
 
 // Parse argv (without argv[0]); false with a message in err.

@@ -144,6 +144,7 @@ class Fabric {
   private:
     bool setup_socket();
     bool setup_system();
+    bool setup_jobs();
     void handle_events(int timeout_ms);
     void accept_clients();
     void on_client(Client* c);

@@ -435,6 +435,19 @@ static int sim_open(struct velo_be* b, const char* path, const velo_open_attr_t*
         sim_unmap(s);
         return e == ENOENT || e == ENOTDIR ? -ENODEV : e == ECONNREFUSED ? -ECONNREFUSED : -e;
     }
+    // the job's secret, handed out by the launcher: read as the hw backend reads it (after the
+    // device answered); the fabric gives it to the driver core's EP_OPEN (unknown: -EACCES)
+    uint64_t job_key = 0;
+    const char* jk = getenv("VELO_JOB_KEY");
+    if (jk && *jk) {
+        char* end = NULL;
+        errno = 0;
+        job_key = strtoull(jk, &end, 0);
+        if (errno || !end || *end || !job_key) {
+            sim_unmap(s);
+            return -EINVAL;
+        }
+    }
     struct velo_sim_msg m;
     memset(&m, 0, sizeof m);
     m.type = VELO_SIM_OPEN;
@@ -443,6 +456,7 @@ static int sim_open(struct velo_be* b, const char* path, const velo_open_attr_t*
     m.arg[2] = a->ring_log2;
     m.arg[3] = VELO_CTL_RING_LOG2_DEFAULT;
     m.arg[4] = getpid();
+    m.arg[5] = (int64_t)job_key;
     int fds[VELO_SIM_OPEN_NFDS];
     int r = request(s, &m, fds, VELO_SIM_OPEN_NFDS);
     if (r < 0) {

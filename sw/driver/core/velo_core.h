@@ -126,7 +126,7 @@ struct velo_core_ep_params {
 	unsigned int ctl_log2_lines; /* control ring */
 	unsigned int max_grants; /* grants the endpoint may hold; 0: 1024 */
 	uint64_t owner; /* opaque owner (file, client); velo_core_release_owner closes all */
-	/* who opens it (the access policy and the vpid table in sysfs); all 0 in the fabric */
+	/* who opens it (the access policy, the sysfs vpid table); the fabric: never privileged */
 	uint64_t job_key; /* 0: no job (the vpids no job owns) */
 	uint32_t pid, uid;
 	uint32_t privileged; /* CAP_SYS_ADMIN: any vpid, any destination */

@@ -29,7 +29,8 @@
 #include <unistd.h>
 
 #define VELO_SIM_MAGIC 0x56534D31u /* 'VSM1' */
-#define VELO_SIM_VERSION 1
+/* 2: OPEN carries the job key (a fabric of version 1 knew no jobs and would ignore it) */
+#define VELO_SIM_VERSION 2
 
 /* Socket path: VELO_DEVICE=sim:<path>; default: $XDG_RUNTIME_DIR/velo-fabric.sock if that
  * directory is set, else /tmp/velo-fabric-<uid>.sock. */
@@ -47,7 +48,8 @@ static inline int velo_sim_default_socket(char* buf, size_t n) {
 
 /* ---- requests (type), each answered by one reply with the same type and seq */
 enum velo_sim_req {
-    VELO_SIM_OPEN = 1,     /* arg: node (-1: 0), vpid (-1: any), log2_lines, ctl_log2_lines, pid
+    VELO_SIM_OPEN = 1,     /* arg: node (-1: 0), vpid (-1: any), log2_lines, ctl_log2_lines, pid,
+                              job key (VELO_JOB_KEY; 0: none)
                               reply arg: node, vpid, ctl_vpid, node_bits, vpid_bits, nodes, nslots,
                               log2_lines, ctl_log2_lines; fds: info, doorbell, chan, ring, ctl_ring */
     VELO_SIM_GRANT = 2,    /* arg: from (VELO_GRANT_FROM_*), dst_node, dst_vpid
