@@ -10,12 +10,19 @@
 // succeed, and the NICs' ERR_BAD_HANDLE counters count exactly the attempts (the target's: all of
 // them; each initiator's node: its own), no other error counter moves.
 //
-// Not covered here, because the fabric has no way to express them: a JOB-scoped region attacked
-// from a second registered job (velo-fabric has no job registration request: every client is
-// outside any job, so JOB scope admits everybody there), and a device fd passed over a unix socket
-// to a process that dropped privilege (the fabric's clients hold a socket to the fabric, which
-// knows no privilege: the fd is the endpoint, as a /dev/velo fd is; privilege at ioctl time is the
-// driver's, tested in its QEMU boots).
+// other_job: the fabric starts with two jobs A and B (--job, as a resource manager's prolog
+// registers them on every node; disjoint data vpids, all nodes). A victim in A registers JOB-scoped
+// regions holding secrets, a process of A on another node gets and puts them, and processes of B on
+// the victim's node and on another, holding the victim's valid NLAs and keys (as a leak would give
+// them), put and get: every attempt ends in BAD_HANDLE at the remote side, no victim byte changes,
+// the counters count exactly the attempts. Also: a process of B cannot open a vpid of A, an unknown
+// job key is refused with EACCES (as the driver does), a malformed one with EINVAL, an owner in A
+// cannot scope a region into B, and the fabric refuses bad --job / --policy values.
+//
+// Not covered here, because the fabric has no way to express it: a device fd passed over a unix
+// socket to a process that dropped privilege (the fabric's clients hold a socket to the fabric,
+// which knows no privilege: the fd is the endpoint, as a /dev/velo fd is; privilege at ioctl time
+// is the driver's, tested in its QEMU boots).
 //
 // Random choices come from a seed that is printed; SEED=<n> replays a run.
 #include <gtest/gtest.h>
@@ -123,7 +130,7 @@ struct Attempt {
 
 // The hostiles' attempts, in batches that keep up to 32 in flight: each must end with one ERROR
 // BAD_HANDLE from the remote side, and no get may bring a byte back.
-int run_attempts(velo_ep_t* ep, const std::vector<Attempt>& at, const char* what) {
+int run_attempts(velo_ep_t* ep, const std::vector<Attempt>& at, const char* what, velo_addr_t target = kVictim) {
     std::vector<uint8_t> src(8, 0xAB);
     std::vector<uint8_t> dst(at.size() * 8, 0xEE);
     size_t next = 0, done = 0;
@@ -131,8 +138,8 @@ int run_attempts(velo_ep_t* ep, const std::vector<Attempt>& at, const char* what
         while (next < at.size() && next - done < 32) {
             const Attempt& a = at[next];
             const int r =
-                a.put ? velo_put_buf(ep, kVictim, src.data(), a.nla, a.key, 8, VELO_RMA_F_REMOTE, next)
-                      : velo_get_buf(ep, kVictim, dst.data() + 8 * next, a.nla, a.key, 8, VELO_RMA_F_LOCAL, next);
+                a.put ? velo_put_buf(ep, target, src.data(), a.nla, a.key, 8, VELO_RMA_F_REMOTE, next)
+                      : velo_get_buf(ep, target, dst.data() + 8 * next, a.nla, a.key, 8, VELO_RMA_F_LOCAL, next);
             if (r == -EAGAIN) break;
             CHECK(r == 0, "%s %zu: issue: %s", what, next, velo_strerror(r));
             ++next;
@@ -225,7 +232,7 @@ TEST(FabricRmaAttack, hostile_processes) {
         for (velo_region_t* x : held) CHECK(velo_deregister(x) == 0, "deregister");
         CHECK(hs.key != stale.key, "index %u was given its old key %08x again", hs.index(), hs.key);
         CHECK(hs.key != 0 && stale.key != 0, "a key of 0");
-        // A: the default scope (no jobs on the fabric: everybody; its key is the protection);
+        // A: the default scope (no jobs on this fabric: everybody; its key is the protection);
         // O: the owner only; P: the friend only
         r = velo_register(ep, A.data(), kA, rw, nullptr, &ra);
         CHECK(r == 0, "register A: %s", velo_strerror(r));
@@ -417,6 +424,266 @@ TEST(FabricRmaAttack, hostile_processes) {
     const char* bad_handle = velo_rma_counter_names[VELO_RMA_CNT_ERR_BAD_HANDLE];
     for (unsigned n = 0; n < 3; ++n)
         EXPECT_EQ(logged_counter(log, n, bad_handle), (n == kVictim.node ? attempts : 0u) + tally->from_node[n].load())
+            << "node " << n << "\n"
+            << log.substr(log.size() > 4000 ? log.size() - 4000 : 0);
+    for (unsigned n = 0; n < 3; ++n)
+        for (unsigned c :
+             {VELO_RMA_CNT_ERR_PERM, VELO_RMA_CNT_ERR_RANGE, VELO_RMA_CNT_ERR_NOT_OWNER, VELO_RMA_CNT_ERR_NOT_VALID})
+            EXPECT_EQ(logged_counter(log, n, velo_rma_counter_names[c]), 0u)
+                << "node " << n << " " << velo_rma_counter_names[c];
+    munmap(tally, sizeof(Tally));
+}
+
+// ---- a JOB-scoped region and a second job
+namespace {
+
+constexpr uint64_t kJobA = 0xA11CE5EC12E7ull, kJobB = 0xB0B0B0B0B0B0ull;
+constexpr unsigned kJobALo = 16, kJobAHi = 47, kJobBLo = 48, kJobBHi = 79;
+const velo_addr_t kVictimA = {1, 20}, kFriendA = {2, 21};
+// job B's hostiles: on the victim's node and on another
+const velo_addr_t kHostileB[2] = {{1, 50}, {0, 51}};
+constexpr size_t kJ = 32u << 10, kK = 16u << 10;  // the victim's JOB-scoped regions J and K
+
+int join_job(uint64_t key) {
+    char v[32];
+    std::snprintf(v, sizeof v, "0x%llx", static_cast<unsigned long long>(key));
+    return setenv("VELO_JOB_KEY", v, 1);
+}
+
+}  // namespace
+
+TEST(FabricRmaAttack, other_job) {
+    const uint64_t seed = test_seed();
+    // jobs the NICs cannot hold, or that overlap, are refused at start (exit status 2)
+    for (const std::vector<std::string>& bad :
+         std::vector<std::vector<std::string>>{{"--job", "0:16-47"},        // key 0
+                                               {"--job", "0x1:47-16"},      // empty vpid range
+                                               {"--job", "0x1:16-128"},     // beyond the data vpids (8 VPID bits)
+                                               {"--job", "0x1:16-47:0-3"},  // a node the fabric lacks
+                                               {"--job", "0x1:16-47", "--job", "0x2:47-50"},  // overlapping vpids
+                                               {"--job", "0x1:16-47", "--job", "0x1:50-60"},  // the same key twice
+                                               {"--job", "0x1:16-47:0-2:4294967295"},         // no such uid
+                                               {"--job", "0x1:16-47:0-2:0:9"},                // a field too many
+                                               {"--policy", "closed"}}) {
+        FabricProc bf({}, false);
+        std::vector<std::string> args = {"--nodes", "3"};
+        args.insert(args.end(), bad.begin(), bad.end());
+        int st = -1;
+        EXPECT_FALSE(bf.start(args, &st)) << bad[1];
+        EXPECT_EQ(st, 2) << bad[1];
+    }
+    char logpath[] = "/tmp/velo-attack-log-XXXXXX";
+    const int logfd = mkstemp(logpath);
+    ASSERT_GE(logfd, 0);
+    const int saved = dup(2);
+    dup2(logfd, 2);
+    char ja[64], jb[64];
+    std::snprintf(ja, sizeof ja, "0x%llx:%u-%u", static_cast<unsigned long long>(kJobA), kJobALo, kJobAHi);
+    std::snprintf(jb, sizeof jb, "%llu:%u-%u:0-2", static_cast<unsigned long long>(kJobB), kJobBLo, kJobBHi);
+    FabricProc f({"--nodes", "3", "--verbose", "--job", ja, "--job", jb});
+    dup2(saved, 2);
+    close(saved);
+    close(logfd);
+    auto* tally =
+        static_cast<Tally*>(mmap(nullptr, sizeof(Tally), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0));
+    ASSERT_NE(tally, MAP_FAILED);
+    new (tally) Tally();
+
+    // ---- who may open what: job B cannot take job A's vpids, an unknown key nothing, no key no
+    // job vpid; a malformed key is refused by libvelo itself
+    pid_t opener = spawn([&] {
+        velo_ep_t* ep = nullptr;
+        struct Case {
+            const char* key;  // VELO_JOB_KEY, nullptr: unset
+            velo_addr_t at;
+            int want;
+        };
+        char kb[32], ka[32];
+        std::snprintf(kb, sizeof kb, "0x%llx", static_cast<unsigned long long>(kJobB));
+        std::snprintf(ka, sizeof ka, "%llu", static_cast<unsigned long long>(kJobA));
+        const Case cases[] = {
+            {kb, {0, kJobALo}, -EACCES},            // job B, a job A vpid
+            {kb, {1, kVictimA.vpid}, -EACCES},      // ... the victim's (not open yet)
+            {kb, {2, kJobAHi}, -EACCES},            // ... the last of job A
+            {"0xDEAD", {0, kJobBLo + 5}, -EACCES},  // an unknown key (EACCES, as the driver)
+            {"0xDEAD", {1, 100}, -EACCES},          // ... on a vpid no job owns
+            {nullptr, {0, kJobALo + 3}, -EACCES},   // no key: a job's vpid
+            {nullptr, {2, kJobBHi}, -EACCES},
+            {"12x", {0, 100}, -EINVAL},  // malformed keys: libvelo refuses them
+            {"0", {0, 100}, -EINVAL},
+            {ka, {0, kJobBLo}, -EACCES},  // job A, a job B vpid
+            {ka, {0, kJobALo}, 0},        // and what is allowed: job A in its range
+            {kb, {2, kJobBHi}, 0},        // job B in its own
+            {nullptr, {1, 100}, 0},       // no job, a vpid no job owns
+        };
+        for (const Case& c : cases) {
+            if (c.key)
+                setenv("VELO_JOB_KEY", c.key, 1);
+            else
+                unsetenv("VELO_JOB_KEY");
+            const int r = open_ep(f, static_cast<int>(c.at.node), static_cast<int>(c.at.vpid), &ep);
+            CHECK(r == c.want, "key %s, node %u vpid %u: open %d (%s), expected %d", c.key ? c.key : "(none)",
+                  c.at.node, c.at.vpid, r, velo_strerror(r), c.want);
+            if (r == 0) {
+                velo_addr_t me;
+                CHECK(velo_addr(ep, &me) == 0 && me.node == c.at.node && me.vpid == c.at.vpid, "address");
+                CHECK(velo_close(ep) == 0, "close");
+            }
+        }
+        return 0;
+    });
+    ASSERT_EQ(join(opener), 0);
+
+    Link fl, hl[2];
+    // ---- the victim: job A, node 1, vpid 20; J and K JOB-scoped (the default)
+    pid_t victim = spawn([&] {
+        fl.keep(0);
+        for (Link& l : hl) l.keep(0);
+        CHECK(join_job(kJobA) == 0, "setenv");
+        velo_ep_t* ep;
+        int r = open_ep(f, static_cast<int>(kVictimA.node), static_cast<int>(kVictimA.vpid), &ep);
+        CHECK(r == 0, "open: %s", velo_strerror(r));
+        std::vector<uint8_t> J(kJ), K(kK);
+        fill(J.data(), kJ, seed ^ 0x1);
+        fill(K.data(), kK, seed ^ 0x2);
+        const std::vector<uint8_t> cJ = J;
+        std::vector<uint8_t> wantK = K;
+        fill(wantK.data() + kK / 2, kK / 2, seed ^ 0x3);  // the friend writes K's second half
+        const unsigned rw = VELO_ACCESS_REMOTE_READ | VELO_ACCESS_REMOTE_WRITE;
+        velo_region_t *rj, *rk, *rx = nullptr;
+        r = velo_register(ep, J.data(), kJ, rw, nullptr, &rj);
+        CHECK(r == 0, "register J: %s", velo_strerror(r));
+        const velo_scope_t job = {VELO_SCOPE_JOB, 0, 0, 0, 0};
+        r = velo_register(ep, K.data(), kK, rw, &job, &rk);
+        CHECK(r == 0, "register K: %s", velo_strerror(r));
+        // the JOB box is job A's vpids on its nodes (all three)
+        for (velo_region_t* x : {rj, rk}) {
+            velo_scope_t box;
+            CHECK(velo_region_scope(x, &box) == 0 && box.node_lo == 0 && box.node_hi == 2 && box.vpid_lo == kJobALo &&
+                      box.vpid_hi == kJobAHi,
+                  "JOB box %u..%u x %u..%u", box.node_lo, box.node_hi, box.vpid_lo, box.vpid_hi);
+        }
+        // an unprivileged owner cannot open a region to job B
+        const velo_scope_t wide = {VELO_SCOPE_BOX, 0, 2, kJobALo, kJobBLo};
+        r = velo_register(ep, K.data(), 4096, rw, &wide, &rx);
+        CHECK(r == -EACCES, "a box reaching into job B: %d (%s)", r, velo_strerror(r));
+        const velo_scope_t peerb = {VELO_SCOPE_PEER, static_cast<uint8_t>(kHostileB[0].node), 0,
+                                    static_cast<uint8_t>(kHostileB[0].vpid), 0};
+        r = velo_register(ep, K.data(), 4096, rw, &peerb, &rx);
+        CHECK(r == -EACCES, "a PEER scope of job B: %d (%s)", r, velo_strerror(r));
+        const Handle hj = handle_of(rj), hk = handle_of(rk);
+        // the handles leak to job B (the test hands them over) and go to the friend
+        for (Link& l : hl) CHECK(l.send(0, hj.nla, hj.key) && l.send(0, hk.nla, hk.key), "link");
+        CHECK(fl.send(0, hj.nla, hj.key) && fl.send(0, hk.nla, hk.key), "link");
+        for (Link* l : {&fl, &hl[0], &hl[1]}) {
+            uint64_t done = 0;
+            CHECK(l->recv(0, &done) && done == 1, "a peer failed");
+        }
+        for (size_t i = 0; i < kJ; ++i) CHECK(J[i] == cJ[i], "J byte %zu changed", i);
+        for (size_t i = 0; i < kK; ++i) CHECK(K[i] == wantK[i], "K byte %zu is not the secret or the friend's", i);
+        for (velo_region_t* x : {rj, rk}) CHECK(velo_deregister(x) == 0, "deregister");
+        return velo_close(ep);
+    });
+
+    // ---- the friend: job A, node 2; gets J, gets and puts K
+    pid_t fr = spawn([&] {
+        fl.keep(1);
+        for (Link& l : hl) l.close_all();
+        CHECK(join_job(kJobA) == 0, "setenv");
+        velo_ep_t* ep;
+        int r = open_ep(f, static_cast<int>(kFriendA.node), static_cast<int>(kFriendA.vpid), &ep);
+        CHECK(r == 0, "open: %s", velo_strerror(r));
+        Handle hj{0, 0}, hk{0, 0};
+        uint64_t k;
+        CHECK(fl.recv(1, &hj.nla, &k), "victim gone");
+        hj.key = static_cast<uint32_t>(k);
+        CHECK(fl.recv(1, &hk.nla, &k), "victim gone");
+        hk.key = static_cast<uint32_t>(k);
+        std::vector<uint8_t> sJ(kJ), sK(kK), mine(kK / 2), got(kJ);
+        fill(sJ.data(), kJ, seed ^ 0x1);
+        fill(sK.data(), kK, seed ^ 0x2);
+        fill(mine.data(), kK / 2, seed ^ 0x3);
+        std::mt19937_64 rng(seed ^ 0x4);
+        uint64_t cookie = 1;
+        for (int i = 0; i < 6; ++i) {
+            const size_t n = 1 + rng() % kJ, off = rng() % (kJ - n + 1);
+            r = velo_get_buf(ep, kVictimA, got.data(), hj.nla + off, hj.key, n, VELO_RMA_F_LOCAL, cookie);
+            CHECK(r == 0, "get J: %s", velo_strerror(r));
+            if (expect_cpl(ep, VELO_RMA_KIND_GET_DONE, cookie++)) return 1;
+            CHECK(std::memcmp(got.data(), sJ.data() + off, n) == 0, "the friend's get of J at %zu: wrong bytes", off);
+            r = velo_get_buf(ep, kVictimA, got.data(), hk.nla, hk.key, kK / 2, VELO_RMA_F_LOCAL, cookie);
+            CHECK(r == 0, "get K: %s", velo_strerror(r));
+            if (expect_cpl(ep, VELO_RMA_KIND_GET_DONE, cookie++)) return 1;
+            CHECK(std::memcmp(got.data(), sK.data(), kK / 2) == 0, "the friend's get of K: wrong bytes");
+            r = velo_put_buf(ep, kVictimA, mine.data(), hk.nla + kK / 2, hk.key, kK / 2, VELO_RMA_F_REMOTE, cookie);
+            CHECK(r == 0, "put K: %s", velo_strerror(r));
+            if (expect_cpl(ep, VELO_RMA_KIND_REMOTE, cookie++)) return 1;
+            tally->friend_ops += 3;
+        }
+        CHECK(fl.send(1, 1), "link");
+        return velo_close(ep);
+    });
+
+    // ---- job B's hostiles, holding the victim's valid NLAs and keys
+    pid_t hp[2];
+    for (unsigned hi = 0; hi < 2; ++hi) {
+        hp[hi] = spawn([&, hi] {
+            fl.close_all();
+            hl[1 - hi].close_all();
+            Link& l = hl[hi];
+            l.keep(1);
+            CHECK(join_job(kJobB) == 0, "setenv");
+            velo_ep_t* ep;
+            int r = open_ep(f, static_cast<int>(kHostileB[hi].node), static_cast<int>(kHostileB[hi].vpid), &ep);
+            CHECK(r == 0, "open: %s", velo_strerror(r));
+            Handle h[2];
+            for (Handle& x : h) {
+                uint64_t k;
+                CHECK(l.recv(1, &x.nla, &k), "victim gone");
+                x.key = static_cast<uint32_t>(k);
+            }
+            std::mt19937_64 rng(seed * 11 + hi);
+            std::vector<Attempt> at;
+            for (int i = 0; i < 24; ++i) {
+                const Handle& t = h[i & 1];
+                const size_t len = (i & 1) ? kK : kJ;
+                at.push_back({t.nla + rng() % (len - 8), t.key, (rng() & 1) != 0});
+            }
+            // the first and last bytes of both, both ways
+            for (unsigned t = 0; t < 2; ++t)
+                for (bool put : {true, false}) {
+                    at.push_back({h[t].nla, h[t].key, put});
+                    at.push_back({h[t].nla + (t ? kK : kJ) - 8, h[t].key, put});
+                }
+            std::shuffle(at.begin(), at.end(), rng);
+            const std::string what =
+                "job B " + std::to_string(kHostileB[hi].node) + "/" + std::to_string(kHostileB[hi].vpid);
+            if (run_attempts(ep, at, what.c_str(), kVictimA)) return 1;
+            tally->attempts += at.size();
+            tally->from_node[kHostileB[hi].node] += at.size();
+            std::printf("%s: %zu attempts with valid handles, all BAD_HANDLE\n", what.c_str(), at.size());
+            CHECK(l.send(1, 1), "link");
+            return velo_close(ep);
+        });
+    }
+    fl.close_all();
+    for (Link& l : hl) l.close_all();
+    EXPECT_EQ(join(fr), 0);
+    for (pid_t p : hp) EXPECT_EQ(join(p), 0);
+    EXPECT_EQ(join(victim), 0);
+    EXPECT_TRUE(f.alive());
+    EXPECT_EQ(f.stop(), 0);
+    std::ifstream in(logpath);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    const std::string log = ss.str();
+    unlink(logpath);
+    const uint64_t attempts = tally->attempts.load();
+    EXPECT_EQ(attempts, 2u * (24u + 8u));
+    EXPECT_EQ(tally->friend_ops.load(), 18u);
+    const char* bad_handle = velo_rma_counter_names[VELO_RMA_CNT_ERR_BAD_HANDLE];
+    for (unsigned n = 0; n < 3; ++n)
+        EXPECT_EQ(logged_counter(log, n, bad_handle), (n == kVictimA.node ? attempts : 0u) + tally->from_node[n].load())
             << "node " << n << "\n"
             << log.substr(log.size() > 4000 ? log.size() - 4000 : 0);
     for (unsigned n = 0; n < 3; ++n)
