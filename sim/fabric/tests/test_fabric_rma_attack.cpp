@@ -16,8 +16,9 @@
 // the victim's node and on another, holding the victim's valid NLAs and keys (as a leak would give
 // them), put and get: every attempt ends in BAD_HANDLE at the remote side, no victim byte changes,
 // the counters count exactly the attempts. Also: a process of B cannot open a vpid of A, an unknown
-// job key is refused with EACCES (as the driver does), a malformed one with EINVAL, an owner in A
-// cannot scope a region into B, and the fabric refuses bad --job / --policy values.
+// job key and a job of another user are refused with EACCES (as the driver does), a malformed key
+// with EINVAL (a job of our own user opens), an owner in A cannot scope a region into B, and the
+// fabric refuses bad --job / --policy values.
 //
 // Not covered here, because the fabric has no way to express it: a device fd passed over a unix
 // socket to a process that dropped privilege (the fabric's clients hold a socket to the fabric,
@@ -480,7 +481,11 @@ TEST(FabricRmaAttack, other_job) {
     char ja[64], jb[64];
     std::snprintf(ja, sizeof ja, "0x%llx:%u-%u", static_cast<unsigned long long>(kJobA), kJobALo, kJobAHi);
     std::snprintf(jb, sizeof jb, "%llu:%u-%u:0-2", static_cast<unsigned long long>(kJobB), kJobBLo, kJobBHi);
-    FabricProc f({"--nodes", "3", "--verbose", "--job", ja, "--job", jb});
+    // and two jobs of one user each: ours (the fabric takes the uid from SO_PEERCRED) and another's
+    char jmine[64], jother[64];
+    std::snprintf(jmine, sizeof jmine, "0xD0D:110-119::%u", static_cast<unsigned>(getuid()));
+    std::snprintf(jother, sizeof jother, "0xC0C:100-109:0-2:%u", static_cast<unsigned>(getuid()) + 1);
+    FabricProc f({"--nodes", "3", "--verbose", "--job", ja, "--job", jb, "--job", jmine, "--job", jother});
     dup2(saved, 2);
     close(saved);
     close(logfd);
@@ -506,15 +511,17 @@ TEST(FabricRmaAttack, other_job) {
             {kb, {1, kVictimA.vpid}, -EACCES},      // ... the victim's (not open yet)
             {kb, {2, kJobAHi}, -EACCES},            // ... the last of job A
             {"0xDEAD", {0, kJobBLo + 5}, -EACCES},  // an unknown key (EACCES, as the driver)
-            {"0xDEAD", {1, 100}, -EACCES},          // ... on a vpid no job owns
+            {"0xDEAD", {1, 120}, -EACCES},          // ... on a vpid no job owns
+            {"0xC0C", {1, 100}, -EACCES},           // another user's job
+            {"0xD0D", {1, 110}, 0},                 // our user's job
             {nullptr, {0, kJobALo + 3}, -EACCES},   // no key: a job's vpid
             {nullptr, {2, kJobBHi}, -EACCES},
-            {"12x", {0, 100}, -EINVAL},  // malformed keys: libvelo refuses them
-            {"0", {0, 100}, -EINVAL},
+            {"12x", {0, 120}, -EINVAL},  // malformed keys: libvelo refuses them
+            {"0", {0, 120}, -EINVAL},
             {ka, {0, kJobBLo}, -EACCES},  // job A, a job B vpid
             {ka, {0, kJobALo}, 0},        // and what is allowed: job A in its range
             {kb, {2, kJobBHi}, 0},        // job B in its own
-            {nullptr, {1, 100}, 0},       // no job, a vpid no job owns
+            {nullptr, {1, 120}, 0},       // no job, a vpid no job owns
         };
         for (const Case& c : cases) {
             if (c.key)
