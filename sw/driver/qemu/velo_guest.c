@@ -642,28 +642,49 @@ static int rma_dereg(int fd, uint64_t nla) {
     return ioc(fd, VELO_IOC_DEREGISTER, &d);
 }
 
-// RMA registration in a real kernel against the RAM register file (QUIESCE_STATUS reads 0):
-// pinning, the sg mapping (refused under swiotlb=force), the notifier's events, the charges,
-// then removal with a region registered (readyfile / gofile as hold).
-static int cmd_rma(const char* dev, const char* sysdir, const char* ready, const char* go) {
+// The guest was booted with swiotlb=force (every DMA mapping bounces).
+static int swiotlb_forced(void) {
     char cmdline[1024] = "";
     FILE* cf = fopen("/proc/cmdline", "r");
     if (cf) {
         if (!fgets(cmdline, sizeof cmdline, cf)) cmdline[0] = 0;
         fclose(cf);
     }
-    const int bounce = strstr(cmdline, "swiotlb=force") != NULL;
-    const long pin0 = vm_pin_kb();
-    int fd = open(dev, O_RDWR | O_CLOEXEC);
+    return strstr(cmdline, "swiotlb=force") != NULL;
+}
+
+// An endpoint with RMA set up and its notification queue and both rings mapped (the steps that
+// failed leave their errno in e / e1 and MAP_FAILED mappings).
+struct rma_ep {
+    int fd, e, e1;
     struct velo_uapi_ep_open ep;
-    int e = fd < 0 ? errno : ep_open(fd, -1, &ep);
     struct velo_uapi_rma_setup st;
-    memset(&st, 0, sizeof st);
-    st.argsz = sizeof st;
-    int e1 = e ? e : ioc(fd, VELO_IOC_RMA_SETUP, &st);
-    void* nq = e1 ? MAP_FAILED : mmap(NULL, st.nq_bytes, PROT_READ, MAP_SHARED, fd, VELO_MMAP_NQ);
-    void* ring = e ? MAP_FAILED : mmap(NULL, ep.ring_bytes, PROT_READ, MAP_SHARED, fd, VELO_MMAP_RING);
-    void* cring = e ? MAP_FAILED : mmap(NULL, ep.ctl_ring_bytes, PROT_READ, MAP_SHARED, fd, VELO_MMAP_CTL_RING);
+    void *nq, *ring, *cring;
+};
+
+static void rma_ep_open(const char* dev, struct rma_ep* r) {
+    memset(r, 0, sizeof *r);
+    r->fd = open(dev, O_RDWR | O_CLOEXEC);
+    r->e = r->fd < 0 ? errno : ep_open(r->fd, -1, &r->ep);
+    r->st.argsz = sizeof r->st;
+    r->e1 = r->e ? r->e : ioc(r->fd, VELO_IOC_RMA_SETUP, &r->st);
+    r->nq = r->e1 ? MAP_FAILED : mmap(NULL, r->st.nq_bytes, PROT_READ, MAP_SHARED, r->fd, VELO_MMAP_NQ);
+    r->ring = r->e ? MAP_FAILED : mmap(NULL, r->ep.ring_bytes, PROT_READ, MAP_SHARED, r->fd, VELO_MMAP_RING);
+    r->cring = r->e ? MAP_FAILED : mmap(NULL, r->ep.ctl_ring_bytes, PROT_READ, MAP_SHARED, r->fd, VELO_MMAP_CTL_RING);
+}
+
+// RMA registration in a real kernel against the RAM register file (QUIESCE_STATUS reads 0):
+// pinning, the sg mapping (refused under swiotlb=force), the notifier's events, the charges,
+// then removal with a region registered (readyfile / gofile as hold).
+static int cmd_rma(const char* dev, const char* sysdir, const char* ready, const char* go) {
+    const int bounce = swiotlb_forced();
+    const long pin0 = vm_pin_kb();
+    struct rma_ep r;
+    rma_ep_open(dev, &r);
+    int fd = r.fd, e = r.e, e1 = r.e1;
+    struct velo_uapi_ep_open ep = r.ep;
+    struct velo_uapi_rma_setup st = r.st;
+    void *nq = r.nq, *ring = r.ring, *cring = r.cring;
     report("setup",
            !e && !e1 && nq != MAP_FAILED && ring != MAP_FAILED && cring != MAP_FAILED &&
                st.region_bits == IMG_RMA_REGION_BITS && st.pte_bits == IMG_RMA_PTE_BITS && st.mtu == IMG_RMA_MTU,
@@ -927,24 +948,14 @@ static int stack_has(pid_t pid, const char* a, const char* b) {
 }
 
 static int cmd_uffd(const char* dev, const char* sysdir, const char* bdf) {
-    char cmdline[1024] = "";
-    FILE* cf = fopen("/proc/cmdline", "r");
-    if (cf) {
-        if (!fgets(cmdline, sizeof cmdline, cf)) cmdline[0] = 0;
-        fclose(cf);
-    }
-    const int bounce = strstr(cmdline, "swiotlb=force") != NULL;
+    const int bounce = swiotlb_forced();
     const long pin0 = vm_pin_kb();
-    int fd = open(dev, O_RDWR | O_CLOEXEC);
-    struct velo_uapi_ep_open ep;
-    int e = fd < 0 ? errno : ep_open(fd, -1, &ep);
-    struct velo_uapi_rma_setup st;
-    memset(&st, 0, sizeof st);
-    st.argsz = sizeof st;
-    int e1 = e ? e : ioc(fd, VELO_IOC_RMA_SETUP, &st);
-    void* nq = e1 ? MAP_FAILED : mmap(NULL, st.nq_bytes, PROT_READ, MAP_SHARED, fd, VELO_MMAP_NQ);
-    void* ring = e ? MAP_FAILED : mmap(NULL, ep.ring_bytes, PROT_READ, MAP_SHARED, fd, VELO_MMAP_RING);
-    void* cring = e ? MAP_FAILED : mmap(NULL, ep.ctl_ring_bytes, PROT_READ, MAP_SHARED, fd, VELO_MMAP_CTL_RING);
+    struct rma_ep r;
+    rma_ep_open(dev, &r);
+    int fd = r.fd, e = r.e, e1 = r.e1;
+    struct velo_uapi_ep_open ep = r.ep;
+    struct velo_uapi_rma_setup st = r.st;
+    void *nq = r.nq, *ring = r.ring, *cring = r.cring;
     int uffd = (int)syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK);
     struct uffdio_api api = {.api = UFFD_API};
     int e2 = uffd < 0 ? errno : ioctl(uffd, UFFDIO_API, &api) ? errno : 0;
