@@ -34,29 +34,6 @@ uint64_t rkey_of(const velo_region_t* rg) {
     return k;
 }
 
-uint8_t pat(uint64_t seed, uint64_t i) {
-    uint64_t x = (seed + i) * 0x9E3779B97F4A7C15ull;
-    return static_cast<uint8_t>((x >> 29) ^ (x >> 47));
-}
-void fill(uint8_t* p, size_t n, uint64_t seed) {
-    for (size_t i = 0; i < n; ++i) p[i] = pat(seed, i);
-}
-
-// The next completion: 0 and *c, or a check failure. No wall-clock limit (a loaded machine may
-// take minutes over a long put; ctest's timeout is the backstop): it fails when a 10-second wait
-// ends with the simulated clock where it was, i.e. when nothing moves that could complete.
-int next_cpl(velo_ep_t* ep, velo_rma_cpl_t* c) {
-    for (;;) {
-        uint64_t c0 = 0, c1 = 0;
-        velo_clock(ep, &c0, nullptr);
-        const int r = velo_rma_wait(ep, c, 10000);
-        if (r == 0) return 0;
-        velo_clock(ep, &c1, nullptr);
-        CHECK(r == -ETIMEDOUT && c1 != c0, "velo_rma_wait: %d (%s) at cycle %llu", r, velo_strerror(r),
-              (unsigned long long)c1);
-    }
-}
-
 // Wait for the completion of kind `kind` with `cookie`; anything else is a failure.
 int expect_cpl(velo_ep_t* ep, unsigned kind, uint64_t cookie, velo_rma_cpl_t* out = nullptr) {
     velo_rma_cpl_t c;

@@ -54,25 +54,23 @@ namespace {
 
 using namespace velo_fabric_test;
 
-uint8_t pat(uint64_t seed, uint64_t i) {
-    uint64_t x = (seed + i) * 0x9E3779B97F4A7C15ull;
-    return static_cast<uint8_t>((x >> 29) ^ (x >> 47));
-}
-void fill(uint8_t* p, size_t n, uint64_t seed) {
-    for (size_t i = 0; i < n; ++i) p[i] = pat(seed, i);
-}
-
-// The next completion; fails when a 10-second wait ends with the simulated clock where it was
-// (nothing moves that could complete), never on wall-clock time alone.
-int next_cpl(velo_ep_t* ep, velo_rma_cpl_t* c) {
-    for (;;) {
-        uint64_t c0 = 0, c1 = 0;
-        velo_clock(ep, &c0, nullptr);
-        const int r = velo_rma_wait(ep, c, 10000);
-        if (r == 0) return 0;
-        velo_clock(ep, &c1, nullptr);
-        CHECK(r == -ETIMEDOUT && c1 != c0, "velo_rma_wait: %d (%s)", r, velo_strerror(r));
-    }
+// The end of a run: every process exits 0, the fabric is still up and stops cleanly; returns the
+// fabric's log (its counters at exit) and removes its file.
+template <size_t N>
+std::string end_run(FabricProc& f, Link& fl, Link (&hl)[N], pid_t fr, const pid_t (&hp)[N], pid_t victim,
+                    const char* logpath) {
+    fl.close_all();
+    for (Link& l : hl) l.close_all();
+    EXPECT_EQ(join(fr), 0);
+    for (pid_t p : hp) EXPECT_EQ(join(p), 0);
+    EXPECT_EQ(join(victim), 0);
+    EXPECT_TRUE(f.alive());
+    EXPECT_EQ(f.stop(), 0);
+    std::ifstream in(logpath);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    unlink(logpath);
+    return ss.str();
 }
 
 // Wait for the completion of kind `kind` with `cookie`; anything else is a failure.
@@ -401,18 +399,7 @@ TEST(FabricRmaAttack, hostile_processes) {
             return velo_close(ep);
         });
     }
-    fl.close_all();
-    for (Link& l : hl) l.close_all();
-    EXPECT_EQ(join(fr), 0);
-    for (pid_t p : hp) EXPECT_EQ(join(p), 0);
-    EXPECT_EQ(join(victim), 0);
-    EXPECT_TRUE(f.alive());
-    EXPECT_EQ(f.stop(), 0);
-    std::ifstream in(logpath);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    const std::string log = ss.str();
-    unlink(logpath);
+    const std::string log = end_run(f, fl, hl, fr, hp, victim, logpath);
     const uint64_t attempts = tally->attempts.load();
     std::printf("%llu attempts; the victim made %llu transfers, the friend %llu\n", (unsigned long long)attempts,
                 (unsigned long long)tally->victim_ops.load(), (unsigned long long)tally->friend_ops.load());
@@ -673,18 +660,7 @@ TEST(FabricRmaAttack, other_job) {
             return velo_close(ep);
         });
     }
-    fl.close_all();
-    for (Link& l : hl) l.close_all();
-    EXPECT_EQ(join(fr), 0);
-    for (pid_t p : hp) EXPECT_EQ(join(p), 0);
-    EXPECT_EQ(join(victim), 0);
-    EXPECT_TRUE(f.alive());
-    EXPECT_EQ(f.stop(), 0);
-    std::ifstream in(logpath);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    const std::string log = ss.str();
-    unlink(logpath);
+    const std::string log = end_run(f, fl, hl, fr, hp, victim, logpath);
     const uint64_t attempts = tally->attempts.load();
     EXPECT_EQ(attempts, 2u * (24u + 8u));
     EXPECT_EQ(tally->friend_ops.load(), 18u);
