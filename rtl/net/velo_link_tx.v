@@ -147,6 +147,7 @@ module velo_link_tx #(
     localparam [15:0]   STOMP  = `VELO_LINK_CRC16_STOMP;
     localparam [1:0]    SY_D   = `VELO_LINK_SYNC_DATA;
     localparam [1:0]    SY_C   = `VELO_LINK_SYNC_CTL;
+    localparam [1:0]    SY_S   = `VELO_LINK_SYNC_STOMP;
 
     localparam [1:0] ST_TRAIN = 2'd0;  // link down: training symbols only
     localparam [1:0] ST_ACKW  = 2'd1;  // replay pending: finish freeing acknowledged packets, then REPLAY
@@ -454,7 +455,8 @@ module velo_link_tx #(
         ctl16[`VELO_LINK_CTL_CRC5] = sym_crc;
     end
     wire [PW-1:0] ctl_flit = {SY_C, {(LINK_W - 16){1'b0}}, ctl16};
-    wire [PW-1:0] crc_flit = {SY_D, {(LINK_W - 16){1'b0}}, crc_s ^ (bad_s ? STOMP : 16'h0000)};
+    // a stomped packet's CRC flit carries both marks: the stomp sync code and the inverted CRC
+    wire [PW-1:0] crc_flit = {bad_s ? SY_S : SY_D, {(LINK_W - 16){1'b0}}, crc_s ^ (bad_s ? STOMP : 16'h0000)};
     wire          send_item = (kind == K_CTL);
     always @(posedge clk) begin
         if (rst) begin

@@ -1581,7 +1581,10 @@ TYPED_TEST(Link, LengthCornerCases) {
             p.add(0, pk);
         }
     uint64_t data = 0;
-    p.on_wire = [&](int dir, const Flit& f) { data += dir == 0 && C::sync(f) == VELO_LINK_SYNC_DATA; };
+    // data flits and CRC flits (a stomped packet's with the stomp sync code)
+    p.on_wire = [&](int dir, const Flit& f) {
+        data += dir == 0 && (C::sync(f) == VELO_LINK_SYNC_DATA || C::sync(f) == VELO_LINK_SYNC_STOMP);
+    };
     p.run_until_done(100000);
     if (::testing::Test::HasFatalFailure()) return;
     EXPECT_EQ(stomped, C::A < 256 ? 9u : 0u);
@@ -1668,6 +1671,37 @@ TYPED_TEST(Link, LostCrcFlit) {
     expect_one_retransmission(*p);
     EXPECT_EQ(p->sb(0).bad, 1u);
     EXPECT_EQ(p->ev(1).ctl_drop, 0u);
+}
+
+// A good packet whose error pattern has the stomp value as its CRC syndrome (here: the CRC flit
+// inverted, still with the data sync code) is a CRC error and replayed, not taken as stomped (and
+// lost): a stomp needs the stomp sync code as well (found by a BitErrors1e4 seed: two flipped bits
+// of a 31-flit packet whose syndrome was the stomp value). The stomp sync code on a good CRC, or
+// anywhere but the CRC flit, is an error too.
+TYPED_TEST(Link, StompNeedsBothMarks) {
+    using C = TypeParam;
+    const int per_pkt = C::H + 512 / C::W + 1;
+    const std::pair<const char*, std::function<void(Flit&)>> cases[] = {
+        {"CRC inverted, data sync code", [](Flit& f) { f = C::make(VELO_LINK_SYNC_DATA, C::data(f) ^ 0xFFFFu); }},
+        {"good CRC, stomp sync code", [](Flit& f) { f = C::make(VELO_LINK_SYNC_STOMP, C::data(f)); }},
+    };
+    for (const auto& c : cases) {
+        SCOPED_TRACE(c.first);
+        auto r = test_rng();
+        auto p = directed<C>(r, 3 * per_pkt - 1, c.second);
+        if (::testing::Test::HasFatalFailure()) return;
+        expect_one_retransmission(*p);
+        EXPECT_EQ(p->sb(0).bad, 1u);
+        EXPECT_EQ(p->ev(1).stomp, 0u);
+    }
+    {
+        SCOPED_TRACE("stomp sync code on a header flit");
+        auto r = test_rng();
+        auto p = directed<C>(r, 2 * per_pkt, [](Flit& f) { f = C::make(VELO_LINK_SYNC_STOMP, C::data(f)); });
+        if (::testing::Test::HasFatalFailure()) return;
+        expect_one_retransmission(*p);
+        EXPECT_EQ(p->ev(1).stomp, 0u);
+    }
 }
 
 // The last packet of a burst is lost entirely (every flit, CRC included): the receiver sees
