@@ -172,7 +172,6 @@ module velo_link_rx #(
     wire is_sx    = (sync == `VELO_LINK_SYNC_STOMP);  // a stomped packet's CRC flit
     assign ctl_type = d[`VELO_LINK_CTL_TYPE];
     assign ctl_val  = d[`VELO_LINK_CTL_VALUE];
-    assign ctl_ok = px_ok;
     assign sym_ok = is_data || is_sx || ctl_ok;
 
     // ------------------------------------------------------------------ state
@@ -211,15 +210,21 @@ module velo_link_rx #(
     assign scnt    = snap;
     assign fcnt    = fc;
 
+    wire active  = link_up && !wait_rep && !pad;
+    // Where a CRC flit is due the transmitter sends nothing else (its CRC flit goes before every
+    // control symbol; only training replaces it, when its link went down): a control code there is
+    // a corrupted CRC flit (the stomp code 11 is one sync bit from the control code 10) and ends
+    // the packet as an error; it is never a control symbol to act on.
+    wire crc_due = active && in_pkt && hold_v;
+    assign ctl_ok = px_ok && !crc_due;
     wire down_edge = lu_q && !link_up;
-    wire rep_now   = px_rep;
+    wire rep_now   = px_rep && !crc_due;
     wire [6:0] rep_e   = ctl_val[`VELO_LINK_CTLV_SEQ];
     wire [6:0] rep_age = exp_q - rep_e;
     wire ad_eff  = adopt || epoch;
     // taken while up (or going up) only: older REPLAYs of the peer must not reach a fresh receiver
     wire rep_ok  = rep_en && rep_now && (ad_eff || !rep_age[6]);
     wire unused_age = &{1'b0, rep_age[5:0]};  // at most 63 packets back (the transmitter's window)
-    wire active  = link_up && !wait_rep && !pad;
 
     // CRC of this flit
     wire [15:0] crc_seed = CINIT ^ {9'b0, chk_seq};
@@ -323,7 +328,7 @@ module velo_link_rx #(
                     nack_now = 1'b1;
                 end
             end
-        end else if (down_edge || rep_ok || (active && in_pkt && bad_sync)) begin
+        end else if (down_edge || rep_ok || (active && in_pkt && (bad_sync || (hold_v && is_ctl)))) begin
             // the packet in progress (if any) ends here
             if (in_pkt) begin
                 n_in = 1'b0;
@@ -355,7 +360,7 @@ module velo_link_rx #(
                     n_wait   = 1'b0;
                     sync_now = 1'b1;
                 end
-            end else begin  // invalid sync inside a packet (a lost flit)
+            end else begin  // invalid sync inside a packet (a lost flit), or a control code for its CRC flit
                 n_wait      = 1'b1;
                 crc_err_now = 1'b1;
                 if (n_pad) n_pnk = 1'b1;
@@ -577,7 +582,7 @@ module velo_link_rx #(
             ev_crc_err  <= crc_err_now;
             ev_stomp    <= stomp_now;
             ev_rx_pkt   <= pkt_now;
-            ev_ctl_drop <= link_up && ((is_ctl && !ctl_ok) || (bad_sync && !(active && in_pkt)));
+            ev_ctl_drop <= link_up && ((is_ctl && !px_ok && !crc_due) || (bad_sync && !(active && in_pkt)));
         end
     end
 
