@@ -56,7 +56,7 @@ module velo_link_rx #(
     input  wire                 rep_en,    // a REPLAY may be taken: up, or going up this cycle
     input  wire                 epoch,     // pulse: the link goes up in a new epoch
     // decoded symbol of this cycle (combinational from phy_rx)
-    output wire                 sym_ok,    // a valid symbol: a data flit or a control symbol passing its checks
+    output wire                 sym_ok,    // a valid symbol: a data flit (sync code data or stomp) or a control symbol passing its checks
     output wire                 sym_nx,    // PIPE: sym_ok of the next cycle (the word being registered); else sym_ok
     output wire                 ctl_ok,    // a valid control symbol
     output wire [1:0]           ctl_type,  // its LINK_CTL TYPE
@@ -127,7 +127,8 @@ module velo_link_rx #(
     wire unused_rv = &{1'b0, r_val};
     wire r_ctl_ok  = (phy_rx[LINK_W+1:LINK_W] == `VELO_LINK_SYNC_CTL) && r_upper0 &&
                      (c5 == r_d[`VELO_LINK_CTL_CRC5]) && r_rsvd_ok;
-    wire r_sym_ok  = (phy_rx[LINK_W+1:LINK_W] == `VELO_LINK_SYNC_DATA) || r_ctl_ok;
+    wire r_sym_ok  = (phy_rx[LINK_W+1:LINK_W] == `VELO_LINK_SYNC_DATA) ||
+                     (phy_rx[LINK_W+1:LINK_W] == `VELO_LINK_SYNC_STOMP) || r_ctl_ok;
     wire r_rep     = r_ctl_ok && (r_d[`VELO_LINK_CTL_TYPE] == `VELO_LINK_CTL_TYPE_LINK) &&
                      (r_val[`VELO_LINK_CTLV_SUB] == `VELO_LINK_SUB_REPLAY);
     wire [LINK_W+1:0] px;      // the symbol decoded this cycle
@@ -168,11 +169,10 @@ module velo_link_rx #(
     wire [LINK_W-1:0] d    = px[LINK_W-1:0];
     wire is_data  = (sync == `VELO_LINK_SYNC_DATA);
     wire is_ctl   = (sync == `VELO_LINK_SYNC_CTL);
-    wire bad_sync = !is_data && !is_ctl;
+    wire is_sx    = (sync == `VELO_LINK_SYNC_STOMP);  // a stomped packet's CRC flit
     assign ctl_type = d[`VELO_LINK_CTL_TYPE];
     assign ctl_val  = d[`VELO_LINK_CTL_VALUE];
-    assign ctl_ok = px_ok;
-    assign sym_ok = is_data || ctl_ok;
+    assign sym_ok = is_data || is_sx || ctl_ok;
 
     // ------------------------------------------------------------------ state
     reg              wait_rep;   // discarding data until a REPLAY (after an error, link down, reset)
@@ -200,28 +200,40 @@ module velo_link_rx #(
     reg  [UW-1:0]    cu_n;       // flits of the current packet counted in rc, mod CU
     reg  [NTW-1:0]   ntmr;       // NACK re-send timer
 
+    // the stomp code is valid only where a CRC flit is due (hold_v: the last data flit is held)
+    wire sx_ok    = is_sx && in_pkt && hold_v;
+    wire bad_sync = !is_data && !is_ctl && !sx_ok;
+
     assign exp_seq = exp_q;
     assign unsync  = adopt;
     assign rcnt    = rc;
     assign scnt    = snap;
     assign fcnt    = fc;
 
+    wire active  = link_up && !wait_rep && !pad;
+    // Where a CRC flit is due the transmitter sends nothing else (its CRC flit goes before every
+    // control symbol; only training replaces it, when its link went down): a control code there is
+    // a corrupted CRC flit (the stomp code 11 is one sync bit from the control code 10) and ends
+    // the packet as an error; it is never a control symbol to act on.
+    wire crc_due = active && in_pkt && hold_v;
+    assign ctl_ok = px_ok && !crc_due;
     wire down_edge = lu_q && !link_up;
-    wire rep_now   = px_rep;
+    wire rep_now   = px_rep && !crc_due;
     wire [6:0] rep_e   = ctl_val[`VELO_LINK_CTLV_SEQ];
     wire [6:0] rep_age = exp_q - rep_e;
     wire ad_eff  = adopt || epoch;
     // taken while up (or going up) only: older REPLAYs of the peer must not reach a fresh receiver
     wire rep_ok  = rep_en && rep_now && (ad_eff || !rep_age[6]);
     wire unused_age = &{1'b0, rep_age[5:0]};  // at most 63 packets back (the transmitter's window)
-    wire active  = link_up && !wait_rep && !pad;
 
     // CRC of this flit
     wire [15:0] crc_seed = CINIT ^ {9'b0, chk_seq};
     wire [15:0] crc_nx;
     velo_crc16 #(.W(LINK_W)) u_crc (.crc_in(in_pkt ? crc : crc_seed), .data(d), .crc_out(crc_nx));
-    wire crc_good  = upper0 && (d[15:0] == crc);
-    wire crc_stomp = upper0 && (d[15:0] == (crc ^ STOMP));
+    // good: data sync code and the CRC; stomped: both stomp marks (sync code and inverted CRC),
+    // anything else is a CRC error (replayed)
+    wire crc_good  = upper0 && is_data && (d[15:0] == crc);
+    wire crc_stomp = upper0 && is_sx && (d[15:0] == (crc ^ STOMP));
 
     // length of the packet: its payload area is FRAG_OFF % 4 pad bytes plus FRAG_LEN_M1 + 1 bytes
     // (TYPE < 2, at most 64) or LEN_M1 + 1 bytes (TYPE >= 2, at most MAX_AREA); FRAG_OFF[1:0] and
@@ -316,7 +328,7 @@ module velo_link_rx #(
                     nack_now = 1'b1;
                 end
             end
-        end else if (down_edge || rep_ok || (active && in_pkt && bad_sync)) begin
+        end else if (down_edge || rep_ok || (active && in_pkt && (bad_sync || (hold_v && is_ctl)))) begin
             // the packet in progress (if any) ends here
             if (in_pkt) begin
                 n_in = 1'b0;
@@ -348,13 +360,13 @@ module velo_link_rx #(
                     n_wait   = 1'b0;
                     sync_now = 1'b1;
                 end
-            end else begin  // invalid sync inside a packet (a lost flit)
+            end else begin  // invalid sync inside a packet (a lost flit), or a control code for its CRC flit
                 n_wait      = 1'b1;
                 crc_err_now = 1'b1;
                 if (n_pad) n_pnk = 1'b1;
                 else nack_now = 1'b1;
             end
-        end else if (active && is_data) begin
+        end else if (active && (is_data || sx_ok)) begin
             if (!in_pkt) begin
                 // first flit of a packet: new (forward at once) or a duplicate of a replay (drop)
                 if (chk_seq == exp_q && !d_room) begin
@@ -570,7 +582,7 @@ module velo_link_rx #(
             ev_crc_err  <= crc_err_now;
             ev_stomp    <= stomp_now;
             ev_rx_pkt   <= pkt_now;
-            ev_ctl_drop <= link_up && ((is_ctl && !ctl_ok) || (bad_sync && !(active && in_pkt)));
+            ev_ctl_drop <= link_up && ((is_ctl && !px_ok && !crc_due) || (bad_sync && !(active && in_pkt)));
         end
     end
 

@@ -15,8 +15,8 @@
 // S = flits sent, F = flits freed by the receiver's switch (CREDIT). tx_start_ok needs room for a
 // largest packet in T - F (so that a started packet never waits); a packet's first flit is sent
 // only while S - F leaves room for it. S never undercounts what the receiver holds (it counts
-// every flit sent; the receiver stores at most those, plus the filler flits of a cut packet,
-// which SYNC accounts for), so the replayed data go out right behind the REPLAY. The receiver's
+// every flit sent, and a packet abandoned mid-way is charged the fillers the receiver may pad it
+// with), so the replayed data go out right behind the REPLAY. The receiver's
 // SYNC(v, R), R = its count when the REPLAY arrived, then repairs what an error episode leaked:
 // S := R + flits of VC v sent since the REPLAY, T moved by the same amount. Internally the counts
 // are wider than the 7-bit wire values (which are taken modulo 128 relative to F). The wire values
@@ -147,6 +147,7 @@ module velo_link_tx #(
     localparam [15:0]   STOMP  = `VELO_LINK_CRC16_STOMP;
     localparam [1:0]    SY_D   = `VELO_LINK_SYNC_DATA;
     localparam [1:0]    SY_C   = `VELO_LINK_SYNC_CTL;
+    localparam [1:0]    SY_S   = `VELO_LINK_SYNC_STOMP;
 
     localparam [1:0] ST_TRAIN = 2'd0;  // link down: training symbols only
     localparam [1:0] ST_ACKW  = 2'd1;  // replay pending: finish freeing acknowledged packets, then REPLAY
@@ -183,7 +184,10 @@ module velo_link_tx #(
     reg [PW-1:0]     aux;
     reg              s_in;        // a packet is being sent (first flit out, last not yet)
     reg [1:0]        s_vc;
-    reg [UW-1:0]     s_cu;        // its flits sent, mod CU
+    reg [XW-1:0]     s_pos;       // its flits sent (kept with the CRC flit due)
+    reg [1:0]        s_off2q;     // its FRAG_OFF[1:0] (valid once s_pos > OFFIX)
+    reg              s_rmaq;      // its TYPE >= 2 (valid once s_pos > TYPIX)
+    reg [XW-1:0]     s_lidx;      // index of its last data flit (valid once s_pos > LENIX)
     reg [15:0]       crc_s;
     reg              crc_pend;    // the CRC flit is due
     reg              bad_s;       // ... and stomped
@@ -191,6 +195,7 @@ module velo_link_tx #(
     // replay handshake
     reg [NVC-1:0]    sync_got;    // SYNCs received since the last REPLAY
     reg              abandon;     // ACKW on a NACK: drop the packet being sent (the receiver discards it)
+    reg              ab_pad;      // ... and the NACK names that packet: the receiver may have padded it
     reg [TMW-1:0]    tmr;
     reg [RTW-1:0]    retries;     // REPLAYs in a row answered by no SYNC
     // control symbols
@@ -331,6 +336,35 @@ module velo_link_tx #(
     velo_crc16 #(.W(LINK_W)) u_crc (
         .crc_in(s_in ? crc_s : (CINIT ^ {9'b0, snd_seq})), .data(cur[LINK_W-1:0]), .crc_out(crc_nx));
 
+    // The framing of the packet being sent, read as the receiver reads it (the buffered header
+    // never announces more than its type allows: the write side cleared such a length field). A
+    // packet abandoned after its first flit (a NACK naming it, the link going down) may have been
+    // cut at the receiver and padded with fillers the transmitter never sends: up to the length its
+    // header announces, or, cut before the length field, to the length of a zero length field
+    // (and zero FRAG_OFF[1:0] and TYPE if their flit is missing too). S is charged those fillers
+    // and the packet's rounding to CU when it is abandoned, so that S - F never understates what
+    // the receiver holds; the SYNCs of the REPLAY then return what it did not pad.
+    wire [XW-1:0] s_idx  = s_in ? s_pos : {XW{1'b0}};  // index of cur in its packet
+    wire [1:0]    s_off2 = (s_idx == OFFIX) ? cur[OFF_POS +: 2] : s_off2q;
+    wire          s_rma  = (s_idx == TYPIX) ? (cur[TYP_POS + 1 +: 3] != 3'd0) : s_rmaq;
+    wire [7:0]    s_len8 = cur[LEN_OFF +: 8];
+    wire [8:0]    s_am1  = s_rma ? {1'b0, s_len8} : ({3'd0, s_len8[5:0]} + {7'd0, s_off2});
+    wire [8:0]    s_li9  = {{(9 - XW){1'b0}}, HFX} + (s_am1 >> LFB);
+    wire          unused_sl9 = &{1'b0, s_li9};
+    wire [1:0]    s_o2c  = (s_pos > OFFIX) ? s_off2q : 2'd0;
+    wire          s_rmc  = (s_pos > TYPIX) && s_rmaq;
+    // flits the receiver may hold of the packet: its announced length while it is being sent,
+    // the flits sent once its last data flit is out (its CRC flit due)
+    wire [XW-1:0] s_plen = !s_in ? s_pos :
+                           (s_pos > LENIX) ? s_lidx + 1'b1 :
+                           HFX + (s_rmc ? {XW{1'b0}} : {{(XW-2){1'b0}}, s_o2c >> LFB}) + 1'b1;
+    wire [CW-1:0] s_pl_w = {{(CW-XW){1'b0}}, s_plen};
+    wire [CW-1:0] s_plr  = (s_pl_w + CU[CW-1:0] - 1'b1) & ~(CU[CW-1:0] - 1'b1);  // rounded up to CU
+    wire [CW-1:0] ab_chg = s_plr - {{(CW-XW){1'b0}}, s_pos};                     // not yet in S
+    // abandoned this cycle: at the REPLAY after a NACK that named it, or by the link going down
+    // (also with its CRC flit due: the receiver ends the packet without it)
+    wire          ab_en  = ((kind == K_REP) && s_in && ab_pad) || (!link_up && (s_in || crc_pend));
+
     // ------------------------------------------------------------------ ACK / CREDIT items
     reg [NI-1:0] pend, need;
     reg [KW:0]   rdiff;
@@ -454,7 +488,8 @@ module velo_link_tx #(
         ctl16[`VELO_LINK_CTL_CRC5] = sym_crc;
     end
     wire [PW-1:0] ctl_flit = {SY_C, {(LINK_W - 16){1'b0}}, ctl16};
-    wire [PW-1:0] crc_flit = {SY_D, {(LINK_W - 16){1'b0}}, crc_s ^ (bad_s ? STOMP : 16'h0000)};
+    // a stomped packet's CRC flit carries both marks: the stomp sync code and the inverted CRC
+    wire [PW-1:0] crc_flit = {bad_s ? SY_S : SY_D, {(LINK_W - 16){1'b0}}, crc_s ^ (bad_s ? STOMP : 16'h0000)};
     wire          send_item = (kind == K_CTL);
     always @(posedge clk) begin
         if (rst) begin
@@ -520,7 +555,7 @@ module velo_link_tx #(
     // flit written; the rounding with a packet's last flit)
     reg [NVC*CW-1:0] inc_s, inc_t;
     reg [NVC*UW-1:0] inc_tv;     // the rounding part of inc_t (also added to ucnt)
-    wire [UW-1:0]    s_rnd = (CUB > 0 && kind == K_CRC) ? (~s_cu + 1'b1) : {UW{1'b0}};  // (-flits) mod CU
+    wire [UW-1:0]    s_rnd = (CUB > 0 && kind == K_CRC) ? (~s_pos[UW-1:0] + 1'b1) : {UW{1'b0}};  // (-flits) mod CU
     always @(*) begin
         for (i = 0; i < NVC; i = i + 1) begin
             inc_s[i*CW +: CW] = {{(CW-1){1'b0}}, (kind == K_DATA) && (cur_vc == i[1:0])}
@@ -528,6 +563,12 @@ module velo_link_tx #(
             inc_tv[i*UW +: UW] = (avc == i[1:0]) ? w_rnd : {UW{1'b0}};
             inc_t[i*CW +: CW] = {{(CW-1){1'b0}}, w_en && (avc == i[1:0])} + {{(CW-UW){1'b0}}, inc_tv[i*UW +: UW]};
         end
+    end
+    // per VC: the charge of a packet abandoned this cycle (ab_chg on its VC)
+    reg [NVC*CW-1:0] ab_v;
+    always @(*) begin
+        for (i = 0; i < NVC; i = i + 1)
+            ab_v[i*CW +: CW] = (ab_en && s_vc == i[1:0]) ? ab_chg : {CW{1'b0}};
     end
     reg [CW-1:0] is_of, it_of;   // inc_s, inc_t of the symbol's VC
     always @(*) begin
@@ -597,13 +638,17 @@ module velo_link_tx #(
             av        <= 1'b0;
             s_in      <= 1'b0;
             s_vc      <= 2'd0;
-            s_cu      <= {UW{1'b0}};
+            s_pos     <= {XW{1'b0}};
+            s_off2q   <= 2'd0;
+            s_rmaq    <= 1'b0;
+            s_lidx    <= {XW{1'b0}};
             crc_s     <= 16'd0;
             crc_pend  <= 1'b0;
             bad_s     <= 1'b0;
             snd_seq   <= 7'd0;
             sync_got  <= {NVC{1'b0}};
             abandon   <= 1'b0;
+            ab_pad    <= 1'b0;
             tmr       <= {TMW{1'b0}};
             retries   <= {RTW{1'b0}};
             nack_pend <= 1'b0;
@@ -679,24 +724,27 @@ module velo_link_tx #(
                     scnt[v*CW +: CW] <= VCD;
                     tcnt[v*CW +: CW] <= VCD;
                 end else if (kind == K_REP) begin
-                    // everything from tail is sent again; no data flit goes out in this slot
-                    srep[v*CW +: CW] <= scnt[v*CW +: CW];
-                    tcnt[v*CW +: CW] <= scnt[v*CW +: CW] + {{(CW-RA-1){1'b0}}, ucnt[v*(RA+1) +: RA+1]}
-                                        + inc_t[v*CW +: CW];
+                    // everything from tail is sent again; no data flit goes out in this slot (a
+                    // packet abandoned now is charged its fillers first: S_rep includes them)
+                    scnt[v*CW +: CW] <= scnt[v*CW +: CW] + ab_v[v*CW +: CW];
+                    srep[v*CW +: CW] <= scnt[v*CW +: CW] + ab_v[v*CW +: CW];
+                    tcnt[v*CW +: CW] <= scnt[v*CW +: CW] + ab_v[v*CW +: CW]
+                                        + {{(CW-RA-1){1'b0}}, ucnt[v*(RA+1) +: RA+1]} + inc_t[v*CW +: CW];
                 end else if (take_sync && ctl_sub == v[1:0]) begin
-                    scnt[v*CW +: CW] <= s_syn;
-                    tcnt[v*CW +: CW] <= t_syn;
+                    scnt[v*CW +: CW] <= s_syn + ab_v[v*CW +: CW];
+                    tcnt[v*CW +: CW] <= t_syn + ab_v[v*CW +: CW];
                 end else begin
-                    scnt[v*CW +: CW] <= scnt[v*CW +: CW] + inc_s[v*CW +: CW];
-                    tcnt[v*CW +: CW] <= tcnt[v*CW +: CW] + inc_t[v*CW +: CW];
+                    scnt[v*CW +: CW] <= scnt[v*CW +: CW] + inc_s[v*CW +: CW] + ab_v[v*CW +: CW];
+                    tcnt[v*CW +: CW] <= tcnt[v*CW +: CW] + inc_t[v*CW +: CW] + ab_v[v*CW +: CW];
                 end
                 if (tr_ep)
                     fcnt[v*CW +: CW] <= {CW{1'b0}};
                 else if (ctl_is_credit && credit_ok && ctl_sub == v[1:0])
                     fcnt[v*CW +: CW] <= s_base;
                 // PIPE's first-flit check for the next cycle: this cycle's S and F, with room for
-                // this cycle's growth of S; none while an epoch or a SYNC moves S or F
-                sf_okq[v] <= sf_okp[v] && !tr_ep && !take_sync;
+                // this cycle's growth of S; none while an epoch, a SYNC or an abandoned packet's
+                // charge moves S or F
+                sf_okq[v] <= sf_okp[v] && !tr_ep && !take_sync && !ab_en;
             end
 
             // ---- sender
@@ -713,7 +761,10 @@ module velo_link_tx #(
                 rd_ptr <= rd_ptr + 1'b1;
                 crc_s  <= crc_nx;
                 if (!s_in) s_vc <= cur[1:0];
-                s_cu <= s_in ? s_cu + 1'b1 : {{(UW-1){1'b0}}, 1'b1};
+                s_pos <= s_idx + 1'b1;
+                if (s_idx == OFFIX) s_off2q <= s_off2;
+                if (s_idx == TYPIX) s_rmaq <= s_rma;
+                if (s_idx == LENIX) s_lidx <= s_li9[XW-1:0];
                 if (cur[LINK_W]) begin
                     s_in     <= 1'b0;
                     crc_pend <= 1'b1;
@@ -831,6 +882,7 @@ module velo_link_tx #(
                         st      <= ST_ACKW;
                         tmr     <= {TMW{1'b0}};
                         abandon <= 1'b1;
+                        ab_pad  <= s_in && (ctl_seq == snd_seq);
                     end else if (ctl_is_ack && seq_in && ctl_seq != ack_tgt) begin
                         ack_tgt <= ctl_seq;
                         tmr     <= {TMW{1'b0}};

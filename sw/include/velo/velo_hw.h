@@ -11,7 +11,7 @@
 /* Spec version. */
 #define VELO_SPEC_VERSION 0x100
 /* CRC-32 of spec/velo_spec.json. */
-#define VELO_SPEC_HASH 0xA6B13213ULL
+#define VELO_SPEC_HASH 0x1415BE10
 /* Width of a node id: up to 2^NODE_BITS nodes (paper: n - t = 8, 256 nodes). */
 #define VELO_DEFAULT_NODE_BITS 0x8
 /* Smallest NODE_BITS. */
@@ -108,10 +108,12 @@
 #define VELO_VC_REQ 0x0
 /* Virtual channel class of responses (bit 1 of VC). */
 #define VELO_VC_RSP 0x2
-/* Sync code of a data flit (64b/66b style: 01 data, 10 control, 00 and 11 invalid). */
+/* Sync code of a data flit (64b/66b style: 01 data, 10 control, 11 the CRC flit of a stomped packet, 00 invalid). */
 #define VELO_LINK_SYNC_DATA 0x1
 /* Sync code of a control flit. */
 #define VELO_LINK_SYNC_CTL 0x2
+/* Sync code of the CRC flit of a stomped packet, whose CRC is the good one XOR LINK_CRC16_STOMP. A packet is taken as stomped only with both, so a bit error pattern whose CRC syndrome happens to be the stomp value makes a CRC error (replayed), not a lost packet; anywhere else the code is invalid. */
+#define VELO_LINK_SYNC_STOMP 0x3
 /* Control symbol type: link management (SUB: TS1, TS2, NACK, REPLAY). */
 #define VELO_LINK_CTL_TYPE_LINK 0x0
 /* Control symbol type: cumulative acknowledgement (also the idle symbol). */
