@@ -77,9 +77,14 @@ static ssize_t link_state_show(struct device *dev, struct device_attribute *attr
 }
 static DEVICE_ATTR_RO(link_state);
 
-static ssize_t counters_show(struct device *dev, struct device_attribute *attr, char *buf)
+/*
+ * One line per counter of a block: its name (counter<i> beyond the names this driver knows),
+ * its value. read(core, i) reads counter i.
+ */
+static ssize_t counters_emit(struct velo_dev *vdev, char *buf, unsigned int num,
+			     const char *const *names, unsigned int nnames,
+			     u32 (*read)(const struct velo_core *c, unsigned int i))
 {
-	struct velo_dev *vdev = to_vdev(dev);
 	ssize_t n = 0;
 	unsigned int i;
 
@@ -88,16 +93,24 @@ static ssize_t counters_show(struct device *dev, struct device_attribute *attr, 
 		mutex_unlock(&vdev->lock);
 		return -ENODEV;
 	}
-	for (i = 0; i < vdev->caps.num_counters; i++) {
-		u32 v = velo_core_counter(vdev->core, i);
+	for (i = 0; i < num; i++) {
+		u32 v = read(vdev->core, i);
 
-		if (i < VELO_CNT_NUM)
-			n += sysfs_emit_at(buf, n, "%s %u\n", velo_counter_names[i], v);
+		if (i < nnames)
+			n += sysfs_emit_at(buf, n, "%s %u\n", names[i], v);
 		else
 			n += sysfs_emit_at(buf, n, "counter%u %u\n", i, v);
 	}
 	mutex_unlock(&vdev->lock);
 	return n;
+}
+
+static ssize_t counters_show(struct device *dev, struct device_attribute *attr, char *buf)
+{
+	struct velo_dev *vdev = to_vdev(dev);
+
+	return counters_emit(vdev, buf, vdev->caps.num_counters, velo_counter_names, VELO_CNT_NUM,
+			     velo_core_counter);
 }
 static DEVICE_ATTR_RO(counters);
 
@@ -105,24 +118,9 @@ static DEVICE_ATTR_RO(counters);
 static ssize_t rma_counters_show(struct device *dev, struct device_attribute *attr, char *buf)
 {
 	struct velo_dev *vdev = to_vdev(dev);
-	ssize_t n = 0;
-	unsigned int i;
 
-	mutex_lock(&vdev->lock);
-	if (vdev->gone) {
-		mutex_unlock(&vdev->lock);
-		return -ENODEV;
-	}
-	for (i = 0; i < vdev->caps.rma_num_counters; i++) {
-		u32 v = velo_core_rma_counter(vdev->core, i);
-
-		if (i < VELO_RMA_CNT_NUM)
-			n += sysfs_emit_at(buf, n, "%s %u\n", velo_rma_counter_names[i], v);
-		else
-			n += sysfs_emit_at(buf, n, "counter%u %u\n", i, v);
-	}
-	mutex_unlock(&vdev->lock);
-	return n;
+	return counters_emit(vdev, buf, vdev->caps.rma_num_counters, velo_rma_counter_names,
+			     VELO_RMA_CNT_NUM, velo_core_rma_counter);
 }
 static DEVICE_ATTR_RO(rma_counters);
 
