@@ -2,7 +2,7 @@
 /*
  * What the fake NIC of the QEMU smoke test (sw/driver/qemu) looks like: the values the "good"
  * BAR0 register image carries (velo_regimg.c writes it) and the guest checks expect back
- * (velo_guest.c). Offsets and fields come from the generated velo/velo_hw.h.
+ * (velo_guest*.c). Offsets and fields come from the generated velo/velo_hw.h.
  *
  * NODE_BITS and VPID_BITS keep the send window, 2^(12 + 2 * VPID_BITS + NODE_BITS) = 8 MiB,
  * within the 8 MiB BAR2 of QEMU's virtio-vga with page-per-vq=on.
