@@ -35,7 +35,9 @@
 // that hold and of inputs (q_region_busy, q_vpid_busy, rcnt_data), so they hold too. Data
 // registers rewritten every cycle but read only with a valid (the blocks' idle comments) may
 // differ while gated; the edge that raises their valid rewrites them. The one free-running
-// register, the DMA read engine's timeout prescaler, stays on clk (u_dma_tick).
+// register, the DMA read engine's timeout prescaler, stays on clk (u_dma_tick). Inside the unit,
+// the initiator (with its response filter), the target, the DMA read engine and the ATU have gates of
+// their own, each open while its block is not at rest or one of its inputs carries something.
 `default_nettype none
 `include "velo_spec.vh"
 `include "velo_check.vh"
@@ -142,9 +144,19 @@ module velo_rma #(
 
     localparam integer TCTX = 16;           // target DMA read context
 
-    // ---------------------------------------------------------------- clock gate (simulation)
-    wire gclk, gate_en;
+    // ---------------------------------------------------------------- clock gates (simulation)
+    // the unit's (gclk: command decoder, read multiplexer, notification writer, counters,
+    // arbiters) and one each for the four big blocks, which are mostly not all busy at once (a
+    // put keeps the initiator and the DMA read engine of one NIC and the target of the other
+    // busy, and the ATU only for a lookup per page or packet): the initiator with its response
+    // filter (gclk_i), the target (gclk_t), the DMA read engine (gclk_d), the ATU (gclk_a). Each block's enable is its own contract (its idle comment): not at rest, or
+    // a valid on one of the inputs that its contract names; a block's enable implies the unit's.
+    wire gclk, gate_en, gclk_i, gate_en_i, gclk_t, gate_en_t, gclk_d, gate_en_d, gclk_a, gate_en_a;
     velo_sim_gate u_gate (.clk(clk), .en(gate_en), .gclk(gclk));
+    velo_sim_gate u_gate_i (.clk(clk), .en(gate_en_i), .gclk(gclk_i));
+    velo_sim_gate u_gate_t (.clk(clk), .en(gate_en_t), .gclk(gclk_t));
+    velo_sim_gate u_gate_d (.clk(clk), .en(gate_en_d), .gclk(gclk_d));
+    velo_sim_gate u_gate_a (.clk(clk), .en(gate_en_a), .gclk(gclk_a));
     localparam integer NRC  = `VELO_RMA_CNT_NUM;
 
     // ---------------------------------------------------------------- command decoder
@@ -207,7 +219,7 @@ module velo_rma #(
     // the target's name the requesting initiator and the key bits 31:8 of the request
     velo_atu #(.REGION_BITS(REGION_BITS), .PTE_BITS(PTE_BITS), .VPID_BITS(VPID_BITS), .NODE_BITS(NODE_BITS),
                .TAG_W(2)) u_atu (
-        .clk(gclk), .rst(rst),
+        .clk(gclk_a), .rst(rst),
         .cfg_valid(cfg_valid), .cfg_ready(cfg_ready), .cfg_pte(cfg_pte), .cfg_idx(cfg_idx), .cfg_reg(cfg_reg),
         .cfg_data(cfg_data),
         .lk_valid(i_lk_valid || t_lk_valid), .lk_ready(a_lk_ready),
@@ -260,7 +272,7 @@ module velo_rma #(
     wire [31:0]  dc0, dc1, dc2, dc3, dc4;
     velo_dma_rd #(.TLP_W(64), .MRRS(MRRS), .TAGS(32), .TAG_W(8), .CB_LOG2(13), .CTX_W(TCTX + 1),
                   .TIMEOUT(TIMEOUT), .TICK_IN(1)) u_dma (
-        .clk(gclk), .rst(rst), .req_id(req_id), .tick_in(dma_tick),
+        .clk(gclk_d), .rst(rst), .req_id(req_id), .tick_in(dma_tick),
         .rq_valid(d_rq_valid), .rq_ready(d_rq_ready), .rq_addr(d_rq_addr), .rq_len_m1(d_rq_len_m1), .rq_ctx(d_rq_ctx),
         .rd_valid(d_rd_valid), .rd_ready(d_rd_ready), .rd_data(d_rd_data), .rd_be(d_rd_be), .rd_first(d_rd_first),
         .rd_last(d_rd_last), .rd_err(d_rd_err), .rd_ctx(d_rd_ctx),
@@ -329,14 +341,14 @@ module velo_rma #(
     wire [63:0]  f_data;
 
     velo_pkt_filter #(.AW(6)) u_rspf (
-        .clk(gclk), .rst(rst),
+        .clk(gclk_i), .rst(rst),
         .in_valid(si_valid), .in_ready(si_ready), .in_data(si_data), .in_last(si_last), .in_bad(si_bad),
         .out_valid(f_valid), .out_ready(f_ready), .out_data(f_data), .out_last(f_last), .ev_drop(f_drop),
         .idle(f_idle));
 
     velo_rma_init #(.NODE_BITS(NODE_BITS), .VPID_BITS(VPID_BITS), .REGION_BITS(REGION_BITS),
                     .TAG_BITS(TAG_BITS), .MTU(MTU)) u_init (
-        .clk(gclk), .rst(rst), .enable(enable), .node_id(node_id), .req_id(req_id),
+        .clk(gclk_i), .rst(rst), .enable(enable), .node_id(node_id), .req_id(req_id),
         .cmd_valid(cm_valid), .cmd_ready(cm_ready), .cmd_data(cm_data), .cmd_vpid(cm_vpid), .cmd_slot(cm_slot),
         .cmd_slot_cnt(cm_slot_cnt), .cmd_err(cm_err),
         .rt_re(ri_re), .rt_node(ri_node), .rt_data(ri_data),
@@ -366,7 +378,7 @@ module velo_rma #(
 
     velo_rma_tgt #(.TLP_W(64), .NODE_BITS(NODE_BITS), .VPID_BITS(VPID_BITS), .REGION_BITS(REGION_BITS), .MTU(MTU),
                    .MPS(MPS), .SLOTS_LOG2(SLOTS_LOG2), .CTX_W(TCTX)) u_tgt (
-        .clk(gclk), .rst(rst), .enable(enable), .node_id(node_id), .req_id(req_id),
+        .clk(gclk_t), .rst(rst), .enable(enable), .node_id(node_id), .req_id(req_id),
         .in_valid(qi_valid), .in_ready(qi_ready), .in_data(qi_data), .in_last(qi_last), .in_bad(qi_bad),
         .out_valid(so_valid), .out_ready(so_ready), .out_data(so_data), .out_last(so_last), .out_lnb(so_lnb),
         .rt_re(rt_re), .rt_node(rt_node), .rt_data(rt_data),
@@ -405,6 +417,16 @@ module velo_rma #(
     wire idle = cmd_idle && atu_idle && rdmux_idle && dma_idle && nq_idle && f_idle && i_idle && t_idle && !n_lock;
     assign gate_en = !idle || rst || w_valid || c_valid || qi_valid || si_valid || cfg_valid || sw_wr ||
                      ev_cmd_read || rcnt_clr;
+    // initiator (velo_rma_init: cmd_valid, rx_valid, rd_valid; its ATU responses come only to a
+    // lookup it holds, taken as well) and response filter (velo_pkt_filter: in_valid)
+    assign gate_en_i = !i_idle || !f_idle || rst || cm_valid || si_valid || i_rd_valid || i_rs_valid;
+    // target (velo_rma_tgt: in_valid, rd_valid; ATU responses as above)
+    assign gate_en_t = !t_idle || rst || qi_valid || t_rd_valid || t_rs_valid;
+    // DMA read engine (velo_dma_rd: a request or a completion; its tick ages stale slots only,
+    // which keep it from rest)
+    assign gate_en_d = !dma_idle || rst || d_rq_valid || c_valid;
+    // ATU (velo_atu: lk_valid, rel_valid, cfg_valid)
+    assign gate_en_a = !atu_idle || rst || i_lk_valid || t_lk_valid || i_rel_valid || t_rel_valid || cfg_valid;
 
     // ---------------------------------------------------------------- counters
     reg [10:0] add [0:NRC-1];

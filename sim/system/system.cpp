@@ -73,6 +73,10 @@ VELO_SIM_GATE_PROBE(LinkCountersGate, velo_nic__DOT__g_ncnt__DOT__u_ncnt__DOT__u
 VELO_SIM_GATE_PROBE(RegsGate, velo_nic__DOT__u_regs__DOT__u_gate__DOT__en_l)
 VELO_SIM_GATE_PROBE(CompleterGate, velo_nic__DOT__u_cpl__DOT__u_gate__DOT__en_l)
 VELO_SIM_GATE_PROBE(RequesterGate, velo_nic__DOT__u_req__DOT__u_gate__DOT__en_l)
+VELO_SIM_GATE_PROBE(RmaInitGate, velo_nic__DOT__g_rma__DOT__u_rma__DOT__u_gate_i__DOT__en_l)
+VELO_SIM_GATE_PROBE(RmaTgtGate, velo_nic__DOT__g_rma__DOT__u_rma__DOT__u_gate_t__DOT__en_l)
+VELO_SIM_GATE_PROBE(DmaReadGate, velo_nic__DOT__g_rma__DOT__u_rma__DOT__u_gate_d__DOT__en_l)
+VELO_SIM_GATE_PROBE(AtuGate, velo_nic__DOT__g_rma__DOT__u_rma__DOT__u_gate_a__DOT__en_l)
 #undef VELO_SIM_GATE_PROBE
 
 // One NIC model behind a width-independent interface.
@@ -152,7 +156,11 @@ class NicT : public Nic {
                unsigned{LinkCountersGate<V>::closed(m)} << static_cast<unsigned>(System::Gated::LinkCounters) |
                unsigned{RegsGate<V>::closed(m)} << static_cast<unsigned>(System::Gated::Regs) |
                unsigned{CompleterGate<V>::closed(m)} << static_cast<unsigned>(System::Gated::Completer) |
-               unsigned{RequesterGate<V>::closed(m)} << static_cast<unsigned>(System::Gated::Requester);
+               unsigned{RequesterGate<V>::closed(m)} << static_cast<unsigned>(System::Gated::Requester) |
+               unsigned{RmaInitGate<V>::closed(m)} << static_cast<unsigned>(System::Gated::RmaInitiator) |
+               unsigned{RmaTgtGate<V>::closed(m)} << static_cast<unsigned>(System::Gated::RmaTarget) |
+               unsigned{DmaReadGate<V>::closed(m)} << static_cast<unsigned>(System::Gated::DmaRead) |
+               unsigned{AtuGate<V>::closed(m)} << static_cast<unsigned>(System::Gated::Atu);
     }
 
   private:

@@ -114,9 +114,23 @@ class System {
     bool quiet() const;
     // Cycles in which a unit of a node's NIC was clock-gated (not evaluated); 0 without the gate
     // or without the unit: the RMA unit, the switch, the event counters (velo_counters g_cnt),
-    // the link counters (g_ncnt), the register file (velo_regfile), the completer, the requester.
-    enum class Gated { Rma, Switch, Counters, LinkCounters, Regs, Completer, Requester };
-    static constexpr unsigned kGatedUnits = 7;
+    // the link counters (g_ncnt), the register file (velo_regfile), the completer, the requester,
+    // and inside the RMA unit its initiator (with the response filter), its target, its DMA read
+    // engine and its ATU (gated also in cycles where the unit is not).
+    enum class Gated {
+        Rma,
+        Switch,
+        Counters,
+        LinkCounters,
+        Regs,
+        Completer,
+        Requester,
+        RmaInitiator,
+        RmaTarget,
+        DmaRead,
+        Atu
+    };
+    static constexpr unsigned kGatedUnits = 11;
     uint64_t gated_cycles(unsigned node, Gated unit = Gated::Rma) const;
     // Cycles without data flits or TLP beats after which quiet() holds (longer than every link
     // timeout, so no retransmission is pending).
