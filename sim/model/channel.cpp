@@ -30,6 +30,17 @@ Channel::Channel(const ChannelConfig& c)
     next_loss_ = draw(loss_gap_, c.flit_loss);
 }
 
+void Channel::set_faults(double ber, double flit_loss) {
+    if (!(ber >= 0 && ber <= 1)) throw std::invalid_argument("velo: channel ber must be in [0, 1]");
+    if (!(flit_loss >= 0 && flit_loss <= 1)) throw std::invalid_argument("velo: channel flit_loss must be in [0, 1]");
+    cfg_.ber = ber;
+    cfg_.flit_loss = flit_loss;
+    bit_gap_ = gap_dist(ber);
+    loss_gap_ = gap_dist(flit_loss);
+    next_flip_ = draw(bit_gap_, ber);
+    next_loss_ = draw(loss_gap_, flit_loss);
+}
+
 uint64_t Channel::draw(std::geometric_distribution<uint64_t>& g, double p) {
     if (p <= 0) return ~0ull;
     return g(rng_);

@@ -40,6 +40,9 @@ class Channel {
     void tick();  // advance one cycle
     void set_down(bool down);
     bool down() const { return down_; }
+    // New fault rates from the next flit on (0 stops that kind of fault; the same checks as the
+    // constructor's: std::invalid_argument outside [0, 1]).
+    void set_faults(double ber, double flit_loss);
 
     // What was injected (counted when a flit enters the wire, in()):
     uint64_t flits_in() const { return flits_in_; }          // flits driven (including while down)

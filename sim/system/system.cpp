@@ -54,6 +54,11 @@ void set_bits(const Words& v, unsigned lo, unsigned w, uint64_t x) {
     }
 }
 
+// An idle link transmitter sends its ACK and CREDIT items in rotation (velo_link_tx: NI = NVC + 1
+// items), so an idle wire repeats a pattern of this period; a change on a wire is a symbol that
+// differs from the one this many cycles before (System::quiet).
+constexpr unsigned kIdlePeriod = VELO_NVC + 1;
+
 // The clock gates (rtl/common/velo_sim_gate.v) of a model's units (System::Gated): closed for the
 // coming edge when the enable latch holds 0 after the settle eval. A model without the unit (RMA =
 // 0, COUNTERS = 0, ...) has no such gate: never closed.
@@ -78,6 +83,15 @@ VELO_SIM_GATE_PROBE(RmaTgtGate, velo_nic__DOT__g_rma__DOT__u_rma__DOT__u_gate_t_
 VELO_SIM_GATE_PROBE(DmaReadGate, velo_nic__DOT__g_rma__DOT__u_rma__DOT__u_gate_d__DOT__en_l)
 VELO_SIM_GATE_PROBE(AtuGate, velo_nic__DOT__g_rma__DOT__u_rma__DOT__u_gate_a__DOT__en_l)
 #undef VELO_SIM_GATE_PROBE
+
+// The units whose closed gates say that the NIC holds no work (System::quiet): each is closed
+// only at rest with nothing offered (the enable contract, docs/simulator.md).
+constexpr unsigned gate_bit(System::Gated g) {
+    return 1u << static_cast<unsigned>(g);
+}
+constexpr unsigned kRestUnits = gate_bit(System::Gated::Rma) | gate_bit(System::Gated::Switch) |
+                                gate_bit(System::Gated::Regs) | gate_bit(System::Gated::Completer) |
+                                gate_bit(System::Gated::Requester);
 
 // One NIC model behind a width-independent interface.
 class Nic {
@@ -198,9 +212,12 @@ struct System::Impl {
         std::array<uint64_t, System::kGatedUnits> gated{};  // cycles each unit's clock was gated
         std::vector<Channel*> rx;                           // per port 1..NP: the channel it hears (null: none)
         std::vector<Channel*> tx;                           // per port 1..NP: the channel it drives (null: none)
-        bool active = false;                                // data flits or TLP beats this cycle
-        std::vector<Event> events;                          // this cycle's, in order
-        std::mt19937_64 rng;                                // CPU gaps, DMA stalls
+        bool active = false;                                // data flits, changed symbols or TLP beats this cycle
+        bool at_rest = false;                               // every gated unit of the NIC closed for this cycle's edge
+        // per port 1..NP: the symbols it drove in the last kIdlePeriod cycles (by cycle mod it)
+        std::vector<std::array<uint64_t, kIdlePeriod>> last_tx;
+        std::vector<Event> events;  // this cycle's, in order
+        std::mt19937_64 rng;        // CPU gaps, DMA stalls
     };
     std::vector<Node> nodes;
     // one channel per direction of every link: ch[(node * 8 + port)] carries what (node, port) sends
@@ -281,6 +298,7 @@ System::System(const SystemConfig& c) : p_(new Impl) {
         auto& nd = s.nodes[i];
         nd.rx.assign(s.np + 1, nullptr);
         nd.tx.assign(s.np + 1, nullptr);
+        nd.last_tx.assign(s.np + 1, std::array<uint64_t, kIdlePeriod>{});
         for (unsigned p = 1; p <= s.np; ++p) {
             const Peer& pr = s.topo.peer(i, p);
             if (pr.node >= 0) nd.rx[p] = s.ch.at(Impl::key(static_cast<unsigned>(pr.node), pr.port)).get();
@@ -333,7 +351,9 @@ void System::node_cycle(unsigned i) {
         if (!nd.tx[p]) continue;
         const uint64_t f = nd.nic->phy_tx(p);
         if (on_flit) nd.events.push_back(Impl::Event{Impl::Event::Flit, p, f, Tlp{}});
-        if (((f >> s.link_w) & 3) == VELO_LINK_SYNC_DATA) nd.active = true;
+        uint64_t& then = nd.last_tx[p][s.cycle % kIdlePeriod];
+        if (((f >> s.link_w) & 3) == VELO_LINK_SYNC_DATA || f != then) nd.active = true;
+        then = f;
         nd.tx[p]->in(f);
     }
     if (nd.drv->sop_presented && !nd.is_send.empty() && nd.is_send.front())
@@ -341,8 +361,10 @@ void System::node_cycle(unsigned i) {
     if (!nd.drv->idle() || *nd.nic->out_pins().valid) nd.active = true;
     if (nd.drv->sample() && !nd.is_send.empty()) nd.is_send.pop_front();
     nd.sink->sample();
-    for (unsigned g = nd.nic->gated(), u = 0; g != 0; g >>= 1, ++u)
+    const unsigned gated = nd.nic->gated();
+    for (unsigned g = gated, u = 0; g != 0; g >>= 1, ++u)
         if (g & 1) ++nd.gated[u];
+    nd.at_rest = (gated & kRestUnits) == kRestUnits;
     if (nd.nic->irq_valid() && !nd.irq_hold) {
         ++nd.irqs;
         nd.events.push_back(Impl::Event{Impl::Event::Irq, 0, 0, Tlp{}});
@@ -459,6 +481,10 @@ bool System::init(uint64_t max_cycles) {
     return true;
 }
 
+void System::set_faults(double ber, double flit_loss) {
+    for (auto& [k, c] : p_->ch) c->set_faults(ber, flit_loss);
+}
+
 void System::set_link_down(unsigned node, unsigned port, bool down) {
     auto& s = *p_;
     auto it = s.ch.find(Impl::key(node, port));
@@ -516,7 +542,9 @@ bool System::quiet() const {
     auto& s = *p_;
     for (auto& nd : s.nodes)
         if (!nd.drv->idle()) return false;
-    return s.cycle - s.last_activity > kQuietCycles;
+    bool rest = true;
+    for (auto& nd : s.nodes) rest = rest && nd.at_rest;
+    return s.cycle - s.last_activity > (rest ? kQuietCyclesAtRest : kQuietCycles);
 }
 
 }  // namespace velo::sim

@@ -107,10 +107,12 @@ class System {
 
     // ---- network
     void set_link_down(unsigned node, unsigned port, bool down);  // cut both directions of a link
+    void set_faults(double ber, double flit_loss);                // new fault rates on every wire
     bool links_up() const;
     std::vector<std::string> errors() const;  // protocol violations seen on the TLP ports
-    // Nothing queued at any CPU port, no DMA pending, every NIC idle and every wire carrying
-    // only idle/control symbols: the simulation may sleep until the next cpu_post.
+    // Nothing queued at any CPU port, no DMA pending, every NIC idle and every wire carrying the
+    // same symbol (the idle ACK) for long enough that no link timer can still fire: the
+    // simulation may sleep until the next cpu_post.
     bool quiet() const;
     // Cycles in which a unit of a node's NIC was clock-gated (not evaluated); 0 without the gate
     // or without the unit: the RMA unit, the switch, the event counters (velo_counters g_cnt),
@@ -132,9 +134,17 @@ class System {
     };
     static constexpr unsigned kGatedUnits = 11;
     uint64_t gated_cycles(unsigned node, Gated unit = Gated::Rma) const;
-    // Cycles without data flits or TLP beats after which quiet() holds (longer than every link
-    // timeout, so no retransmission is pending).
+    // Cycles without data flits, changed symbols on any wire or TLP beats after which quiet()
+    // holds. Every link timer (REPLAY_TIMEOUT 512, NACK_TIMEOUT and SYNC_TIMEOUT 256,
+    // DOWN_TIMEOUT 128, CTL_AGE 32 cycles: velo_link's defaults, which velo_nic keeps) is
+    // restarted by something that changes a wire's symbol, so once the wires have been steady
+    // for longer than the longest of them, none is left to fire. When every NIC is also at rest
+    // (the clock gates of its RMA unit, switch, register file, completer and requester all
+    // closed: nothing in them, nothing offered) kQuietCyclesAtRest is enough; otherwise
+    // (without the gates, --no-sim-gate) the old, wider margin. tb_net's NetQuiet tests check
+    // that nothing moves after quiet() under bit errors and lost flits.
     static constexpr uint64_t kQuietCycles = 4096;
+    static constexpr uint64_t kQuietCyclesAtRest = 1024;
 
     // How the node threads shared the work (SystemConfig::threads).
     NodePool::Stats pool_stats() const;

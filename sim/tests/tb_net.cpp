@@ -192,6 +192,80 @@ TEST(NetFaults, LinkDownAndBackLosesAndDuplicatesNothing) {
     EXPECT_GE(c.link_counter(1, 2, VELO_TBL_NET_PORT_CNT_LINK_DOWN), 1u);
 }
 
+// ------------------------------------------------------------------------------ quiet
+// System::quiet() lets the fabric sleep: once it holds, nothing may move on any wire until a CPU
+// posts again, also when bit errors and lost flits have left replays, NACKs, lost ACKs or credit
+// repairs behind. Rounds of traffic under faults, each run until delivered; then, with the faults
+// switched off (a fault on an idle wire rightly moves things), until quiet() holds; then
+// every wire must keep repeating its idle pattern for 5,000 cycles (longer than every link
+// timer), and no DMA write may come. With the clock gates (the NICs at rest: the short margin)
+// and without them (the wide one).
+void quiet_rounds(bool sim_gate) {
+    auto r = test_rng();
+    auto cfg = config("ring:4", r);
+    const double kBer = 1e-3, kLoss = 1e-3;
+    cfg.sys.ber = kBer;
+    cfg.sys.flit_loss = kLoss;
+    cfg.sys.sim_gate = sim_gate;
+    Cluster c(cfg);
+    ASSERT_TRUE(c.init());
+    open_all(c, 2, 6);
+    // (node, port) -> the symbols of the last VELO_NVC + 1 cycles (an idle wire's period)
+    const unsigned period = VELO_NVC + 1;
+    std::map<std::pair<unsigned, unsigned>, std::vector<uint64_t>> hist;
+    uint64_t changes = 0, dma = 0;
+    c.sys().on_flit = [&](unsigned n, unsigned p, uint64_t f) {
+        auto& h = hist[{n, p}];
+        if (h.size() == period && h.front() != f) ++changes;
+        h.push_back(f);
+        if (h.size() > period) h.erase(h.begin());
+    };
+    auto dma_prev = c.sys().on_dma_write;
+    c.sys().on_dma_write = [&](unsigned n, const Tlp& t) {
+        ++dma;
+        dma_prev(n, t);
+    };
+    uint64_t waited_max = 0;
+    const unsigned rounds = 25;
+    for (unsigned round = 0; round < rounds; ++round) {
+        uniform_random(c, r, 1 + static_cast<unsigned>(r() % 12), 2);
+        ASSERT_TRUE(c.run_until_idle(2000000)) << "round " << round << ": " << c.scoreboard().outstanding() << " left";
+        // faults for a while longer (the last ACKs and credits may be hit), then none (a fault on
+        // an idle wire moves things, rightly): what the faults of the round left behind (a lost
+        // ACK, a NACK, a replay, a credit repair) must have played out before quiet()
+        c.step(r() % 400);
+        c.sys().set_faults(0, 0);
+        const uint64_t idle_at = c.sys().cycle();
+        while (!c.sys().quiet()) {
+            ASSERT_LT(c.sys().cycle() - idle_at, 20000u) << "round " << round << ": never quiet";
+            c.step(1);
+        }
+        waited_max = std::max(waited_max, c.sys().cycle() - idle_at);
+        changes = 0;
+        dma = 0;
+        for (unsigned i = 0; i < 5000; ++i) {
+            c.step(1);
+            for (unsigned n = 0; n < c.nodes(); ++n) ASSERT_EQ(c.sys().cpu_queued(n), 0u) << "round " << round;
+            ASSERT_EQ(changes, 0u) << "round " << round << ": a wire changed " << i + 1 << " cycles after quiet()";
+            ASSERT_EQ(dma, 0u) << "round " << round << ": a DMA write " << i + 1 << " cycles after quiet()";
+        }
+        c.sys().set_faults(kBer, kLoss);
+    }
+    expect_clean(c);
+    // the faults were real: packets were replayed
+    EXPECT_GT(link_sum(c, VELO_TBL_NET_PORT_CNT_REPLAY), 0u);
+    std::printf("%u rounds: quiet at most %llu cycles after the last delivery (%s)\n", rounds,
+                static_cast<unsigned long long>(waited_max), sim_gate ? "clock gates" : "no clock gates");
+}
+
+TEST(NetQuiet, NothingMovesAfterQuietUnderFaults) {
+    quiet_rounds(true);
+}
+
+TEST(NetQuiet, NothingMovesAfterQuietUnderFaultsWithoutClockGates) {
+    quiet_rounds(false);
+}
+
 // ------------------------------------------------------------------------------ congestion
 // A full mailbox stalls what shares a buffer with its traffic, and nothing else. Ring of 4; node
 // 2 stops reading vpid 0, and node 0 sends to it without end-to-end credits (as a misbehaving
