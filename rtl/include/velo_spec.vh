@@ -6,7 +6,7 @@
 // Spec version.
 `define VELO_SPEC_VERSION 32'h100
 // CRC-32 of spec/velo_spec.json.
-`define VELO_SPEC_HASH 32'h4B355DD1
+`define VELO_SPEC_HASH 32'h667D4696
 // Width of a node id: up to 2^NODE_BITS nodes (paper: n - t = 8, 256 nodes).
 `define VELO_DEFAULT_NODE_BITS 32'h8
 // Smallest NODE_BITS.
@@ -441,7 +441,7 @@
 `define VELO_TBL_RMA_NQ_TABLE_NQ_CFG 21'h8
 // Write pointer in entries (RMA_NQ_PTR_BITS, free-running); the NIC advances it.
 `define VELO_TBL_RMA_NQ_TABLE_NQ_WP 21'hC
-// Region r of the address translation unit at base + r*stride, 2^RMA_REGION_BITS entries, write-only (reads return 0; the driver keeps the master copy), cleared after reset. Change RG_PTE, RG_START, RG_LEN_* and the region's page table entries only while RG_CFG.VALID=0 and the region is quiesced; write RG_CFG last.
+// Region r of the address translation unit at base + r*stride, 2^RMA_REGION_BITS entries, write-only (reads return 0; the driver keeps the master copy); after reset RG_CFG is cleared and the scope boxes RG_SCOPE..RG_SCOPE3 are empty (RG_KEY and the rest keep what the RAM holds). Change RG_PTE, RG_START, RG_LEN_* and the region's page table entries only while RG_CFG.VALID=0 and the region is quiesced; write RG_CFG last.
 `define VELO_TBL_RMA_REGION_BASE 21'h20000
 // Bytes per entry.
 `define VELO_TBL_RMA_REGION_STRIDE 21'h40
