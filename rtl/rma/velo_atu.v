@@ -22,9 +22,9 @@
 //
 // Pipeline: stage A holds the request and the region entry (RAM read in the accept cycle) and makes
 // the checks (the key and the four scope box comparisons too, in parallel with the others: no
-// extra cycle); a
-// successful lookup increments the region's in-use counter as it leaves stage A and reads its page
-// table entry; stage B holds the result and presents it with the page table data.
+// extra cycle); a successful lookup increments the region's in-use counter as it leaves stage A
+// and reads its page table entry; stage B holds the result and presents it with the page table
+// data.
 //
 // In-use counts (quiesce for the driver's invalidation, docs/rma.md §2.3): the user gives every
 // successful translation back with rel_valid/rel_region when it no longer uses it. The counts are
