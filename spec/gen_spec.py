@@ -69,7 +69,13 @@ def items(spec):
             out.append(("REG_%s_%s" % (b["name"], r["name"]), rb, num(b["base"]) + num(r["off"]), r["doc"]))
     for t in spec["tables"]:
         out.append(("TBL_%s_BASE" % t["name"], rb, num(t["base"]), t["doc"]))
-        out.append(("TBL_%s_STRIDE" % t["name"], rb, num(t["stride"]), "Bytes per entry."))
+        stride = num(t["stride"])
+        assert stride >= 4 and stride & (stride - 1) == 0, (t["name"], "the stride is a power of two")
+        out.append(("TBL_%s_STRIDE" % t["name"], rb, stride, "Bytes per entry."))
+        out.append(("TBL_%s_REG_W" % t["name"], 32, max(1, (stride // 4).bit_length() - 1),
+                    "Width of a register index in an entry (byte offset / 4): log2(stride / 4), at least 1."))
+        for r in t["regs"]:
+            assert num(r["off"]) % 4 == 0 and num(r["off"]) < stride, (t["name"], r["name"], "inside the entry")
         for r in t["regs"]:
             out.append(("TBL_%s_%s" % (t["name"], r["name"]), rb, num(r["off"]), r["doc"]))
     for i, c in enumerate(spec["counters"]):

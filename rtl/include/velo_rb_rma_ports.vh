@@ -11,7 +11,7 @@
     input  wire                 acfg_ready,
     output wire                 acfg_pte,
     output wire [15:0]          acfg_idx,
-    output wire [2:0]           acfg_reg,
+    output wire [`VELO_TBL_RMA_REGION_REG_W-1:0] acfg_reg,  // register index in the entry (byte offset / 4)
     output wire [31:0]          acfg_data,
     // notification queue table port of velo_rma_notify
     input  wire                 nq_re,

@@ -6,7 +6,7 @@
 // Spec version.
 `define VELO_SPEC_VERSION 32'h100
 // CRC-32 of spec/velo_spec.json.
-`define VELO_SPEC_HASH 32'h1415BE10
+`define VELO_SPEC_HASH 32'h667D4696
 // Width of a node id: up to 2^NODE_BITS nodes (paper: n - t = 8, 256 nodes).
 `define VELO_DEFAULT_NODE_BITS 32'h8
 // Smallest NODE_BITS.
@@ -141,6 +141,8 @@
 `define VELO_NET_PORT_COUNTERS 32'h8
 // BAR4 (RMA command window) is 2^20 bytes: one 4 KiB page per vpid (2^VPID_BITS pages, at most 256), format RMA_ADDR.
 `define VELO_BAR_RMA_BITS 32'h14
+// Scope boxes per ATU region (RMA_REGION RG_SCOPE, RG_SCOPE1, RG_SCOPE2, RG_SCOPE3): a remote initiator is in a region's scope iff it is inside at least one of them.
+`define VELO_RMA_SCOPE_BOXES 32'h4
 // An RMA command is 32 bytes (four 64-bit words: RMA_CMD0, local NLA, remote NLA, cookie), written as one write-combined burst into a 32-byte aligned slot of the vpid's page.
 `define VELO_RMA_CMD_BYTES 32'h20
 // Byte offset of the local buffer's NLA (format RMA_NLA) in a command.
@@ -173,7 +175,7 @@
 `define VELO_RMA_ERR_BAD_CMD 4'h1
 // RMA error reason: a BAR4 write that is not whole commands (torn write-combining burst, bad alignment or byte enables, poisoned, over 64 bytes, crossing the page); nothing executed. SLOT and SLOT_CNT name the slots it touched.
 `define VELO_RMA_ERR_TORN 4'h2
-// RMA error reason: the NLA names a region index beyond the table, a region not allocated, or carries the wrong key (a stale handle); for a remote access also: the initiator is outside the region's scope (RG_SCOPE). A remote initiator cannot tell these apart, and they are checked before PERM, RANGE and NOT_VALID, so a failure tells nothing about a region the initiator may not use.
+// RMA error reason: the NLA names a region index beyond the table, a region not allocated, or carries the wrong key (a stale handle); for a remote access also: the initiator is outside the region's scope (in none of its boxes RG_SCOPE..RG_SCOPE3). A remote initiator cannot tell these apart, and they are checked before PERM, RANGE and NOT_VALID, so a failure tells nothing about a region the initiator may not use.
 `define VELO_RMA_ERR_BAD_HANDLE 4'h3
 // RMA error reason: a local access to a region owned by another vpid.
 `define VELO_RMA_ERR_NOT_OWNER 4'h4
@@ -363,6 +365,8 @@
 `define VELO_TBL_VPID_TABLE_BASE 21'h8000
 // Bytes per entry.
 `define VELO_TBL_VPID_TABLE_STRIDE 21'h10
+// Width of a register index in an entry (byte offset / 4): log2(stride / 4), at least 1.
+`define VELO_TBL_VPID_TABLE_REG_W 32'h2
 // Ring base address bits 31:6 (bits 5:0 read 0: 64-byte aligned).
 `define VELO_TBL_VPID_TABLE_MB_BASE_LO 21'h0
 // Ring base address bits 63:32.
@@ -375,6 +379,8 @@
 `define VELO_TBL_VPID_USER_BASE 21'h100000
 // Bytes per entry.
 `define VELO_TBL_VPID_USER_STRIDE 21'h1000
+// Width of a register index in an entry (byte offset / 4): log2(stride / 4), at least 1.
+`define VELO_TBL_VPID_USER_REG_W 32'hA
 // Read pointer in lines (MBOX_PTR_BITS, free-running): every line before it is free for the NIC. Write it after consuming entries (lazily, in batches).
 `define VELO_TBL_VPID_USER_MB_RP 21'h0
 // RMA notification queue read pointer in entries (RMA_NQ_PTR_BITS, free-running): every entry before it is free for the NIC.
@@ -383,12 +389,16 @@
 `define VELO_TBL_ROUTE_TABLE_BASE 21'hC000
 // Bytes per entry.
 `define VELO_TBL_ROUTE_TABLE_STRIDE 21'h4
+// Width of a register index in an entry (byte offset / 4): log2(stride / 4), at least 1.
+`define VELO_TBL_ROUTE_TABLE_REG_W 32'h1
 // Route entry.
 `define VELO_TBL_ROUTE_TABLE_ROUTE 21'h0
 // Network port p (1..NP) at base + (p-1)*stride (kernel only): configuration, status and link counters (32 bits, write clears).
 `define VELO_TBL_NET_PORT_BASE 21'hA000
 // Bytes per entry.
 `define VELO_TBL_NET_PORT_STRIDE 21'h40
+// Width of a register index in an entry (byte offset / 4): log2(stride / 4), at least 1.
+`define VELO_TBL_NET_PORT_REG_W 32'h4
 // Routing configuration of this port (computed by the route library).
 `define VELO_TBL_NET_PORT_CFG 21'h0
 // Link status.
@@ -413,12 +423,16 @@
 `define VELO_TBL_IRQ_PENDING_BASE 21'h580
 // Bytes per entry.
 `define VELO_TBL_IRQ_PENDING_STRIDE 21'h4
+// Width of a register index in an entry (byte offset / 4): log2(stride / 4), at least 1.
+`define VELO_TBL_IRQ_PENDING_REG_W 32'h1
 // Read: vpids whose armed entry was written since their bit was last cleared. Write: 1 clears the bit, 0 leaves it (a bit set by an entry in the same cycle stays set).
 `define VELO_TBL_IRQ_PENDING_PENDING 21'h0
 // RMA notification queue of vpid v at base + v*stride (kernel only). Configure only while NQ_CFG.ENABLE=0: NQ_BASE_LO/HI, NQ_WP=0, the user page's NQ_RP=0, then NQ_CFG. Disable, then poll CTRL.QUIESCE_STATUS (vpid) before freeing the ring.
 `define VELO_TBL_RMA_NQ_TABLE_BASE 21'h10000
 // Bytes per entry.
 `define VELO_TBL_RMA_NQ_TABLE_STRIDE 21'h10
+// Width of a register index in an entry (byte offset / 4): log2(stride / 4), at least 1.
+`define VELO_TBL_RMA_NQ_TABLE_REG_W 32'h2
 // Ring base address bits 31:6 (bits 5:0 read 0: 64-byte aligned).
 `define VELO_TBL_RMA_NQ_TABLE_NQ_BASE_LO 21'h0
 // Ring base address bits 63:32.
@@ -427,11 +441,13 @@
 `define VELO_TBL_RMA_NQ_TABLE_NQ_CFG 21'h8
 // Write pointer in entries (RMA_NQ_PTR_BITS, free-running); the NIC advances it.
 `define VELO_TBL_RMA_NQ_TABLE_NQ_WP 21'hC
-// Region r of the address translation unit at base + r*stride, 2^RMA_REGION_BITS entries, write-only (reads return 0; the driver keeps the master copy), cleared after reset. Change RG_PTE, RG_START, RG_LEN_* and the region's page table entries only while RG_CFG.VALID=0 and the region is quiesced; write RG_CFG last.
+// Region r of the address translation unit at base + r*stride, 2^RMA_REGION_BITS entries, write-only (reads return 0; the driver keeps the master copy); after reset RG_CFG is cleared and the scope boxes RG_SCOPE..RG_SCOPE3 are empty (RG_KEY and the rest keep what the RAM holds). Change RG_PTE, RG_START, RG_LEN_* and the region's page table entries only while RG_CFG.VALID=0 and the region is quiesced; write RG_CFG last.
 `define VELO_TBL_RMA_REGION_BASE 21'h20000
 // Bytes per entry.
-`define VELO_TBL_RMA_REGION_STRIDE 21'h20
-// Region state, owner, permissions (write it last: RG_KEY and RG_SCOPE only while ALLOC = 0 and the region is quiesced).
+`define VELO_TBL_RMA_REGION_STRIDE 21'h40
+// Width of a register index in an entry (byte offset / 4): log2(stride / 4), at least 1.
+`define VELO_TBL_RMA_REGION_REG_W 32'h4
+// Region state, owner, permissions (write it last: RG_KEY and the scope boxes RG_SCOPE..RG_SCOPE3 only while ALLOC = 0 and the region is quiesced).
 `define VELO_TBL_RMA_REGION_RG_CFG 21'h0
 // Where the region's pages are in the page table.
 `define VELO_TBL_RMA_REGION_RG_PTE 21'h4
@@ -443,12 +459,20 @@
 `define VELO_TBL_RMA_REGION_RG_LEN_HI 21'h10
 // The region's 32-bit key. Local accesses compare bits 7:0 with the NLA's KEY (they are authorised by OWNER_VPID); remote accesses compare all 32 bits (NLA KEY and RMA_PKT_LEN KEY_HI). The driver never gives an index a key it had before.
 `define VELO_TBL_RMA_REGION_RG_KEY 21'h14
-// Protection scope: the initiators (SRC_NODE, SRC_VPID of the request packet, both stamped by the initiating NIC) allowed remote accesses. A remote request from outside the scope fails with BAD_HANDLE like a wrong key or a free index, and touches nothing.
+// Protection scope, box 0 of RMA_SCOPE_BOXES: the initiators (SRC_NODE, SRC_VPID of the request packet, both stamped by the initiating NIC) allowed remote accesses. An initiator is in the scope iff its node is in [NODE_LO, NODE_HI] and its vpid in [VPID_LO, VPID_HI] of at least one of the boxes RG_SCOPE, RG_SCOPE1, RG_SCOPE2, RG_SCOPE3 (checked in parallel, in the lookup's cycle); a box with NODE_LO > NODE_HI or VPID_LO > VPID_HI is empty and admits nobody. A remote request from outside the scope fails with BAD_HANDLE like a wrong key or a free index, and touches nothing. Like RG_KEY, every box is written only while RG_CFG.ALLOC = 0 and the region is quiesced; the driver writes all four at every registration (unused boxes empty). All four boxes are cleared to empty after reset.
 `define VELO_TBL_RMA_REGION_RG_SCOPE 21'h18
+// Protection scope, box 1: as RG_SCOPE (box 0), same fields and rules (written only while RG_CFG.ALLOC = 0 and the region is quiesced; empty after reset).
+`define VELO_TBL_RMA_REGION_RG_SCOPE1 21'h1C
+// Protection scope, box 2: as RG_SCOPE (box 0), same fields and rules (written only while RG_CFG.ALLOC = 0 and the region is quiesced; empty after reset).
+`define VELO_TBL_RMA_REGION_RG_SCOPE2 21'h20
+// Protection scope, box 3: as RG_SCOPE (box 0), same fields and rules (written only while RG_CFG.ALLOC = 0 and the region is quiesced; empty after reset).
+`define VELO_TBL_RMA_REGION_RG_SCOPE3 21'h24
 // Page table entry i of the address translation unit at base + i*stride, 2^RMA_PTE_BITS entries (block RAM), write-only: the page frame number (physical address >> 12) of one page of a region. For 2 MiB pages the frame's low 9 bits are ignored.
-`define VELO_TBL_RMA_PTE_BASE 21'h40000
+`define VELO_TBL_RMA_PTE_BASE 21'h80000
 // Bytes per entry.
 `define VELO_TBL_RMA_PTE_STRIDE 21'h8
+// Width of a register index in an entry (byte offset / 4): log2(stride / 4), at least 1.
+`define VELO_TBL_RMA_PTE_REG_W 32'h1
 // Page frame number bits 31:0.
 `define VELO_TBL_RMA_PTE_PTE_LO 21'h0
 // Page frame number bits 39:32 (52-bit physical addresses).
@@ -1087,22 +1111,70 @@
 `define VELO_TBL_RMA_REGION_RG_LEN_HI_LEN_HI_LSB 0
 `define VELO_TBL_RMA_REGION_RG_LEN_HI_LEN_HI_W 8
 `define VELO_TBL_RMA_REGION_RG_LEN_HI_LEN_HI 7:0
-// Lowest initiator vpid allowed.
+// Lowest initiator vpid of box 0.
 `define VELO_TBL_RMA_REGION_RG_SCOPE_VPID_LO_LSB 0
 `define VELO_TBL_RMA_REGION_RG_SCOPE_VPID_LO_W 8
 `define VELO_TBL_RMA_REGION_RG_SCOPE_VPID_LO 7:0
-// Highest initiator vpid allowed (VPID_LO > VPID_HI: nobody).
+// Highest initiator vpid of box 0 (VPID_LO > VPID_HI: the box is empty).
 `define VELO_TBL_RMA_REGION_RG_SCOPE_VPID_HI_LSB 8
 `define VELO_TBL_RMA_REGION_RG_SCOPE_VPID_HI_W 8
 `define VELO_TBL_RMA_REGION_RG_SCOPE_VPID_HI 15:8
-// Lowest initiator node allowed.
+// Lowest initiator node of box 0.
 `define VELO_TBL_RMA_REGION_RG_SCOPE_NODE_LO_LSB 16
 `define VELO_TBL_RMA_REGION_RG_SCOPE_NODE_LO_W 8
 `define VELO_TBL_RMA_REGION_RG_SCOPE_NODE_LO 23:16
-// Highest initiator node allowed (NODE_LO > NODE_HI: nobody).
+// Highest initiator node of box 0 (NODE_LO > NODE_HI: the box is empty).
 `define VELO_TBL_RMA_REGION_RG_SCOPE_NODE_HI_LSB 24
 `define VELO_TBL_RMA_REGION_RG_SCOPE_NODE_HI_W 8
 `define VELO_TBL_RMA_REGION_RG_SCOPE_NODE_HI 31:24
+// Lowest initiator vpid of box 1.
+`define VELO_TBL_RMA_REGION_RG_SCOPE1_VPID_LO_LSB 0
+`define VELO_TBL_RMA_REGION_RG_SCOPE1_VPID_LO_W 8
+`define VELO_TBL_RMA_REGION_RG_SCOPE1_VPID_LO 7:0
+// Highest initiator vpid of box 1 (VPID_LO > VPID_HI: the box is empty).
+`define VELO_TBL_RMA_REGION_RG_SCOPE1_VPID_HI_LSB 8
+`define VELO_TBL_RMA_REGION_RG_SCOPE1_VPID_HI_W 8
+`define VELO_TBL_RMA_REGION_RG_SCOPE1_VPID_HI 15:8
+// Lowest initiator node of box 1.
+`define VELO_TBL_RMA_REGION_RG_SCOPE1_NODE_LO_LSB 16
+`define VELO_TBL_RMA_REGION_RG_SCOPE1_NODE_LO_W 8
+`define VELO_TBL_RMA_REGION_RG_SCOPE1_NODE_LO 23:16
+// Highest initiator node of box 1 (NODE_LO > NODE_HI: the box is empty).
+`define VELO_TBL_RMA_REGION_RG_SCOPE1_NODE_HI_LSB 24
+`define VELO_TBL_RMA_REGION_RG_SCOPE1_NODE_HI_W 8
+`define VELO_TBL_RMA_REGION_RG_SCOPE1_NODE_HI 31:24
+// Lowest initiator vpid of box 2.
+`define VELO_TBL_RMA_REGION_RG_SCOPE2_VPID_LO_LSB 0
+`define VELO_TBL_RMA_REGION_RG_SCOPE2_VPID_LO_W 8
+`define VELO_TBL_RMA_REGION_RG_SCOPE2_VPID_LO 7:0
+// Highest initiator vpid of box 2 (VPID_LO > VPID_HI: the box is empty).
+`define VELO_TBL_RMA_REGION_RG_SCOPE2_VPID_HI_LSB 8
+`define VELO_TBL_RMA_REGION_RG_SCOPE2_VPID_HI_W 8
+`define VELO_TBL_RMA_REGION_RG_SCOPE2_VPID_HI 15:8
+// Lowest initiator node of box 2.
+`define VELO_TBL_RMA_REGION_RG_SCOPE2_NODE_LO_LSB 16
+`define VELO_TBL_RMA_REGION_RG_SCOPE2_NODE_LO_W 8
+`define VELO_TBL_RMA_REGION_RG_SCOPE2_NODE_LO 23:16
+// Highest initiator node of box 2 (NODE_LO > NODE_HI: the box is empty).
+`define VELO_TBL_RMA_REGION_RG_SCOPE2_NODE_HI_LSB 24
+`define VELO_TBL_RMA_REGION_RG_SCOPE2_NODE_HI_W 8
+`define VELO_TBL_RMA_REGION_RG_SCOPE2_NODE_HI 31:24
+// Lowest initiator vpid of box 3.
+`define VELO_TBL_RMA_REGION_RG_SCOPE3_VPID_LO_LSB 0
+`define VELO_TBL_RMA_REGION_RG_SCOPE3_VPID_LO_W 8
+`define VELO_TBL_RMA_REGION_RG_SCOPE3_VPID_LO 7:0
+// Highest initiator vpid of box 3 (VPID_LO > VPID_HI: the box is empty).
+`define VELO_TBL_RMA_REGION_RG_SCOPE3_VPID_HI_LSB 8
+`define VELO_TBL_RMA_REGION_RG_SCOPE3_VPID_HI_W 8
+`define VELO_TBL_RMA_REGION_RG_SCOPE3_VPID_HI 15:8
+// Lowest initiator node of box 3.
+`define VELO_TBL_RMA_REGION_RG_SCOPE3_NODE_LO_LSB 16
+`define VELO_TBL_RMA_REGION_RG_SCOPE3_NODE_LO_W 8
+`define VELO_TBL_RMA_REGION_RG_SCOPE3_NODE_LO 23:16
+// Highest initiator node of box 3 (NODE_LO > NODE_HI: the box is empty).
+`define VELO_TBL_RMA_REGION_RG_SCOPE3_NODE_HI_LSB 24
+`define VELO_TBL_RMA_REGION_RG_SCOPE3_NODE_HI_W 8
+`define VELO_TBL_RMA_REGION_RG_SCOPE3_NODE_HI 31:24
 `define VELO_TBL_RMA_PTE_PTE_HI_PFN_HI_LSB 0
 `define VELO_TBL_RMA_PTE_PTE_HI_PFN_HI_W 8
 `define VELO_TBL_RMA_PTE_PTE_HI_PFN_HI 7:0

@@ -47,20 +47,31 @@ module velo_rb_rma #(
         .wp_vpid(nq_wp_vpid), .wp_data(nq_wp_data), .sw_wr(nq_sw_wr), .sw_wr_vpid(nq_sw_wr_vpid), .cfg_wr(unused_cfg_wr),
         .cfg_vpid(unused_cfg_vpid));
 
-    // ATU table writes: forwarded one DW at a time
+    // ATU table writes: forwarded one DW at a time. Entry strides and the register index widths
+    // come from the spec (RMA_REGION: 0x40 bytes, 16 registers; RMA_PTE: 8 bytes, 2 registers); the
+    // register index port (acfg_reg) is as wide as the region entry's and carries the page table's too.
+    localparam integer RG_RW  = `VELO_TBL_RMA_REGION_REG_W;   // register index bits of a region entry
+    localparam integer PTE_RW = `VELO_TBL_RMA_PTE_REG_W;      // register index bits of a page table entry
+    localparam integer RG_SW  = RG_RW + 2;                    // log2(RMA_REGION stride)
+    localparam integer PTE_SW = PTE_RW + 2;                   // log2(RMA_PTE stride)
+    `VELO_CHECK(g_check_rg_stride, (1 << RG_SW) == `VELO_TBL_RMA_REGION_STRIDE && (1 << PTE_SW) == `VELO_TBL_RMA_PTE_STRIDE, "velo_rb_rma: the spec's RMA_REGION/RMA_PTE strides are not 4 << REG_W")
+    `VELO_CHECK(g_check_pte_rw, PTE_RW <= RG_RW, "velo_rb_rma: a page table entry has more registers than a region entry (acfg_reg too narrow)")
+    `VELO_CHECK(g_check_rg_span, {11'd0, RG_LO} + (NRG << RG_SW) <= {11'd0, PTE_LO} && {11'd0, PTE_LO} + (NPTE << PTE_SW) <= (1 << `VELO_BAR_REGS_BITS), "velo_rb_rma: the region table runs into the page table, or the page table past BAR0")
     wire in_rg, in_pte;
-    velo_rb_range #(.LO(RG_LO), .HI({11'd0, RG_LO} + NRG * 32), .PIPE(PIPE)) u_drg (
+    velo_rb_range #(.LO(RG_LO), .HI({11'd0, RG_LO} + NRG * `VELO_TBL_RMA_REGION_STRIDE), .PIPE(PIPE)) u_drg (
         .clk(clk), .rst(rst), .rb_req(rb_req), .hit(in_rg));
-    velo_rb_range #(.LO(PTE_LO), .HI({11'd0, PTE_LO} + NPTE * 8), .PIPE(PIPE)) u_dpte (
+    velo_rb_range #(.LO(PTE_LO), .HI({11'd0, PTE_LO} + NPTE * `VELO_TBL_RMA_PTE_STRIDE), .PIPE(PIPE)) u_dpte (
         .clk(clk), .rst(rst), .rb_req(rb_req), .hit(in_pte));
     wire [20:0] rg_off  = `VELO_RB_ADDR(rb_req) - RG_LO;
     wire [20:0] pte_off = `VELO_RB_ADDR(rb_req) - PTE_LO;
-    wire unused_off = &{1'b0, rg_off, pte_off, unused_cfg_wr, unused_cfg_vpid};
+    wire [20:0] rg_idx  = rg_off >> RG_SW;
+    wire [20:0] pte_idx = pte_off >> PTE_SW;
+    wire unused_off = &{1'b0, rg_off, pte_off, rg_idx, pte_idx, unused_cfg_wr, unused_cfg_vpid};
     wire acfg_wr = `VELO_RB_WR_EN(rb_req) && (in_rg || in_pte);
     assign acfg_valid = acfg_wr;
     assign acfg_pte   = in_pte;
-    assign acfg_idx   = in_pte ? pte_off[18:3] : {rg_off[20:5]};
-    assign acfg_reg   = in_pte ? {2'b00, pte_off[2]} : rg_off[4:2];
+    assign acfg_idx   = in_pte ? pte_idx[15:0] : rg_idx[15:0];
+    assign acfg_reg   = in_pte ? {{(RG_RW-PTE_RW){1'b0}}, pte_off[PTE_SW-1:2]} : rg_off[RG_SW-1:2];
     assign acfg_data  = `VELO_RB_WDATA(rb_req);
 
     // the block's answer: its registers', the queue table's, or the ATU tables' (a write waits while

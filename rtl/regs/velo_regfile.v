@@ -195,7 +195,7 @@ module velo_regfile #(
         end else begin : g_no_rma
             assign rsp[6*RW +: RW] = `VELO_RB_RSP_NONE;
             // no RMA block: its outputs are 0
-            localparam integer RMA_OUT_W = 1 + REGION_BITS + 1 + 1 + 16 + 3 + 32 + 58 + 1 + 5 + 17 + 17 + 1 + VPID_BITS
+            localparam integer RMA_OUT_W = 1 + REGION_BITS + 1 + 1 + 16 + `VELO_TBL_RMA_REGION_REG_W + 32 + 58 + 1 + 5 + 17 + 17 + 1 + VPID_BITS
                                            + 5 + 1 + 5;
             assign {rma_enable, rq_region, acfg_valid, acfg_pte, acfg_idx, acfg_reg, acfg_data, nq_base, nq_en, nq_log2,
                     nq_wp, nq_rp, nq_sw_wr, nq_sw_wr_vpid, rcnt_idx, rcnt_clr, rcnt_clr_idx} = {RMA_OUT_W{1'b0}};

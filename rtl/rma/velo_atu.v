@@ -1,10 +1,10 @@
 // RMA address translation unit: network logical address (region, key, offset) -> physical address.
 //
 // Tables (written by the driver through the register file, cfg_* port, one 32-bit register per
-// cycle): the region table (RMA_REGION: RG_CFG, RG_PTE, RG_START, RG_LEN_LO, RG_LEN_HI, RG_KEY,
-// RG_SCOPE; one block RAM per register) and the page table (RMA_PTE: PTE_LO, PTE_HI, page frame
-// numbers). After reset the unit clears every RG_CFG and in-use counter (2^REGION_BITS cycles,
-// cfg_ready and lk_ready low).
+// cycle): the region table (RMA_REGION: RG_CFG, RG_PTE, RG_START, RG_LEN_LO, RG_LEN_HI, RG_KEY and
+// the RMA_SCOPE_BOXES scope boxes RG_SCOPE..RG_SCOPE3; one block RAM per register) and the page
+// table (RMA_PTE: PTE_LO, PTE_HI, page frame numbers). After reset the unit clears every RG_CFG
+// and in-use counter and empties every scope box (2^REGION_BITS cycles, cfg_ready and lk_ready low).
 //
 // Lookup (valid/ready, one per cycle): NLA, length, vpid, node, bits 31:8 of the key and access
 // kind. For local kinds the vpid is the issuing vpid (the node and the key bits 31:8 are not
@@ -12,7 +12,8 @@
 // (SRC_VPID, SRC_NODE of the request packet) and the key bits 31:8 come from its RMA_PKT_LEN word.
 // Checked in this order, the first failure is the reason (RMA_ERR_*): BAD_HANDLE (region index
 // beyond the table, not ALLOC, NLA KEY != RG_KEY bits 7:0; remote kinds also: key bits 31:8 !=
-// RG_KEY bits 31:8, node outside [NODE_LO, NODE_HI] or vpid outside [VPID_LO, VPID_HI] of RG_SCOPE,
+// RG_KEY bits 31:8, or the initiator (node, vpid) in none of the region's scope boxes: a box
+// admits node in [NODE_LO, NODE_HI] and vpid in [VPID_LO, VPID_HI], a box with LO > HI nobody;
 // so a foreign initiator learns nothing from the reason), NOT_OWNER (local kinds only: vpid !=
 // OWNER_VPID), PERM, RANGE (offset + length past the region's length), NOT_VALID (VALID = 0). On
 // success the response carries the physical address of the first byte, the bytes left to the end
@@ -20,9 +21,10 @@
 // reason, the region and the tag.
 //
 // Pipeline: stage A holds the request and the region entry (RAM read in the accept cycle) and makes
-// the checks (the key and scope comparisons too, in parallel with the others: no extra cycle); a
-// successful lookup increments the region's in-use counter as it leaves stage A and reads its page
-// table entry; stage B holds the result and presents it with the page table data.
+// the checks (the key and the four scope box comparisons too, in parallel with the others: no
+// extra cycle); a successful lookup increments the region's in-use counter as it leaves stage A
+// and reads its page table entry; stage B holds the result and presents it with the page table
+// data.
 //
 // In-use counts (quiesce for the driver's invalidation, docs/rma.md §2.3): the user gives every
 // successful translation back with rel_valid/rel_region when it no longer uses it. The counts are
@@ -57,7 +59,7 @@ module velo_atu #(
     output wire                   cfg_ready,  // low while the tables are being cleared after reset
     input  wire                   cfg_pte,
     input  wire [15:0]            cfg_idx,
-    input  wire [2:0]             cfg_reg,
+    input  wire [`VELO_TBL_RMA_REGION_REG_W-1:0] cfg_reg,
     input  wire [31:0]            cfg_data,
     // lookup
     input  wire                   lk_valid,
@@ -122,21 +124,27 @@ module velo_atu #(
     wire w_rg   = cfg_fire && !cfg_pte && rg_idx_ok;
     wire w_pte  = cfg_fire && cfg_pte && pte_idx_ok;
     // register index in the entry (byte offset / 4)
+    localparam integer RW = `VELO_TBL_RMA_REGION_REG_W;  // register index bits (spec stride / 4)
+    localparam integer NBOX = `VELO_RMA_SCOPE_BOXES;     // scope boxes per region (spec)
     localparam [20:0] O_CFG = `VELO_TBL_RMA_REGION_RG_CFG, O_PTE = `VELO_TBL_RMA_REGION_RG_PTE,
                       O_START = `VELO_TBL_RMA_REGION_RG_START, O_LENLO = `VELO_TBL_RMA_REGION_RG_LEN_LO,
                       O_LENHI = `VELO_TBL_RMA_REGION_RG_LEN_HI, O_KEY = `VELO_TBL_RMA_REGION_RG_KEY,
-                      O_SCOPE = `VELO_TBL_RMA_REGION_RG_SCOPE, O_PFLO = `VELO_TBL_RMA_PTE_PTE_LO,
-                      O_PFHI = `VELO_TBL_RMA_PTE_PTE_HI;
-    localparam [2:0] R_CFG = O_CFG[4:2], R_PTE = O_PTE[4:2], R_START = O_START[4:2], R_LENLO = O_LENLO[4:2],
-                     R_LENHI = O_LENHI[4:2], R_KEY = O_KEY[4:2], R_SCOPE = O_SCOPE[4:2], R_PFLO = O_PFLO[4:2],
-                     R_PFHI = O_PFHI[4:2];
+                      O_SCOPE = `VELO_TBL_RMA_REGION_RG_SCOPE, O_SCOPE1 = `VELO_TBL_RMA_REGION_RG_SCOPE1,
+                      O_SCOPE2 = `VELO_TBL_RMA_REGION_RG_SCOPE2, O_SCOPE3 = `VELO_TBL_RMA_REGION_RG_SCOPE3,
+                      O_PFLO = `VELO_TBL_RMA_PTE_PTE_LO, O_PFHI = `VELO_TBL_RMA_PTE_PTE_HI;
+    localparam [RW-1:0] R_CFG = O_CFG[RW+1:2], R_PTE = O_PTE[RW+1:2], R_START = O_START[RW+1:2],
+                        R_LENLO = O_LENLO[RW+1:2], R_LENHI = O_LENHI[RW+1:2], R_KEY = O_KEY[RW+1:2],
+                        R_SCOPE = O_SCOPE[RW+1:2], R_PFLO = O_PFLO[RW+1:2], R_PFHI = O_PFHI[RW+1:2];
+    localparam [RW-1:0] R_SCOPE_LAST = R_SCOPE + NBOX[RW-1:0] - 1'b1;
+    // the boxes are consecutive registers RG_SCOPE .. RG_SCOPE + NBOX - 1 (box b at R_SCOPE + b)
+    `VELO_CHECK(g_check_nbox, NBOX == 4 && O_SCOPE1 == O_SCOPE + 4 && O_SCOPE2 == O_SCOPE + 8 && O_SCOPE3 == O_SCOPE + 12, "velo_atu: the spec's scope boxes are not RMA_SCOPE_BOXES = 4 consecutive registers RG_SCOPE..RG_SCOPE3")
+    `VELO_CHECK(g_check_rw, RW >= 1 && (1 << (RW + 2)) == `VELO_TBL_RMA_REGION_STRIDE && O_SCOPE3 < `VELO_TBL_RMA_REGION_STRIDE, "velo_atu: the spec's RMA_REGION stride is not 4 << REG_W or RG_SCOPE3 lies outside it")
     wire we_cfg   = init || (w_rg && cfg_reg == R_CFG);
     wire we_first = w_rg && cfg_reg == R_PTE;
     wire we_start = w_rg && cfg_reg == R_START;
     wire we_lenlo = w_rg && cfg_reg == R_LENLO;
     wire we_lenhi = w_rg && cfg_reg == R_LENHI;
     wire we_key   = w_rg && cfg_reg == R_KEY;
-    wire we_scope = w_rg && cfg_reg == R_SCOPE;
     wire we_pflo  = w_pte && cfg_reg == R_PFLO;
     wire we_pfhi  = w_pte && cfg_reg == R_PFHI;
     wire [REGION_BITS-1:0] rg_wa = init ? init_idx : cfg_idx[REGION_BITS-1:0];
@@ -151,7 +159,7 @@ module velo_atu #(
     always @(posedge clk) begin
         if (rst) ev_cfg_bad <= 1'b0;
         else     ev_cfg_bad <= cfg_fire && (cfg_pte ? (!pte_idx_ok || cfg_reg > R_PFHI)
-                                                    : (!rg_idx_ok || cfg_reg > R_SCOPE));
+                                                    : (!rg_idx_ok || cfg_reg > R_SCOPE_LAST));
     end
 
     // ---------------------------------------------------------------- accept, region read
@@ -164,7 +172,7 @@ module velo_atu #(
 
     wire [14:0]          r_cfg;
     wire [31:0]          r_key;
-    wire [31:0]          r_scope;
+    wire [32*NBOX-1:0]   r_scope;     // box b at bits 32b+31:32b (format RG_SCOPE)
     wire [PTE_BITS-1:0]  r_first;
     wire [20:0]          r_start;
     wire [31:0]          r_lenlo;
@@ -182,11 +190,23 @@ module velo_atu #(
     velo_sdp_ram #(.W(8), .ADDR_W(REGION_BITS)) u_lenhi (
         .clk(clk), .we(we_lenhi), .waddr(rg_wa), .wdata(cfg_data[`VELO_TBL_RMA_REGION_RG_LEN_HI_LEN_HI]),
         .re(acc), .raddr(rd_region), .rdata(r_lenhi));
-    // RG_KEY and RG_SCOPE: written by the driver only while the region is not ALLOC (not cleared)
+    // RG_KEY and the scope boxes: written by the driver only while the region is not ALLOC; the key
+    // is not cleared after reset, the boxes are emptied (so a box software never wrote admits nobody)
     velo_sdp_ram #(.W(32), .ADDR_W(REGION_BITS)) u_key (
         .clk(clk), .we(we_key), .waddr(rg_wa), .wdata(cfg_data), .re(acc), .raddr(rd_region), .rdata(r_key));
-    velo_sdp_ram #(.W(32), .ADDR_W(REGION_BITS)) u_scope (
-        .clk(clk), .we(we_scope), .waddr(rg_wa), .wdata(cfg_data), .re(acc), .raddr(rd_region), .rdata(r_scope));
+    // an empty box: VPID_LO = NODE_LO = 0xFF > VPID_HI = NODE_HI = 0
+    localparam [31:0] BOX_EMPTY = (32'hFF << `VELO_TBL_RMA_REGION_RG_SCOPE_VPID_LO_LSB) |
+                                  (32'hFF << `VELO_TBL_RMA_REGION_RG_SCOPE_NODE_LO_LSB);
+    genvar gb;
+    generate
+        for (gb = 0; gb < NBOX; gb = gb + 1) begin : g_box
+            localparam integer R_BOX = {13'd0, O_SCOPE[20:2]} + gb;  // box gb: RG_SCOPE + 4 * gb (checked above)
+            wire we_box = init || (w_rg && cfg_reg == R_BOX[RW-1:0]);
+            velo_sdp_ram #(.W(32), .ADDR_W(REGION_BITS)) u_scope (
+                .clk(clk), .we(we_box), .waddr(rg_wa), .wdata(init ? BOX_EMPTY : cfg_data), .re(acc),
+                .raddr(rd_region), .rdata(r_scope[32*gb +: 32]));
+        end
+    endgenerate
 
     // ---------------------------------------------------------------- stage A: checks
     reg [REGION_BITS-1:0] a_region;
@@ -210,14 +230,23 @@ module velo_atu #(
     wire       a_remote = a_kind[1];   // RMA_ACC_REMOTE_READ, RMA_ACC_REMOTE_WRITE
 
     // key and scope: local kinds compare the key's bits 7:0 only (the owner check authorises them),
-    // remote kinds all 32 bits and the initiator's (node, vpid) against the scope box
-    wire [7:0] s_vlo = r_scope[`VELO_TBL_RMA_REGION_RG_SCOPE_VPID_LO];
-    wire [7:0] s_vhi = r_scope[`VELO_TBL_RMA_REGION_RG_SCOPE_VPID_HI];
-    wire [7:0] s_nlo = r_scope[`VELO_TBL_RMA_REGION_RG_SCOPE_NODE_LO];
-    wire [7:0] s_nhi = r_scope[`VELO_TBL_RMA_REGION_RG_SCOPE_NODE_HI];
+    // remote kinds all 32 bits and the initiator's (node, vpid) against the scope boxes, all four in
+    // parallel (an empty box, LO > HI, matches nobody by these comparisons)
+    reg  [NBOX-1:0] in_box;
+    reg  [31:0]     s_box;
+    integer ib;
+    always @(*) begin
+        for (ib = 0; ib < NBOX; ib = ib + 1) begin
+            s_box      = r_scope[32*ib +: 32];
+            in_box[ib] = (a_node8 >= s_box[`VELO_TBL_RMA_REGION_RG_SCOPE_NODE_LO]) &&
+                         (a_node8 <= s_box[`VELO_TBL_RMA_REGION_RG_SCOPE_NODE_HI]) &&
+                         (a_vpid8 >= s_box[`VELO_TBL_RMA_REGION_RG_SCOPE_VPID_LO]) &&
+                         (a_vpid8 <= s_box[`VELO_TBL_RMA_REGION_RG_SCOPE_VPID_HI]);
+        end
+    end
     wire       e_key_lo = (r_key[7:0] != a_key);
     wire       e_key_hi = (r_key[31:8] != a_key_hi);
-    wire       e_scope  = (a_node8 < s_nlo) || (a_node8 > s_nhi) || (a_vpid8 < s_vlo) || (a_vpid8 > s_vhi);
+    wire       e_scope  = (in_box == {NBOX{1'b0}});
     wire       e_handle = a_oor || !c_alloc || e_key_lo || (a_remote && (e_key_hi || e_scope));
     wire       e_owner  = !a_remote && (c_owner != a_vpid8);
     wire       e_perm   = !c_perm[a_kind];

@@ -114,7 +114,7 @@ module velo_rma #(
     output wire                 cfg_ready,
     input  wire                 cfg_pte,
     input  wire [15:0]          cfg_idx,
-    input  wire [2:0]           cfg_reg,
+    input  wire [`VELO_TBL_RMA_REGION_REG_W-1:0] cfg_reg,  // register index in the entry (byte offset / 4)
     input  wire [31:0]          cfg_data,
     input  wire [REGION_BITS-1:0] q_region,
     output wire                 q_region_busy,

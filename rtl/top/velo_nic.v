@@ -178,7 +178,7 @@ module velo_nic #(
     wire [NODE_BITS-1:0] rt2_node, rt3_node;
     wire [14:0] rt2_data, rt3_data;
     wire [15:0] acfg_idx;
-    wire [2:0]  acfg_reg;
+    wire [`VELO_TBL_RMA_REGION_REG_W-1:0] acfg_reg;  // register index in a table entry (spec stride)
     wire [31:0] acfg_data, rcnt_data;
     wire        nq_re, nq_en, nq_wp_we, nq_sw_wr, rcnt_clr, ev_rma_read, nq_q_busy;
     wire [VPID_BITS-1:0] nq_vpid, nq_wp_vpid, nq_sw_wr_vpid;

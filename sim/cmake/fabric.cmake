@@ -41,7 +41,7 @@ velo_fabric_tests(test_fabric_rma FabricRma rma_ put_get_random put_8MiB notifie
                   quiesce_while_another_region_streams more_than_the_nic_translates)
 # RMA protection under attack: hostile processes guess, replay and use handles outside their scope;
 # a second job with a JOB-scoped region's valid handle
-velo_fabric_tests(test_fabric_rma_attack FabricRmaAttack rma_attack_ hostile_processes other_job)
+velo_fabric_tests(test_fabric_rma_attack FabricRmaAttack rma_attack_ hostile_processes other_job scope_list)
 # velo_send of more than 64 bytes: trains and puts into the receive area
 velo_fabric_tests(test_fabric_long FabricLong long_ random_mix crossover_override no_area held_until_next_receive
                   queued_during_connect)

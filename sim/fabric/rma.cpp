@@ -147,6 +147,10 @@ int Fabric::rma_pin(Client* c, unsigned region, unsigned key, uint64_t addr, uin
 
 // VELO_SIM_IOCTL: the driver ABI's RMA requests, carried out by the driver core as the Linux
 // driver's ioctls are (docs/simulator.md "RMA").
+// the driver's structures travel whole in a message's text (REGISTER of uapi 6: 120 bytes)
+static_assert(sizeof(velo_uapi_register) <= sizeof(velo_sim_msg::text), "REGISTER does not fit a message");
+static_assert(sizeof(velo_uapi_rma_setup) <= sizeof(velo_sim_msg::text), "RMA_SETUP does not fit a message");
+
 void Fabric::req_ioctl(Client* c, velo_sim_msg& m) {
     if (!c->ep) {
         m.status = -EBADF;

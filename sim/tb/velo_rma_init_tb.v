@@ -3,6 +3,7 @@
 // fill the engine's packet start waits for; the target side idle) it uses in the NIC; the bench
 // plays host, route table and network.
 `default_nettype none
+`include "velo_spec.vh"
 module velo_rma_init_tb #(
     parameter integer TAG_BITS = 4,   // command tags of the engine
     parameter integer MTU      = 48   // RMA_MTU
@@ -26,7 +27,7 @@ module velo_rma_init_tb #(
     output wire          cfg_ready,
     input  wire          cfg_pte,
     input  wire [15:0]   cfg_idx,
-    input  wire [2:0]    cfg_reg,
+    input  wire [`VELO_TBL_RMA_REGION_REG_W-1:0] cfg_reg,
     input  wire [31:0]   cfg_data,
     output wire          mrd_valid,
     input  wire          mrd_ready,

@@ -3,6 +3,7 @@
 // (velo_dma_rd, its reads answered by the C++ host model), plus a route table: node n has the
 // route (5n + 1) mod 2^14, valid unless n = NOROUTE.
 `default_nettype none
+`include "velo_spec.vh"
 module velo_rma_tgt_tb #(
     parameter integer NODE_BITS   = 8,    // node id width
     parameter integer REGION_BITS = 8,    // ATU regions
@@ -22,7 +23,7 @@ module velo_rma_tgt_tb #(
     output wire                   cfg_ready,
     input  wire                   cfg_pte,
     input  wire [15:0]            cfg_idx,
-    input  wire [2:0]             cfg_reg,
+    input  wire [`VELO_TBL_RMA_REGION_REG_W-1:0] cfg_reg,
     input  wire [31:0]            cfg_data,
     input  wire [REGION_BITS-1:0] q_region,
     output wire                   q_busy,

@@ -3,6 +3,9 @@
 // Vatu: default build (256 regions, 4096 page table entries, 6-bit in-use counters).
 // Vatu_small: 8 regions, 64 entries, 2-bit in-use counters, 4-bit vpids, 3-bit nodes (saturation,
 // wrap, the scope compared at narrow widths).
+//
+// The scope is RMA_SCOPE_BOXES boxes per region (RG_SCOPE..RG_SCOPE3): a remote initiator is
+// admitted iff it lies in at least one; a box with LO > HI is empty; all boxes are empty after reset.
 #include <algorithm>
 #include <cstdint>
 #include <deque>
@@ -39,18 +42,39 @@ uint32_t key_hi(uint32_t key) {
 constexpr unsigned kRgCfg = VELO_TBL_RMA_REGION_RG_CFG / 4, kRgPte = VELO_TBL_RMA_REGION_RG_PTE / 4,
                    kRgStart = VELO_TBL_RMA_REGION_RG_START / 4, kRgLenLo = VELO_TBL_RMA_REGION_RG_LEN_LO / 4,
                    kRgLenHi = VELO_TBL_RMA_REGION_RG_LEN_HI / 4, kRgKey = VELO_TBL_RMA_REGION_RG_KEY / 4,
-                   kRgScope = VELO_TBL_RMA_REGION_RG_SCOPE / 4, kPteLo = VELO_TBL_RMA_PTE_PTE_LO / 4,
-                   kPteHi = VELO_TBL_RMA_PTE_PTE_HI / 4;
+                   kRgScope = VELO_TBL_RMA_REGION_RG_SCOPE / 4, kRgScope1 = VELO_TBL_RMA_REGION_RG_SCOPE1 / 4,
+                   kRgScope2 = VELO_TBL_RMA_REGION_RG_SCOPE2 / 4, kRgScope3 = VELO_TBL_RMA_REGION_RG_SCOPE3 / 4,
+                   kPteLo = VELO_TBL_RMA_PTE_PTE_LO / 4, kPteHi = VELO_TBL_RMA_PTE_PTE_HI / 4;
 
 // perm bits indexed by RMA_ACC_*
 constexpr unsigned kLR = 1u << VELO_RMA_ACC_LOCAL_READ, kLW = 1u << VELO_RMA_ACC_LOCAL_WRITE,
                    kRR = 1u << VELO_RMA_ACC_REMOTE_READ, kRW = 1u << VELO_RMA_ACC_REMOTE_WRITE;
 
+constexpr unsigned kBoxes = VELO_RMA_SCOPE_BOXES;
+static_assert(kBoxes == 4, "the bench writes RG_SCOPE..RG_SCOPE3");
+constexpr unsigned kRgScopeN[kBoxes] = {kRgScope, kRgScope1, kRgScope2, kRgScope3};
+
+// One scope box (format RG_SCOPE): LO > HI in either field is empty
+struct Box {
+    unsigned vpid_lo, vpid_hi, node_lo, node_hi;
+    bool has(unsigned node, unsigned vpid) const {
+        return node >= node_lo && node <= node_hi && vpid >= vpid_lo && vpid <= vpid_hi;
+    }
+    uint32_t word() const {
+        return static_cast<uint32_t>(VELO_FIELD_PREP(VELO_TBL_RMA_REGION_RG_SCOPE_VPID_LO, vpid_lo) |
+                                     VELO_FIELD_PREP(VELO_TBL_RMA_REGION_RG_SCOPE_VPID_HI, vpid_hi) |
+                                     VELO_FIELD_PREP(VELO_TBL_RMA_REGION_RG_SCOPE_NODE_LO, node_lo) |
+                                     VELO_FIELD_PREP(VELO_TBL_RMA_REGION_RG_SCOPE_NODE_HI, node_hi));
+    }
+};
+constexpr Box kEmpty{255, 0, 255, 0};
+
 struct Region {
     bool alloc = false, valid = false, p2m = false;
     unsigned perm = 0, owner = 0;
     uint32_t key = 0;                                                 // RG_KEY
-    unsigned vpid_lo = 0, vpid_hi = 255, node_lo = 0, node_hi = 255;  // RG_SCOPE (default: everybody)
+    unsigned vpid_lo = 0, vpid_hi = 255, node_lo = 0, node_hi = 255;  // RG_SCOPE, box 0 (default: everybody)
+    Box more[kBoxes - 1] = {kEmpty, kEmpty, kEmpty};                  // RG_SCOPE1..3 (default: empty)
     unsigned first = 0;
     uint32_t start = 0;
     uint64_t len = 0;
@@ -64,11 +88,11 @@ struct Region {
                                      VELO_FIELD_PREP(VELO_TBL_RMA_REGION_RG_CFG_PERM_RW, (perm & kRW) != 0) |
                                      VELO_FIELD_PREP(VELO_TBL_RMA_REGION_RG_CFG_OWNER_VPID, owner));
     }
-    uint32_t scope_word() const {
-        return static_cast<uint32_t>(VELO_FIELD_PREP(VELO_TBL_RMA_REGION_RG_SCOPE_VPID_LO, vpid_lo) |
-                                     VELO_FIELD_PREP(VELO_TBL_RMA_REGION_RG_SCOPE_VPID_HI, vpid_hi) |
-                                     VELO_FIELD_PREP(VELO_TBL_RMA_REGION_RG_SCOPE_NODE_LO, node_lo) |
-                                     VELO_FIELD_PREP(VELO_TBL_RMA_REGION_RG_SCOPE_NODE_HI, node_hi));
+    Box box(unsigned b) const { return b == 0 ? Box{vpid_lo, vpid_hi, node_lo, node_hi} : more[b - 1]; }
+    bool admits(unsigned node, unsigned vpid) const {
+        for (unsigned b = 0; b < kBoxes; ++b)
+            if (box(b).has(node, vpid)) return true;
+        return false;
     }
 };
 
@@ -87,7 +111,8 @@ struct Result {
     uint64_t addr = 0;
     uint32_t room = 0;
     unsigned region = 0, owner = 0, tag = 0;
-    bool foreign = false;  // model only: BAD_HANDLE for a remote kind's key bits 31:8 or scope alone
+    bool foreign = false;    // model only: BAD_HANDLE for a remote kind's key bits 31:8 or scope alone
+    bool later_box = false;  // model only: a remote kind admitted by box 1..3 and not by box 0
 };
 
 // The reference model: tables and the translation rule of docs/rma.md §2.2.
@@ -110,13 +135,13 @@ struct Model {
             return r;
         }
         const Region& g = rg[idx];
-        // remote kinds: the whole key and the initiator inside the scope box, before anything else
-        if (remote && (key_hi(g.key) != l.key_hi || l.node < g.node_lo || l.node > g.node_hi || l.vpid < g.vpid_lo ||
-                       l.vpid > g.vpid_hi)) {
+        // remote kinds: the whole key and the initiator inside one of the scope boxes, before anything else
+        if (remote && (key_hi(g.key) != l.key_hi || !g.admits(l.node, l.vpid))) {
             r.err = VELO_RMA_ERR_BAD_HANDLE;
             r.foreign = true;
             return r;
         }
+        r.later_box = remote && !g.box(0).has(l.node, l.vpid);
         if (!remote && l.vpid != g.owner) {
             r.err = VELO_RMA_ERR_NOT_OWNER;
         } else if (!((g.perm >> l.kind) & 1)) {
@@ -188,14 +213,16 @@ class Tb {
         h.tick();
         h->cfg_valid = 0;
     }
-    // as the driver does: RG_CFG last (RG_KEY and RG_SCOPE while the region is not ALLOC)
-    void write_region(unsigned i, const Region& g) {
+    // as the driver does: RG_CFG last (RG_KEY and the scope boxes while the region is not ALLOC);
+    // boxes: how many of the scope boxes to write (the others keep what the NIC holds, which the
+    // caller puts into g)
+    void write_region(unsigned i, const Region& g, unsigned boxes = kBoxes) {
         cfg(false, i, kRgPte, g.first);
         cfg(false, i, kRgStart, g.start);
         cfg(false, i, kRgLenLo, static_cast<uint32_t>(g.len));
         cfg(false, i, kRgLenHi, static_cast<uint32_t>(g.len >> 32));
         cfg(false, i, kRgKey, g.key);
-        cfg(false, i, kRgScope, g.scope_word());
+        for (unsigned b = 0; b < boxes; ++b) cfg(false, i, kRgScopeN[b], g.box(b).word());
         cfg(false, i, kRgCfg, g.cfg_word());
         m.rg[i] = g;
     }
@@ -298,6 +325,12 @@ Region random_region(std::mt19937_64& r, unsigned vb, unsigned nb) {
     g.key = static_cast<uint32_t>(r());
     random_box(r, vb, g.vpid_lo, g.vpid_hi);
     random_box(r, nb, g.node_lo, g.node_hi);
+    // boxes 1..3: empty (as a single-box scope leaves them) or random (a list)
+    for (Box& b : g.more) {
+        if (pct(r, 40)) continue;
+        random_box(r, vb, b.vpid_lo, b.vpid_hi);
+        random_box(r, nb, b.node_lo, b.node_hi);
+    }
     const uint64_t psz = g.p2m ? (1ull << 21) : (1ull << 12);
     const unsigned npages = 1 + rnd(r, g.p2m ? 3 : 8);
     g.start = static_cast<uint32_t>(r() % psz);
@@ -351,13 +384,15 @@ Lookup random_lookup(std::mt19937_64& r, const Model& m, unsigned vb, unsigned n
     const Region g = idx < nreg ? m.rg[idx] : Region{};
     const uint32_t key = pct(r, 90) ? g.key : static_cast<uint32_t>(r());
     l.kind = rnd(r, 4);
+    // the initiator aims at one of the scope boxes (inside, at or just beyond its bounds)
+    const Box aim = g.box(rnd(r, kBoxes));
     if (l.kind == VELO_RMA_ACC_REMOTE_READ || l.kind == VELO_RMA_ACC_REMOTE_WRITE)
-        l.vpid = random_in_box(r, vb, g.vpid_lo, g.vpid_hi);
+        l.vpid = random_in_box(r, vb, aim.vpid_lo, aim.vpid_hi);
     else
         l.vpid = pct(r, 80) ? g.owner : rnd(r, 1 << vb);
     // bits 31:8 of the key: right, wrong in one bit, or any (only remote kinds look)
     l.key_hi = pct(r, 85) ? key_hi(key) : (pct(r, 50) ? key_hi(key) ^ (1u << rnd(r, 24)) : rnd(r, 1 << 24));
-    l.node = random_in_box(r, nb, g.node_lo, g.node_hi);
+    l.node = random_in_box(r, nb, aim.node_lo, aim.node_hi);
     uint64_t off;
     if (pct(r, 85) && g.len > 0) {
         off = r() % g.len;
@@ -385,7 +420,7 @@ void random_traffic(int n_lookups) {
     std::vector<std::pair<unsigned, uint64_t>> held;  // region, release cycle
     std::map<unsigned, unsigned> held_n;              // region -> translations held by us
     std::map<unsigned, int> reasons;
-    int sent = 0, got = 0, foreign = 0;
+    int sent = 0, got = 0, foreign = 0, later_box = 0;
     unsigned tag = 0;
     Lookup cur = random_lookup(r, t.m, vb, nb, tag);
     bool cur_valid = false;
@@ -425,6 +460,7 @@ void random_traffic(int n_lookups) {
             expect_same(g, expq.front(), "random lookup");
             reasons[g.err]++;
             if (expq.front().foreign) ++foreign;
+            if (expq.front().later_box) ++later_box;
             if (g.err == 0) {
                 held.push_back({g.region, t.h.cycle() + 1 + rnd(r, 40)});
                 held_n[g.region]++;
@@ -454,6 +490,7 @@ void random_traffic(int n_lookups) {
                        VELO_RMA_ERR_RANGE, VELO_RMA_ERR_NOT_VALID})
         EXPECT_GT(reasons[e], 5) << "reason " << e << " barely exercised";
     EXPECT_GT(foreign, n_lookups / 50) << "remote lookups failing on key bits 31:8 or scope alone barely exercised";
+    EXPECT_GT(later_box, n_lookups / 50) << "remote lookups admitted by box 1..3 alone barely exercised";
 }
 
 }  // namespace
@@ -603,6 +640,102 @@ TEST(Atu, RemoteKeyAndScope) {
     t.h->q_region = 3;
     t.h.eval();
     EXPECT_FALSE(t.h->q_busy) << "everything given back, failed lookups hold nothing";
+}
+
+// Scope lists: four boxes checked together. An initiator in box 2 alone is admitted, one in no box
+// gets BAD_HANDLE (also where PERM or RANGE would fail for an admitted one), empty boxes admit
+// nobody, local kinds ignore every box, and boxes software never wrote are empty after reset.
+TEST(Atu, ScopeListOfFourBoxes) {
+    Tb<Vatu> t;
+    for (unsigned i = 0; i < 4; ++i) t.write_pte(i, 0x700 + i);
+    const unsigned LR = VELO_RMA_ACC_LOCAL_READ, LW = VELO_RMA_ACC_LOCAL_WRITE, RR = VELO_RMA_ACC_REMOTE_READ,
+                   RW = VELO_RMA_ACC_REMOTE_WRITE;
+    const unsigned BH = VELO_RMA_ERR_BAD_HANDLE;
+    // after reset, only box 0 written: boxes 1..3 must be empty (admit not even node 0, vpid 0)
+    Region f;
+    f.alloc = f.valid = true;
+    f.perm = 15;
+    f.owner = 1;
+    f.key = 0x5EED0001u;
+    f.vpid_lo = f.vpid_hi = 9;
+    f.node_lo = f.node_hi = 9;
+    f.len = 4096;
+    t.write_region(6, f, 1);
+    auto look = [&](unsigned region, uint32_t key, uint32_t off, uint32_t len, unsigned vpid, unsigned kind,
+                    unsigned node) {
+        Lookup l{nla(region, key, off), len, vpid, kind, 4, key_hi(key), node};
+        Result got = t.lookup_one(l);
+        expect_same(got, t.m.translate(l), "scope list");
+        if (got.err == 0) t.release(got.region);
+        return got.err;
+    };
+    EXPECT_EQ(look(6, f.key, 0, 8, 9, RW, 9), 0u) << "box 0";
+    for (unsigned nd : {0u, 1u, 8u, 10u, 255u})
+        for (unsigned v : {0u, 1u, 9u, 255u})
+            if (nd != 9) {
+                EXPECT_EQ(look(6, f.key, 0, 8, v, RR, nd), BH) << "unwritten boxes after reset: " << nd;
+            }
+
+    Region g;
+    g.alloc = g.valid = true;
+    g.perm = kLR | kLW | kRR;  // remote write not permitted: PERM tells admitted from foreign
+    g.owner = 7;
+    g.key = 0x0BADF00Du;
+    g.vpid_lo = g.vpid_hi = 3;  // box 0: (node 1, vpid 3)
+    g.node_lo = g.node_hi = 1;
+    g.more[0] = kEmpty;                 // box 1: empty
+    g.more[1] = Box{4, 5, 10, 12};      // box 2: nodes 10..12, vpids 4..5
+    g.more[2] = Box{200, 255, 0, 255};  // box 3: vpids 200..255 on every node
+    g.len = 2 * 4096;
+    t.write_region(2, g);
+    {
+        const unsigned kind = RR;
+        EXPECT_EQ(look(2, g.key, 0, 64, 3, kind, 1), 0u) << "box 0";
+        EXPECT_EQ(look(2, g.key, 0, 64, 4, kind, 10), 0u) << "box 2 alone, low corner";
+        EXPECT_EQ(look(2, g.key, 0, 64, 5, kind, 12), 0u) << "box 2 alone, high corner";
+        EXPECT_EQ(look(2, g.key, 0, 64, 5, kind, 11), 0u) << "box 2 alone";
+        EXPECT_EQ(look(2, g.key, 0, 64, 200, kind, 0), 0u) << "box 3 alone";
+        EXPECT_EQ(look(2, g.key, 0, 64, 255, kind, 255), 0u) << "box 3 alone";
+        // in none of the boxes
+        EXPECT_EQ(look(2, g.key, 0, 64, 3, kind, 2), BH) << "box 0's vpid on another node";
+        EXPECT_EQ(look(2, g.key, 0, 64, 6, kind, 11), BH) << "just past box 2's vpids";
+        EXPECT_EQ(look(2, g.key, 0, 64, 4, kind, 9), BH) << "just below box 2's nodes";
+        EXPECT_EQ(look(2, g.key, 0, 64, 4, kind, 13), BH) << "just past box 2's nodes";
+        EXPECT_EQ(look(2, g.key, 0, 64, 199, kind, 11), BH) << "just below box 3's vpids";
+        EXPECT_EQ(look(2, g.key, 0, 64, 0, kind, 0), BH) << "node 0, vpid 0: the empty box 1 admits nobody";
+        EXPECT_EQ(look(2, g.key, 0, 64, 7, kind, 0), BH) << "the owner's vpid is no remote initiator";
+        // foreign: BAD_HANDLE before RANGE; admitted by box 2: RANGE
+        EXPECT_EQ(look(2, g.key, 8190, 64, 4, kind, 10), static_cast<unsigned>(VELO_RMA_ERR_RANGE));
+        EXPECT_EQ(look(2, g.key, 8190, 64, 4, kind, 13), BH);
+    }
+    EXPECT_EQ(look(2, g.key, 0, 64, 4, RW, 10), static_cast<unsigned>(VELO_RMA_ERR_PERM)) << "box 2: PERM";
+    EXPECT_EQ(look(2, g.key, 0, 64, 6, RW, 10), BH) << "in no box: not PERM";
+    // local kinds: the owner, whatever the boxes
+    EXPECT_EQ(look(2, g.key, 0, 64, 7, LR, 200), 0u);
+    EXPECT_EQ(look(2, g.key, 0, 64, 7, LW, 0), 0u);
+    EXPECT_EQ(look(2, g.key, 0, 64, 4, LR, 10), static_cast<unsigned>(VELO_RMA_ERR_NOT_OWNER))
+        << "inside box 2 is no owner";
+
+    // all four boxes empty (each in its own way): nobody remote, the owner still local
+    Region e = g;
+    e.alloc = false;
+    t.write_region(2, e);  // keys and boxes only while not ALLOC
+    e.alloc = true;
+    e.vpid_lo = 5;
+    e.vpid_hi = 4;  // box 0: empty vpids, every node
+    e.node_lo = 0;
+    e.node_hi = 255;
+    e.more[0] = kEmpty;
+    e.more[1] = Box{0, 255, 12, 10};  // empty nodes
+    e.more[2] = Box{1, 0, 1, 0};
+    t.write_region(2, e);
+    for (unsigned nd : {0u, 1u, 10u, 11u, 12u, 255u})
+        for (unsigned v : {0u, 3u, 4u, 5u, 200u, 255u})
+            EXPECT_EQ(look(2, e.key, 0, 8, v, RR, nd), BH) << "all boxes empty: node " << nd << " vpid " << v;
+    EXPECT_EQ(look(2, e.key, 0, 8, 7, LR, 0), 0u) << "local kinds unaffected by empty boxes";
+    t.h->q_region = 2;
+    t.h.eval();
+    EXPECT_FALSE(t.h->q_busy);
 }
 
 // A foreign initiator (outside the scope, or with a wrong key) gets BAD_HANDLE whatever else is
@@ -1051,11 +1184,12 @@ TEST(Atu, BadTableWritesAreIgnoredAndReported) {
     g.len = 4096;
     t.write_region(0, g);
     // region 8 and page table entry 64 are beyond the tables (they must not alias 0 and 0),
-    // register 7 beyond a region entry (6 is RG_SCOPE), register 2 beyond a page table entry
+    // registers 10..15 beyond a region entry (9 is RG_SCOPE3), register 2 beyond a page table entry
     struct W {
         bool pte;
         unsigned idx, reg;
-    } bad[] = {{false, 8, 0}, {true, 65, 0}, {false, 0, 7}, {true, 1, 2}, {false, 0x8000, 0}};
+    } bad[] = {{false, 8, 0},  {true, 65, 0}, {false, 0, kRgScope3 + 1},
+               {false, 0, 15}, {true, 1, 2},  {false, 0x8000, 0}};
     for (const auto& w : bad) {
         t.cfg(w.pte, w.idx, w.reg, 0);
         t.h.eval();
@@ -1064,7 +1198,7 @@ TEST(Atu, BadTableWritesAreIgnoredAndReported) {
     t.h.tick();
     t.h.eval();
     EXPECT_FALSE(t.h->ev_cfg_bad);
-    for (unsigned reg : {kRgKey, kRgScope}) {  // the last two registers of an entry are good ones
+    for (unsigned reg : {kRgKey, kRgScope, kRgScope1, kRgScope2, kRgScope3}) {  // the last registers of an entry
         t.cfg(false, 7, reg, 0);
         t.h.eval();
         EXPECT_FALSE(t.h->ev_cfg_bad) << "register " << reg;

@@ -87,7 +87,9 @@ const char* velo_strerror(int err) {
             return "no such RMA region, wrong key, or not permitted for this initiator (a stale, deregistered or "
                    "guessed handle, or an initiator outside the region's scope: the target does not say which)";
         case E2BIG:
-            return "too big: an RMA registration is at most 2^40-1 bytes";
+            return "too big: an RMA registration is at most 2^40-1 bytes, or its scope list needs more than the 4 "
+                   "boxes the NIC holds per region (VELO_SCOPE_NIC_BOXES) even after merging adjacent ones: give "
+                   "fewer, wider boxes (peers with consecutive vpids or nodes share one; or the job, VELO_SCOPE_JOB)";
         case EHOSTUNREACH:
             return "no route to the RMA peer's node";
         case ENETDOWN:

@@ -132,10 +132,16 @@ int velo__rc_put(struct velo_ep* ep, struct velo_rma* s, struct rc_ent* e) {
     return 0;
 }
 
-const velo_scope_t velo__scope_default = {VELO_SCOPE_JOB, 0, 0, 0, 0};
+const velo_scope_t velo__scope_default = {VELO_SCOPE_JOB, 0, 0, 0, 0, 0, {{0, 0, 0, 0}}};
+
+_Static_assert(VELO_SCOPE_MAX_BOXES == VELO_SCOPE_LIST_MAX, "velo.h and velo_uapi.h disagree on LIST's boxes");
+_Static_assert(VELO_SCOPE_NIC_BOXES == VELO_RMA_SCOPE_BOXES, "velo.h and the spec disagree on the NIC's boxes");
+_Static_assert(sizeof(velo_scope_box_t) == sizeof(struct velo_uapi_scope_box), "a scope box is 4 bytes");
+_Static_assert(sizeof(struct velo_uapi_register) == 120, "REGISTER of uapi 6 is 120 bytes");
 
 // A scope as the cache compares it: the fields its kind does not use are 0. -EINVAL for an
-// unknown kind (the driver checks the rest: an empty box, nodes and vpids beyond the fabric's).
+// unknown kind or a LIST of 0 or more than VELO_SCOPE_MAX_BOXES boxes (the driver checks the
+// rest: an empty box, nodes and vpids beyond the fabric's).
 static int scope_norm(const velo_scope_t* in, velo_scope_t* out) {
     memset(out, 0, sizeof *out);
     if (!in) return 0;
@@ -149,16 +155,54 @@ static int scope_norm(const velo_scope_t* in, velo_scope_t* out) {
             out->vpid_lo = in->vpid_lo;
             return 0;
         case VELO_SCOPE_BOX:
-            *out = *in;
+            out->node_lo = in->node_lo;
+            out->node_hi = in->node_hi;
+            out->vpid_lo = in->vpid_lo;
+            out->vpid_hi = in->vpid_hi;
+            return 0;
+        case VELO_SCOPE_LIST:
+            if (in->nboxes == 0 || in->nboxes > VELO_SCOPE_MAX_BOXES) return -EINVAL;
+            out->nboxes = in->nboxes;
+            memcpy(out->boxes, in->boxes, in->nboxes * sizeof in->boxes[0]);
             return 0;
         default:
             return -EINVAL;
     }
 }
 
+// Normalised scopes are equal (a LIST: the same boxes in the same order)
 static int scope_same(const velo_scope_t* a, const velo_scope_t* b) {
-    return a->kind == b->kind && a->node_lo == b->node_lo && a->node_hi == b->node_hi && a->vpid_lo == b->vpid_lo &&
-           a->vpid_hi == b->vpid_hi;
+    if (a->kind != b->kind || a->node_lo != b->node_lo || a->node_hi != b->node_hi || a->vpid_lo != b->vpid_lo ||
+        a->vpid_hi != b->vpid_hi || a->nboxes != b->nboxes)
+        return 0;
+    for (unsigned i = 0; i < a->nboxes; ++i)
+        if (a->boxes[i].node_lo != b->boxes[i].node_lo || a->boxes[i].node_hi != b->boxes[i].node_hi ||
+            a->boxes[i].vpid_lo != b->boxes[i].vpid_lo || a->boxes[i].vpid_hi != b->boxes[i].vpid_hi)
+            return 0;
+    return 1;
+}
+
+// What the driver says the NIC checks (REGISTER's output) as velo_region_scope reports it; -EPROTO
+// when it is no list of 1..VELO_SCOPE_NIC_BOXES non-empty boxes with box 0 in the single fields
+static int scope_out(const struct velo_uapi_register* g, velo_scope_t* box) {
+    memset(box, 0, sizeof *box);
+    if (g->nboxes < 1 || g->nboxes > VELO_SCOPE_NIC_BOXES ||
+        g->scope != (g->nboxes == 1 ? (uint32_t)VELO_SCOPE_BOX : (uint32_t)VELO_SCOPE_LIST) ||
+        g->node_lo != g->boxes[0].node_lo || g->node_hi != g->boxes[0].node_hi || g->vpid_lo != g->boxes[0].vpid_lo ||
+        g->vpid_hi != g->boxes[0].vpid_hi)
+        return -EPROTO;
+    box->kind = g->scope;
+    box->node_lo = g->node_lo;
+    box->node_hi = g->node_hi;
+    box->vpid_lo = g->vpid_lo;
+    box->vpid_hi = g->vpid_hi;
+    box->nboxes = g->nboxes;
+    for (unsigned i = 0; i < g->nboxes; ++i) {
+        const struct velo_uapi_scope_box* x = &g->boxes[i];
+        if (x->node_lo > x->node_hi || x->vpid_lo > x->vpid_hi) return -EPROTO;
+        box->boxes[i] = (velo_scope_box_t){x->node_lo, x->node_hi, x->vpid_lo, x->vpid_hi};
+    }
+    return 0;
 }
 
 // A cached registration containing the range with at least `access` and the same scope (`asked`,
@@ -222,13 +266,19 @@ int velo__rc_acquire(struct velo_ep* ep, struct velo_rma* s, uintptr_t addr, siz
         g.node_hi = asked.node_hi;
         g.vpid_lo = asked.vpid_lo;
         g.vpid_hi = asked.vpid_hi;
+        g.nboxes = asked.nboxes;
+        for (unsigned i = 0; i < asked.nboxes; ++i)
+            g.boxes[i] = (struct velo_uapi_scope_box){asked.boxes[i].node_lo, asked.boxes[i].node_hi,
+                                                      asked.boxes[i].vpid_lo, asked.boxes[i].vpid_hi};
         r = ep->be->rma_ioctl(&ep->b, VELO_IOC_REGISTER, &g);
         if ((r != -ENOSPC && r != -ENOBUFS) || attempt || !s->ncached) break;
         rc_trim(ep, s, 0);  // no room in the NIC: give the idle registrations back, try again
     }
     if (r < 0) return no_room(s, addr, len, r);
-    // the handle's parts must agree: velo_put checks that a peer's NLA and key do
-    if (VELO_FIELD_GET(VELO_RMA_NLA_KEY, g.nla) != (g.key & 0xFFu)) {
+    // the handle's parts must agree: velo_put checks that a peer's NLA and key do; the scope out
+    // is what the NIC checks
+    velo_scope_t box;
+    if (VELO_FIELD_GET(VELO_RMA_NLA_KEY, g.nla) != (g.key & 0xFFu) || scope_out(&g, &box)) {
         drv_deregister(ep, g.nla);
         return -EPROTO;
     }
@@ -244,11 +294,7 @@ int velo__rc_acquire(struct velo_ep* ep, struct velo_rma* s, uintptr_t addr, siz
     e->key = g.key;
     e->access = access;
     e->asked = asked;
-    e->box.kind = VELO_SCOPE_BOX;
-    e->box.node_lo = g.node_lo;
-    e->box.node_hi = g.node_hi;
-    e->box.vpid_lo = g.vpid_lo;
-    e->box.vpid_hi = g.vpid_hi;
+    e->box = box;
     e->pages = (unsigned)((((uint64_t)(addr & 4095u) + len - 1) >> 12) + 1);
     e->refs = 1;
     e->cached = 1;

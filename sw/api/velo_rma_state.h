@@ -29,7 +29,7 @@ struct rc_ent {
     uint32_t key;  // the region's 32-bit key (the NLA's KEY field is its bits 7:0)
     unsigned access;
     velo_scope_t asked;                  // the scope asked for, normalised (scope_norm): lookups match it exactly
-    velo_scope_t box;                    // the box the driver made of it (what the NIC checks)
+    velo_scope_t box;                    // the boxes the driver made of it (what the NIC checks)
     unsigned pages;                      // NIC page table entries it holds
     unsigned refs;                       // handles and calls in flight
     int cached;                          // found by lookups (else: deregistered by its owner, waits for refs = 0)

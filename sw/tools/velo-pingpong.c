@@ -91,7 +91,8 @@ static int put_sweep(velo_ep_t* ep, velo_conn_t* c, velo_addr_t peer, int rank, 
     for (unsigned k = 0; k < maxsz; ++k) tx[k] = (uint8_t)(k * 13 + 5);
     velo_region_t *rrx, *rtx;
     // the receive buffer: for the peer's puts only (its NIC stamps its node and vpid on them)
-    const velo_scope_t only_peer = {VELO_SCOPE_PEER, (uint8_t)peer.node, 0, (uint8_t)peer.vpid, 0};
+    const velo_scope_t only_peer = {
+        .kind = VELO_SCOPE_PEER, .node_lo = (uint8_t)peer.node, .vpid_lo = (uint8_t)peer.vpid};
     int r = velo_register(ep, rx, maxsz, VELO_ACCESS_REMOTE_WRITE, &only_peer, &rrx);
     if (r) die("velo_register", r);
     r = velo_register(ep, tx, maxsz, VELO_ACCESS_LOCAL_READ, NULL, &rtx);

@@ -20,6 +20,16 @@
 // with EINVAL (a job of our own user opens), an owner in A cannot scope a region into B, and the
 // fabric refuses bad --job / --policy values.
 //
+// scope_list: in one job on three nodes, a victim registers a region with a LIST scope of two
+// peers on different nodes (0 and 2, not adjacent: two boxes, which the NIC checks together).
+// Both listed peers put into their own quarter and get the secret half, byte exact; three
+// unlisted processes of the same job inside the two peers' bounding box (the victim's own node
+// between them, and each listed node with the other peer's vpid) put and get with the region's
+// valid NLA and key: every attempt ends in BAD_HANDLE at the remote side, no victim byte changes,
+// the counters count exactly the attempts. Also: consecutive peers merge into one box, a list of
+// five scattered peers is refused with E2BIG (the NIC holds 4 boxes per region), a peer of no job
+// with EACCES.
+//
 // Not covered here, because the fabric has no way to express it: a device fd passed over a unix
 // socket to a process that dropped privilege (the fabric's clients hold a socket to the fabric,
 // which knows no privilege: the fd is the endpoint, as a /dev/velo fd is; privilege at ioctl time
@@ -39,6 +49,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <initializer_list>
 #include <new>
 #include <random>
 #include <sstream>
@@ -80,6 +91,27 @@ int expect_cpl(velo_ep_t* ep, unsigned kind, uint64_t cookie) {
     CHECK(c.kind == kind && c.cookie == cookie, "completion kind %u cookie %llu (expected %u, %llu): %s", c.kind,
           (unsigned long long)c.cookie, kind, (unsigned long long)cookie, velo_rma_reason_str(c.reason));
     return 0;
+}
+
+// A scope of one of the single-box kinds (JOB, OWNER, PEER, BOX); no boxes.
+velo_scope_t scope_of(unsigned kind, unsigned node_lo, unsigned node_hi, unsigned vpid_lo, unsigned vpid_hi) {
+    velo_scope_t s{};
+    s.kind = kind;
+    s.node_lo = static_cast<uint8_t>(node_lo);
+    s.node_hi = static_cast<uint8_t>(node_hi);
+    s.vpid_lo = static_cast<uint8_t>(vpid_lo);
+    s.vpid_hi = static_cast<uint8_t>(vpid_hi);
+    return s;
+}
+// A LIST of peers, one box each.
+velo_scope_t scope_peers(std::initializer_list<velo_addr_t> peers) {
+    velo_scope_t s{};
+    s.kind = VELO_SCOPE_LIST;
+    for (const velo_addr_t& p : peers) {
+        const auto n = static_cast<uint8_t>(p.node), v = static_cast<uint8_t>(p.vpid);
+        s.boxes[s.nboxes++] = velo_scope_box_t{n, n, v, v};
+    }
+    return s;
 }
 
 constexpr unsigned kRegions = 1u << VELO_DEFAULT_RMA_REGION_BITS;
@@ -235,11 +267,10 @@ TEST(FabricRmaAttack, hostile_processes) {
         // O: the owner only; P: the friend only
         r = velo_register(ep, A.data(), kA, rw, nullptr, &ra);
         CHECK(r == 0, "register A: %s", velo_strerror(r));
-        const velo_scope_t owner = {VELO_SCOPE_OWNER, 0, 0, 0, 0};
+        const velo_scope_t owner = scope_of(VELO_SCOPE_OWNER, 0, 0, 0, 0);
         r = velo_register(ep, O.data(), kO, rw, &owner, &ro);
         CHECK(r == 0, "register O: %s", velo_strerror(r));
-        const velo_scope_t peer = {VELO_SCOPE_PEER, static_cast<uint8_t>(kFriend.node), 0,
-                                   static_cast<uint8_t>(kFriend.vpid), 0};
+        const velo_scope_t peer = scope_of(VELO_SCOPE_PEER, kFriend.node, 0, kFriend.vpid, 0);
         r = velo_register(ep, P.data(), kP, rw, &peer, &rp);
         CHECK(r == 0, "register P: %s", velo_strerror(r));
         velo_scope_t box;
@@ -547,7 +578,7 @@ TEST(FabricRmaAttack, other_job) {
         velo_region_t *rj, *rk, *rx = nullptr;
         r = velo_register(ep, J.data(), kJ, rw, nullptr, &rj);
         CHECK(r == 0, "register J: %s", velo_strerror(r));
-        const velo_scope_t job = {VELO_SCOPE_JOB, 0, 0, 0, 0};
+        const velo_scope_t job = scope_of(VELO_SCOPE_JOB, 0, 0, 0, 0);
         r = velo_register(ep, K.data(), kK, rw, &job, &rk);
         CHECK(r == 0, "register K: %s", velo_strerror(r));
         // the JOB box is job A's vpids on its nodes (all three)
@@ -558,11 +589,10 @@ TEST(FabricRmaAttack, other_job) {
                   "JOB box %u..%u x %u..%u", box.node_lo, box.node_hi, box.vpid_lo, box.vpid_hi);
         }
         // an unprivileged owner cannot open a region to job B
-        const velo_scope_t wide = {VELO_SCOPE_BOX, 0, 2, kJobALo, kJobBLo};
+        const velo_scope_t wide = scope_of(VELO_SCOPE_BOX, 0, 2, kJobALo, kJobBLo);
         r = velo_register(ep, K.data(), 4096, rw, &wide, &rx);
         CHECK(r == -EACCES, "a box reaching into job B: %d (%s)", r, velo_strerror(r));
-        const velo_scope_t peerb = {VELO_SCOPE_PEER, static_cast<uint8_t>(kHostileB[0].node), 0,
-                                    static_cast<uint8_t>(kHostileB[0].vpid), 0};
+        const velo_scope_t peerb = scope_of(VELO_SCOPE_PEER, kHostileB[0].node, 0, kHostileB[0].vpid, 0);
         r = velo_register(ep, K.data(), 4096, rw, &peerb, &rx);
         CHECK(r == -EACCES, "a PEER scope of job B: %d (%s)", r, velo_strerror(r));
         const Handle hj = handle_of(rj), hk = handle_of(rk);
@@ -667,6 +697,204 @@ TEST(FabricRmaAttack, other_job) {
     const char* bad_handle = velo_rma_counter_names[VELO_RMA_CNT_ERR_BAD_HANDLE];
     for (unsigned n = 0; n < 3; ++n)
         EXPECT_EQ(logged_counter(log, n, bad_handle), (n == kVictimA.node ? attempts : 0u) + tally->from_node[n].load())
+            << "node " << n << "\n"
+            << log.substr(log.size() > 4000 ? log.size() - 4000 : 0);
+    for (unsigned n = 0; n < 3; ++n)
+        for (unsigned c :
+             {VELO_RMA_CNT_ERR_PERM, VELO_RMA_CNT_ERR_RANGE, VELO_RMA_CNT_ERR_NOT_OWNER, VELO_RMA_CNT_ERR_NOT_VALID})
+            EXPECT_EQ(logged_counter(log, n, velo_rma_counter_names[c]), 0u)
+                << "node " << n << " " << velo_rma_counter_names[c];
+    munmap(tally, sizeof(Tally));
+}
+
+// ---- a scope list of two peers on different nodes
+namespace {
+
+constexpr uint64_t kJobL = 0x5C0BE115ull;
+constexpr unsigned kJobLLo = 16, kJobLHi = 47;
+const velo_addr_t kVictimL = {1, 20};
+const velo_addr_t kListed[2] = {{0, 21}, {2, 23}};
+// unlisted processes of the job, all inside the listed peers' bounding box (nodes 0..2 x vpids 21..23)
+const velo_addr_t kUnlisted[3] = {{1, 22}, {0, 23}, {2, 21}};
+constexpr size_t kV = 16u << 10;  // the region: listed peer i puts into quarter i, both get the second half
+
+}  // namespace
+
+TEST(FabricRmaAttack, scope_list) {
+    const uint64_t seed = test_seed();
+    char logpath[] = "/tmp/velo-attack-log-XXXXXX";
+    const int logfd = mkstemp(logpath);
+    ASSERT_GE(logfd, 0);
+    const int saved = dup(2);
+    dup2(logfd, 2);
+    char jl[64];
+    std::snprintf(jl, sizeof jl, "0x%llx:%u-%u", static_cast<unsigned long long>(kJobL), kJobLLo, kJobLHi);
+    FabricProc f({"--nodes", "3", "--verbose", "--job", jl});
+    dup2(saved, 2);
+    close(saved);
+    close(logfd);
+    auto* tally =
+        static_cast<Tally*>(mmap(nullptr, sizeof(Tally), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0));
+    ASSERT_NE(tally, MAP_FAILED);
+    new (tally) Tally();
+    Link pl[2], ul[3];
+
+    // ---- the victim: node 1, vpid 20, the region V scoped to the two listed peers
+    pid_t victim = spawn([&] {
+        for (Link& l : pl) l.keep(0);
+        for (Link& l : ul) l.keep(0);
+        CHECK(join_job(kJobL) == 0, "setenv");
+        velo_ep_t* ep;
+        int r = open_ep(f, static_cast<int>(kVictimL.node), static_cast<int>(kVictimL.vpid), &ep);
+        CHECK(r == 0, "open: %s", velo_strerror(r));
+        std::vector<uint8_t> V(kV);
+        fill(V.data(), kV, seed ^ 0x51);
+        std::vector<uint8_t> want = V;
+        for (unsigned i = 0; i < 2; ++i) fill(want.data() + i * kV / 4, kV / 4, seed ^ (0x60 + i));
+        const unsigned rw = VELO_ACCESS_REMOTE_READ | VELO_ACCESS_REMOTE_WRITE;
+        // what the driver does with lists: consecutive peers merge, five scattered ones do not fit
+        // the NIC's four boxes, a peer of no job is refused
+        velo_region_t *rv, *rx = nullptr;
+        std::vector<uint8_t> X(4096);
+        const velo_scope_t run = scope_peers({{0, 30}, {0, 31}, {0, 32}});
+        r = velo_register(ep, X.data(), X.size(), rw, &run, &rx);
+        CHECK(r == 0, "register a list of consecutive peers: %s", velo_strerror(r));
+        velo_scope_t b;
+        CHECK(velo_region_scope(rx, &b) == 0 && b.kind == VELO_SCOPE_BOX && b.nboxes == 1 && b.node_lo == 0 &&
+                  b.node_hi == 0 && b.vpid_lo == 30 && b.vpid_hi == 32,
+              "consecutive peers: kind %u, %u boxes, box 0 %u..%u x %u..%u", b.kind, b.nboxes, b.node_lo, b.node_hi,
+              b.vpid_lo, b.vpid_hi);
+        CHECK(velo_deregister(rx) == 0, "deregister");
+        const velo_scope_t five = scope_peers({{0, 21}, {0, 25}, {1, 27}, {2, 29}, {2, 40}});
+        r = velo_register(ep, X.data(), X.size(), rw, &five, &rx);
+        CHECK(r == -E2BIG && std::strstr(velo_strerror(r), "4 boxes the NIC holds per region"),
+              "five scattered peers: %d (%s)", r, velo_strerror(r));
+        const velo_scope_t outside = scope_peers({{0, 21}, {2, 60}});
+        r = velo_register(ep, X.data(), X.size(), rw, &outside, &rx);
+        CHECK(r == -EACCES, "a peer of no job in the list: %d (%s)", r, velo_strerror(r));
+        // V: the two listed peers, two boxes
+        const velo_scope_t two = scope_peers({kListed[1], kListed[0]});
+        r = velo_register(ep, V.data(), kV, rw, &two, &rv);
+        CHECK(r == 0, "register V: %s", velo_strerror(r));
+        CHECK(velo_region_scope(rv, &b) == 0 && b.kind == VELO_SCOPE_LIST && b.nboxes == 2, "V: kind %u, %u boxes",
+              b.kind, b.nboxes);
+        for (unsigned i = 0; i < 2; ++i)
+            CHECK(b.boxes[i].node_lo == kListed[i].node && b.boxes[i].node_hi == kListed[i].node &&
+                      b.boxes[i].vpid_lo == kListed[i].vpid && b.boxes[i].vpid_hi == kListed[i].vpid,
+                  "V box %u: %u..%u x %u..%u", i, b.boxes[i].node_lo, b.boxes[i].node_hi, b.boxes[i].vpid_lo,
+                  b.boxes[i].vpid_hi);
+        const Handle h = handle_of(rv);
+        for (Link& l : pl) CHECK(l.send(0, h.nla, h.key), "link");
+        for (Link& l : ul) CHECK(l.send(0, h.nla, h.key), "link");
+        // wait for everybody's "done" (or the end of a link: a process that failed)
+        for (Link* l : {&pl[0], &pl[1], &ul[0], &ul[1], &ul[2]}) {
+            uint64_t done;
+            l->recv(0, &done, nullptr);
+            l->close_all();
+        }
+        for (size_t i = 0; i < kV; ++i)
+            CHECK(V[i] == want[i], "V byte %zu is not the secret or the listed peer's (%02x, want %02x)", i, V[i],
+                  want[i]);
+        CHECK(velo_deregister(rv) == 0, "deregister V");
+        return velo_close(ep);
+    });
+
+    // ---- the listed peers: put into their own quarter, get the secret half, byte exact
+    pid_t pp[2];
+    for (unsigned pi = 0; pi < 2; ++pi) {
+        pp[pi] = spawn([&, pi] {
+            for (unsigned j = 0; j < 2; ++j)
+                if (j != pi) pl[j].close_all();
+            for (Link& l : ul) l.close_all();
+            Link& l = pl[pi];
+            l.keep(1);
+            CHECK(join_job(kJobL) == 0, "setenv");
+            velo_ep_t* ep;
+            int r = open_ep(f, static_cast<int>(kListed[pi].node), static_cast<int>(kListed[pi].vpid), &ep);
+            CHECK(r == 0, "open: %s", velo_strerror(r));
+            Handle h{0, 0};
+            uint64_t k;
+            CHECK(l.recv(1, &h.nla, &k), "victim gone");
+            h.key = static_cast<uint32_t>(k);
+            std::vector<uint8_t> mine(kV / 4), secret(kV / 2), got(kV / 2);
+            fill(mine.data(), mine.size(), seed ^ (0x60 + pi));
+            {
+                std::vector<uint8_t> full(kV);
+                fill(full.data(), kV, seed ^ 0x51);
+                std::memcpy(secret.data(), full.data() + kV / 2, kV / 2);
+            }
+            uint64_t cookie = 1;
+            for (int i = 0; i < 4; ++i) {
+                r = velo_put_buf(ep, kVictimL, mine.data(), h.nla + pi * kV / 4, h.key, mine.size(), VELO_RMA_F_REMOTE,
+                                 cookie);
+                CHECK(r == 0, "listed peer %u: put: %s", pi, velo_strerror(r));
+                if (expect_cpl(ep, VELO_RMA_KIND_REMOTE, cookie++)) return 1;
+                std::memset(got.data(), 0, got.size());
+                r = velo_get_buf(ep, kVictimL, got.data(), h.nla + kV / 2, h.key, got.size(), VELO_RMA_F_LOCAL, cookie);
+                CHECK(r == 0, "listed peer %u: get: %s", pi, velo_strerror(r));
+                if (expect_cpl(ep, VELO_RMA_KIND_GET_DONE, cookie++)) return 1;
+                CHECK(got == secret, "listed peer %u: get of the secret half: wrong bytes", pi);
+                tally->friend_ops += 2;
+            }
+            CHECK(l.send(1, 1), "link");
+            return velo_close(ep);
+        });
+    }
+
+    // ---- the unlisted processes of the job, inside the listed peers' bounding box
+    pid_t up[3];
+    for (unsigned ui = 0; ui < 3; ++ui) {
+        up[ui] = spawn([&, ui] {
+            for (Link& l : pl) l.close_all();
+            for (unsigned j = 0; j < 3; ++j)
+                if (j != ui) ul[j].close_all();
+            Link& l = ul[ui];
+            l.keep(1);
+            CHECK(join_job(kJobL) == 0, "setenv");
+            velo_ep_t* ep;
+            int r = open_ep(f, static_cast<int>(kUnlisted[ui].node), static_cast<int>(kUnlisted[ui].vpid), &ep);
+            CHECK(r == 0, "open: %s", velo_strerror(r));
+            Handle h{0, 0};
+            uint64_t k;
+            CHECK(l.recv(1, &h.nla, &k), "victim gone");
+            h.key = static_cast<uint32_t>(k);
+            // the valid handle, puts and gets all over the region (the listed peers' quarters too)
+            std::mt19937_64 rng(seed * 13 + ui);
+            std::vector<Attempt> at;
+            for (int i = 0; i < 24; ++i) at.push_back({h.nla + rng() % (kV - 8), h.key, (i & 1) == 0});
+            const std::string what =
+                "unlisted " + std::to_string(kUnlisted[ui].node) + "/" + std::to_string(kUnlisted[ui].vpid);
+            if (run_attempts(ep, at, what.c_str(), kVictimL)) return 1;
+            // the error a program sees says what may have happened, not which
+            CHECK(std::strstr(velo_strerror(-ENOENT), "outside the region's scope") != nullptr, "strerror: %s",
+                  velo_strerror(-ENOENT));
+            tally->attempts += at.size();
+            tally->from_node[kUnlisted[ui].node] += at.size();
+            std::printf("%s: %zu attempts, all BAD_HANDLE\n", what.c_str(), at.size());
+            CHECK(l.send(1, 1), "link");
+            return velo_close(ep);
+        });
+    }
+    for (pid_t p : pp) EXPECT_EQ(join(p), 0);
+    for (pid_t p : up) EXPECT_EQ(join(p), 0);
+    EXPECT_EQ(join(victim), 0);
+    EXPECT_TRUE(f.alive());
+    EXPECT_EQ(f.stop(), 0);
+    std::string log;
+    {
+        std::ifstream in(logpath);
+        std::stringstream ss;
+        ss << in.rdbuf();
+        log = ss.str();
+    }
+    unlink(logpath);
+    const uint64_t attempts = tally->attempts.load();
+    EXPECT_EQ(attempts, 3u * 24u);
+    EXPECT_EQ(tally->friend_ops.load(), 2u * 8u);
+    // the refusals counted where they failed (the victim's node: all) and at each initiator's node
+    const char* bad_handle = velo_rma_counter_names[VELO_RMA_CNT_ERR_BAD_HANDLE];
+    for (unsigned n = 0; n < 3; ++n)
+        EXPECT_EQ(logged_counter(log, n, bad_handle), (n == kVictimL.node ? attempts : 0u) + tally->from_node[n].load())
             << "node " << n << "\n"
             << log.substr(log.size() > 4000 ? log.size() - 4000 : 0);
     for (unsigned n = 0; n < 3; ++n)

@@ -41,6 +41,7 @@ struct FakeDriver {
     unsigned max_regs = 1000;  // ENOSPC beyond
     int repin_err = 0;         // REPIN answers this (0: ok)
     bool bad_nla_key = false;  // answer an NLA whose KEY field is not the key's bits 7:0
+    unsigned bad_out = 0;      // LIST: 1 answer 5 boxes, 2 an empty box, 3 box 0 not in the single fields
     std::vector<uint64_t> registered, deregistered, repinned;
     std::vector<velo_uapi_register> asked;  // every REGISTER as it came in
 
@@ -50,7 +51,9 @@ struct FakeDriver {
             auto* g = static_cast<velo_uapi_register*>(arg);
             EXPECT_EQ(g->argsz, sizeof *g);
             d->asked.push_back(*g);
-            if (g->scope > VELO_SCOPE_BOX) return -EINVAL;
+            if (g->scope > VELO_SCOPE_LIST) return -EINVAL;
+            // LIST: the boxes as given (this fake merges nothing), more than the NIC's 4: E2BIG
+            if (g->scope == VELO_SCOPE_LIST && g->nboxes > VELO_SCOPE_NIC_BOXES) return -E2BIG;
             if (d->regs.size() >= d->max_regs) return -ENOSPC;
             d->key = d->key * 1103515245u + 12345u;  // any 32-bit value but 0
             if (d->key == 0) d->key = 1;
@@ -69,10 +72,25 @@ struct FakeDriver {
                 case VELO_SCOPE_PEER:
                     g->node_hi = g->node_lo, g->vpid_hi = g->vpid_lo;
                     break;
+                case VELO_SCOPE_LIST:
+                    g->node_lo = g->boxes[0].node_lo, g->node_hi = g->boxes[0].node_hi;
+                    g->vpid_lo = g->boxes[0].vpid_lo, g->vpid_hi = g->boxes[0].vpid_hi;
+                    if (d->bad_out == 1) {
+                        g->nboxes = 5;
+                    } else if (d->bad_out == 2) {
+                        g->boxes[1].node_lo = 9, g->boxes[1].node_hi = 8;
+                    } else if (d->bad_out == 3) {
+                        g->node_lo ^= 1;
+                    }
+                    break;
                 default:
                     break;
             }
-            g->scope = VELO_SCOPE_BOX;
+            if (g->scope != VELO_SCOPE_LIST) {
+                g->nboxes = 1;
+                g->boxes[0] = velo_uapi_scope_box{g->node_lo, g->node_hi, g->vpid_lo, g->vpid_hi};
+            }
+            g->scope = g->nboxes == 1 ? VELO_SCOPE_BOX : VELO_SCOPE_LIST;
             d->regs[g->nla] = {g->addr, g->len, g->flags};
             d->registered.push_back(g->nla);
             return 0;
@@ -805,7 +823,7 @@ TEST_F(Rma, EveryInvalidArgumentHasItsErrno) {
               -EINVAL);
     EXPECT_EQ(velo_register(ep, page.data(), 1, 0, nullptr, &h), -EINVAL);
     EXPECT_EQ(velo_register(ep, page.data(), 1, 0x10, nullptr, &h), -EINVAL);
-    const velo_scope_t bad_kind = {VELO_SCOPE_BOX + 1, 0, 0, 0, 0};
+    const velo_scope_t bad_kind = {VELO_SCOPE_LIST + 1, 0, 0, 0, 0, 0, {}};
     EXPECT_EQ(velo_register(ep, page.data(), 1, VELO_ACCESS_ALL, &bad_kind, &h), -EINVAL);
     EXPECT_TRUE(drv.asked.size() == 2u) << "refused before the driver";
     uint32_t key;
@@ -897,13 +915,13 @@ TEST_F(Rma, ScopeGoesToTheDriverAndSeparatesTheCache) {
     const uintptr_t a = 0x400000;
     velo_region_t *job, *owner, *peer, *peer2, *box, *job2, *peer_again;
     ASSERT_EQ(velo_register(ep, reinterpret_cast<const void*>(a), 4096, VELO_ACCESS_ALL, nullptr, &job), 0);
-    const velo_scope_t so = {VELO_SCOPE_OWNER, 9, 9, 9, 9};  // (ignored fields)
+    const velo_scope_t so = {VELO_SCOPE_OWNER, 9, 9, 9, 9, 2, {{1, 1, 1, 1}}};  // (ignored fields)
     ASSERT_EQ(velo_register(ep, reinterpret_cast<const void*>(a), 4096, VELO_ACCESS_ALL, &so, &owner), 0);
-    const velo_scope_t sp = {VELO_SCOPE_PEER, 7, 200, 33, 201};
+    const velo_scope_t sp = {VELO_SCOPE_PEER, 7, 200, 33, 201, 0, {}};
     ASSERT_EQ(velo_register(ep, reinterpret_cast<const void*>(a), 4096, VELO_ACCESS_ALL, &sp, &peer), 0);
-    const velo_scope_t sp2 = {VELO_SCOPE_PEER, 7, 0, 34, 0};
+    const velo_scope_t sp2 = {VELO_SCOPE_PEER, 7, 0, 34, 0, 0, {}};
     ASSERT_EQ(velo_register(ep, reinterpret_cast<const void*>(a), 4096, VELO_ACCESS_ALL, &sp2, &peer2), 0);
-    const velo_scope_t sb = {VELO_SCOPE_BOX, 1, 4, 10, 20};
+    const velo_scope_t sb = {VELO_SCOPE_BOX, 1, 4, 10, 20, 0, {}};
     ASSERT_EQ(velo_register(ep, reinterpret_cast<const void*>(a), 4096, VELO_ACCESS_ALL, &sb, &box), 0);
     ASSERT_EQ(drv.asked.size(), 5u) << "five scopes, five registrations";
     const unsigned kinds[5] = {VELO_SCOPE_JOB, VELO_SCOPE_OWNER, VELO_SCOPE_PEER, VELO_SCOPE_PEER, VELO_SCOPE_BOX};
@@ -915,6 +933,8 @@ TEST_F(Rma, ScopeGoesToTheDriverAndSeparatesTheCache) {
         EXPECT_EQ(g.node_hi, want[i][1]) << i;
         EXPECT_EQ(g.vpid_lo, want[i][2]) << i;
         EXPECT_EQ(g.vpid_hi, want[i][3]) << i;
+        EXPECT_EQ(g.nboxes, 0u) << i << ": only LIST passes boxes";
+        EXPECT_EQ(g.boxes[0].node_lo | g.boxes[0].vpid_lo, 0) << i;
     }
     // the driver's key and box come back; keys differ per registration
     uint32_t kj = 0, ko = 0;
@@ -941,9 +961,9 @@ TEST_F(Rma, ScopeGoesToTheDriverAndSeparatesTheCache) {
     EXPECT_EQ(b.vpid_lo, 10);
     EXPECT_EQ(b.vpid_hi, 20);
     // the same scopes again (a contained range): cache hits, the same keys
-    const velo_scope_t sj = {VELO_SCOPE_JOB, 1, 2, 3, 4};
+    const velo_scope_t sj = {VELO_SCOPE_JOB, 1, 2, 3, 4, 0, {}};
     ASSERT_EQ(velo_register(ep, reinterpret_cast<const void*>(a + 8), 8, VELO_ACCESS_LOCAL_READ, &sj, &job2), 0);
-    const velo_scope_t sp3 = {VELO_SCOPE_PEER, 7, 1, 33, 1};  // the same peer (hi fields ignored)
+    const velo_scope_t sp3 = {VELO_SCOPE_PEER, 7, 1, 33, 1, 0, {}};  // the same peer (hi fields ignored)
     ASSERT_EQ(velo_register(ep, reinterpret_cast<const void*>(a), 100, VELO_ACCESS_ALL, &sp3, &peer_again), 0);
     EXPECT_EQ(drv.asked.size(), 5u);
     uint32_t k = 0;
@@ -974,6 +994,97 @@ TEST_F(Rma, ScopeGoesToTheDriverAndSeparatesTheCache) {
     post(VELO_RMA_NQ_KIND_REMOTE_CPL, w[0], VELO_RMA_OP_PUT, 2, 16);
     drain();
     for (velo_region_t* h : {owner, peer, peer2, box, peer_again}) EXPECT_EQ(velo_deregister(h), 0);
+}
+
+// Scope lists: the boxes go to the driver as given (single fields and boxes beyond nboxes 0),
+// velo_region_scope returns the list the driver answered, the cache shares a registration only
+// with the same list in the same order, E2BIG from the driver comes back with a text naming the
+// NIC's 4 boxes, a list of 0 or 17 boxes never reaches the driver, and a driver answer that is
+// no list of 1..4 non-empty boxes is refused (-EPROTO, the registration given back).
+TEST_F(Rma, ScopeListsGoToTheDriverAndComeBack) {
+    const uintptr_t a = 0x500000;
+    velo_scope_t l{};
+    l.kind = VELO_SCOPE_LIST;
+    l.node_lo = 77;  // ignored for a LIST
+    l.nboxes = 2;
+    l.boxes[0] = velo_scope_box_t{3, 3, 12, 12};
+    l.boxes[1] = velo_scope_box_t{7, 7, 20, 20};
+    l.boxes[2] = velo_scope_box_t{1, 1, 1, 1};  // beyond nboxes: ignored
+    velo_region_t *h1, *h2, *h3, *h4;
+    ASSERT_EQ(velo_register(ep, reinterpret_cast<const void*>(a), 4096, VELO_ACCESS_ALL, &l, &h1), 0);
+    ASSERT_EQ(drv.asked.size(), 1u);
+    const velo_uapi_register& g = drv.asked[0];
+    EXPECT_EQ(g.scope, unsigned(VELO_SCOPE_LIST));
+    EXPECT_EQ(g.nboxes, 2u);
+    EXPECT_EQ(g.node_lo | g.node_hi | g.vpid_lo | g.vpid_hi, 0);
+    EXPECT_EQ(g.boxes[0].node_lo, 3);
+    EXPECT_EQ(g.boxes[0].vpid_hi, 12);
+    EXPECT_EQ(g.boxes[1].node_hi, 7);
+    EXPECT_EQ(g.boxes[1].vpid_lo, 20);
+    EXPECT_EQ(g.boxes[2].node_lo | g.boxes[2].vpid_lo, 0) << "a box past nboxes is not passed";
+    velo_scope_t b;
+    ASSERT_EQ(velo_region_scope(h1, &b), 0);
+    EXPECT_EQ(b.kind, unsigned(VELO_SCOPE_LIST));
+    EXPECT_EQ(b.nboxes, 2u);
+    EXPECT_EQ(b.node_lo, 3);
+    EXPECT_EQ(b.vpid_hi, 12);
+    EXPECT_EQ(b.boxes[1].node_lo, 7);
+    EXPECT_EQ(b.boxes[1].vpid_hi, 20);
+    EXPECT_EQ(b.boxes[2].node_lo | b.boxes[2].node_hi | b.boxes[2].vpid_lo | b.boxes[2].vpid_hi, 0);
+    // the same list (ignored fields differ): a hit; the boxes in another order, another list, or
+    // the first box alone as a BOX: registrations of their own
+    velo_scope_t same = l;
+    same.node_lo = 0;
+    same.boxes[2] = velo_scope_box_t{};
+    ASSERT_EQ(velo_register(ep, reinterpret_cast<const void*>(a + 64), 64, VELO_ACCESS_LOCAL_READ, &same, &h2), 0);
+    EXPECT_EQ(drv.asked.size(), 1u);
+    velo_scope_t swapped = l;
+    std::swap(swapped.boxes[0], swapped.boxes[1]);
+    ASSERT_EQ(velo_register(ep, reinterpret_cast<const void*>(a), 4096, VELO_ACCESS_ALL, &swapped, &h3), 0);
+    EXPECT_EQ(drv.asked.size(), 2u);
+    const velo_scope_t one = {VELO_SCOPE_BOX, 3, 3, 12, 12, 0, {}};
+    ASSERT_EQ(velo_register(ep, reinterpret_cast<const void*>(a), 4096, VELO_ACCESS_ALL, &one, &h4), 0);
+    EXPECT_EQ(drv.asked.size(), 3u);
+    ASSERT_EQ(velo_region_scope(h4, &b), 0);
+    EXPECT_EQ(b.kind, unsigned(VELO_SCOPE_BOX));
+    EXPECT_EQ(b.nboxes, 1u);
+    EXPECT_EQ(b.boxes[0].node_lo, 3);
+    uint32_t k1 = 0, k2 = 0, k3 = 0;
+    ASSERT_EQ(velo_region_rkey(h1, &k1), 0);
+    ASSERT_EQ(velo_region_rkey(h2, &k2), 0);
+    ASSERT_EQ(velo_region_rkey(h3, &k3), 0);
+    EXPECT_EQ(k1, k2);
+    EXPECT_NE(k1, k3);
+    for (velo_region_t* h : {h1, h2, h3, h4}) EXPECT_EQ(velo_deregister(h), 0);
+    // five boxes: the driver's E2BIG, with a text that says what the NIC holds
+    velo_scope_t five{};
+    five.kind = VELO_SCOPE_LIST;
+    five.nboxes = 5;
+    for (unsigned i = 0; i < 5; ++i) five.boxes[i] = velo_scope_box_t{uint8_t(2 * i), uint8_t(2 * i), 1, 1};
+    velo_region_t* h = nullptr;
+    EXPECT_EQ(velo_register(ep, reinterpret_cast<const void*>(a), 4096, VELO_ACCESS_ALL, &five, &h), -E2BIG);
+    EXPECT_EQ(h, nullptr);
+    EXPECT_EQ(drv.asked.size(), 4u);
+    EXPECT_EQ(drv.asked.back().nboxes, 5u);
+    EXPECT_NE(std::strstr(velo_strerror(-E2BIG), "4 boxes the NIC holds per region"), nullptr);
+    // no boxes, too many: refused here
+    five.nboxes = 0;
+    EXPECT_EQ(velo_register(ep, reinterpret_cast<const void*>(a), 4096, VELO_ACCESS_ALL, &five, &h), -EINVAL);
+    five.nboxes = VELO_SCOPE_MAX_BOXES + 1;
+    EXPECT_EQ(velo_register(ep, reinterpret_cast<const void*>(a), 4096, VELO_ACCESS_ALL, &five, &h), -EINVAL);
+    EXPECT_EQ(drv.asked.size(), 4u);
+    // a driver answer that is no list the NIC can hold: -EPROTO, given back
+    for (unsigned bad = 1; bad <= 3; ++bad) {
+        drv.bad_out = bad;
+        const size_t before = drv.deregistered.size();
+        EXPECT_EQ(velo_register(ep, reinterpret_cast<const void*>(a + bad * 8192), 64, VELO_ACCESS_ALL, &l, &h),
+                  -EPROTO)
+            << bad;
+        EXPECT_EQ(h, nullptr);
+        EXPECT_EQ(drv.deregistered.size(), before + 1) << bad;
+    }
+    drv.bad_out = 0;
+    EXPECT_TRUE(drv.regs.empty());
 }
 
 // A driver whose NLA does not carry the key's bits 7:0 is of another ABI: the registration is
@@ -1047,8 +1158,23 @@ TEST_F(Rma, CxxRegionAndTransfers) {
         EXPECT_EQ(b.kind, unsigned(VELO_SCOPE_BOX));
         EXPECT_EQ(b.node_hi, 5);
         EXPECT_EQ(b.vpid_hi, 6);
+        // a list of peers
+        const std::vector<velo_addr_t> peers{{2, 3}, {4, 5}};
+        velo::Region q =
+            e.region(reinterpret_cast<const void*>(0x300000), 4096, VELO_ACCESS_REMOTE_WRITE, velo::scope_peers(peers));
+        EXPECT_EQ(drv.asked.back().scope, unsigned(VELO_SCOPE_LIST));
+        ASSERT_EQ(drv.asked.back().nboxes, 2u);
+        EXPECT_EQ(drv.asked.back().boxes[1].node_lo, 4);
+        EXPECT_EQ(drv.asked.back().boxes[1].node_hi, 4);
+        EXPECT_EQ(drv.asked.back().boxes[1].vpid_lo, 5);
+        EXPECT_EQ(drv.asked.back().boxes[1].vpid_hi, 5);
+        const velo::Scope qs = q.scope();
+        EXPECT_EQ(qs.kind, unsigned(VELO_SCOPE_LIST));
+        EXPECT_EQ(qs.nboxes, 2u);
+        const std::vector<velo_addr_t> many(VELO_SCOPE_MAX_BOXES + 1, velo_addr_t{1, 1});
+        EXPECT_THROW(velo::scope_peers(many), std::system_error);
         EXPECT_THROW(e.put(kDst, moved, 0, velo::RemoteRegion{kRemote, kKey ^ 1u}, 8),
                      velo::Error);  // NLA/key mismatch
     }
-    EXPECT_EQ(drv.deregistered.size(), 2u) << "the destructor deregisters";
+    EXPECT_EQ(drv.deregistered.size(), 3u) << "the destructor deregisters";
 }

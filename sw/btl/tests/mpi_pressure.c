@@ -54,7 +54,7 @@ static void hog_start(hog_t* h, int rank, int regions, int pages) {
     for (int i = 0; i < regions; ++i) {
         const int np = pages / regions + (i < pages % regions);
         // nobody else needs them: the owner's own scope
-        const velo_scope_t own = {VELO_SCOPE_OWNER, 0, 0, 0, 0};
+        const velo_scope_t own = {.kind = VELO_SCOPE_OWNER};
         r = velo_register(h->ep, base + (size_t)off * 4096, (size_t)np * 4096, VELO_ACCESS_REMOTE_WRITE, &own,
                           &h->rg[i]);
         CHECK(r == 0, "hog: registration %d of %d pages: %s", i, np, velo_strerror(r));

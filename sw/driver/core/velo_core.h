@@ -443,8 +443,9 @@ int velo_core_irq_collect(struct velo_core *c, void (*cb)(void *, unsigned int),
  * counter n (four Feistel rounds on its 16-bit halves, the round function ops->prf(r, round and
  * half)), skipping the one n whose key is 0. A permutation never maps two counters to one key,
  * so an index never gets a key it had before, whatever the PRF; the secret in the PRF makes the
- * keys unpredictable. RG_KEY and RG_SCOPE are written only while the index is FREE in the NIC
- * (RG_CFG = 0, quiesced), before RG_CFG.
+ * keys unpredictable. RG_KEY and the scope boxes RG_SCOPE..RG_SCOPE3 (all of them, unused ones
+ * empty) are written only while the index is FREE in the NIC (RG_CFG = 0, quiesced), before
+ * RG_CFG.
  * Page table entries are allocated per VALID region as one run of consecutive entries (mod
  * 2^rma_pte_bits), best fit; when no run is long enough but enough entries are free in all,
  * every VALID region is withdrawn (VALID = 0, quiesced), the table is compacted and they are
@@ -458,13 +459,15 @@ int velo_core_irq_collect(struct velo_core *c, void (*cb)(void *, unsigned int),
 #define VELO_CORE_RG_STUCK 3
 #define VELO_CORE_RG_RETIRED 4
 #define VELO_CORE_MAX_REGIONS_PER_EP 4096
+/* Scope boxes per region: the spec's RMA_SCOPE_BOXES (velo_core_rma.c checks). */
+#define VELO_CORE_SCOPE_BOXES 4
 
 struct velo_core_region {
 	uint8_t state; /* VELO_CORE_RG_* */
 	uint8_t access; /* VELO_REG_* */
 	uint16_t rsvd;
 	uint32_t key; /* RG_KEY of the current (or, FREE, the last) use; never 0 */
-	uint32_t scope; /* RG_SCOPE of the current use */
+	uint32_t scope[VELO_CORE_SCOPE_BOXES]; /* RG_SCOPE..RG_SCOPE3 of the current use */
 	uint64_t gen; /* the counter n of the index's next key; 2^32: RETIRED */
 	uint32_t owner_vpid; /* data vpid */
 	uint64_t owner; /* client owner */
@@ -497,11 +500,19 @@ unsigned int velo_core_rma_pte_free(const struct velo_core *c, unsigned int *lon
 int velo_core_rma_enable(struct velo_core *c, int on);
 
 /*
- * The initiators a region lets in (RG_SCOPE): nodes node_lo..node_hi x data vpids
+ * One box of initiators a region lets in (format RG_SCOPE): nodes node_lo..node_hi x data vpids
  * vpid_lo..vpid_hi, inclusive.
  */
 struct velo_core_scope {
 	uint32_t node_lo, node_hi, vpid_lo, vpid_hi;
+};
+/*
+ * A region's scope: n (1..VELO_CORE_SCOPE_BOXES) boxes, an initiator is in it if it is in any;
+ * box[n..] unused (the NIC's boxes beyond n are written empty).
+ */
+struct velo_core_scope_list {
+	uint32_t n;
+	struct velo_core_scope box[VELO_CORE_SCOPE_BOXES];
 };
 /*
  * The box the scope `kind` (VELO_SCOPE_*, velo_uapi.h) of endpoint `vpid` stands for, checked
@@ -519,6 +530,18 @@ int velo_core_rma_scope(const struct velo_core *c, unsigned int vpid, unsigned i
 			unsigned int kind, const struct velo_core_scope *in,
 			struct velo_core_scope *out);
 /*
+ * The boxes the scope `kind` of endpoint `vpid` stands for. JOB, OWNER, PEER, BOX: nin = 1, in[0]
+ * as velo_core_rma_scope takes it, one box out. LIST: in[0 .. nin - 1] (nin 1..VELO_SCOPE_LIST_MAX),
+ * each checked as a BOX (-EINVAL, -EACCES as there), then merged: a box contained in another,
+ * or adjacent to it (same node range and vpid ranges that overlap or touch, or the other way
+ * round), becomes one with it, until no two merge; the boxes left are sorted by (node_lo,
+ * node_hi, vpid_lo, vpid_hi). More than VELO_CORE_SCOPE_BOXES left: -E2BIG (the NIC holds that
+ * many per region; logged). The boxes out admit exactly the initiators the boxes in admit.
+ */
+int velo_core_rma_scope_list(const struct velo_core *c, unsigned int vpid, unsigned int privileged,
+			     unsigned int kind, const struct velo_core_scope *in, unsigned int nin,
+			     struct velo_core_scope_list *out);
+/*
  * May endpoint e use RMA under the policy (the caller `privileged` or not)? As for sends: 0,
  * or -EACCES under VELO_POLICY_STRICT for an unprivileged caller whose endpoint has no job (an
  * endpoint opened with privilege that lost it). VELO_IOC_REGISTER and the mmap of the command
@@ -533,13 +556,14 @@ int velo_core_rma_allowed(const struct velo_core *c, const struct velo_core_ep *
 uint32_t velo_core_rma_key(const struct velo_core *c, unsigned int r, uint32_t n);
 /*
  * Declare a region for endpoint `vpid` (owner: its client) reachable by the initiators in
- * *scope (a box velo_core_rma_scope made): a FREE index (round robin), its next key,
- * RG_PTE/RG_START/RG_LEN, RG_KEY, RG_SCOPE, then RG_CFG = ALLOC | perms | owner (VALID = 0).
+ * *scope (boxes velo_core_rma_scope_list made): a FREE index (round robin), its next key,
+ * RG_PTE/RG_START/RG_LEN, RG_KEY, RG_SCOPE..RG_SCOPE3 (boxes beyond scope->n empty), then
+ * RG_CFG = ALLOC | perms | owner (VALID = 0).
  * *nla = the NLA of byte 0 (its KEY field: the key's bits 7:0). Returns the index.
  * -EOPNOTSUPP, -ENOENT, -EINVAL (access, len, scope beyond the NIC's bits), -ENOSPC.
  */
 int velo_core_rma_declare(struct velo_core *c, unsigned int vpid, uint64_t addr, uint64_t len,
-			  unsigned int access, const struct velo_core_scope *scope, uint64_t *nla);
+			  unsigned int access, const struct velo_core_scope_list *scope, uint64_t *nla);
 /*
  * Make DECLARED region r (with the 32-bit key) VALID: npages = velo_core_rma_pages(addr, len) frame
  * numbers (physical address >> 12) of its pinned pages, `pin` the handle for rma_unpin.

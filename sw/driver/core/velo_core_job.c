@@ -268,3 +268,105 @@ int velo_core_rma_scope(const struct velo_core *c, unsigned int vpid, unsigned i
 	*out = b;
 	return 0;
 }
+
+/* a and b admit exactly the initiators one box admits: *a = that box, 1; else 0 */
+static int scope_merge(struct velo_core_scope *a, const struct velo_core_scope *b)
+{
+	if (scope_inside(b, a))
+		return 1;
+	if (scope_inside(a, b)) {
+		*a = *b;
+		return 1;
+	}
+	if (a->node_lo == b->node_lo && a->node_hi == b->node_hi &&
+	    b->vpid_lo <= a->vpid_hi + 1 && a->vpid_lo <= b->vpid_hi + 1) {
+		a->vpid_lo = a->vpid_lo < b->vpid_lo ? a->vpid_lo : b->vpid_lo;
+		a->vpid_hi = a->vpid_hi > b->vpid_hi ? a->vpid_hi : b->vpid_hi;
+		return 1;
+	}
+	if (a->vpid_lo == b->vpid_lo && a->vpid_hi == b->vpid_hi &&
+	    b->node_lo <= a->node_hi + 1 && a->node_lo <= b->node_hi + 1) {
+		a->node_lo = a->node_lo < b->node_lo ? a->node_lo : b->node_lo;
+		a->node_hi = a->node_hi > b->node_hi ? a->node_hi : b->node_hi;
+		return 1;
+	}
+	return 0;
+}
+
+/* the order of boxes in a list: node_lo, node_hi, vpid_lo, vpid_hi */
+static int scope_before(const struct velo_core_scope *a, const struct velo_core_scope *b)
+{
+	if (a->node_lo != b->node_lo)
+		return a->node_lo < b->node_lo;
+	if (a->node_hi != b->node_hi)
+		return a->node_hi < b->node_hi;
+	if (a->vpid_lo != b->vpid_lo)
+		return a->vpid_lo < b->vpid_lo;
+	return a->vpid_hi < b->vpid_hi;
+}
+
+int velo_core_rma_scope_list(const struct velo_core *c, unsigned int vpid, unsigned int privileged,
+			     unsigned int kind, const struct velo_core_scope *in, unsigned int nin,
+			     struct velo_core_scope_list *out)
+{
+	struct velo_core_scope b[VELO_SCOPE_LIST_MAX];
+	unsigned int i, j, n = 0;
+	int r, again;
+
+	if (!c || !in || !out)
+		return -VELO_CORE_EINVAL;
+	if (kind != VELO_SCOPE_LIST) {
+		if (nin != 1)
+			return -VELO_CORE_EINVAL;
+		r = velo_core_rma_scope(c, vpid, privileged, kind, in, &b[0]);
+		if (r)
+			return r;
+		*out = (struct velo_core_scope_list){ .n = 1, .box = { b[0] } };
+		return 0;
+	}
+	if (!nin || nin > VELO_SCOPE_LIST_MAX)
+		return -VELO_CORE_EINVAL;
+	/*
+	 * every box as a BOX scope: a malformed one anywhere first (-EINVAL: checked as if
+	 * privileged, which passes every box of the NIC's bits), then the policy (-EACCES)
+	 */
+	for (i = 0; i < nin; ++i) {
+		r = velo_core_rma_scope(c, vpid, 1, VELO_SCOPE_BOX, &in[i], &b[i]);
+		if (r)
+			return r;
+	}
+	for (i = 0; i < nin; ++i) {
+		r = velo_core_rma_scope(c, vpid, privileged, VELO_SCOPE_BOX, &in[i], &b[n]);
+		if (r)
+			return r;
+		++n;
+	}
+	/* merge until no two boxes merge (each merge takes one box away: at most nin - 1 rounds) */
+	do {
+		again = 0;
+		for (i = 0; i < n && !again; ++i)
+			for (j = i + 1; j < n && !again; ++j)
+				if (scope_merge(&b[i], &b[j])) {
+					b[j] = b[--n];
+					again = 1;
+				}
+	} while (again);
+	if (n > VELO_CORE_SCOPE_BOXES) {
+		velo_core_log(c, VELO_CORE_LOG_INFO,
+			      "velo: REGISTER refused: the scope list needs more than the 4 boxes the NIC holds per region; boxes after merging: ",
+			      n);
+		return -VELO_CORE_E2BIG;
+	}
+	/* sorted: equal sets of boxes give equal lists */
+	for (i = 1; i < n; ++i)
+		for (j = i; j > 0 && scope_before(&b[j], &b[j - 1]); --j) {
+			const struct velo_core_scope t = b[j];
+
+			b[j] = b[j - 1];
+			b[j - 1] = t;
+		}
+	*out = (struct velo_core_scope_list){ .n = n };
+	for (i = 0; i < n; ++i)
+		out->box[i] = b[i];
+	return 0;
+}

@@ -400,6 +400,28 @@ static int scope_ok(const struct velo_core *c, const struct velo_core_scope *s)
 	       s->vpid_hi < vpids;
 }
 
+#if VELO_CORE_SCOPE_BOXES != VELO_RMA_SCOPE_BOXES || VELO_SCOPE_NIC_BOXES != VELO_RMA_SCOPE_BOXES
+#error "velo_core.h and velo_uapi.h disagree with the spec's RMA_SCOPE_BOXES"
+#endif
+
+/* a scope list as REGISTER makes it: 1..VELO_CORE_SCOPE_BOXES boxes, each inside the NIC's bits */
+static int scope_list_ok(const struct velo_core *c, const struct velo_core_scope_list *l)
+{
+	unsigned int i;
+
+	if (!l->n || l->n > VELO_CORE_SCOPE_BOXES)
+		return 0;
+	for (i = 0; i < l->n; ++i)
+		if (!scope_ok(c, &l->box[i]))
+			return 0;
+	return 1;
+}
+
+/* RG_SCOPE of an empty box (LO > HI in both fields: admits nobody) */
+#define SCOPE_REG_EMPTY                                                  \
+	((uint32_t)(VELO_FIELD_PREP(VELO_TBL_RMA_REGION_RG_SCOPE_VPID_LO, 0xFF) | \
+		    VELO_FIELD_PREP(VELO_TBL_RMA_REGION_RG_SCOPE_NODE_LO, 0xFF)))
+
 static uint32_t scope_reg(const struct velo_core_scope *s)
 {
 	return (uint32_t)(VELO_FIELD_PREP(VELO_TBL_RMA_REGION_RG_SCOPE_VPID_LO, s->vpid_lo) |
@@ -409,15 +431,19 @@ static uint32_t scope_reg(const struct velo_core_scope *s)
 }
 
 int velo_core_rma_declare(struct velo_core *c, unsigned int vpid, uint64_t addr, uint64_t len,
-			  unsigned int access, const struct velo_core_scope *scope, uint64_t *nla)
+			  unsigned int access, const struct velo_core_scope_list *scope, uint64_t *nla)
 {
+	static const uint32_t box_off[VELO_CORE_SCOPE_BOXES] = {
+		VELO_TBL_RMA_REGION_RG_SCOPE, VELO_TBL_RMA_REGION_RG_SCOPE1,
+		VELO_TBL_RMA_REGION_RG_SCOPE2, VELO_TBL_RMA_REGION_RG_SCOPE3,
+	};
 	struct velo_core_ep *e;
 	const int err = c && nla && scope ? rma_ep(c, vpid, &e) : -VELO_CORE_EINVAL;
 
 	if (err)
 		return err;
 
-	if (!reg_args_ok(addr, len, access) || !scope_ok(c, scope))
+	if (!reg_args_ok(addr, len, access) || !scope_list_ok(c, scope))
 		return -VELO_CORE_EINVAL;
 	if (velo_core_rma_pages(addr, len) > c->npte || e->nregions >= c->max_regions)
 		return -VELO_CORE_ENOSPC;
@@ -436,7 +462,8 @@ int velo_core_rma_declare(struct velo_core *c, unsigned int vpid, uint64_t addr,
 
 	g->state = VELO_CORE_RG_DECLARED;
 	g->key = key;
-	g->scope = scope_reg(scope);
+	for (i = 0; i < VELO_CORE_SCOPE_BOXES; ++i)
+		g->scope[i] = i < scope->n ? scope_reg(&scope->box[i]) : SCOPE_REG_EMPTY;
 	g->access = (uint8_t)access;
 	g->owner_vpid = vpid;
 	g->owner = e->owner;
@@ -448,7 +475,8 @@ int velo_core_rma_declare(struct velo_core *c, unsigned int vpid, uint64_t addr,
 	++e->nregions;
 	/*
 	 * not allocated in the NIC (RG_CFG = 0) and quiesced since: its fields may change, RG_KEY
-	 * and RG_SCOPE included; RG_CFG last
+	 * and every scope box included (the unused ones empty: an earlier use may have had a list);
+	 * RG_CFG last
 	 */
 	wr(c, rg_reg(c, r, VELO_TBL_RMA_REGION_RG_PTE), 0);
 	wr(c, rg_reg(c, r, VELO_TBL_RMA_REGION_RG_START),
@@ -457,7 +485,8 @@ int velo_core_rma_declare(struct velo_core *c, unsigned int vpid, uint64_t addr,
 	wr(c, rg_reg(c, r, VELO_TBL_RMA_REGION_RG_LEN_HI),
 	   (uint32_t)VELO_FIELD_PREP(VELO_TBL_RMA_REGION_RG_LEN_HI_LEN_HI, len >> 32));
 	wr(c, rg_reg(c, r, VELO_TBL_RMA_REGION_RG_KEY), g->key);
-	wr(c, rg_reg(c, r, VELO_TBL_RMA_REGION_RG_SCOPE), g->scope);
+	for (i = 0; i < VELO_CORE_SCOPE_BOXES; ++i)
+		wr(c, rg_reg(c, r, box_off[i]), g->scope[i]);
 	wr(c, rg_reg(c, r, VELO_TBL_RMA_REGION_RG_CFG), rg_cfg(g, 1, 0));
 	*nla = VELO_FIELD_PREP(VELO_RMA_NLA_KEY, g->key & 0xFFu) |
 	       VELO_FIELD_PREP(VELO_RMA_NLA_REGION, r);
@@ -646,32 +675,63 @@ int velo_core_ioc_rma_setup(struct velo_core *c, struct velo_core_client *cl, vo
 int velo_core_ioc_register(struct velo_core *c, struct velo_core_client *cl, void *arg)
 {
 	struct velo_uapi_register *a = arg;
-	const struct velo_core_scope in = {
-		.node_lo = a->node_lo, .node_hi = a->node_hi,
-		.vpid_lo = a->vpid_lo, .vpid_hi = a->vpid_hi,
-	};
-	struct velo_core_scope box;
+	struct velo_core_scope in[VELO_SCOPE_LIST_MAX];
+	struct velo_core_scope_list list;
 	const struct velo_core_ep *e;
+	const int is_list = a->scope == VELO_SCOPE_LIST;
+	unsigned int i, nin = 1, bad = !reg_args_ok(a->addr, a->len, a->flags) || a->rsvd;
 	uint64_t nla = 0;
-	/* malformed (-EINVAL) before refused (-EACCES) before no room (-ENOSPC) */
-	int r = rma_ioc_ep(c, cl, !reg_args_ok(a->addr, a->len, a->flags), &e);
+	int r;
 
+	/*
+	 * LIST: the boxes, the single fields 0; the other kinds: the single fields, no boxes (every
+	 * box beyond nboxes must be 0 too: nothing the driver ignores)
+	 */
+	if (is_list) {
+		nin = a->nboxes;
+		bad |= !nin || nin > VELO_SCOPE_LIST_MAX || a->node_lo || a->node_hi || a->vpid_lo ||
+		       a->vpid_hi;
+	} else {
+		bad |= a->nboxes != 0;
+	}
+	for (i = 0; i < VELO_SCOPE_LIST_MAX; ++i) {
+		const struct velo_uapi_scope_box *x = &a->boxes[i];
+
+		if (is_list && i < nin)
+			in[i] = (struct velo_core_scope){ .node_lo = x->node_lo, .node_hi = x->node_hi,
+							  .vpid_lo = x->vpid_lo, .vpid_hi = x->vpid_hi };
+		else
+			bad |= x->node_lo || x->node_hi || x->vpid_lo || x->vpid_hi;
+	}
+	if (!is_list)
+		in[0] = (struct velo_core_scope){ .node_lo = a->node_lo, .node_hi = a->node_hi,
+						  .vpid_lo = a->vpid_lo, .vpid_hi = a->vpid_hi };
+	/* malformed (-EINVAL) before refused (-EACCES) before too many boxes (-E2BIG), no room */
+	r = rma_ioc_ep(c, cl, bad, &e);
 	if (r)
 		return r;
-	r = velo_core_rma_scope(c, e->vpid, cl->privileged, a->scope, &in, &box);
+	r = velo_core_rma_scope_list(c, e->vpid, cl->privileged, a->scope, in, nin, &list);
 	if (r)
 		return r;
-	r = velo_core_rma_declare(c, e->vpid, a->addr, a->len, a->flags, &box, &nla);
+	r = velo_core_rma_declare(c, e->vpid, a->addr, a->len, a->flags, &list, &nla);
 	if (r < 0)
 		return r;
 	a->nla = nla;
 	a->region = (uint32_t)r;
 	a->key = c->rg[r].key;
-	a->scope = VELO_SCOPE_BOX;
-	a->node_lo = (uint8_t)box.node_lo;
-	a->node_hi = (uint8_t)box.node_hi;
-	a->vpid_lo = (uint8_t)box.vpid_lo;
-	a->vpid_hi = (uint8_t)box.vpid_hi;
+	a->scope = list.n == 1 ? VELO_SCOPE_BOX : VELO_SCOPE_LIST;
+	a->node_lo = (uint8_t)list.box[0].node_lo;
+	a->node_hi = (uint8_t)list.box[0].node_hi;
+	a->vpid_lo = (uint8_t)list.box[0].vpid_lo;
+	a->vpid_hi = (uint8_t)list.box[0].vpid_hi;
+	a->nboxes = list.n;
+	for (i = 0; i < VELO_SCOPE_LIST_MAX; ++i)
+		a->boxes[i] = (struct velo_uapi_scope_box){ 0 };
+	for (i = 0; i < list.n; ++i)
+		a->boxes[i] = (struct velo_uapi_scope_box){
+			.node_lo = (uint8_t)list.box[i].node_lo, .node_hi = (uint8_t)list.box[i].node_hi,
+			.vpid_lo = (uint8_t)list.box[i].vpid_lo, .vpid_hi = (uint8_t)list.box[i].vpid_hi,
+		};
 	return 0;
 }
 

@@ -256,8 +256,13 @@ static bool velo_ioc_is_v3(unsigned int cmd)
 	       _IOC_NR(cmd) >= VELO_IOC_V3_BASE && _IOC_NR(cmd) < VELO_IOC_V3_BASE + VELO_IOC_NR_COUNT;
 }
 
-/* sizeof(struct velo_uapi_register) in ABI 4 (argsz .. key; ABI 5 added scope and the box) */
+/*
+ * sizeof(struct velo_uapi_register) in ABI 4 (argsz .. key; ABI 5 added scope and the box) and
+ * in ABI 5 (argsz .. vpid_hi; ABI 6 added nboxes, rsvd and the list of boxes)
+ */
 #define VELO_REGISTER_V4_SIZE 40
+#define VELO_REGISTER_V5_SIZE 48
+#define VELO_REGISTER_V6_SIZE 120
 
 static long velo_ioctl(struct velo_file *f, unsigned int cmd, void __user *uarg)
 {
@@ -288,6 +293,16 @@ static long velo_ioctl(struct velo_file *f, unsigned int cmd, void __user *uarg)
 	if (nr == VELO_IOC_NR_REGISTER && _IOC_SIZE(cmd) == VELO_REGISTER_V4_SIZE) {
 		dev_warn_ratelimited(&vdev->pdev->dev,
 				     "%s[%d] registers memory as VELO ABI 4 (no scope, 8-bit keys); this driver speaks ABI %d: rebuild the program against this libvelo\n",
+				     current->comm, task_tgid_nr(current), VELO_UAPI_VERSION);
+		return -EPROTO;
+	}
+	/* ABI 5's REGISTER had one box: its library does not know what the NIC checks now */
+	BUILD_BUG_ON(offsetof(struct velo_uapi_register, nboxes) != VELO_REGISTER_V5_SIZE);
+	BUILD_BUG_ON(sizeof(struct velo_uapi_scope_box) != 4);
+	BUILD_BUG_ON(sizeof(struct velo_uapi_register) != VELO_REGISTER_V6_SIZE);
+	if (nr == VELO_IOC_NR_REGISTER && _IOC_SIZE(cmd) == VELO_REGISTER_V5_SIZE) {
+		dev_warn_ratelimited(&vdev->pdev->dev,
+				     "%s[%d] registers memory as VELO ABI 5 (one scope box, no lists); this driver speaks ABI %d: rebuild the program against this libvelo\n",
 				     current->comm, task_tgid_nr(current), VELO_UAPI_VERSION);
 		return -EPROTO;
 	}

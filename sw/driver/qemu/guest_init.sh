@@ -233,8 +233,10 @@ mode_probe() {
 	VPID0=${3:-0}
 	CTL0=${5:-0}
 	grep -v '^VELO' /tmp/uapi0.out
-	_m=$(dmesg_since | grep -E "$VV: [^ ]+\[[0-9]+\] speaks VELO ABI 2 or 3 \(ioctl 0x[0-9a-f]+\); this driver speaks ABI 5" | head -1)
+	_m=$(dmesg_since | grep -E "$VV: [^ ]+\[[0-9]+\] speaks VELO ABI 2 or 3 \(ioctl 0x[0-9a-f]+\); this driver speaks ABI 6" | head -1)
 	check probe.vv.abi_log "${_m:-no 'speaks VELO ABI 2 or 3' line}" [ -n "$_m" ]
+	_m=$(dmesg_since | grep -E "$VV: [^ ]+\[[0-9]+\] registers memory as VELO ABI 5 \(one scope box, no lists\); this driver speaks ABI 6" | head -1)
+	check probe.vv.abi_register_log "${_m:-no 'registers memory as VELO ABI 5' line}" [ -n "$_m" ]
 	# the MMU notifier's counters: every kind there, none seen (no RMA unit in the image)
 	_n=$(cat /sys/class/velo/velo0/rma_notifier 2>&1 | tr '\n' ' ')
 	check probe.vv.rma_notifier "$_n" [ "$_n" = "unmap 0 clear 0 protection_vma 0 protection_page 0 soft_dirty 0 release 0 migrate 0 exclusive 0 other 0 ignored 0 withdrawn 0 " ]

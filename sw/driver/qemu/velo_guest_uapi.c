@@ -142,6 +142,15 @@ int cmd_uapi(const char* dev, const char* sysdir, unsigned node_id, int want_irq
                "RMA_SETUP: %s; REGISTER: %s; no access flags: %s; argsz 8: %s; DEREGISTER: %s; REPIN rsvd: %s; "
                "mmap command page: %s",
                strerror(r1), strerror(r2), strerror(r3), strerror(r4), strerror(r5), strerror(r6), strerror(r7));
+        // REGISTER of ABI 4 (40 bytes: no scope) and ABI 5 (48 bytes: one scope box, no lists):
+        // EPROTO before anything else, whatever the device
+        rg.argsz = 40;
+        int o4 = ioc(fd, _IOC(_IOC_READ | _IOC_WRITE, VELO_IOC_MAGIC, VELO_IOC_NR_REGISTER, 40), &rg);
+        rg.argsz = 48;
+        int o5 = ioc(fd, _IOC(_IOC_READ | _IOC_WRITE, VELO_IOC_MAGIC, VELO_IOC_NR_REGISTER, 48), &rg);
+        report("abi_register", o4 == EPROTO && o5 == EPROTO,
+               "ABI-4 REGISTER (40 bytes): %s; ABI-5 REGISTER (48 bytes): %s (want EPROTO, EPROTO; sizeof now %zu)",
+               strerror(o4), strerror(o5), sizeof rg);
     }
 
     char first[256];

@@ -33,7 +33,7 @@ LOAD_CHECKS = ["kernel"] + [
 ] + ["load.badparam", "load.badparam_gone", "load.badparam_dmesg"]
 EDU_CHECKS = ["probe.edu." + c for c in ("new_id", "unbound", "message", "bind", "nodev", "remove_id")]
 BAD_CHECKS = ("image", "bind", "unbound", "message", "nodev")
-UAPI_CHECKS = ("open", "info", "info_bad", "abi", "priv", "ep_open", "ep_open_bad", "rma_absent", "vpids", "mmap_ring", "mmap_bad",
+UAPI_CHECKS = ("open", "info", "info_bad", "abi", "priv", "ep_open", "ep_open_bad", "rma_absent", "abi_register", "vpids", "mmap_ring", "mmap_bad",
                "mmap_user", "grant", "wait", "reclaim", "close", "reopen")
 UAPI_WINDOW_CHECKS = ("grant_bad", "mmap_window", "revoke")
 
@@ -171,7 +171,7 @@ def expected_checks(test, variants, append=""):
             names += ["probe.%s.%s" % (v, c) for c in BAD_CHECKS]
     names += ["probe.vv." + c for c in ("image", "bind", "bound", "sysfs", "irq")]
     names += ["probe.vv.uapi." + c for c in UAPI_CHECKS + UAPI_WINDOW_CHECKS]
-    names += ["probe.vv." + c for c in ("abi_log", "rma_notifier")]
+    names += ["probe.vv." + c for c in ("abi_log", "abi_register_log", "rma_notifier")]
     names += ["probe.bo." + c for c in ("image", "bind", "bound", "sysfs", "fallback")]
     names += ["probe.bo.uapi." + c for c in UAPI_CHECKS]
     names += ["probe.vv.unbind", "probe.vv.gone", "probe.vv.irq_freed", "probe.bo.still"]

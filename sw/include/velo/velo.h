@@ -217,30 +217,46 @@ typedef struct velo_region velo_region_t; /* a registration handle (velo_registe
 #define VELO_ACCESS_ALL 0xFu
 
 /* Who may reach a region remotely (its protection scope): the NIC of the region's node checks the
- * initiator's node and data vpid, both stamped by the initiating NIC, against a box
- * [node_lo, node_hi] x [vpid_lo, vpid_hi] on every remote put and get. Same values as the driver's
- * VELO_SCOPE_* (docs/driver.md "Security model"). */
-#define VELO_SCOPE_JOB 0   /* the default: the owner's job (its data vpids on its nodes); without a */
-                           /* job, the vpids no job owns; under the `open` policy, everybody */
-#define VELO_SCOPE_OWNER 1 /* only the owning endpoint itself (its node and data vpid) */
-#define VELO_SCOPE_PEER 2  /* one endpoint: node_lo, vpid_lo (its data vpid) */
-#define VELO_SCOPE_BOX 3   /* node_lo..node_hi x vpid_lo..vpid_hi as given */
+ * initiator's node and data vpid, both stamped by the initiating NIC, against up to
+ * VELO_SCOPE_NIC_BOXES boxes [node_lo, node_hi] x [vpid_lo, vpid_hi] on every remote put and get
+ * and lets it in if it is inside any of them. Same values as the driver's VELO_SCOPE_*
+ * (docs/driver.md "Security model"). */
+#define VELO_SCOPE_JOB 0        /* the default: the owner's job (its data vpids on its nodes); without a */
+                                /* job, the vpids no job owns; under the `open` policy, everybody */
+#define VELO_SCOPE_OWNER 1      /* only the owning endpoint itself (its node and data vpid) */
+#define VELO_SCOPE_PEER 2       /* one endpoint: node_lo, vpid_lo (its data vpid) */
+#define VELO_SCOPE_BOX 3        /* node_lo..node_hi x vpid_lo..vpid_hi as given */
+#define VELO_SCOPE_LIST 4       /* boxes[0 .. nboxes-1]: a list of peers (lo = hi) or boxes, e.g. the peers */
+                                /* of a communicator; the driver merges boxes that are contained in or */
+                                /* adjacent to another (peers with consecutive vpids or nodes take one box) */
+#define VELO_SCOPE_MAX_BOXES 16 /* boxes a VELO_SCOPE_LIST may name */
+#define VELO_SCOPE_NIC_BOXES 4  /* boxes the NIC holds per region: a list that needs more after */
+                                /* merging is refused (-E2BIG) */
+typedef struct velo_scope_box {
+    uint8_t node_lo, node_hi, vpid_lo, vpid_hi; /* inclusive; vpids are data vpids */
+} velo_scope_box_t;
 typedef struct velo_scope {
-    unsigned kind; /* VELO_SCOPE_* */
-    uint8_t node_lo, node_hi, vpid_lo, vpid_hi;
+    unsigned kind;                                /* VELO_SCOPE_* */
+    uint8_t node_lo, node_hi, vpid_lo, vpid_hi;   /* PEER, BOX (velo_region_scope: box 0) */
+    unsigned nboxes;                              /* LIST: 1..VELO_SCOPE_MAX_BOXES (velo_region_scope: */
+                                                  /* the boxes the NIC checks, 1..VELO_SCOPE_NIC_BOXES) */
+    velo_scope_box_t boxes[VELO_SCOPE_MAX_BOXES]; /* LIST: the boxes (the rest ignored) */
 } velo_scope_t;
 
 /* Register [addr, addr + len) (len 1 .. 2^40-1) for RMA with protection scope `scope` (NULL:
- * VELO_SCOPE_JOB; the fields a kind does not use are ignored). A registration of the endpoint's
- * region cache that contains the range with at least this access and the same scope is reused
+ * VELO_SCOPE_JOB; the fields a kind does not use are ignored: nboxes and boxes for all but LIST,
+ * the single fields for LIST). A registration of the endpoint's region cache that contains the
+ * range with at least this access and the same scope (a LIST: the same boxes in the same order)
+ * is reused
  * (and made valid again if the kernel withdrew its translation); otherwise the driver pins and
  * maps it. The handle names the caller's range: velo_region_nla and velo_region_rkey give what to
  * hand to the peers the scope admits. Errors: -EINVAL (NULL, len 0 or too long, wraps, access 0
  * or unknown bits, unknown scope kind, an empty box: node_lo > node_hi or vpid_lo > vpid_hi, a
- * node or vpid beyond the fabric's), -EACCES (a scope beyond the owner's job: only root may give
- * one), -EFAULT (not mapped memory, or read-only memory for a write access), -ENOMEM
- * (RLIMIT_MEMLOCK), -EBADF, -ENOTSUP, and when the NIC has no room for it even after the cache
- * gave its idle registrations back, which resource ran out: -ENFILE (the NIC's region table,
+ * node or vpid beyond the fabric's, a LIST of 0 or more than VELO_SCOPE_MAX_BOXES boxes),
+ * -EACCES (a scope beyond the owner's job: only root may give one), -E2BIG (a LIST that needs
+ * more than VELO_SCOPE_NIC_BOXES boxes after merging: give fewer, wider boxes), -EFAULT (not mapped memory, or
+ * read-only memory for a write access), -ENOMEM (RLIMIT_MEMLOCK), -EBADF, -ENOTSUP, and when the NIC has no room for it
+ * even after the cache gave its idle registrations back, which resource ran out: -ENFILE (the NIC's region table,
  * shared by the node's processes), -EMFILE (this endpoint holds as many regions as the driver
  * allows one endpoint), -ENOBUFS (the NIC's page table), -EFBIG (more pages than the whole page
  * table has: register smaller pieces). velo_strerror says which; the first three pass when
@@ -274,8 +290,10 @@ int velo_region_nla(const velo_region_t* region, size_t offset, uint64_t* nla);
  * (NULL). */
 int velo_region_rkey(const velo_region_t* region, uint32_t* key);
 
-/* The box the NIC checks for the region (kind VELO_SCOPE_BOX, what the driver made of the scope
- * asked for). Errors: -EINVAL (NULL). */
+/* The boxes the NIC checks for the region (what the driver made of the scope asked for): kind
+ * VELO_SCOPE_BOX with one box (in node_lo..vpid_hi and boxes[0], nboxes 1), or VELO_SCOPE_LIST with
+ * nboxes (2..VELO_SCOPE_NIC_BOXES) boxes, sorted, box 0 also in node_lo..vpid_hi; the rest of
+ * boxes[] zero. Errors: -EINVAL (NULL). */
 int velo_region_scope(const velo_region_t* region, velo_scope_t* scope);
 
 /* Flags of velo_put / velo_get: which completions velo_rma_poll reports. Errors are always

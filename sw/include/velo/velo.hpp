@@ -63,14 +63,54 @@ class Endpoint;
 
 // Protection scope of a registration (velo_scope_t): who may reach it remotely.
 using Scope = velo_scope_t;
+using ScopeBox = velo_scope_box_t;
+inline Scope scope_of_kind(unsigned kind) {
+    Scope s{};
+    s.kind = kind;
+    return s;
+}
 inline Scope scope_job() {
-    return Scope{VELO_SCOPE_JOB, 0, 0, 0, 0};
+    return scope_of_kind(VELO_SCOPE_JOB);
 }
 inline Scope scope_owner() {
-    return Scope{VELO_SCOPE_OWNER, 0, 0, 0, 0};
+    return scope_of_kind(VELO_SCOPE_OWNER);
 }
 inline Scope scope_peer(Addr peer) {
-    return Scope{VELO_SCOPE_PEER, static_cast<uint8_t>(peer.node), 0, static_cast<uint8_t>(peer.vpid), 0};
+    Scope s = scope_of_kind(VELO_SCOPE_PEER);
+    s.node_lo = static_cast<uint8_t>(peer.node);
+    s.vpid_lo = static_cast<uint8_t>(peer.vpid);
+    return s;
+}
+inline Scope scope_box(unsigned node_lo, unsigned node_hi, unsigned vpid_lo, unsigned vpid_hi) {
+    Scope s = scope_of_kind(VELO_SCOPE_BOX);
+    s.node_lo = static_cast<uint8_t>(node_lo);
+    s.node_hi = static_cast<uint8_t>(node_hi);
+    s.vpid_lo = static_cast<uint8_t>(vpid_lo);
+    s.vpid_hi = static_cast<uint8_t>(vpid_hi);
+    return s;
+}
+// A list of peers (VELO_SCOPE_LIST, one box each; the driver merges neighbours): more than
+// VELO_SCOPE_MAX_BOXES peers throw std::system_error(EINVAL) here, more than the NIC's
+// VELO_SCOPE_NIC_BOXES boxes after merging fail at registration (E2BIG).
+template <class Peers>
+Scope scope_peers(const Peers& peers) {
+    Scope s = scope_of_kind(VELO_SCOPE_LIST);
+    for (const Addr& p : peers) {
+        if (s.nboxes == VELO_SCOPE_MAX_BOXES) throw std::system_error(EINVAL, std::generic_category(), "scope_peers");
+        const auto n = static_cast<uint8_t>(p.node), v = static_cast<uint8_t>(p.vpid);
+        s.boxes[s.nboxes++] = ScopeBox{n, n, v, v};
+    }
+    return s;
+}
+// A list of boxes (VELO_SCOPE_LIST), as scope_peers
+template <class Boxes>
+Scope scope_boxes(const Boxes& boxes) {
+    Scope s = scope_of_kind(VELO_SCOPE_LIST);
+    for (const ScopeBox& b : boxes) {
+        if (s.nboxes == VELO_SCOPE_MAX_BOXES) throw std::system_error(EINVAL, std::generic_category(), "scope_boxes");
+        s.boxes[s.nboxes++] = b;
+    }
+    return s;
 }
 
 // What a peer needs of a registration to put to / get from it: the NLA of a byte and the key.
@@ -112,7 +152,7 @@ class Region {
     }
     // NLA of byte `offset` and key: what to hand to a peer the scope admits
     RemoteRegion remote(std::size_t offset = 0) const { return RemoteRegion{nla(offset), key()}; }
-    // the box the NIC checks
+    // the boxes the NIC checks (kind BOX: one, LIST: nboxes)
     Scope scope() const {
         Scope v{};
         detail::check(velo_region_scope(r_, &v), "velo_region_scope");

@@ -41,8 +41,11 @@
  *    that of the calling process at each call, not of the opener.
  * 5: RMA protection: REGISTER takes a scope and returns a 32-bit key; commands carry the
  *    key's bits 31:8 (RMA_CMD0 RKEY_HI), LEN moved to bits 39:16.
+ * 6: scope lists: REGISTER takes VELO_SCOPE_LIST (up to VELO_SCOPE_LIST_MAX boxes, the NIC checks
+ *    up to VELO_SCOPE_NIC_BOXES per region) and returns the boxes the NIC checks; an ABI-5
+ *    REGISTER (48 bytes) is refused with EPROTO.
  */
-#define VELO_UAPI_VERSION 5
+#define VELO_UAPI_VERSION 6
 
 /* Device nodes: /dev/velo0, /dev/velo1, ... (one per NIC). */
 #define VELO_DEV_PREFIX "/dev/velo"
@@ -268,29 +271,50 @@ struct velo_uapi_rma_setup {
  * notifier withdraws the translation when the mapping changes (munmap, fork COW, migration);
  * the next command using it ends with ERROR NOT_VALID and VELO_IOC_REPIN makes it valid again.
  * Errors: EINVAL (flags, len 0 or above VELO_REG_LEN_MAX, addr + len wraps, unknown scope, an
- * empty box), EACCES (a scope beyond what the policy lets the caller give), ENOSPC (no free
- * region, page table full, or the endpoint's region limit), EFAULT (not mapped memory, or not
- * writable for a write access), ENOMEM (RLIMIT_MEMLOCK).
+ * empty box, nboxes 0 or above VELO_SCOPE_LIST_MAX, nonzero fields the kind does not take),
+ * EACCES (a scope beyond what the policy lets the caller give), E2BIG (a LIST that needs more
+ * than VELO_SCOPE_NIC_BOXES boxes after merging), ENOSPC (no free region, page table full, or
+ * the endpoint's region limit), EFAULT (not mapped memory, or not writable for a write access),
+ * ENOMEM (RLIMIT_MEMLOCK).
  */
 #define VELO_REG_LEN_MAX ((1ull << 40) - 1)
 /*
  * Who may reach a region remotely (REGISTER scope; docs/driver.md "Security model"): the NIC
  * of the region's node checks the initiator's node and vpid (both stamped by the initiating
- * NIC) against a box [node_lo, node_hi] x [vpid_lo, vpid_hi] (RG_SCOPE) on every remote put
- * and get, and answers a request from outside it like a wrong key (BAD_HANDLE).
+ * NIC) against up to VELO_SCOPE_NIC_BOXES boxes [node_lo, node_hi] x [vpid_lo, vpid_hi]
+ * (RG_SCOPE..RG_SCOPE3) on every remote put and get, admits it if it is inside any of them,
+ * and answers a request from outside all of them like a wrong key (BAD_HANDLE).
  *   JOB (0, the default): the owner's partition under the grant policy: the owner's job (its
  *        data vpids on its nodes); without a job, the run of vpids no job owns around the
  *        owner's, on every node; under `open`, everybody.
  *   OWNER: only the owning endpoint itself (its node and data vpid).
  *   PEER:  one endpoint: node_lo, vpid_lo.
  *   BOX:   node_lo..node_hi x vpid_lo..vpid_hi as given.
- * An unprivileged caller under `job` or `strict` may only ask for a box inside its JOB box
+ *   LIST:  boxes[0 .. nboxes - 1] (1..VELO_SCOPE_LIST_MAX), each as a BOX (a peer: lo = hi);
+ *          the driver merges boxes that are contained in another or adjacent to it (same node
+ *          range and touching vpid ranges, or the other way round), so a list of peers with
+ *          consecutive vpids or nodes takes one box; more than VELO_SCOPE_NIC_BOXES left after
+ *          merging: E2BIG. The single fields node_lo..vpid_hi must be 0.
+ * JOB, OWNER, PEER and BOX take one box of the NIC (its other boxes are empty).
+ * An unprivileged caller under `job` or `strict` may only ask for boxes inside its JOB box
  * (else EACCES); root (CAP_SYS_ADMIN) may ask for any box.
+ * Out: scope = VELO_SCOPE_BOX (one box) or VELO_SCOPE_LIST (more), nboxes and boxes[] the boxes
+ * the NIC checks (sorted by node_lo, node_hi, vpid_lo, vpid_hi; the rest zero), node_lo..vpid_hi
+ * box 0.
  */
 #define VELO_SCOPE_JOB 0
 #define VELO_SCOPE_OWNER 1
 #define VELO_SCOPE_PEER 2
 #define VELO_SCOPE_BOX 3
+#define VELO_SCOPE_LIST 4
+#define VELO_SCOPE_LIST_MAX 16 /* boxes a LIST may name */
+#define VELO_SCOPE_NIC_BOXES 4 /* boxes the NIC checks per region (spec RMA_SCOPE_BOXES) */
+struct velo_uapi_scope_box {
+	__u8 node_lo;
+	__u8 node_hi;
+	__u8 vpid_lo; /* data vpids */
+	__u8 vpid_hi;
+};
 struct velo_uapi_register {
 	__u32 argsz;
 	__u32 flags;  /* in: VELO_REG_* access */
@@ -304,6 +328,10 @@ struct velo_uapi_register {
 	__u8 node_hi; /* in (BOX) / out: RG_SCOPE NODE_HI */
 	__u8 vpid_lo; /* in (PEER: the peer's data vpid; BOX) / out: RG_SCOPE VPID_LO */
 	__u8 vpid_hi; /* in (BOX) / out: RG_SCOPE VPID_HI */
+	/* ABI 6 (72 bytes more; an ABI-5 REGISTER of 48 bytes is refused with EPROTO) */
+	__u32 nboxes; /* in (LIST): boxes named; out: boxes the NIC checks (1..VELO_SCOPE_NIC_BOXES) */
+	__u32 rsvd;   /* 0 */
+	struct velo_uapi_scope_box boxes[VELO_SCOPE_LIST_MAX]; /* in (LIST) / out, see above */
 };
 
 /*

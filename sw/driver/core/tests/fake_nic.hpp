@@ -9,7 +9,7 @@
 // QUIESCE_REGION write (forever for regions in rma_stuck). A monitor records a violation when
 // the driver changes a region's RG_PTE/RG_START/RG_LEN or a page table entry a region may still
 // use (VALID, or withdrawn but not yet seen quiet), or unpins pages of such a region, and when
-// it writes RG_KEY or RG_SCOPE of a region allocated (RG_CFG.ALLOC) or not yet seen quiet.
+// it writes RG_KEY or a scope box (RG_SCOPE..RG_SCOPE3) of a region allocated (RG_CFG.ALLOC) or not yet seen quiet.
 //
 // The PRF (velo_core_ops.prf) is a deterministic keyed mix (prf_key) that a test may replace
 // (prf_fn) by a degenerate one: region keys must stay a permutation whatever it returns.
@@ -84,7 +84,8 @@ struct Nic {
         regs[VELO_REG_VPID_USER_OFFSET] = VELO_TBL_VPID_USER_BASE;
         regs[VELO_REG_VPID_USER_STRIDE] = VELO_TBL_VPID_USER_STRIDE;
         regs[VELO_REG_CTRL_STATUS] = static_cast<uint32_t>(VELO_FIELD_PREP(VELO_REG_CTRL_STATUS_LINK_UP, 1));
-        block(VELO_BLK_RMA_BASE, VELO_BLK_RMA_TYPE, VELO_BLK_RMA_NEXT);  // IRQ.NEXT (spec) names it
+        block(VELO_BLK_RMA_BASE, VELO_BLK_RMA_TYPE,
+              VELO_BLK_RMA_NEXT);  // IRQ.NEXT (spec) names it
         regs[VELO_REG_RMA_REGION_OFFSET] = VELO_TBL_RMA_REGION_BASE;
         regs[VELO_REG_RMA_PTE_OFFSET] = VELO_TBL_RMA_PTE_BASE;
         regs[VELO_REG_RMA_NQ_OFFSET] = VELO_TBL_RMA_NQ_TABLE_BASE;
@@ -143,7 +144,9 @@ struct Nic {
                     violations.push_back("region " + std::to_string(r) + " valid again unquiesced");
             } else if (rg_live(r)) {
                 violations.push_back("region " + std::to_string(r) + " register changed while in use");
-            } else if ((reg_off == VELO_TBL_RMA_REGION_RG_KEY || reg_off == VELO_TBL_RMA_REGION_RG_SCOPE) &&
+            } else if ((reg_off == VELO_TBL_RMA_REGION_RG_KEY || reg_off == VELO_TBL_RMA_REGION_RG_SCOPE ||
+                        reg_off == VELO_TBL_RMA_REGION_RG_SCOPE1 || reg_off == VELO_TBL_RMA_REGION_RG_SCOPE2 ||
+                        reg_off == VELO_TBL_RMA_REGION_RG_SCOPE3) &&
                        VELO_FIELD_GET(VELO_TBL_RMA_REGION_RG_CFG_ALLOC, rg_cfg(r))) {
                 violations.push_back("region " + std::to_string(r) + " key or scope changed while allocated");
             }

@@ -15,12 +15,18 @@
 // four Feistel rounds of the index's registration counter over the fake PRF, 0 skipped) and
 // every REGISTER scope's box from the policy's rules (docs/driver.md), including refusals
 // (EINVAL, EACCES) and the boxes of jobs and of the runs of vpids no job owns; RG_KEY and
-// RG_SCOPE are compared after every step. Root clients drop their privilege now and then (a
-// process that was root): the endpoint loses it at its next ioctl, and the RMA command page and
-// REGISTER then follow the policy.
+// RG_SCOPE..RG_SCOPE3 are compared after every step. Scope lists (LIST): the generator builds
+// them from hidden target boxes that never merge with each other, each cut into overlapping
+// strips along one axis (and duplicates), shuffled: the model then knows the merged result (the
+// targets, sorted; E2BIG beyond 4). A list the random corruption changed is checked by what the
+// rules guarantee: the boxes out admit exactly the cells the boxes in admit (every node x vpid),
+// at most 4, sorted, no two mergeable; E2BIG only where the model's own merging leaves more. Root clients drop their
+// privilege now and then (a process that was root): the endpoint loses it at its next ioctl, and the RMA command page
+// and REGISTER then follow the policy.
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <array>
 #include <cinttypes>
 #include <cstdio>
 #include <cstring>
@@ -37,6 +43,8 @@ namespace {
 constexpr unsigned kHalf = 128, kNodeBits = 7;  // 7: nodes 128..255 are beyond the NIC's bits
 constexpr unsigned kRgBits = 5, kPteBits = 5, kNrg = 1u << kRgBits, kNpte = 1u << kPteBits;
 constexpr int64_t kAnyVpid = 1000;  // model: "some free vpid of the partition"
+// model: a LIST the corruption changed: E2BIG or kListFree - this (the result without E2BIG)
+constexpr int kListFree = 2000;
 const uint64_t kKeys[] = {0x1111, 0x2222, 0x3333, 0xDEADBEEFCAFEull};
 
 uint64_t seed() {
@@ -73,7 +81,7 @@ struct Model {
         uint64_t owner;
         unsigned vpid;
         uint32_t key;
-        uint32_t scope;  // RG_SCOPE
+        std::array<uint32_t, 4> scope;  // RG_SCOPE..RG_SCOPE3
         unsigned access;
         uint64_t addr, len;
         bool valid = false;
@@ -169,6 +177,14 @@ class Fuzz {
     std::deque<fake::Pin> pins;
     unsigned maps_ok = 0, maps_nospc = 0, invalidations = 0, compactions = 0, drops = 0;
     std::map<unsigned, unsigned> scopes;  // accepted REGISTERs per scope kind
+    unsigned lists_multi = 0, lists_e2big = 0,
+             lists_free = 0;  // LIST: >1 box, E2BIG, judged by properties
+    // the LIST the generator made last: the boxes it wrote and the targets they merge into
+    struct GenList {
+        bool on = false;
+        std::vector<std::array<uint8_t, 4>> pieces;  // node_lo, node_hi, vpid_lo, vpid_hi
+        std::vector<std::array<unsigned, 4>> targets;
+    } genl;
 
     Client fresh(uint32_t uid, bool priv) {
         Client k;
@@ -311,12 +327,13 @@ class Fuzz {
                 a->addr = chance(80) ? (rng() & 0x7fffffffffffull) : rng();
                 a->len = chance(85) ? 1 + rng() % (14 * 4096) : chance(50) ? (rng() & ((1ull << 41) - 1)) : rng();
                 // a scope: mostly what a correct caller asks (inside its job), sometimes beyond
-                const unsigned sk = pick(20);
+                const unsigned sk = pick(24);
                 a->scope = sk < 6    ? VELO_SCOPE_JOB
                            : sk < 9  ? VELO_SCOPE_OWNER
                            : sk < 14 ? VELO_SCOPE_PEER
                            : sk < 19 ? VELO_SCOPE_BOX
-                                     : 4 + pick(8);
+                           : sk < 23 ? VELO_SCOPE_LIST
+                                     : 5 + pick(8);
                 // inside the caller's JOB box (what the policy lets it ask) or anywhere
                 const Box jb = st == Ep::kLive ? job_box(*e, static_cast<unsigned>(k.cl.vpid)) : Box{0, 255, 0, 135};
                 const bool inside = chance(75);
@@ -330,7 +347,9 @@ class Fuzz {
                     a->node_hi = static_cast<uint8_t>(chance(90) ? a->node_lo + pick(nhi - a->node_lo + 1) : pick(256));
                     a->vpid_hi = static_cast<uint8_t>(chance(90) ? a->vpid_lo + pick(vhi - a->vpid_lo + 1) : pick(256));
                 }
+                if (a->scope == VELO_SCOPE_LIST) gen_list(a, nlo, nhi, vlo, vhi);
                 if (chance(3)) a->node_hi = static_cast<uint8_t>(1 + pick(255));  // a field the kind does not take
+                if (chance(2)) a->nboxes = 1 + pick(2);                           // boxes for the other kinds
                 break;
             }
             case VELO_IOC_NR_DEREGISTER:
@@ -365,6 +384,79 @@ class Fuzz {
         w[0] = chance(95) ? size : u32({0, size - 1, size - 4, size + 8, 4096});
     }
 
+    // A LIST inside box `in`: 1..6 target boxes, pairwise apart by a gap in one axis (so that no
+    // piece of one ever merges with a piece of another), each cut into 1..4 strips along one axis
+    // that overlap or touch, now and then a strip twice; at most VELO_SCOPE_LIST_MAX pieces.
+    void gen_list(velo_uapi_register* a, unsigned in_nlo, unsigned in_nhi, unsigned in_vlo, unsigned in_vhi) {
+        const struct { unsigned nlo, nhi, vlo, vhi; } in{in_nlo, in_nhi, in_vlo, in_vhi};
+        genl = GenList{};
+        if (chance(25)) {  // random peers and small boxes: judged by the rules' guarantees
+            a->nboxes = 1 + pick(10);
+            for (unsigned i = 0; i < a->nboxes; ++i) {
+                const unsigned n = in.nlo + pick(in.nhi - in.nlo + 1), v = in.vlo + pick(in.vhi - in.vlo + 1);
+                a->boxes[i] = velo_uapi_scope_box{uint8_t(n), uint8_t(chance(70) ? n : std::min(in.nhi, n + pick(3))),
+                                                  uint8_t(v), uint8_t(chance(60) ? v : std::min(in.vhi, v + pick(4)))};
+            }
+            return;
+        }
+        const unsigned want = 1 + pick(6);
+        auto apart = [](const std::array<unsigned, 4>& x, const std::array<unsigned, 4>& y) {
+            return x[1] + 1 < y[0] || y[1] + 1 < x[0] || x[3] + 1 < y[2] || y[3] + 1 < x[2];
+        };
+        for (unsigned tries = 0; genl.targets.size() < want && tries < 40; ++tries) {
+            std::array<unsigned, 4> t{};
+            t[0] = in.nlo + pick(in.nhi - in.nlo + 1);
+            t[1] = chance(60) ? t[0] : t[0] + pick(std::min(in.nhi - t[0], 3u) + 1);
+            t[2] = in.vlo + pick(in.vhi - in.vlo + 1);
+            t[3] = chance(30) ? t[2] : t[2] + pick(std::min(in.vhi - t[2], 6u) + 1);
+            bool ok = true;
+            for (const auto& o : genl.targets) ok = ok && apart(t, o);
+            if (ok) genl.targets.push_back(t);
+        }
+        for (const auto& t : genl.targets) {
+            const bool by_node = chance(40);  // cut the node range, else the vpid range
+            const unsigned lo = by_node ? t[0] : t[2], hi = by_node ? t[1] : t[3];
+            unsigned start = lo;
+            while (start <= hi) {
+                unsigned end = std::min(hi, start + pick(3));
+                if (genl.pieces.size() + 2 > VELO_SCOPE_LIST_MAX) end = hi;          // the last piece of a full list
+                const unsigned from = start > lo && chance(30) ? start - 1 : start;  // overlap the one before
+                std::array<uint8_t, 4> p{};
+                p[0] = uint8_t(by_node ? from : t[0]);
+                p[1] = uint8_t(by_node ? end : t[1]);
+                p[2] = uint8_t(by_node ? t[2] : from);
+                p[3] = uint8_t(by_node ? t[3] : end);
+                genl.pieces.push_back(p);
+                if (chance(10) && genl.pieces.size() < VELO_SCOPE_LIST_MAX) genl.pieces.push_back(p);
+                start = end + 1;
+            }
+        }
+        if (genl.pieces.size() > VELO_SCOPE_LIST_MAX) {  // too many targets for 16 pieces: none of it
+            genl = GenList{};
+            a->nboxes = 0;
+            return;
+        }
+        std::shuffle(genl.pieces.begin(), genl.pieces.end(), rng);
+        a->node_lo = a->node_hi = a->vpid_lo = a->vpid_hi = 0;
+        a->nboxes = static_cast<uint32_t>(genl.pieces.size());
+        for (size_t i = 0; i < genl.pieces.size(); ++i)
+            a->boxes[i] =
+                velo_uapi_scope_box{genl.pieces[i][0], genl.pieces[i][1], genl.pieces[i][2], genl.pieces[i][3]};
+        std::sort(genl.targets.begin(), genl.targets.end());
+        genl.on = true;
+    }
+    // the generated list, unchanged by the corruption that follows generation?
+    bool gen_list_intact(const velo_uapi_register& a) const {
+        if (!genl.on || a.nboxes != genl.pieces.size() || a.node_lo || a.node_hi || a.vpid_lo || a.vpid_hi || a.rsvd)
+            return false;
+        for (unsigned i = 0; i < VELO_SCOPE_LIST_MAX; ++i) {
+            const velo_uapi_scope_box& x = a.boxes[i];
+            const std::array<uint8_t, 4> b{x.node_lo, x.node_hi, x.vpid_lo, x.vpid_hi};
+            if (i < genl.pieces.size() ? b != genl.pieces[i] : (b != std::array<uint8_t, 4>{})) return false;
+        }
+        return true;
+    }
+
     static uint64_t handle(unsigned r, uint32_t key) { return uint64_t(key & 0xFF) << 56 | uint64_t(r) << 40; }
     // the model's region of the client by handle, or -1
     int lookup(const Client& k, uint64_t nla) const {
@@ -379,7 +471,39 @@ class Fuzz {
     struct Box {
         unsigned nlo, nhi, vlo, vhi;
         uint32_t reg() const { return vlo | vhi << 8 | nlo << 16 | nhi << 24; }
+        bool inside(const Box& o) const { return nlo >= o.nlo && nhi <= o.nhi && vlo >= o.vlo && vhi <= o.vhi; }
+        // the rules of velo_uapi.h LIST: contained, or one axis equal and the other touching
+        bool merges(const Box& o) const {
+            return inside(o) || o.inside(*this) ||
+                   (nlo == o.nlo && nhi == o.nhi && o.vlo <= vhi + 1 && vlo <= o.vhi + 1) ||
+                   (vlo == o.vlo && vhi == o.vhi && o.nlo <= nhi + 1 && nlo <= o.nhi + 1);
+        }
+        auto tie() const { return std::array<unsigned, 4>{nlo, nhi, vlo, vhi}; }
     };
+    static constexpr uint32_t kEmptyReg = 0x00FF00FFu;  // RG_SCOPE of an empty box
+    // the model's own merging: the last pair that merges first, into their bounding box
+    static std::vector<Box> model_merge(std::vector<Box> b) {
+        for (bool again = true; again;) {
+            again = false;
+            for (size_t i = b.size(); i-- > 0 && !again;)
+                for (size_t j = i; j-- > 0 && !again;)
+                    if (b[i].merges(b[j])) {
+                        b[j] = Box{std::min(b[i].nlo, b[j].nlo), std::max(b[i].nhi, b[j].nhi),
+                                   std::min(b[i].vlo, b[j].vlo), std::max(b[i].vhi, b[j].vhi)};
+                        b.erase(b.begin() + static_cast<long>(i));
+                        again = true;
+                    }
+        }
+        return b;
+    }
+    // the cells (node, data vpid) a list of boxes admits
+    static std::vector<bool> cells(const std::vector<Box>& b) {
+        std::vector<bool> c((1u << kNodeBits) * kHalf, false);
+        for (const Box& x : b)
+            for (unsigned n = x.nlo; n <= x.nhi && n < (1u << kNodeBits); ++n)
+                for (unsigned v = x.vlo; v <= x.vhi && v < kHalf; ++v) c[n * kHalf + v] = true;
+        return c;
+    }
     // the JOB box of endpoint e at data vpid v (docs/driver.md "Security model", RMA)
     Box job_box(const Model::Ep& e, unsigned v) const {
         Box b{0, (1u << kNodeBits) - 1, 0, kHalf - 1};
@@ -418,6 +542,47 @@ class Fuzz {
             return -VELO_CORE_EACCES;
         *out = b;
         return 0;
+    }
+    // REGISTER's scope as a list: 0 with the boxes the NIC must check (kListFree: the core's
+    // merging is judged after the call), or the error; the structural checks come first (before
+    // the endpoint's state), as the core makes them
+    static bool list_shape_bad(const velo_uapi_register& a) {
+        const bool list = a.scope == VELO_SCOPE_LIST;
+        const unsigned n = list ? a.nboxes : 0;
+        if (a.rsvd || (list ? (!n || n > VELO_SCOPE_LIST_MAX || a.node_lo || a.node_hi || a.vpid_lo || a.vpid_hi)
+                            : a.nboxes != 0))
+            return true;
+        for (unsigned i = n; i < VELO_SCOPE_LIST_MAX; ++i)
+            if (a.boxes[i].node_lo || a.boxes[i].node_hi || a.boxes[i].vpid_lo || a.boxes[i].vpid_hi) return true;
+        return false;
+    }
+    int scope_list(const Client& k, unsigned v, const Model::Ep& e, const velo_uapi_register& a,
+                   std::vector<Box>* out) const {
+        if (a.scope != VELO_SCOPE_LIST) {
+            Box b{};
+            const int r = scope_box(k, v, e, a, &b);
+            if (!r) *out = {b};
+            return r;
+        }
+        std::vector<Box> in;
+        for (unsigned i = 0; i < a.nboxes; ++i)
+            in.push_back(Box{a.boxes[i].node_lo, a.boxes[i].node_hi, a.boxes[i].vpid_lo, a.boxes[i].vpid_hi});
+        for (const Box& b : in)
+            if (b.nlo > b.nhi || b.nhi >= (1u << kNodeBits) || b.vlo > b.vhi || b.vhi >= kHalf)
+                return -VELO_CORE_EINVAL;
+        if (m.policy == VELO_POLICY_STRICT && !k.priv && e.job < 0) return -VELO_CORE_EACCES;
+        const Box job = job_box(e, v);
+        if (!k.priv)
+            for (const Box& b : in)
+                if (!b.inside(job)) return -VELO_CORE_EACCES;
+        if (gen_list_intact(a)) {
+            if (genl.targets.size() > VELO_SCOPE_NIC_BOXES) return -VELO_CORE_E2BIG;
+            out->clear();
+            for (const auto& t : genl.targets) out->push_back(Box{t[0], t[1], t[2], t[3]});
+            return 0;
+        }
+        *out = in;
+        return kListFree;
     }
     int expect(const Client& k, unsigned nr, const void* arg, uint32_t size) {
         if (nr >= VELO_IOC_NR_COUNT) return -VELO_CORE_ENOTTY;
@@ -553,12 +718,15 @@ class Fuzz {
                 auto* a = static_cast<const velo_uapi_register*>(arg);
                 if (!a->flags || (a->flags & ~15u)) return -VELO_CORE_EINVAL;
                 if (!a->len || a->len >= (1ull << 40) || a->addr + (a->len - 1) < a->addr) return -VELO_CORE_EINVAL;
+                if (list_shape_bad(*a)) return -VELO_CORE_EINVAL;
                 if (st != Ep::kLive) return ep_err(st);
-                Box b;
-                const int sr = scope_box(k, static_cast<unsigned>(k.cl.vpid), *e, *a, &b);
-                if (sr) return sr;
-                if (Model::pages(a->addr, a->len) > kNpte || e->nregions >= kNrg) return -VELO_CORE_ENOSPC;
-                return m.rg.size() == kNrg ? -VELO_CORE_ENOSPC : 0;
+                std::vector<Box> b;
+                const int sr = scope_list(k, static_cast<unsigned>(k.cl.vpid), *e, *a, &b);
+                if (sr < 0) return sr;
+                const int room = Model::pages(a->addr, a->len) > kNpte || e->nregions >= kNrg || m.rg.size() == kNrg
+                                     ? -VELO_CORE_ENOSPC
+                                     : 0;
+                return sr == kListFree ? kListFree - room : room;
             }
             case VELO_IOC_NR_DEREGISTER: {
                 auto* a = static_cast<const velo_uapi_deregister*>(arg);
@@ -610,10 +778,25 @@ class Fuzz {
         const int got = velo_core_ioctl(c, &k.cl, nr, arg);
         if (want == kAnyVpid) {
             ASSERT_EQ(got, 0) << "EP_OPEN any vpid";
+        } else if (want >= kListFree && want <= kListFree + 200) {
+            // a changed LIST: the core's merging left more than 4 boxes, or the result without it
+            auto* a = reinterpret_cast<const velo_uapi_register*>(in);
+            std::vector<Box> b;
+            for (unsigned i = 0; i < a->nboxes; ++i)
+                b.push_back(Box{a->boxes[i].node_lo, a->boxes[i].node_hi, a->boxes[i].vpid_lo, a->boxes[i].vpid_hi});
+            ++lists_free;
+            if (got == -VELO_CORE_E2BIG) {
+                ASSERT_GT(model_merge(b).size(), size_t(VELO_SCOPE_NIC_BOXES)) << "E2BIG for a list that merges to 4";
+                ASSERT_EQ(std::memcmp(in, arg, ksz), 0) << "a refused call changed its argument";
+                ++lists_e2big;
+                return;
+            }
+            ASSERT_EQ(got, kListFree - want) << "LIST";
         } else {
             ASSERT_EQ(got, want) << "ioctl nr " << nr << " client " << ci << " (uid " << k.uid << ", root " << k.priv
                                  << ") policy " << m.policy;
         }
+        if (got == -VELO_CORE_E2BIG) ++lists_e2big;
         if (got < 0) {
             ASSERT_EQ(std::memcmp(in, arg, ksz), 0) << "a refused call changed its argument, nr " << nr;
             return;
@@ -755,16 +938,38 @@ class Fuzz {
                 ASSERT_NE(a->key, 0u);
                 ASSERT_EQ(a->nla, handle(r, key));
                 const unsigned v = static_cast<unsigned>(k.cl.vpid);
-                Box b{};
-                ASSERT_EQ(scope_box(k, v, m.eps[v], *i, &b), 0);
-                ASSERT_EQ(a->scope, static_cast<uint32_t>(VELO_SCOPE_BOX));
-                ASSERT_EQ(a->node_lo, b.nlo);
-                ASSERT_EQ(a->node_hi, b.nhi);
-                ASSERT_EQ(a->vpid_lo, b.vlo);
-                ASSERT_EQ(a->vpid_hi, b.vhi);
+                std::vector<Box> b;
+                const int sr = scope_list(k, v, m.eps[v], *i, &b);
+                ASSERT_GE(sr, 0);
+                // out: the boxes the NIC checks, sorted, the rest zero, box 0 in the single fields
+                std::vector<Box> got;
+                for (unsigned x = 0; x < a->nboxes && x < VELO_SCOPE_NIC_BOXES; ++x)
+                    got.push_back(
+                        Box{a->boxes[x].node_lo, a->boxes[x].node_hi, a->boxes[x].vpid_lo, a->boxes[x].vpid_hi});
+                ASSERT_GE(a->nboxes, 1u);
+                ASSERT_LE(a->nboxes, uint32_t(VELO_SCOPE_NIC_BOXES));
+                for (unsigned x = a->nboxes; x < VELO_SCOPE_LIST_MAX; ++x)
+                    ASSERT_EQ(a->boxes[x].node_lo | a->boxes[x].node_hi | a->boxes[x].vpid_lo | a->boxes[x].vpid_hi, 0);
+                ASSERT_EQ(a->scope, static_cast<uint32_t>(a->nboxes == 1 ? VELO_SCOPE_BOX : VELO_SCOPE_LIST));
+                ASSERT_EQ(a->node_lo, got[0].nlo);
+                ASSERT_EQ(a->node_hi, got[0].nhi);
+                ASSERT_EQ(a->vpid_lo, got[0].vlo);
+                ASSERT_EQ(a->vpid_hi, got[0].vhi);
+                for (size_t x = 1; x < got.size(); ++x) ASSERT_LT(got[x - 1].tie(), got[x].tie()) << "sorted";
+                if (sr == kListFree) {  // what the rules guarantee
+                    for (size_t x = 0; x < got.size(); ++x)
+                        for (size_t y = x + 1; y < got.size(); ++y) ASSERT_FALSE(got[x].merges(got[y])) << "unmerged";
+                    ASSERT_TRUE(cells(got) == cells(b)) << "the boxes out admit other initiators than the boxes in";
+                } else {
+                    ASSERT_EQ(got.size(), b.size());
+                    for (size_t x = 0; x < got.size(); ++x) ASSERT_EQ(got[x].tie(), b[x].tie()) << "box " << x;
+                }
+                if (i->scope == VELO_SCOPE_LIST && got.size() > 1) ++lists_multi;
                 ++scopes[i->scope];
                 m.next_rg = (r + 1) % kNrg;
-                m.rg[r] = Model::Region{k.cl.owner, v, key, b.reg(), i->flags, i->addr, i->len, false, {}, nullptr};
+                std::array<uint32_t, 4> regs{kEmptyReg, kEmptyReg, kEmptyReg, kEmptyReg};
+                for (size_t x = 0; x < got.size(); ++x) regs[x] = got[x].reg();
+                m.rg[r] = Model::Region{k.cl.owner, v, key, regs, i->flags, i->addr, i->len, false, {}, nullptr};
                 ++m.eps[v].nregions;
                 glue_pin(r);
                 break;
@@ -952,7 +1157,8 @@ class Fuzz {
         const unsigned v = live ? static_cast<unsigned>(k.cl.vpid) : 0;
         ASSERT_EQ(velo_core_client_close(c, &k.cl), 0);
         if (live) drop(v);
-        k = fresh(k.uid, k.uid == 0);  // the file is closed; a new one is opened (root: uid 0)
+        k = fresh(k.uid,
+                  k.uid == 0);  // the file is closed; a new one is opened (root: uid 0)
     }
 
     // every file closed at once (a job ends): admin calls that need an idle NIC get their turn
@@ -1090,9 +1296,13 @@ class Fuzz {
                                       VELO_FIELD_PREP(VELO_TBL_RMA_REGION_RG_CFG_PERM_RW, (mr.access & 8) != 0) |
                                       VELO_FIELD_PREP(VELO_TBL_RMA_REGION_RG_CFG_OWNER_VPID, mr.vpid));
             ASSERT_EQ(cfg, want) << "RG_CFG of region " << r;
-            ASSERT_EQ(g->scope, mr.scope);
+            const uint32_t box_off[4] = {VELO_TBL_RMA_REGION_RG_SCOPE, VELO_TBL_RMA_REGION_RG_SCOPE1,
+                                         VELO_TBL_RMA_REGION_RG_SCOPE2, VELO_TBL_RMA_REGION_RG_SCOPE3};
             ASSERT_EQ(nic.rg(r, VELO_TBL_RMA_REGION_RG_KEY), mr.key) << "RG_KEY of region " << r;
-            ASSERT_EQ(nic.rg(r, VELO_TBL_RMA_REGION_RG_SCOPE), mr.scope) << "RG_SCOPE of region " << r;
+            for (unsigned x = 0; x < 4; ++x) {
+                ASSERT_EQ(g->scope[x], mr.scope[x]) << "scope box " << x;
+                ASSERT_EQ(nic.rg(r, box_off[x]), mr.scope[x]) << "RG_SCOPE box " << x << " of region " << r;
+            }
             ASSERT_EQ(nic.rg_len(r), mr.len);
             ASSERT_EQ(nic.rg(r, VELO_TBL_RMA_REGION_RG_START), mr.addr & 4095);
             if (!mr.valid) continue;
@@ -1145,8 +1355,9 @@ void run_policy(unsigned policy) {
     Fuzz f(seed() + policy, policy);
     f.run(30000);
     // compaction needs a fragmented table and an owner allowed to move others' regions: rare;
-    // a run that has not compacted yet goes on (at most 40000 steps more) until it has
-    for (int more = 0; more < 4 && !f.compactions && !::testing::Test::HasFatalFailure(); ++more) f.run(10000);
+    // a run that has not compacted yet goes on (at most 100000 steps more: scope lists that
+    // are refused take a share of the REGISTERs) until it has
+    for (int more = 0; more < 10 && !f.compactions && !::testing::Test::HasFatalFailure(); ++more) f.run(10000);
     // every kind of call got through sometimes, or the run proves little
     for (unsigned nr = 0; nr < VELO_IOC_NR_COUNT; ++nr) EXPECT_GT(f.accepted[static_cast<int>(nr)], 0u) << nr;
     for (auto& [nr, n] : f.accepted) std::printf("policy %u nr %d: %u accepted\n", policy, nr, n);
@@ -1155,11 +1366,16 @@ void run_policy(unsigned policy) {
     EXPECT_GT(f.maps_ok, 0u);
     EXPECT_GT(f.compactions, 0u);
     EXPECT_GT(f.invalidations, 0u);
-    std::printf("policy %u: %u privilege drops; REGISTER accepted per scope: job %u owner %u peer %u box %u\n", policy,
-                f.drops, f.scopes[VELO_SCOPE_JOB], f.scopes[VELO_SCOPE_OWNER], f.scopes[VELO_SCOPE_PEER],
-                f.scopes[VELO_SCOPE_BOX]);
+    std::printf(
+        "policy %u: %u privilege drops; REGISTER accepted per scope: job %u owner %u "
+        "peer %u box %u list %u "
+        "(%u of more than one box); lists judged by the rules: %u; E2BIG: %u\n",
+        policy, f.drops, f.scopes[VELO_SCOPE_JOB], f.scopes[VELO_SCOPE_OWNER], f.scopes[VELO_SCOPE_PEER],
+        f.scopes[VELO_SCOPE_BOX], f.scopes[VELO_SCOPE_LIST], f.lists_multi, f.lists_free, f.lists_e2big);
     EXPECT_GT(f.drops, 0u);
-    for (unsigned s = VELO_SCOPE_JOB; s <= VELO_SCOPE_BOX; ++s) EXPECT_GT(f.scopes[s], 0u) << "scope " << s;
+    for (unsigned s = VELO_SCOPE_JOB; s <= VELO_SCOPE_LIST; ++s) EXPECT_GT(f.scopes[s], 0u) << "scope " << s;
+    EXPECT_GT(f.lists_multi, 0u) << "no list of several boxes accepted";
+    EXPECT_GT(f.lists_e2big, 0u) << "no list refused for needing more than 4 boxes";
     f.finish();
     for (const auto& p : f.pins) EXPECT_EQ(p.unpinned, 1) << "pin leaked";
     EXPECT_TRUE(f.nic.violations.empty());

@@ -20,6 +20,13 @@
 namespace {
 
 constexpr unsigned kAll = VELO_REG_ACCESS_ALL;
+// RG_SCOPE of an empty box (VPID_LO = NODE_LO = 0xFF > VPID_HI = NODE_HI = 0)
+constexpr uint32_t kEmptyBox = 0x00FF00FFu;
+// the ABI-6 layout (velo.ko checks the same with BUILD_BUG_ON)
+static_assert(sizeof(velo_uapi_scope_box) == 4, "a scope box is 4 bytes");
+static_assert(offsetof(velo_uapi_register, nboxes) == 48, "ABI 5 ended at nboxes");
+static_assert(offsetof(velo_uapi_register, boxes) == 56, "boxes after nboxes and rsvd");
+static_assert(sizeof(velo_uapi_register) == 120, "REGISTER is 120 bytes in ABI 6");
 
 class Rma : public ::testing::Test {
   protected:
@@ -163,9 +170,13 @@ TEST_F(Rma, NoBlockMeansNotSupported) {
     EXPECT_EQ(repin(cl, 0), -VELO_CORE_EOPNOTSUPP);
     uint64_t nla;
     const velo_core_scope all{0, 255, 0, 127};
-    EXPECT_EQ(velo_core_rma_declare(c, 0, 0x1000, 1, kAll, &all, &nla), -VELO_CORE_EOPNOTSUPP);
+    const velo_core_scope_list all_list{1, {all}};
+    EXPECT_EQ(velo_core_rma_declare(c, 0, 0x1000, 1, kAll, &all_list, &nla), -VELO_CORE_EOPNOTSUPP);
     velo_core_scope box;
     EXPECT_EQ(velo_core_rma_scope(c, static_cast<unsigned>(cl.vpid), 0, VELO_SCOPE_JOB, &all, &box),
+              -VELO_CORE_EOPNOTSUPP);
+    velo_core_scope_list list;
+    EXPECT_EQ(velo_core_rma_scope_list(c, static_cast<unsigned>(cl.vpid), 0, VELO_SCOPE_LIST, &all, 1, &list),
               -VELO_CORE_EOPNOTSUPP);
     EXPECT_EQ(velo_core_rma_invalidate(c, 0, 0), -VELO_CORE_EOPNOTSUPP);
     velo_core_map m;
@@ -260,6 +271,11 @@ TEST_F(Rma, RegisterMapInvalidateRepin) {
     EXPECT_EQ(a.vpid_lo, 0u);
     EXPECT_EQ(a.vpid_hi, 127u);
     EXPECT_EQ(nic.rg(r, VELO_TBL_RMA_REGION_RG_SCOPE), 0xFF007F00u);
+    EXPECT_EQ(a.nboxes, 1u);
+    EXPECT_EQ(a.boxes[0].node_hi, 255u);
+    EXPECT_EQ(a.boxes[0].vpid_hi, 127u);
+    for (uint32_t off : {VELO_TBL_RMA_REGION_RG_SCOPE1, VELO_TBL_RMA_REGION_RG_SCOPE2, VELO_TBL_RMA_REGION_RG_SCOPE3})
+        EXPECT_EQ(nic.rg(r, off), kEmptyBox) << "boxes 1..3 of a one-box scope are empty";
     EXPECT_EQ(VELO_FIELD_GET(VELO_TBL_RMA_REGION_RG_CFG_PERM_LR, cfg), 1u);
     EXPECT_EQ(VELO_FIELD_GET(VELO_TBL_RMA_REGION_RG_CFG_PERM_LW, cfg), 0u);
     EXPECT_EQ(VELO_FIELD_GET(VELO_TBL_RMA_REGION_RG_CFG_PERM_RR, cfg), 0u);
@@ -746,6 +762,13 @@ class Scope : public Rma {
         const int r = velo_core_ioctl(c, &cl, VELO_IOC_NR_REGISTER, &a);
         if (r) return r;
         EXPECT_EQ(a.scope, static_cast<uint32_t>(VELO_SCOPE_BOX));
+        EXPECT_EQ(a.nboxes, 1u);
+        EXPECT_EQ(
+            (std::array<unsigned, 4>{a.boxes[0].node_lo, a.boxes[0].node_hi, a.boxes[0].vpid_lo, a.boxes[0].vpid_hi}),
+            (std::array<unsigned, 4>{a.node_lo, a.node_hi, a.vpid_lo, a.vpid_hi}));
+        for (uint32_t off :
+             {VELO_TBL_RMA_REGION_RG_SCOPE1, VELO_TBL_RMA_REGION_RG_SCOPE2, VELO_TBL_RMA_REGION_RG_SCOPE3})
+            EXPECT_EQ(nic.rg(a.region, off), kEmptyBox) << "one box: the others empty";
         *box = {a.node_lo, a.node_hi, a.vpid_lo, a.vpid_hi};
         EXPECT_EQ(nic.rg(a.region, VELO_TBL_RMA_REGION_RG_SCOPE),
                   a.vpid_lo | uint32_t(a.vpid_hi) << 8 | uint32_t(a.node_lo) << 16 | uint32_t(a.node_hi) << 24);
@@ -806,7 +829,8 @@ TEST_F(Scope, JobPolicyBoxesOfJobsAndOfRunsWithoutAJob) {
     EXPECT_EQ(reg_scope(a, VELO_SCOPE_BOX, {2, 16, 10, 19}, &b), -VELO_CORE_EINVAL);
     EXPECT_EQ(reg_scope(a, VELO_SCOPE_JOB, {0, 0, 1, 0}, &b), -VELO_CORE_EINVAL) << "JOB takes no field";
     EXPECT_EQ(reg_scope(a, VELO_SCOPE_OWNER, {0, 1, 0, 0}, &b), -VELO_CORE_EINVAL);
-    EXPECT_EQ(reg_scope(a, 4, {}, &b), -VELO_CORE_EINVAL) << "unknown scope";
+    EXPECT_EQ(reg_scope(a, VELO_SCOPE_LIST, {}, &b), -VELO_CORE_EINVAL) << "a list of no boxes";
+    EXPECT_EQ(reg_scope(a, 5, {}, &b), -VELO_CORE_EINVAL) << "unknown scope";
     EXPECT_EQ(reg_scope(a, 0xFFFFFFFFu, {}, &b), -VELO_CORE_EINVAL);
     EXPECT_EQ(allocated(), 0u) << "a refused REGISTER kept a region";
     // root may give any box, from inside a job or not
@@ -819,6 +843,177 @@ TEST_F(Scope, JobPolicyBoxesOfJobsAndOfRunsWithoutAJob) {
     EXPECT_EQ(b, (Box{2, 5, 10, 19}));
     EXPECT_EQ(reg_scope(root, VELO_SCOPE_BOX, {0, 16, 0, 127}, &b), -VELO_CORE_EINVAL) << "root too: the NIC's bits";
     for (auto* k : {&a, &x, &lo, &hi}) EXPECT_EQ(velo_core_client_close(c, k), 0);
+}
+
+namespace {
+// REGISTER with scope LIST: *out = the boxes the NIC checks (node_lo, node_hi, vpid_lo, vpid_hi),
+// checked against RG_SCOPE..RG_SCOPE3 (the unused ones empty), the output fields and zeros
+// beyond nboxes; the region is deregistered again
+int reg_list(velo_core* c, fake::Nic& nic, velo_core_client& cl, const std::vector<Box>& in, std::vector<Box>* out,
+             velo_uapi_register* raw = nullptr) {
+    velo_uapi_register a{};
+    if (raw) a = *raw;
+    a.argsz = sizeof a;
+    a.flags = kAll;
+    a.addr = 0x10000;
+    a.len = 4096;
+    a.scope = VELO_SCOPE_LIST;
+    if (!raw) a.nboxes = static_cast<uint32_t>(in.size());
+    for (size_t i = 0; i < in.size() && i < VELO_SCOPE_LIST_MAX; ++i)
+        a.boxes[i] = velo_uapi_scope_box{static_cast<uint8_t>(in[i][0]), static_cast<uint8_t>(in[i][1]),
+                                         static_cast<uint8_t>(in[i][2]), static_cast<uint8_t>(in[i][3])};
+    const int r = velo_core_ioctl(c, &cl, VELO_IOC_NR_REGISTER, &a);
+    if (r) return r;
+    EXPECT_GE(a.nboxes, 1u);
+    EXPECT_LE(a.nboxes, 4u);
+    EXPECT_EQ(a.scope, static_cast<uint32_t>(a.nboxes == 1 ? VELO_SCOPE_BOX : VELO_SCOPE_LIST));
+    EXPECT_EQ((Box{a.node_lo, a.node_hi, a.vpid_lo, a.vpid_hi}),
+              (Box{a.boxes[0].node_lo, a.boxes[0].node_hi, a.boxes[0].vpid_lo, a.boxes[0].vpid_hi}));
+    const uint32_t off[4] = {VELO_TBL_RMA_REGION_RG_SCOPE, VELO_TBL_RMA_REGION_RG_SCOPE1, VELO_TBL_RMA_REGION_RG_SCOPE2,
+                             VELO_TBL_RMA_REGION_RG_SCOPE3};
+    out->clear();
+    for (unsigned i = 0; i < VELO_SCOPE_LIST_MAX; ++i) {
+        const velo_uapi_scope_box& x = a.boxes[i];
+        if (i < a.nboxes) {
+            out->push_back(Box{x.node_lo, x.node_hi, x.vpid_lo, x.vpid_hi});
+            EXPECT_EQ(nic.rg(a.region, off[i]),
+                      x.vpid_lo | uint32_t(x.vpid_hi) << 8 | uint32_t(x.node_lo) << 16 | uint32_t(x.node_hi) << 24)
+                << "RG_SCOPE box " << i;
+        } else {
+            EXPECT_EQ(x.node_lo | x.node_hi | x.vpid_lo | x.vpid_hi, 0) << "output box " << i << " beyond nboxes";
+            if (i < 4) {
+                EXPECT_EQ(nic.rg(a.region, off[i]), kEmptyBox) << "unused box " << i;
+            }
+        }
+    }
+    velo_uapi_deregister d{};
+    d.argsz = sizeof d;
+    d.nla = a.nla;
+    EXPECT_EQ(velo_core_ioctl(c, &cl, VELO_IOC_NR_DEREGISTER, &d), 0);
+    return 0;
+}
+}  // namespace
+
+// Scope lists: each box checked as a BOX (EINVAL before EACCES), boxes merged when one holds
+// the other or they touch along one axis with the other axis equal, sorted, at most 4 after
+// merging (E2BIG), written into RG_SCOPE..RG_SCOPE3 with the rest empty.
+TEST_F(Scope, ListsMergedCheckedAndWritten) {
+    job(0x11, 10, 29, 2, 9);  // nodes 2..9, vpids 10..29
+    auto a = client();
+    open_at(a, -1, 0x11);
+    std::vector<Box> out;
+    // two peers on different, not adjacent nodes: two boxes (sorted)
+    ASSERT_EQ(reg_list(c, nic, a, {{7, 7, 20, 20}, {2, 2, 12, 12}}, &out), 0);
+    EXPECT_EQ(out, (std::vector<Box>{{2, 2, 12, 12}, {7, 7, 20, 20}}));
+    // peers with consecutive vpids on one node: one box
+    ASSERT_EQ(reg_list(c, nic, a, {{3, 3, 12, 12}, {3, 3, 10, 10}, {3, 3, 11, 11}, {3, 3, 13, 13}}, &out), 0);
+    EXPECT_EQ(out, (std::vector<Box>{{3, 3, 10, 13}}));
+    // one vpid on consecutive nodes: one box
+    ASSERT_EQ(reg_list(c, nic, a, {{4, 4, 15, 15}, {2, 2, 15, 15}, {3, 3, 15, 15}}, &out), 0);
+    EXPECT_EQ(out, (std::vector<Box>{{2, 4, 15, 15}}));
+    // a 2 x 2 grid of peers: one box, whatever the order
+    ASSERT_EQ(reg_list(c, nic, a, {{2, 2, 10, 10}, {3, 3, 11, 11}, {3, 3, 10, 10}, {2, 2, 11, 11}}, &out), 0);
+    EXPECT_EQ(out, (std::vector<Box>{{2, 3, 10, 11}}));
+    // contained, overlapping: merged; corner-touching (no common axis range): not merged
+    ASSERT_EQ(reg_list(c, nic, a, {{3, 3, 12, 12}, {2, 5, 10, 19}}, &out), 0);
+    EXPECT_EQ(out, (std::vector<Box>{{2, 5, 10, 19}}));
+    ASSERT_EQ(reg_list(c, nic, a, {{2, 2, 10, 14}, {2, 2, 12, 18}}, &out), 0);
+    EXPECT_EQ(out, (std::vector<Box>{{2, 2, 10, 18}}));
+    ASSERT_EQ(reg_list(c, nic, a, {{2, 2, 10, 10}, {3, 3, 11, 11}}, &out), 0);
+    EXPECT_EQ(out, (std::vector<Box>{{2, 2, 10, 10}, {3, 3, 11, 11}}));
+    // 16 peers (the most a list names) that merge into 4 boxes: 4 nodes x (4 consecutive vpids)
+    std::vector<Box> many;
+    for (unsigned n : {2u, 4u, 6u, 8u})
+        for (unsigned v = 20; v < 24; ++v) many.push_back({n, n, v, v});
+    ASSERT_EQ(reg_list(c, nic, a, many, &out), 0);
+    EXPECT_EQ(out, (std::vector<Box>{{2, 2, 20, 23}, {4, 4, 20, 23}, {6, 6, 20, 23}, {8, 8, 20, 23}}));
+    // five boxes that do not merge: E2BIG; six peers that merge into five: E2BIG
+    EXPECT_EQ(
+        reg_list(c, nic, a, {{2, 2, 10, 10}, {4, 4, 10, 10}, {6, 6, 10, 10}, {8, 8, 10, 10}, {9, 9, 12, 12}}, &out),
+        -VELO_CORE_E2BIG);
+    EXPECT_EQ(reg_list(c, nic, a,
+                       {{2, 2, 10, 10}, {2, 2, 11, 11}, {4, 4, 10, 10}, {6, 6, 10, 10}, {8, 8, 10, 10}, {8, 8, 20, 20}},
+                       &out),
+              -VELO_CORE_E2BIG);
+    // malformed: no boxes, too many, a bad box anywhere (before EACCES of another), fields the
+    // kind does not take; outside the job: EACCES
+    EXPECT_EQ(reg_list(c, nic, a, {}, &out), -VELO_CORE_EINVAL);
+    std::vector<Box> seventeen(17, Box{2, 2, 10, 10});
+    EXPECT_EQ(reg_list(c, nic, a, seventeen, &out), -VELO_CORE_EINVAL);
+    velo_uapi_register raw{};
+    raw.nboxes = 17;
+    EXPECT_EQ(reg_list(c, nic, a, {{2, 2, 10, 10}}, &out, &raw), -VELO_CORE_EINVAL) << "nboxes 17";
+    EXPECT_EQ(reg_list(c, nic, a, {{2, 2, 10, 10}, {3, 2, 10, 10}}, &out), -VELO_CORE_EINVAL) << "node LO > HI";
+    EXPECT_EQ(reg_list(c, nic, a, {{2, 2, 10, 10}, {3, 3, 11, 10}}, &out), -VELO_CORE_EINVAL) << "vpid LO > HI";
+    EXPECT_EQ(reg_list(c, nic, a, {{2, 2, 10, 10}, {16, 16, 10, 10}}, &out), -VELO_CORE_EINVAL) << "node bits";
+    EXPECT_EQ(reg_list(c, nic, a, {{2, 2, 128, 128}}, &out), -VELO_CORE_EINVAL) << "a control vpid";
+    EXPECT_EQ(reg_list(c, nic, a, {{1, 1, 10, 10}, {3, 2, 10, 10}}, &out), -VELO_CORE_EINVAL)
+        << "malformed before refused";
+    raw = velo_uapi_register{};
+    raw.nboxes = 1;
+    raw.boxes[1].vpid_lo = 1;
+    EXPECT_EQ(reg_list(c, nic, a, {{2, 2, 10, 10}}, &out, &raw), -VELO_CORE_EINVAL) << "a box past nboxes";
+    raw = velo_uapi_register{};
+    raw.nboxes = 1;
+    raw.node_lo = 2;
+    EXPECT_EQ(reg_list(c, nic, a, {{2, 2, 10, 10}}, &out, &raw), -VELO_CORE_EINVAL) << "a single field";
+    raw = velo_uapi_register{};
+    raw.nboxes = 1;
+    raw.rsvd = 1;
+    EXPECT_EQ(reg_list(c, nic, a, {{2, 2, 10, 10}}, &out, &raw), -VELO_CORE_EINVAL) << "rsvd";
+    EXPECT_EQ(reg_list(c, nic, a, {{2, 2, 10, 10}, {1, 1, 10, 10}}, &out), -VELO_CORE_EACCES) << "node 1";
+    EXPECT_EQ(reg_list(c, nic, a, {{2, 2, 30, 30}, {2, 2, 10, 10}}, &out), -VELO_CORE_EACCES) << "vpid 30";
+    // boxes with the other kinds: EINVAL
+    velo_uapi_register o{};
+    o.argsz = sizeof o;
+    o.flags = kAll;
+    o.addr = 0x10000;
+    o.len = 4096;
+    o.scope = VELO_SCOPE_JOB;
+    o.nboxes = 1;
+    EXPECT_EQ(velo_core_ioctl(c, &a, VELO_IOC_NR_REGISTER, &o), -VELO_CORE_EINVAL) << "JOB with nboxes";
+    o.nboxes = 0;
+    o.boxes[3].node_hi = 1;
+    EXPECT_EQ(velo_core_ioctl(c, &a, VELO_IOC_NR_REGISTER, &o), -VELO_CORE_EINVAL) << "JOB with a box";
+    EXPECT_EQ(allocated(), 0u) << "a refused REGISTER kept a region";
+    // root: any boxes of the NIC's bits, still at most 4 after merging
+    open_at(root, 40);
+    ASSERT_EQ(reg_list(c, nic, root, {{0, 15, 0, 9}, {0, 0, 100, 127}, {15, 15, 60, 60}, {1, 1, 10, 10}}, &out), 0);
+    EXPECT_EQ(out, (std::vector<Box>{{0, 0, 100, 127}, {0, 15, 0, 9}, {1, 1, 10, 10}, {15, 15, 60, 60}}));
+    EXPECT_EQ(reg_list(c, nic, root, {{0, 0, 0, 0}, {2, 2, 0, 0}, {4, 4, 0, 0}, {6, 6, 0, 0}, {8, 8, 0, 0}}, &out),
+              -VELO_CORE_E2BIG);
+    EXPECT_EQ(velo_core_client_close(c, &a), 0);
+}
+
+// An index that held a list of four boxes, used again with a one-box scope: boxes 1..3 are
+// written empty again (the NIC would otherwise keep admitting the old list's peers).
+TEST_F(Scope, ReusedIndexForgetsAnOldList) {
+    auto a = client();
+    open_at(a, 5);
+    velo_uapi_register l{};
+    l.argsz = sizeof l;
+    l.flags = kAll;
+    l.addr = 0x10000;
+    l.len = 4096;
+    l.scope = VELO_SCOPE_LIST;
+    l.nboxes = 4;
+    for (unsigned i = 0; i < 4; ++i) l.boxes[i] = velo_uapi_scope_box{uint8_t(2 * i), uint8_t(2 * i), 1, 1};
+    ASSERT_EQ(velo_core_ioctl(c, &a, VELO_IOC_NR_REGISTER, &l), 0);
+    ASSERT_EQ(l.nboxes, 4u);
+    EXPECT_NE(nic.rg(l.region, VELO_TBL_RMA_REGION_RG_SCOPE3), kEmptyBox);
+    ASSERT_EQ(dereg(a, l.nla), 0);
+    for (int i = 0; i < 255; ++i) {
+        velo_uapi_register t{};
+        ASSERT_EQ(reg(a, 0x10000, 4096, kAll, &t), 0);
+        ASSERT_EQ(dereg(a, t.nla), 0);
+    }
+    velo_uapi_register again{};
+    ASSERT_EQ(reg(a, 0x10000, 4096, kAll, &again), 0);
+    ASSERT_EQ(again.region, l.region);
+    EXPECT_EQ(again.nboxes, 1u);
+    for (uint32_t off : {VELO_TBL_RMA_REGION_RG_SCOPE1, VELO_TBL_RMA_REGION_RG_SCOPE2, VELO_TBL_RMA_REGION_RG_SCOPE3})
+        EXPECT_EQ(nic.rg(again.region, off), kEmptyBox);
+    EXPECT_EQ(velo_core_client_close(c, &a), 0);
 }
 
 TEST_F(Scope, PrivilegedEndpointInAJobsRangeWithoutItsKeyGetsThatJob) {
@@ -908,16 +1103,19 @@ TEST_F(Scope, KeyAndScopeWrittenWhileTheIndexIsFreeAndQuiescedBeforeRgCfg) {
     const size_t q = at(VELO_REG_RMA_QUIESCE_REGION, cfg0, before);
     ASSERT_NE(q, SIZE_MAX);
     EXPECT_EQ(nic.wlog[q].second, first.region);
-    // the reuse: RG_KEY and RG_SCOPE, then RG_CFG (allocated) last
+    // the reuse: RG_KEY and all four scope boxes, then RG_CFG (allocated) last
     const size_t key = at(base + VELO_TBL_RMA_REGION_RG_KEY, before, nic.wlog.size());
-    const size_t scope = at(base + VELO_TBL_RMA_REGION_RG_SCOPE, before, nic.wlog.size());
     const size_t cfg = at(base + VELO_TBL_RMA_REGION_RG_CFG, before, nic.wlog.size());
     ASSERT_NE(key, SIZE_MAX);
-    ASSERT_NE(scope, SIZE_MAX);
     ASSERT_NE(cfg, SIZE_MAX);
+    for (uint32_t off : {VELO_TBL_RMA_REGION_RG_SCOPE, VELO_TBL_RMA_REGION_RG_SCOPE1, VELO_TBL_RMA_REGION_RG_SCOPE2,
+                         VELO_TBL_RMA_REGION_RG_SCOPE3}) {
+        const size_t scope = at(base + off, before, nic.wlog.size());
+        ASSERT_NE(scope, SIZE_MAX) << "scope box at " << off;
+        EXPECT_LT(scope, cfg);
+    }
     EXPECT_EQ(nic.wlog[key].second, second.key);
     EXPECT_LT(key, cfg);
-    EXPECT_LT(scope, cfg);
     EXPECT_EQ(cfg, nic.wlog.size() - 1) << "RG_CFG is the last write";
     EXPECT_EQ(at(base + VELO_TBL_RMA_REGION_RG_KEY, 0, before), SIZE_MAX) << "no key write between";
     // map, invalidate, re-map and compaction never touch RG_KEY or RG_SCOPE
@@ -926,6 +1124,8 @@ TEST_F(Scope, KeyAndScopeWrittenWhileTheIndexIsFreeAndQuiescedBeforeRgCfg) {
     ASSERT_EQ(velo_core_rma_invalidate(c, second.region, second.key), 0);
     ASSERT_EQ(map(second, 3), 0);
     EXPECT_EQ(at(base + VELO_TBL_RMA_REGION_RG_KEY, mark, nic.wlog.size()), SIZE_MAX);
-    EXPECT_EQ(at(base + VELO_TBL_RMA_REGION_RG_SCOPE, mark, nic.wlog.size()), SIZE_MAX);
+    for (uint32_t off : {VELO_TBL_RMA_REGION_RG_SCOPE, VELO_TBL_RMA_REGION_RG_SCOPE1, VELO_TBL_RMA_REGION_RG_SCOPE2,
+                         VELO_TBL_RMA_REGION_RG_SCOPE3})
+        EXPECT_EQ(at(base + off, mark, nic.wlog.size()), SIZE_MAX);
     EXPECT_EQ(velo_core_client_close(c, &a), 0);
 }
