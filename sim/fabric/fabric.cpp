@@ -271,6 +271,7 @@ bool Fabric::setup_system() {
     sc.wide = opt_.wide;
     sc.seed = opt_.seed;
     sc.sim_gate = opt_.sim_gate;
+    sc.skip_idle = opt_.skip_idle;
     sc.threads = opt_.threads > 0 ? static_cast<unsigned>(opt_.threads) : sysconf(_SC_NPROCESSORS_ONLN) >= 2 ? 2 : 1;
     try {
         sys_.reset(new System(sc));

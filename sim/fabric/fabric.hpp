@@ -33,8 +33,9 @@ struct Options {
     int threads = 0;            // threads evaluating the NICs (SystemConfig::threads; 0: by cores)
     int ready_fd = -1;          // write "ready\n" here once clients can connect
     bool verbose = false;
-    bool sim_gate = true;  // clock-gate idle RMA units and switches in the models (SystemConfig::sim_gate)
-    unsigned policy = 1;   // grant policy, VELO_POLICY_* (velo/velo_uapi.h): 0 open, 1 job, 2 strict
+    bool skip_idle = true;  // play idle NICs' cycles from a record (SystemConfig::skip_idle)
+    bool sim_gate = true;   // clock-gate idle RMA units and switches in the models (SystemConfig::sim_gate)
+    unsigned policy = 1;    // grant policy, VELO_POLICY_* (velo/velo_uapi.h): 0 open, 1 job, 2 strict
     std::vector<JobOpt> jobs;
 };
 

@@ -78,7 +78,8 @@ bool parse_job(const std::string& spec, JobOpt& j, std::string& err) {
 const char* usage() {
     return "usage: velo-fabric [--nodes N] [--topology pair|ring:N|torus:XxY] [--socket PATH]\n"
            "                   [--split-rate P [--split-bytes]] [--seed S] [--sync-timeout-ms MS] [--wide]\n"
-           "                   [--spin-us US] [--threads T] [--ready-fd FD] [--no-sim-gate] [--verbose]\n"
+           "                   [--spin-us US] [--threads T] [--ready-fd FD] [--no-sim-gate] [--no-skip-idle] "
+           "[--verbose]\n"
            "                   [--policy open|job|strict] [--job KEY:VLO-VHI[:NLO-NHI[:UID]]]...\n"
            "Serves a simulated VELO cluster (Verilated NICs) to programs using libvelo:\n"
            "  VELO_DEVICE=sim:PATH VELO_NODE=<node> ./program\n"
@@ -92,6 +93,8 @@ const char* usage() {
            "                        2 with two or more CPUs online and two or more nodes, else 1)\n"
            "  --no-sim-gate         evaluate every NIC's RMA unit and switch in every cycle (no\n"
            "                        clock gating of idle units: the same cycles, slower)\n"
+           "  --no-skip-idle        evaluate NICs at rest in every cycle instead of playing their\n"
+           "                        idle cycles from a record (the same cycles, slower)\n"
            "  --policy P            every node's grant policy, as the driver's grant_policy (default: job)\n"
            "  --job KEY:VLO-VHI[:NLO-NHI[:UID]]\n"
            "                        register a job on every node's driver core at start, as a resource\n"
@@ -185,6 +188,8 @@ bool parse_options(int argc, char** argv, Options& o, std::string& err) {
             o.wide = true;
         } else if (a == "--no-sim-gate") {
             o.sim_gate = false;
+        } else if (a == "--no-skip-idle") {
+            o.skip_idle = false;
         } else if (a == "--verbose" || a == "-v") {
             o.verbose = true;
         } else {

@@ -8,6 +8,7 @@
 #include <array>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <deque>
 #include <map>
 #include <random>
@@ -84,6 +85,36 @@ VELO_SIM_GATE_PROBE(DmaReadGate, velo_nic__DOT__g_rma__DOT__u_rma__DOT__u_gate_d
 VELO_SIM_GATE_PROBE(AtuGate, velo_nic__DOT__g_rma__DOT__u_rma__DOT__u_gate_a__DOT__en_l)
 #undef VELO_SIM_GATE_PROBE
 
+// The one free-running register of a NIC (velo_rma's u_dma_tick: the DMA read engine's timeout
+// prescaler, on the ungated clock; it counts 0 .. kDmaTickN - 1, TIMEOUT / 4 of velo_rma's default
+// TIMEOUT 65536) and the tick it drives. Skipping a NIC (System::node_cycle) advances it by hand.
+constexpr unsigned kDmaTickN = 16384;
+template <class V, class = void>
+struct DmaTick {
+    static bool present(const V&) { return false; }
+    static unsigned get(const V&) { return 0; }
+    static void set(V&, unsigned) {}
+    static std::array<std::pair<size_t, size_t>, 2> fields(const V&) { return {}; }
+};
+template <class V>
+struct DmaTick<
+    V, std::void_t<decltype(std::declval<V&>().rootp->velo_nic__DOT__g_rma__DOT__u_rma__DOT__u_dma_tick__DOT__pre)>> {
+    static bool present(const V&) { return true; }
+    static unsigned get(const V& m) { return m.rootp->velo_nic__DOT__g_rma__DOT__u_rma__DOT__u_dma_tick__DOT__pre; }
+    static void set(V& m, unsigned v) {
+        m.rootp->velo_nic__DOT__g_rma__DOT__u_rma__DOT__u_dma_tick__DOT__pre = static_cast<uint16_t>(v % kDmaTickN);
+        m.rootp->velo_nic__DOT__g_rma__DOT__u_rma__DOT__dma_tick = (v % kDmaTickN) == kDmaTickN - 1;
+    }
+    // {offset in the root, size} of the prescaler and of the tick
+    static std::array<std::pair<size_t, size_t>, 2> fields(const V& m) {
+        const auto* r = reinterpret_cast<const uint8_t*>(m.rootp);
+        const auto& pre = m.rootp->velo_nic__DOT__g_rma__DOT__u_rma__DOT__u_dma_tick__DOT__pre;
+        const auto& tick = m.rootp->velo_nic__DOT__g_rma__DOT__u_rma__DOT__dma_tick;
+        return {{{static_cast<size_t>(reinterpret_cast<const uint8_t*>(&pre) - r), sizeof pre},
+                 {static_cast<size_t>(reinterpret_cast<const uint8_t*>(&tick) - r), sizeof tick}}};
+    }
+};
+
 // The units whose closed gates say that the NIC holds no work (System::quiet): each is closed
 // only at rest with nothing offered (the enable contract, docs/simulator.md).
 constexpr unsigned gate_bit(System::Gated g) {
@@ -110,6 +141,15 @@ class Nic {
     virtual void set_irq_ready(bool r) = 0;
     // bit u (System::Gated): unit u's clock gate is closed for the coming edge
     virtual unsigned gated() = 0;
+    // The model's whole state (its root: every register, memory, input and output), for skipping
+    // a NIC whose cycles repeat (System::node_cycle): save it, compare the state now with a saved
+    // one (the free-running prescaler left out: it must read `prescaler` there), put a saved one
+    // back with the prescaler at `prescaler` (mod its period). The prescaler: dma_tick().
+    virtual void save(std::vector<uint8_t>& b) = 0;
+    virtual bool same(const std::vector<uint8_t>& b, unsigned prescaler) = 0;
+    virtual void restore(const std::vector<uint8_t>& b, unsigned prescaler) = 0;
+    virtual unsigned dma_tick() = 0;
+    virtual bool can_skip() = 0;  // the model has the prescaler where the above expects it, no waves
 };
 
 template <class V>
@@ -177,6 +217,32 @@ class NicT : public Nic {
                unsigned{AtuGate<V>::closed(m)} << static_cast<unsigned>(System::Gated::Atu);
     }
 
+    void save(std::vector<uint8_t>& b) override {
+        const auto* r = reinterpret_cast<const uint8_t*>(m_->rootp);
+        b.assign(r, r + sizeof(*m_->rootp));
+    }
+    bool same(const std::vector<uint8_t>& b, unsigned prescaler) override {
+        V& m = *m_;
+        if (b.size() != sizeof(*m.rootp) || DmaTick<V>::get(m) != prescaler % kDmaTickN) return false;
+        // compare with the saved prescaler and tick in place of the current ones
+        auto* r = reinterpret_cast<uint8_t*>(m.rootp);
+        const auto f = DmaTick<V>::fields(m);
+        uint8_t keep[2][8];
+        for (int k = 0; k < 2; ++k) {
+            std::memcpy(keep[k], r + f[k].first, f[k].second);
+            std::memcpy(r + f[k].first, b.data() + f[k].first, f[k].second);
+        }
+        const bool eq = std::memcmp(r, b.data(), b.size()) == 0;
+        for (int k = 0; k < 2; ++k) std::memcpy(r + f[k].first, keep[k], f[k].second);
+        return eq;
+    }
+    void restore(const std::vector<uint8_t>& b, unsigned prescaler) override {
+        std::memcpy(reinterpret_cast<void*>(m_->rootp), b.data(), b.size());
+        DmaTick<V>::set(*m_, prescaler);
+    }
+    unsigned dma_tick() override { return DmaTick<V>::get(*m_); }
+    bool can_skip() override { return DmaTick<V>::present(*m_) && !fst_; }
+
   private:
     unsigned pw_;
     std::unique_ptr<VerilatedContext> ctx_;
@@ -216,6 +282,22 @@ struct System::Impl {
         bool at_rest = false;                               // every gated unit of the NIC closed for this cycle's edge
         // per port 1..NP: the symbols it drove in the last kIdlePeriod cycles (by cycle mod it)
         std::vector<std::array<uint64_t, kIdlePeriod>> last_tx;
+        // Skipping (SystemConfig::skip_idle): a NIC at rest whose inputs repeat with the period
+        // of an idle wire repeats its whole state with it; once it is seen to (the state at the
+        // start of a cycle equal to the one kIdlePeriod cycles before), its cycles are played
+        // from the record instead of evaluated, until an input differs.
+        struct Skip {
+            bool on = false;
+            unsigned have = 0;      // consecutive cycles recorded (0 .. kIdlePeriod)
+            uint64_t t0 = 0;        // the cycle of phase 0
+            uint64_t retry_at = 0;  // after an orbit that did not close: not before this cycle
+            std::array<std::vector<uint8_t>, kIdlePeriod> state;          // at the start of each phase
+            std::array<unsigned, kIdlePeriod> tick{};                     // the prescaler then
+            std::array<std::array<uint64_t, 5>, kIdlePeriod> rx{}, tx{};  // per phase, per port 1..4
+            std::array<unsigned, kIdlePeriod> gated{};
+            std::array<bool, kIdlePeriod> irq_ready{};
+        } skip;
+        uint64_t skipped = 0;       // cycles played from the record
         std::vector<Event> events;  // this cycle's, in order
         std::mt19937_64 rng;        // CPU gaps, DMA stalls
     };
@@ -339,6 +421,59 @@ void System::node_cycle(unsigned i) {
     auto& s = *p_;
     auto& nd = s.nodes[i];
     nd.events.clear();
+    auto& k = nd.skip;
+    const auto rx_of = [&](unsigned p) { return nd.rx[p] ? nd.rx[p]->out() : 0; };
+    // this cycle's inputs are those of the record's phase (CPU port empty, DMA always ready)
+    const auto as_recorded = [&](unsigned ph) {
+        if (!nd.drv->idle() || nd.sink->stall_pct != 0 || k.irq_ready[ph] != !nd.irq_hold) return false;
+        for (unsigned p = 1; p <= s.np; ++p)
+            if (rx_of(p) != k.rx[ph][p]) return false;
+        return true;
+    };
+    if (k.on) {
+        const auto ph = static_cast<unsigned>((s.cycle - k.t0) % kIdlePeriod);
+        if (as_recorded(ph)) {
+            // the cycle as recorded: the same symbols out, nothing else (the record has no TLP, DMA,
+            // interrupt or activity), the same gates closed; the model is not evaluated
+            nd.active = false;
+            for (unsigned p = 1; p <= s.np; ++p) {
+                if (!nd.tx[p]) continue;
+                const uint64_t f = k.tx[ph][p];
+                if (on_flit) nd.events.push_back(Impl::Event{Impl::Event::Flit, p, f, Tlp{}});
+                nd.last_tx[p][s.cycle % kIdlePeriod] = f;
+                nd.tx[p]->in(f);
+            }
+            for (unsigned g = k.gated[ph], u = 0; g != 0; g >>= 1, ++u)
+                if (g & 1) ++nd.gated[u];
+            ++nd.skipped;
+            return;
+        }
+        // an input differs: the model takes the state of this phase, the prescaler where the
+        // cycles not evaluated have taken it, and this cycle is evaluated
+        nd.nic->restore(k.state[ph], static_cast<unsigned>(k.tick[ph] + (s.cycle - k.t0 - ph)));
+        k.on = false;
+        k.have = 0;
+    } else if (s.cfg.skip_idle && nd.at_rest && !nd.active && s.cycle >= k.retry_at && nd.drv->idle() &&
+               nd.sink->stall_pct == 0 && nd.nic->can_skip()) {
+        if (k.have == kIdlePeriod) {
+            // the orbit closes if the state is the one of phase 0 (prescaler aside)
+            if (nd.nic->same(k.state[0], k.tick[0] + kIdlePeriod)) {
+                k.on = true;
+                k.t0 = s.cycle;
+                for (unsigned j = 0; j < kIdlePeriod; ++j) k.tick[j] += kIdlePeriod;  // phase j from t0 on
+                node_cycle(i);  // this cycle is phase 0 (played if its inputs are the record's)
+                return;
+            }
+            k.have = 0;
+            k.retry_at = s.cycle + 64;
+        } else {
+            nd.nic->save(k.state[k.have]);
+            k.tick[k.have] = nd.nic->dma_tick();
+            ++k.have;
+        }
+    } else {
+        k.have = 0;
+    }
     for (unsigned p = 1; p <= s.np; ++p) nd.nic->set_phy_rx(p, nd.rx[p] ? nd.rx[p]->out() : 0);  // unconnected: sync 00
     nd.drv->drive();
     nd.sink->drive();
@@ -368,6 +503,22 @@ void System::node_cycle(unsigned i) {
     if (nd.nic->irq_valid() && !nd.irq_hold) {
         ++nd.irqs;
         nd.events.push_back(Impl::Event{Impl::Event::Irq, 0, 0, Tlp{}});
+    }
+    if (k.have != 0 && !k.on) {
+        // a cycle of a candidate orbit: keep what went in and out, or give up if anything moved
+        const unsigned ph = k.have - 1;
+        bool still = !nd.active && nd.at_rest && !nd.nic->irq_valid();
+        for (const auto& e : nd.events) still = still && e.kind == Impl::Event::Flit;
+        if (!still) {
+            k.have = 0;
+        } else {
+            for (unsigned p = 1; p <= s.np; ++p) {
+                k.rx[ph][p] = rx_of(p);
+                k.tx[ph][p] = nd.tx[p] ? nd.nic->phy_tx(p) : 0;
+            }
+            k.gated[ph] = gated;
+            k.irq_ready[ph] = !nd.irq_hold;
+        }
     }
     nd.nic->tick(s.cycle);
 }
@@ -528,6 +679,19 @@ std::vector<std::string> System::errors() const {
 uint64_t System::gated_cycles(unsigned node, Gated unit) const {
     const auto& nd = p_->nodes.at(node);
     return nd.gated.at(static_cast<unsigned>(unit));
+}
+
+uint64_t System::skipped_cycles(unsigned node) const {
+    return p_->nodes.at(node).skipped;
+}
+
+unsigned System::dma_prescaler(unsigned node) const {
+    const auto& s = *p_;
+    const auto& nd = s.nodes.at(node);
+    const auto& k = nd.skip;
+    if (!k.on) return nd.nic->dma_tick();
+    const auto ph = static_cast<unsigned>((s.cycle - k.t0) % kIdlePeriod);
+    return static_cast<unsigned>((k.tick[ph] + (s.cycle - k.t0 - ph)) % kDmaTickN);
 }
 
 void System::park_threads() {

@@ -39,6 +39,11 @@ struct SystemConfig {
     // evaluates them always (for comparison). The gates need a settle eval with clk low after the inputs of an edge are
     // set and before it (step() does one).
     bool sim_gate = true;
+    // Skipping NICs at rest (docs/simulator.md "Skipping idle NICs"): a NIC whose units are all at
+    // rest and whose inputs repeat the idle links' pattern is seen to repeat its whole state with
+    // the same period; its cycles are then played from a record instead of evaluated, until an
+    // input differs (the same cycles either way; needs sim_gate; off with waves).
+    bool skip_idle = true;
     // Threads that evaluate the nodes of a cycle (NodePool, docs/simulator.md "Threads"): the
     // same cycles with any number; 1 evaluates them in order on the stepping thread.
     unsigned threads = 1;
@@ -134,6 +139,11 @@ class System {
     };
     static constexpr unsigned kGatedUnits = 11;
     uint64_t gated_cycles(unsigned node, Gated unit = Gated::Rma) const;
+    // Cycles of a node played from its record instead of evaluated (SystemConfig::skip_idle).
+    uint64_t skipped_cycles(unsigned node) const;
+    // The NIC's free-running DMA timeout prescaler (velo_rma u_dma_tick) as it stands, skipped or
+    // not (for tests: skipping must keep it where evaluation would have taken it).
+    unsigned dma_prescaler(unsigned node) const;
     // Cycles without data flits, changed symbols on any wire or TLP beats after which quiet()
     // holds. Every link timer (REPLAY_TIMEOUT 512, NACK_TIMEOUT and SYNC_TIMEOUT 256,
     // DOWN_TIMEOUT 128, CTL_AGE 32 cycles: velo_link's defaults, which velo_nic keeps) is
