@@ -59,6 +59,10 @@ void set_bits(const Words& v, unsigned lo, unsigned w, uint64_t x) {
 // items), so an idle wire repeats a pattern of this period; a change on a wire is a symbol that
 // differs from the one this many cycles before (System::quiet).
 constexpr unsigned kIdlePeriod = VELO_NVC + 1;
+// A NIC is recorded for skipping (System::node_cycle) only after this many cycles at rest in a
+// row: the pauses between the messages of a ping-pong are shorter, and a record costs a copy of
+// the model's state per cycle.
+constexpr unsigned kStillBeforeRecord = 16;
 
 // The clock gates (rtl/common/velo_sim_gate.v) of a model's units (System::Gated): closed for the
 // coming edge when the enable latch holds 0 after the settle eval. A model without the unit (RMA =
@@ -291,6 +295,7 @@ struct System::Impl {
             unsigned have = 0;      // consecutive cycles recorded (0 .. kIdlePeriod)
             uint64_t t0 = 0;        // the cycle of phase 0
             uint64_t retry_at = 0;  // after an orbit that did not close: not before this cycle
+            unsigned still = 0;     // cycles in a row evaluated at rest and without activity
             std::array<std::vector<uint8_t>, kIdlePeriod> state;          // at the start of each phase
             std::array<unsigned, kIdlePeriod> tick{};                     // the prescaler then
             std::array<std::array<uint64_t, 5>, kIdlePeriod> rx{}, tx{};  // per phase, per port 1..4
@@ -453,7 +458,7 @@ void System::node_cycle(unsigned i) {
         nd.nic->restore(k.state[ph], static_cast<unsigned>(k.tick[ph] + (s.cycle - k.t0 - ph)));
         k.on = false;
         k.have = 0;
-    } else if (s.cfg.skip_idle && nd.at_rest && !nd.active && s.cycle >= k.retry_at && nd.drv->idle() &&
+    } else if (s.cfg.skip_idle && k.still >= kStillBeforeRecord && s.cycle >= k.retry_at && nd.drv->idle() &&
                nd.sink->stall_pct == 0 && nd.nic->can_skip()) {
         if (k.have == kIdlePeriod) {
             // the orbit closes if the state is the one of phase 0 (prescaler aside)
@@ -504,6 +509,7 @@ void System::node_cycle(unsigned i) {
         ++nd.irqs;
         nd.events.push_back(Impl::Event{Impl::Event::Irq, 0, 0, Tlp{}});
     }
+    k.still = (!nd.active && nd.at_rest && !nd.nic->irq_valid()) ? std::min(k.still + 1, kStillBeforeRecord) : 0;
     if (k.have != 0 && !k.on) {
         // a cycle of a candidate orbit: keep what went in and out, or give up if anything moved
         const unsigned ph = k.have - 1;
