@@ -93,6 +93,21 @@ int expect_cpl(velo_ep_t* ep, unsigned kind, uint64_t cookie) {
     return 0;
 }
 
+// A get into `dst` / a put from `src` of `n` bytes at (`nla`, `key`) that must be taken and
+// complete (`what` names it in the failure); the cookie counts on.
+int get_ok(velo_ep_t* ep, velo_addr_t from, void* dst, uint64_t nla, uint32_t key, size_t n, uint64_t& cookie,
+           const char* what) {
+    const int r = velo_get_buf(ep, from, dst, nla, key, n, VELO_RMA_F_LOCAL, cookie);
+    CHECK(r == 0, "%s: get: %s", what, velo_strerror(r));
+    return expect_cpl(ep, VELO_RMA_KIND_GET_DONE, cookie++);
+}
+int put_ok(velo_ep_t* ep, velo_addr_t to, const void* src, uint64_t nla, uint32_t key, size_t n, uint64_t& cookie,
+           const char* what) {
+    const int r = velo_put_buf(ep, to, src, nla, key, n, VELO_RMA_F_REMOTE, cookie);
+    CHECK(r == 0, "%s: put: %s", what, velo_strerror(r));
+    return expect_cpl(ep, VELO_RMA_KIND_REMOTE, cookie++);
+}
+
 // A scope of one of the single-box kinds (JOB, OWNER, PEER, BOX); no boxes.
 velo_scope_t scope_of(unsigned kind, unsigned node_lo, unsigned node_hi, unsigned vpid_lo, unsigned vpid_hi) {
     velo_scope_t s{};
@@ -299,9 +314,7 @@ TEST(FabricRmaAttack, hostile_processes) {
             if (expect_cpl(ep, VELO_RMA_KIND_REMOTE, cookie++)) return 1;
             std::memcpy(cO.data() + off, L.data(), n);
             const size_t m = 1 + rng() % G.size(), aoff = rng() % (kA - m + 1);
-            r = velo_get_buf(ep, kVictim, G.data(), h[H_A].nla + aoff, h[H_A].key, m, VELO_RMA_F_LOCAL, cookie);
-            CHECK(r == 0, "own get: %s", velo_strerror(r));
-            if (expect_cpl(ep, VELO_RMA_KIND_GET_DONE, cookie++)) return 1;
+            if (get_ok(ep, kVictim, G.data(), h[H_A].nla + aoff, h[H_A].key, m, cookie, "own")) return 1;
             CHECK(std::memcmp(G.data(), cA.data() + aoff, m) == 0, "own get of A at %zu: wrong bytes", aoff);
             tally->victim_ops += 2;
             // a record ("done") or the end of the link (a process that failed) ends the wait for it
@@ -352,13 +365,9 @@ TEST(FabricRmaAttack, hostile_processes) {
         uint64_t cookie = 1;
         for (int i = 0; i < 8; ++i) {
             std::memset(got.data(), 0, got.size());
-            r = velo_get_buf(ep, kVictim, got.data(), p.nla, p.key, kP / 2, VELO_RMA_F_LOCAL, cookie);
-            CHECK(r == 0, "get P: %s", velo_strerror(r));
-            if (expect_cpl(ep, VELO_RMA_KIND_GET_DONE, cookie++)) return 1;
+            if (get_ok(ep, kVictim, got.data(), p.nla, p.key, kP / 2, cookie, "P")) return 1;
             CHECK(got == secret, "the friend's get of P: wrong bytes");
-            r = velo_put_buf(ep, kVictim, mine.data(), p.nla + kP / 2, p.key, kP / 2, VELO_RMA_F_REMOTE, cookie);
-            CHECK(r == 0, "put P: %s", velo_strerror(r));
-            if (expect_cpl(ep, VELO_RMA_KIND_REMOTE, cookie++)) return 1;
+            if (put_ok(ep, kVictim, mine.data(), p.nla + kP / 2, p.key, kP / 2, cookie, "P")) return 1;
             tally->friend_ops += 2;
         }
         // the owner's region is not the friend's, whatever it holds
@@ -631,17 +640,11 @@ TEST(FabricRmaAttack, other_job) {
         uint64_t cookie = 1;
         for (int i = 0; i < 6; ++i) {
             const size_t n = 1 + rng() % kJ, off = rng() % (kJ - n + 1);
-            r = velo_get_buf(ep, kVictimA, got.data(), hj.nla + off, hj.key, n, VELO_RMA_F_LOCAL, cookie);
-            CHECK(r == 0, "get J: %s", velo_strerror(r));
-            if (expect_cpl(ep, VELO_RMA_KIND_GET_DONE, cookie++)) return 1;
+            if (get_ok(ep, kVictimA, got.data(), hj.nla + off, hj.key, n, cookie, "J")) return 1;
             CHECK(std::memcmp(got.data(), sJ.data() + off, n) == 0, "the friend's get of J at %zu: wrong bytes", off);
-            r = velo_get_buf(ep, kVictimA, got.data(), hk.nla, hk.key, kK / 2, VELO_RMA_F_LOCAL, cookie);
-            CHECK(r == 0, "get K: %s", velo_strerror(r));
-            if (expect_cpl(ep, VELO_RMA_KIND_GET_DONE, cookie++)) return 1;
+            if (get_ok(ep, kVictimA, got.data(), hk.nla, hk.key, kK / 2, cookie, "K")) return 1;
             CHECK(std::memcmp(got.data(), sK.data(), kK / 2) == 0, "the friend's get of K: wrong bytes");
-            r = velo_put_buf(ep, kVictimA, mine.data(), hk.nla + kK / 2, hk.key, kK / 2, VELO_RMA_F_REMOTE, cookie);
-            CHECK(r == 0, "put K: %s", velo_strerror(r));
-            if (expect_cpl(ep, VELO_RMA_KIND_REMOTE, cookie++)) return 1;
+            if (put_ok(ep, kVictimA, mine.data(), hk.nla + kK / 2, hk.key, kK / 2, cookie, "K")) return 1;
             tally->friend_ops += 3;
         }
         CHECK(fl.send(1, 1), "link");
@@ -825,14 +828,11 @@ TEST(FabricRmaAttack, scope_list) {
             }
             uint64_t cookie = 1;
             for (int i = 0; i < 4; ++i) {
-                r = velo_put_buf(ep, kVictimL, mine.data(), h.nla + pi * kV / 4, h.key, mine.size(), VELO_RMA_F_REMOTE,
-                                 cookie);
-                CHECK(r == 0, "listed peer %u: put: %s", pi, velo_strerror(r));
-                if (expect_cpl(ep, VELO_RMA_KIND_REMOTE, cookie++)) return 1;
+                if (put_ok(ep, kVictimL, mine.data(), h.nla + pi * kV / 4, h.key, mine.size(), cookie, "listed peer"))
+                    return 1;
                 std::memset(got.data(), 0, got.size());
-                r = velo_get_buf(ep, kVictimL, got.data(), h.nla + kV / 2, h.key, got.size(), VELO_RMA_F_LOCAL, cookie);
-                CHECK(r == 0, "listed peer %u: get: %s", pi, velo_strerror(r));
-                if (expect_cpl(ep, VELO_RMA_KIND_GET_DONE, cookie++)) return 1;
+                if (get_ok(ep, kVictimL, got.data(), h.nla + kV / 2, h.key, got.size(), cookie, "listed peer"))
+                    return 1;
                 CHECK(got == secret, "listed peer %u: get of the secret half: wrong bytes", pi);
                 tally->friend_ops += 2;
             }
