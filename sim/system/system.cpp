@@ -505,15 +505,17 @@ void System::node_cycle(unsigned i) {
     for (unsigned g = gated, u = 0; g != 0; g >>= 1, ++u)
         if (g & 1) ++nd.gated[u];
     nd.at_rest = (gated & kRestUnits) == kRestUnits;
-    if (nd.nic->irq_valid() && !nd.irq_hold) {
+    const bool irq = nd.nic->irq_valid();
+    if (irq && !nd.irq_hold) {
         ++nd.irqs;
         nd.events.push_back(Impl::Event{Impl::Event::Irq, 0, 0, Tlp{}});
     }
-    k.still = (!nd.active && nd.at_rest && !nd.nic->irq_valid()) ? std::min(k.still + 1, kStillBeforeRecord) : 0;
+    const bool at_rest_now = !nd.active && nd.at_rest && !irq;
+    k.still = at_rest_now ? std::min(k.still + 1, kStillBeforeRecord) : 0;
     if (k.have != 0 && !k.on) {
         // a cycle of a candidate orbit: keep what went in and out, or give up if anything moved
         const unsigned ph = k.have - 1;
-        bool still = !nd.active && nd.at_rest && !nd.nic->irq_valid();
+        bool still = at_rest_now;
         for (const auto& e : nd.events) still = still && e.kind == Impl::Event::Flit;
         if (!still) {
             k.have = 0;
@@ -710,10 +712,11 @@ NodePool::Stats System::pool_stats() const {
 
 bool System::quiet() const {
     auto& s = *p_;
-    for (auto& nd : s.nodes)
-        if (!nd.drv->idle()) return false;
     bool rest = true;
-    for (auto& nd : s.nodes) rest = rest && nd.at_rest;
+    for (auto& nd : s.nodes) {
+        if (!nd.drv->idle()) return false;
+        rest = rest && nd.at_rest;
+    }
     return s.cycle - s.last_activity > (rest ? kQuietCyclesAtRest : kQuietCycles);
 }
 
