@@ -2,7 +2,8 @@
 // velo-pingpong: a NetPIPE-style sweep over message sizes between two ranks (the paper's
 // Figures 5-7): half-round-trip latency, ping-pong bandwidth, streaming bandwidth and message
 // rate, in NIC clock cycles and in ns / MB/s at 100 MHz (the paper's FPGA) and 250 MHz.
-// Cycle counts come from the fabric's simulated clock (sim backend). With --puts, a second sweep
+// Cycle counts come from the fabric's simulated clock (sim backend); on hardware (hw backend, a
+// board or a QEMU guest of the co-simulation) the figures are wall-clock ns. With --puts, a second sweep
 // (8 B .. 1 MiB): ping-pong of RMA puts, each a notified put into the peer's registered buffer
 // that the peer answers with a put of the same size once it sees the notification.
 //
@@ -18,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "velo/velo.h"
@@ -51,10 +53,30 @@ static int recv_one(velo_ep_t* ep, velo_msg_t* m) {
     return r;
 }
 
+// Time: the fabric's simulated NIC clock (cycles) on the sim backend; on hardware, where there is
+// no such clock (velo_clock: -EOPNOTSUPP), the CPU's monotonic clock in ns (wall mode).
+static int wall;
+
+static uint64_t wall_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static uint64_t tnow(velo_ep_t* ep) {
+    if (wall) return wall_ns();
+    uint64_t t = 0;
+    int r = velo_clock(ep, &t, NULL);
+    if (r) die("velo_clock", r);
+    return t;
+}
+
+// When the last message arrived: the fabric stamps it; in wall mode, now (just after receiving).
 static uint64_t last_rx(velo_ep_t* ep) {
+    if (wall) return wall_ns();
     uint64_t rx = 0;
     int r = velo_clock(ep, NULL, &rx);
-    if (r) die("velo_clock (the cycle counts need the sim backend)", r);
+    if (r) die("velo_clock", r);
     return rx;
 }
 
@@ -79,7 +101,7 @@ static velo_rma_cpl_t wait_kind(velo_ep_t* ep, unsigned want, unsigned* remotes)
     }
 }
 
-// Returns 0; fills halfrtt[k] (cycles) on rank 0.
+// Returns 0; fills halfrtt[k] (cycles, or ns in wall mode) on rank 0.
 static int put_sweep(velo_ep_t* ep, velo_conn_t* c, velo_addr_t peer, int rank, const unsigned* sizes, unsigned n,
                      unsigned iters, double* halfrtt) {
     unsigned maxsz = 1;
@@ -126,7 +148,7 @@ static int put_sweep(velo_ep_t* ep, velo_conn_t* c, velo_addr_t peer, int rank, 
             // reads to do when the peer has seen the put's first bytes)
             const unsigned fl = VELO_RMA_F_NOTIFY | (si + 1 == n && it + 1 == warm + it_n ? VELO_RMA_F_REMOTE : 0);
             if (rank == 0) {
-                if (it == warm) velo_clock(ep, &t0, NULL);
+                if (it == warm) t0 = tnow(ep);
                 tx[0] = (uint8_t)it;
                 r = velo_put(ep, peer, rtx, 0, theirs.nla, theirs.key, len, fl, it);
                 if (r) die("velo_put", r);
@@ -143,8 +165,7 @@ static int put_sweep(velo_ep_t* ep, velo_conn_t* c, velo_addr_t peer, int rank, 
             }
         }
         if (rank == 0) {
-            uint64_t t1 = 0;
-            velo_clock(ep, &t1, NULL);  // the fabric held the clock while we reacted to the last entry
+            const uint64_t t1 = tnow(ep);  // the fabric held the clock while we reacted to the last entry
             halfrtt[si] = (double)(t1 - t0) / (2.0 * it_n);
         }
     }
@@ -175,7 +196,9 @@ static void usage(FILE* f) {
             "  --puts       also a put ping-pong sweep, 8 B .. 1 MiB (RMA: notified puts each way)\n"
             "  --put-sizes LIST  sizes of the put sweep (1..1048576; implies --puts)\n"
             "  --put-iters N     rounds per put size (default: 50 up to 4 KiB, 8 up to 64 KiB, else 2)\n"
-            "  --puts-only  only the put sweep\n");
+            "  --puts-only  only the put sweep\n"
+            "  --wall       wall-clock ns of this machine instead of the fabric's NIC cycles (the only\n"
+            "               clock on hardware: the hw backend has no simulated clock)\n");
 }
 
 int main(int argc, char** argv) {
@@ -217,6 +240,8 @@ int main(int argc, char** argv) {
             put_iters = (unsigned)atoi(argv[++i]);
         } else if (!strcmp(a, "--bench")) {
             bench = 1;
+        } else if (!strcmp(a, "--wall")) {
+            wall = 1;
         } else if (!strcmp(a, "--quiet")) {
             quiet = 1;
         } else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
@@ -271,6 +296,13 @@ int main(int argc, char** argv) {
     velo_ep_t* ep;
     int r = velo_open(&at, &ep);
     if (r) die("velo_open", r);
+    uint64_t probe_t;
+    r = velo_clock(ep, &probe_t, NULL);
+    if (r == -EOPNOTSUPP)
+        wall = 1;  // hardware: wall-clock ns
+    else if (r)
+        die("velo_clock", r);
+    if (wall) bench = 0;  // BENCH lines are simulated cycles
     velo_addr_t me, peer = {(uint32_t)((1 - rank) % nodes), (uint32_t)(BASE_VPID + 1 - rank)};
     velo_addr(ep, &me);
     velo_conn_t* c = NULL;
@@ -301,7 +333,7 @@ int main(int argc, char** argv) {
         uint64_t t0 = 0;
         for (unsigned it = 0; it < warm + it_n; ++it) {
             if (rank == 0) {
-                if (it == warm) velo_clock(ep, &t0, NULL);
+                if (it == warm) t0 = tnow(ep);
                 buf[0] = (uint8_t)it;
                 send_all(ep, c, buf, len);
                 int n = recv_one(ep, &m);
@@ -355,7 +387,18 @@ int main(int argc, char** argv) {
     if (nput && put_sweep(ep, c, peer, rank, put_sizes, nput, put_iters, put_rtt)) return 1;
 
     if (rank == 0) {
-        if (!quiet && nsizes) {
+        if (!quiet && nsizes && wall) {
+            printf("\n     size |  half RTT | ping-pong MB/s | stream ns/msg | stream MB/s | msg rate M/s\n");
+            printf("      (B) |      (ns) |                |               |             |\n");
+            for (unsigned si = 0; si < nsizes; ++si) {
+                const struct row* w = &rows[si];
+                printf("  %7u | %9.0f | %14.2f | %13.0f | %11.2f | %12.3f\n", w->size, w->halfrtt,
+                       w->size * 1000.0 / w->halfrtt, w->interval, w->size * 1000.0 / w->interval,
+                       1000.0 / w->interval);
+            }
+            printf("\n  wall-clock times of this machine (%s backend), not simulated NIC cycles\n", info.backend);
+        }
+        if (!quiet && nsizes && !wall) {
             printf(
                 "\n     size |  half RTT | ns @100MHz | ns @250MHz | ping-pong MB/s      | stream cyc/msg | stream MB/s"
                 "         | msg rate M/s\n");
@@ -375,7 +418,21 @@ int main(int argc, char** argv) {
                 "  PCIe root-complex time (paper, FPGA at 100 MHz, measured with CPUs: 970 ns half round trip,\n"
                 "  of which ~350 ns CPU and northbridge; 4.8 M msg/s)\n");
         }
-        if (csv) {
+        if (csv && wall) {
+            FILE* f = fopen(csv, "w");
+            if (!f) {
+                perror(csv);
+                return 1;
+            }
+            fprintf(f, "size,halfrtt_ns,pingpong_MBps,stream_ns_per_msg,stream_MBps,msgrate_M\n");
+            for (unsigned si = 0; si < nsizes; ++si) {
+                const struct row* w = &rows[si];
+                fprintf(f, "%u,%.1f,%.3f,%.1f,%.3f,%.4f\n", w->size, w->halfrtt, w->size * 1000.0 / w->halfrtt,
+                        w->interval, w->size * 1000.0 / w->interval, 1000.0 / w->interval);
+            }
+            fclose(f);
+            if (!quiet) printf("  wrote %s\n", csv);
+        } else if (csv) {
             FILE* f = fopen(csv, "w");
             if (!f) {
                 perror(csv);
@@ -395,7 +452,9 @@ int main(int argc, char** argv) {
             fclose(f);
             if (!quiet) printf("  wrote %s\n", csv);
         }
-        if (png) {
+        if (png && wall) {
+            fprintf(stderr, "velo-pingpong: --png plots the simulated NIC clock's figures only\n");
+        } else if (png) {
             if (!csv) {
                 fprintf(stderr, "velo-pingpong: --png needs --csv (the plot reads it)\n");
             } else if (system("command -v gnuplot > /dev/null 2>&1") != 0) {
@@ -426,7 +485,14 @@ int main(int argc, char** argv) {
                 }
             }
         }
-        if (!quiet && nput) {
+        if (!quiet && nput && wall) {
+            printf("\n  put ping-pong (a notified put each way; the peer answers when it sees the notification)\n");
+            printf("      size | half RTT (us) | MB/s\n");
+            for (unsigned k = 0; k < nput; ++k)
+                printf("  %8u | %13.2f | %8.2f\n", put_sizes[k], put_rtt[k] / 1000.0,
+                       put_sizes[k] * 1000.0 / put_rtt[k]);
+        }
+        if (!quiet && nput && !wall) {
             printf("\n  put ping-pong (a notified put each way; the peer answers when it sees the notification)\n");
             printf("      size | half RTT (cycles) | us @100MHz | us @250MHz | MB/s @100MHz | MB/s @250MHz\n");
             for (unsigned k = 0; k < nput; ++k)

@@ -25,6 +25,14 @@ if ls /tmp/velo-run-* > /dev/null 2>&1 && [ -n "$(find /tmp -maxdepth 1 -name 'v
     echo "velo-run left its fabric directory"; exit 1
 fi
 
+# --wall (the only clock on hardware): ns figures, a CSV in ns, no BENCH lines (cycles only)
+"$T/velo-run" -n 2 -- "$T/velo-pingpong" --wall --sizes 8,64 --iters 5 --stream 5 --csv "$tmp/wall.csv" --bench \
+    > "$tmp/outw" 2> "$tmp/errw"
+grep -q 'wall-clock times of this machine' "$tmp/outw" || { echo "--wall: no wall-clock table"; cat "$tmp/outw" "$tmp/errw"; exit 1; }
+! grep -q 'BENCH' "$tmp/outw" || { echo "--wall printed BENCH lines"; exit 1; }
+[ "$(head -n 1 "$tmp/wall.csv" | cut -d, -f1-2)" = "size,halfrtt_ns" ] || { echo "--wall CSV header"; cat "$tmp/wall.csv"; exit 1; }
+awk -F, '$1 == 64 && $2 > 0 { ok = 1 } END { exit !ok }' "$tmp/wall.csv" || { echo "--wall 64-byte row"; cat "$tmp/wall.csv"; exit 1; }
+
 # worst exit status, ranks and nodes in the environment, prefixes on stdout and stderr
 set +e
 "$T/velo-run" -n 3 --nodes 2 --keep-going -- sh -c 'echo "node $VELO_NODE of $VELO_NODES rank $VELO_RANK/$VELO_SIZE"; echo oops >&2; exit $((VELO_RANK + 3))' \
