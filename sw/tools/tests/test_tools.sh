@@ -33,6 +33,10 @@ grep -q 'wall-clock times of this machine' "$tmp/outw" || { echo "--wall: no wal
 [ "$(head -n 1 "$tmp/wall.csv" | cut -d, -f1-2)" = "size,halfrtt_ns" ] || { echo "--wall CSV header"; cat "$tmp/wall.csv"; exit 1; }
 awk -F, '$1 == 64 && $2 > 0 { ok = 1 } END { exit !ok }' "$tmp/wall.csv" || { echo "--wall 64-byte row"; cat "$tmp/wall.csv"; exit 1; }
 
+# velo-check: every check of both ranks passes (5 checks x 2 ranks), seeded
+"$T/velo-run" -n 2 -- "$T/velo-check" --seed 11 > "$tmp/check" 2>&1 || { echo "velo-check failed"; cat "$tmp/check"; exit 1; }
+[ "$(grep -c '^\[[01]\] velo-check: [a-z]* PASS ' "$tmp/check")" -eq 10 ] || { echo "velo-check: not 10 PASS lines"; cat "$tmp/check"; exit 1; }
+
 # worst exit status, ranks and nodes in the environment, prefixes on stdout and stderr
 set +e
 "$T/velo-run" -n 3 --nodes 2 --keep-going -- sh -c 'echo "node $VELO_NODE of $VELO_NODES rank $VELO_RANK/$VELO_SIZE"; echo oops >&2; exit $((VELO_RANK + 3))' \
