@@ -37,6 +37,44 @@ void Fabric::dma_free(Alloc* a) {
     delete a;
 }
 
+size_t store_header_last(const std::vector<std::pair<uint64_t, uint8_t>>& bytes, uint64_t unit,
+                         const std::function<uint8_t*(uint64_t unit_addr)>& at) {
+    // units in descending order (a two-line entry's second line first); in each unit the bytes
+    // after its header word first, then the header word with release semantics, so a reader
+    // that acquires the header sees the whole unit
+    size_t dropped = 0, i = bytes.size();
+    while (i > 0) {
+        const uint64_t u = bytes[i - 1].first & ~(unit - 1);
+        size_t j = i;
+        while (j > 0 && (bytes[j - 1].first & ~(unit - 1)) == u) --j;
+        uint8_t* up = at(u);
+        if (!up) {
+            ++dropped;
+            i = j;
+            continue;
+        }
+        bool hdr = false;
+        uint8_t word[8];
+        std::memcpy(word, up, 8);
+        for (size_t k = j; k < i; ++k) {
+            const unsigned o = static_cast<unsigned>(bytes[k].first - u);
+            if (o < 8) {
+                word[o] = bytes[k].second;
+                hdr = true;
+            } else {
+                up[o] = bytes[k].second;
+            }
+        }
+        if (hdr) {
+            uint64_t w;
+            std::memcpy(&w, word, 8);
+            __atomic_store_n(reinterpret_cast<uint64_t*>(up), w, __ATOMIC_RELEASE);
+        }
+        i = j;
+    }
+    return dropped;
+}
+
 void Fabric::on_dma(unsigned node, const Tlp& t) {
     ++st_.dma_writes;
     if (t.addr >= kFrameBase) return on_rma_write(node, t);
@@ -55,36 +93,9 @@ void Fabric::on_dma(unsigned node, const Tlp& t) {
         if (opt_.verbose) logf("node %u: DMA write outside node memory dropped (%s)", node, t.str().c_str());
         return;
     }
-    // lines in descending order (a two-line entry's second line first); in each line the bytes
-    // after the header word first, then the header word with release semantics, so a reader
-    // that acquires the header sees the whole line. A notification queue's entries are 32 bytes,
-    // each with its own header word: the same per entry.
-    const uint64_t unit = a->nq ? VELO_RMA_NQ_ENTRY_BYTES : 64;
-    size_t i = bytes.size();
-    while (i > 0) {
-        const uint64_t line = bytes[i - 1].first & ~(unit - 1);
-        size_t j = i;
-        while (j > 0 && (bytes[j - 1].first & ~(unit - 1)) == line) --j;
-        uint8_t* lp = a->p + (line - a->dma);
-        bool hdr = false;
-        uint8_t word[8];
-        std::memcpy(word, lp, 8);
-        for (size_t k = j; k < i; ++k) {
-            const unsigned o = static_cast<unsigned>(bytes[k].first - line);
-            if (o < 8) {
-                word[o] = bytes[k].second;
-                hdr = true;
-            } else {
-                lp[o] = bytes[k].second;
-            }
-        }
-        if (hdr) {
-            uint64_t w;
-            std::memcpy(&w, word, 8);
-            __atomic_store_n(reinterpret_cast<uint64_t*>(lp), w, __ATOMIC_RELEASE);
-        }
-        i = j;
-    }
+    // a notification queue's entries are 32 bytes, each with its own header word
+    store_header_last(bytes, a->nq ? VELO_RMA_NQ_ENTRY_BYTES : 64,
+                      [a](uint64_t unit) { return a->p + (unit - a->dma); });
     Endpoint* e = a->ep;
     if (!e) return;
     velo_sim_chan_hdr* ch = e->chan;

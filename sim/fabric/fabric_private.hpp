@@ -14,6 +14,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <random>
@@ -52,6 +53,13 @@ void futex_wake(volatile uint32_t* a);
 int make_memfd(const char* name, size_t bytes, void** map);
 // Clients may map it, but not writable (the fabric's own mapping stays writable).
 void seal_readonly(int fd);
+
+// Writes the bytes of a DMA write (address order) into memory a unit (64 or 32 bytes, aligned)
+// at a time, the last unit first, each unit's first quadword (its header word) last with release
+// semantics. at(unit address) gives the memory of a unit, nullptr if there is none (the unit is
+// dropped). Returns the units dropped.
+size_t store_header_last(const std::vector<std::pair<uint64_t, uint8_t>>& bytes, uint64_t unit,
+                         const std::function<uint8_t*(uint64_t unit_addr)>& at);
 
 struct Endpoint;
 struct Client;

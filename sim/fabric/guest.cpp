@@ -368,39 +368,11 @@ void Fabric::guest_dma_write(Guest& g, const Tlp& t) {
         ++g.dma_dropped;
         return;
     }
-    // 32-byte units (a mailbox line's halves, a notification entry) from the last to the first;
-    // in each the bytes after its first quadword, then that quadword with release semantics:
-    // the guest's poller that acquires a line's (an entry's) header word sees all of it
-    size_t i = bytes.size();
-    while (i > 0) {
-        const uint64_t unit = bytes[i - 1].first & ~31ull;
-        size_t j = i;
-        while (j > 0 && (bytes[j - 1].first & ~31ull) == unit) --j;
-        uint8_t* up = guest_ram(g, unit, 32);
-        if (!up) {
-            ++g.dma_dropped;  // not guest RAM: the root complex drops it
-            if (opt_.verbose) logf("node %u: DMA write outside guest RAM dropped (%s)", g.node, t.str().c_str());
-            i = j;
-            continue;
-        }
-        uint8_t word[8];
-        std::memcpy(word, up, 8);
-        bool hdr = false;
-        for (size_t k = j; k < i; ++k) {
-            const unsigned o = static_cast<unsigned>(bytes[k].first - unit);
-            if (o < 8) {
-                word[o] = bytes[k].second;
-                hdr = true;
-            } else {
-                up[o] = bytes[k].second;
-            }
-        }
-        if (hdr) {
-            uint64_t w;
-            std::memcpy(&w, word, 8);
-            __atomic_store_n(reinterpret_cast<uint64_t*>(up), w, __ATOMIC_RELEASE);
-        }
-        i = j;
+    // 32-byte units: a mailbox line's halves (its header word last of all), a notification entry
+    const size_t dropped = store_header_last(bytes, 32, [this, &g](uint64_t unit) { return guest_ram(g, unit, 32); });
+    if (dropped) {
+        g.dma_dropped += dropped;  // not guest RAM: the root complex drops it
+        if (opt_.verbose) logf("node %u: DMA write outside guest RAM dropped (%s)", g.node, t.str().c_str());
     }
 }
 

@@ -265,6 +265,25 @@ std::vector<uint8_t> pattern(uint64_t seed, unsigned i, unsigned len) {
 struct TwoGuests {
     FabricProc f{{}, false};
     Qemu g[2];
+    const velo_core_ep* ep[2] = {};
+    // an endpoint at the same vpid in each guest
+    bool open_eps(int vpid, unsigned log2_lines) {
+        for (unsigned i = 0; i < 2; ++i) {
+            velo_core_ep_params p{};
+            p.vpid = vpid;
+            p.log2_lines = log2_lines;
+            p.ctl_log2_lines = 6;
+            p.owner = 1;
+            p.privileged = 1;
+            if (velo_core_ep_open(g[i].core, &p, &ep[i]) != 0) return false;
+        }
+        return true;
+    }
+    // both guests up, an endpoint at vpid in each, guest 0 granted guest 1's: its window page
+    bool up_one_way(int vpid, unsigned log2_lines, uint64_t* win) {
+        return up() && open_eps(vpid, log2_lines) &&
+               velo_core_grant(g[0].core, static_cast<unsigned>(vpid), 0, 1, static_cast<unsigned>(vpid), win) >= 0;
+    }
     bool up() {
         if (!f.start({"--topology", "pair", "--qemu", "0:" + f.dir + "/g0.sock", "--qemu", "1:" + f.dir + "/g1.sock"}))
             return false;
@@ -321,16 +340,8 @@ TEST(FabricGuest, TwoGuestsExchangeMessages) {
     const uint64_t seed = test_seed();
     TwoGuests t;
     ASSERT_TRUE(t.up());
-    const velo_core_ep* ep[2] = {};
-    for (unsigned i = 0; i < 2; ++i) {
-        velo_core_ep_params p{};
-        p.vpid = 3 + static_cast<int>(i);
-        p.log2_lines = 10;
-        p.ctl_log2_lines = 6;
-        p.owner = 1;
-        p.privileged = 1;
-        ASSERT_EQ(velo_core_ep_open(t.g[i].core, &p, &ep[i]), 0);
-    }
+    ASSERT_TRUE(t.open_eps(3, 10));
+    const velo_core_ep* const* ep = t.ep;
     uint64_t win[2];
     for (unsigned i = 0; i < 2; ++i)
         ASSERT_GE(velo_core_grant(t.g[i].core, ep[i]->vpid, 0, 1 - i, ep[1 - i]->vpid, &win[i]), 0);
@@ -367,19 +378,9 @@ TEST(FabricGuest, TwoGuestsExchangeMessages) {
 // which drains the write-combining buffers) arrive as two fragments that cover the message.
 TEST(FabricGuest, InterruptedStoresArriveAsFragments) {
     TwoGuests t;
-    ASSERT_TRUE(t.up());
-    const velo_core_ep* ep[2] = {};
-    for (unsigned i = 0; i < 2; ++i) {
-        velo_core_ep_params p{};
-        p.vpid = 5;
-        p.log2_lines = 8;
-        p.ctl_log2_lines = 6;
-        p.owner = 1;
-        p.privileged = 1;
-        ASSERT_EQ(velo_core_ep_open(t.g[i].core, &p, &ep[i]), 0);
-    }
     uint64_t win = 0;
-    ASSERT_GE(velo_core_grant(t.g[0].core, 5, 0, 1, 5, &win), 0);
+    ASSERT_TRUE(t.up_one_way(5, 8, &win));
+    const velo_core_ep* const* ep = t.ep;
     const auto msg = pattern(7, 0, 48);
     const uint64_t line = kBar2 + win + (47ull << VELO_SEND_ADDR_LEN_M1_SHIFT);
     for (unsigned o = 0; o < 24; o += 8) {
@@ -414,19 +415,9 @@ TEST(FabricGuest, InterruptedStoresArriveAsFragments) {
 // a malformed message closes the channel, and a new QEMU can attach to the node again.
 TEST(FabricGuest, NoBusMasterNoDmaAndBadMessagesCloseTheChannel) {
     TwoGuests t;
-    ASSERT_TRUE(t.up());
-    const velo_core_ep* ep[2] = {};
-    for (unsigned i = 0; i < 2; ++i) {
-        velo_core_ep_params p{};
-        p.vpid = 2;
-        p.log2_lines = 8;
-        p.ctl_log2_lines = 6;
-        p.owner = 1;
-        p.privileged = 1;
-        ASSERT_EQ(velo_core_ep_open(t.g[i].core, &p, &ep[i]), 0);
-    }
     uint64_t win = 0;
-    ASSERT_GE(velo_core_grant(t.g[0].core, 2, 0, 1, 2, &win), 0);
+    ASSERT_TRUE(t.up_one_way(2, 8, &win));
+    const velo_core_ep* const* ep = t.ep;
     t.g[1].cfg_write(0x04, 0x0002, 2);  // guest 1: decode on, bus master off
     const uint8_t m[8] = {1, 2, 3, 4, 5, 6, 7, 8};
     t.g[0].send(win, m, 8);
