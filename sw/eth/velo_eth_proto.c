@@ -6,7 +6,8 @@
 #include "velo_eth_proto.h"
 
 const char *const velo_eth_drop_names[VELO_ETH_DROP_NUM] = {
-	"rx_short", "too_long", "rx_bad_header", "rx_spoofed_source", "rx_not_for_us", "tx_no_route", "tx_send_failed",
+	"rx_short",	 "too_long",	"rx_bad_header",  "rx_spoofed_source",
+	"rx_not_for_us", "tx_no_route", "tx_send_failed",
 };
 
 void velo_eth_mac(uint8_t mac[6], unsigned int node, unsigned int instance)
@@ -21,8 +22,8 @@ void velo_eth_mac(uint8_t mac[6], unsigned int node, unsigned int instance)
 
 int velo_eth_mac_node(const uint8_t mac[6], unsigned int instance)
 {
-	if (mac[0] != VELO_ETH_MAC_OUI0 || mac[1] != VELO_ETH_MAC_OUI1 || mac[2] != VELO_ETH_MAC_OUI2 ||
-	    mac[3] != instance || mac[4] != 0)
+	if (mac[0] != VELO_ETH_MAC_OUI0 || mac[1] != VELO_ETH_MAC_OUI1 ||
+	    mac[2] != VELO_ETH_MAC_OUI2 || mac[3] != instance || mac[4] != 0)
 		return -1;
 	return mac[5];
 }
@@ -32,9 +33,10 @@ static int is_group(const uint8_t *mac)
 	return mac[0] & 1; /* broadcast or multicast */
 }
 
-enum velo_eth_dest velo_eth_tx(const uint8_t *f, size_t len, unsigned int instance, unsigned int mtu,
-			       unsigned int nodes, unsigned int flags, uint8_t hdr[VELO_ETH_HDR_BYTES],
-			       unsigned int *node, enum velo_eth_drop *drop)
+enum velo_eth_dest velo_eth_tx(const uint8_t *f, size_t len, unsigned int instance,
+			       unsigned int mtu, unsigned int nodes, unsigned int flags,
+			       uint8_t hdr[VELO_ETH_HDR_BYTES], unsigned int *node,
+			       enum velo_eth_drop *drop)
 {
 	int n;
 
@@ -57,9 +59,9 @@ enum velo_eth_dest velo_eth_tx(const uint8_t *f, size_t len, unsigned int instan
 	return VELO_ETH_TO_NODE;
 }
 
-int velo_eth_rx(const uint8_t *m, size_t len, unsigned int src_node, unsigned int src_vpid, unsigned int self,
-		unsigned int instance, unsigned int mtu, unsigned int vpid_bits, size_t *frame_off,
-		unsigned int *flags, enum velo_eth_drop *drop)
+int velo_eth_rx(const uint8_t *m, size_t len, unsigned int src_node, unsigned int src_vpid,
+		unsigned int self, unsigned int instance, unsigned int mtu, unsigned int vpid_bits,
+		size_t *frame_off, unsigned int *flags, enum velo_eth_drop *drop)
 {
 	const uint8_t *f = m + VELO_ETH_HDR_BYTES;
 	int dst;
@@ -68,7 +70,8 @@ int velo_eth_rx(const uint8_t *m, size_t len, unsigned int src_node, unsigned in
 		*drop = VELO_ETH_DROP_SHORT;
 		return -1;
 	}
-	if (m[0] != VELO_ETH_MAGIC || m[1] != VELO_ETH_VERSION || (m[2] & ~VELO_ETH_F_CSUM_OK) || m[3]) {
+	if (m[0] != VELO_ETH_MAGIC || m[1] != VELO_ETH_VERSION || (m[2] & ~VELO_ETH_F_CSUM_OK) ||
+	    m[3]) {
 		*drop = VELO_ETH_DROP_BAD_HDR;
 		return -1;
 	}
@@ -77,7 +80,8 @@ int velo_eth_rx(const uint8_t *m, size_t len, unsigned int src_node, unsigned in
 		return -1;
 	}
 	/* the source is who the NIC says sent it, from that node's interface endpoint */
-	if (velo_eth_mac_node(f + 6, instance) != (int)src_node || src_vpid != VELO_ETH_VPID(vpid_bits, instance)) {
+	if (velo_eth_mac_node(f + 6, instance) != (int)src_node ||
+	    src_vpid != VELO_ETH_VPID(vpid_bits, instance)) {
 		*drop = VELO_ETH_DROP_SPOOFED;
 		return -1;
 	}
