@@ -6,7 +6,7 @@ PKGS=(make cmake ninja-build g++ python3 pkg-config zlib1g-dev libgtest-dev libs
       verilator yosys nextpnr-ice40 fpga-icestorm clang-format gnuplot-nox valgrind
       libpci-dev nlohmann-json3-dev openfpgaloader linux-headers-amd64 linux-image-amd64 qemu-system-x86
       busybox-static cpio kmod sparse dkms linux-source-6.1 openmpi-bin libopenmpi-dev netpipe-openmpi tcl
-      iproute2 iputils-ping iperf3 netpipe-tcp)
+      iproute2 iputils-ping iperf3 netpipe-tcp libfabric-dev libfabric-bin)
 missing=()
 for p in "${PKGS[@]}"; do
   if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
