@@ -44,6 +44,7 @@ struct Options {
     unsigned policy = 1;    // grant policy, VELO_POLICY_* (velo/velo_uapi.h): 0 open, 1 job, 2 strict
     std::vector<JobOpt> jobs;
     std::vector<QemuOpt> qemu;
+    int wc_timeout_us = 20000;  // QEMU guests: a write-combining line waits this long for its next store
 };
 
 // Parse argv (without argv[0]); false with a message in err.

@@ -29,10 +29,6 @@ namespace velo::fabric {
 
 namespace {
 constexpr unsigned kWcBuffers = 6;  // line buffers of the CPU (Intel cores: 6..12)
-// a line waits this long for its next store; the stores of one message reach the fabric one
-// round trip apart, which takes longer than a CPU's store burst by far (QEMU, the channel, the
-// fabric's loop): a timeout shorter than such round trips would cut messages into fragments
-constexpr int64_t kWcTimeoutNs = 2 * 1000 * 1000;
 constexpr int64_t kPage = 4096;
 
 // The send window: a line is complete when it holds the stores libvelo makes for the message
@@ -73,7 +69,7 @@ bool Fabric::setup_guests() {
         g->cfg.reset(new PciConfig(VELO_PCI_VENDOR_ID, VELO_PCI_DEVICE_ID, static_cast<uint8_t>(design), bits));
         Guest* gp = g.get();
         g->wc.reset(new velo::sim::WcBuffers(
-            kWcBuffers, kWcTimeoutNs,
+            kWcBuffers, static_cast<int64_t>(opt_.wc_timeout_us) * 1000,
             [this, gp](uint64_t a, const uint8_t* p, size_t n) {
                 unsigned bar = 0;
                 uint64_t off = 0;

@@ -81,7 +81,7 @@ const char* usage() {
            "                   [--spin-us US] [--threads T] [--ready-fd FD] [--no-sim-gate] [--no-skip-idle] "
            "[--verbose]\n"
            "                   [--policy open|job|strict] [--job KEY:VLO-VHI[:NLO-NHI[:UID]]]...\n"
-           "                   [--qemu NODE:PATH]...\n"
+           "                   [--qemu NODE:PATH]... [--wc-timeout-us US]\n"
            "Serves a simulated VELO cluster (Verilated NICs) to programs using libvelo:\n"
            "  VELO_DEVICE=sim:PATH VELO_NODE=<node> ./program\n"
            "Default socket: $XDG_RUNTIME_DIR/velo-fabric.sock, else /tmp/velo-fabric-<uid>.sock.\n"
@@ -105,7 +105,10 @@ const char* usage() {
            "  --qemu NODE:PATH      node NODE is the NIC of a QEMU guest: listen on the Unix socket PATH\n"
            "                        for one connection, QEMU's multi-process device channel\n"
            "                        (-device x-pci-proxy-dev,fd=N); the guest's velo.ko drives the NIC\n"
-           "                        (docs/cosim.md). Repeatable, one per guest node\n";
+           "                        (docs/cosim.md). Repeatable, one per guest node\n"
+           "  --wc-timeout-us US    a guest CPU's write-combining line leaves after this long without\n"
+           "                        a store to it (default 20000; lines complete by their message\n"
+           "                        length leave at once)\n";
 }
 
 bool parse_options(int argc, char** argv, Options& o, std::string& err) {
@@ -202,6 +205,9 @@ bool parse_options(int argc, char** argv, Options& o, std::string& err) {
                     return false;
                 }
             o.qemu.push_back(QemuOpt{static_cast<unsigned>(nd), q.substr(c + 1)});
+        } else if (a == "--wc-timeout-us") {
+            if (!(v = val("--wc-timeout-us")) || !num(v, 1, 60e6, d)) return false;
+            o.wc_timeout_us = static_cast<int>(d);
         } else if (a == "--split-bytes") {
             o.split_bytes = true;
         } else if (a == "--wide") {

@@ -30,6 +30,14 @@ void WcBuffers::store_in_line(uint64_t addr, const uint8_t* p, unsigned n, int64
     Line* l = nullptr;
     for (auto& x : lines_)
         if (x.live && x.addr == line) l = &x;
+    if (l && (l->mask >> (addr & 63)) != 0) {
+        // a store at or below the line's highest stored byte: the CPU fenced in between (its
+        // stores of one message ascend), so this is the next message to the same line; the old
+        // one leaves first, after everything opened before it
+        ++new_messages;
+        flush_through(l);
+        l = nullptr;
+    }
     if (!l) {
         for (auto& x : lines_)
             if (!x.live) {
@@ -51,10 +59,19 @@ void WcBuffers::store_in_line(uint64_t addr, const uint8_t* p, unsigned n, int64
     l->since = now_ns;  // the timeout runs from the line's last store
     const unsigned off = static_cast<unsigned>(addr & 63);
     const uint64_t bits = (n == 64 ? ~0ull : ((1ull << n) - 1)) << off;
-    if (l->mask & bits) ++merged_overwrites;
     std::memcpy(l->data + off, p, n);
     l->mask |= bits;
-    if (l->mask == ~0ull || (complete_ && complete_(l->addr, l->mask))) flush(*l);
+    if (l->mask == ~0ull || (complete_ && complete_(l->addr, l->mask))) flush_through(l);
+}
+
+void WcBuffers::flush_through(Line* l) {
+    // program order: the lines opened before l leave before it (a later message's line completes
+    // only after the fence that ended the earlier ones)
+    for (;;) {
+        Line* o = oldest();
+        flush(*o);
+        if (o == l) return;
+    }
 }
 
 void WcBuffers::flush(Line& l) {

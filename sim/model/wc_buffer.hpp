@@ -10,6 +10,10 @@
 // A flushed line becomes one write per run of contiguous bytes (a whole line: one 64-byte
 // write), oldest line first, as a CPU's partial flushes do; what does not combine travels as
 // fragments, which the NIC handles.
+// Two rules stand in for the invisible fence: lines leave in the order they were opened (when a
+// line is complete, the lines opened before it leave first), and a store at or below a line's
+// highest stored byte starts a new line (the stores of one message ascend; the next message to
+// the same address must not merge into the last one's leftovers).
 #pragma once
 
 #include <cstddef>
@@ -39,7 +43,7 @@ class WcBuffers {
     // The time the first line expires (valid only when !empty()).
     int64_t deadline() const;
 
-    uint64_t stores = 0, writes = 0, full_lines = 0, evictions = 0, timeouts = 0, merged_overwrites = 0;
+    uint64_t stores = 0, writes = 0, full_lines = 0, evictions = 0, timeouts = 0, new_messages = 0;
 
   private:
     struct Line {
@@ -52,6 +56,7 @@ class WcBuffers {
     };
     void store_in_line(uint64_t addr, const uint8_t* p, unsigned n, int64_t now_ns);
     void flush(Line& l);
+    void flush_through(Line* l);  // every line opened before l, then l
     Line* oldest();
 
     std::vector<Line> lines_;

@@ -60,8 +60,8 @@ TEST(WcBuffer, CompleteRuleFlushesTheLineAtOnce) {
 
 TEST(WcBuffer, HolesLeaveAsOneWritePerRunInAddressOrder) {
     Rig r;
-    r.q(0x3010, 0xAA, 1);
     r.q(0x3000, 0x1111, 2);
+    r.q(0x3010, 0xAA, 1);
     r.q(0x3011, 0xBB, 1);
     r.q(0x3030, 0xCCCCCCCC, 4);
     EXPECT_TRUE(r.out.empty());
@@ -76,14 +76,36 @@ TEST(WcBuffer, HolesLeaveAsOneWritePerRunInAddressOrder) {
     EXPECT_EQ(r.wc.writes, 3u);
 }
 
-TEST(WcBuffer, LaterStoreToTheSameBytesWins) {
+TEST(WcBuffer, StoreBelowTheHighestStoredByteStartsANewMessage) {
     Rig r;
     r.q(0x4000, 0x1111111111111111ull);
-    r.q(0x4004, 0x22222222, 4);
-    r.wc.flush_all();
+    r.q(0x4008, 0x2222222222222222ull);
+    r.q(0x4040, 0x4444444444444444ull);  // another line, opened after 0x4000
+    r.q(0x4000, 0x3333333333333333ull);  // the next message to 0x4000: the old one leaves first
     ASSERT_EQ(r.out.size(), 1u);
-    EXPECT_EQ(r.out[0].b, (std::vector<uint8_t>{0x11, 0x11, 0x11, 0x11, 0x22, 0x22, 0x22, 0x22}));
-    EXPECT_EQ(r.wc.merged_overwrites, 1u);
+    EXPECT_EQ(r.out[0].addr, 0x4000u);
+    std::vector<uint8_t> first(8, 0x11);
+    first.insert(first.end(), 8, 0x22);
+    EXPECT_EQ(r.out[0].b, first);
+    r.wc.flush_all();
+    ASSERT_EQ(r.out.size(), 3u);
+    EXPECT_EQ(r.out[1].addr, 0x4040u);
+    EXPECT_EQ(r.out[2].addr, 0x4000u);
+    EXPECT_EQ(r.out[2].b, std::vector<uint8_t>(8, 0x33));
+    EXPECT_EQ(r.wc.new_messages, 1u);
+}
+
+TEST(WcBuffer, ACompleteLineLeavesAfterTheLinesOpenedBeforeIt) {
+    Rig r;
+    r.complete = [](uint64_t l, uint64_t m) { return l == 0x8040 && (m & 0xFFFF) == 0xFFFF; };
+    r.q(0x8000, 1);  // an incomplete message
+    r.q(0x8040, 2);
+    EXPECT_TRUE(r.out.empty());
+    r.q(0x8048, 3);  // completes 0x8040: 0x8000 leaves before it
+    ASSERT_EQ(r.out.size(), 2u);
+    EXPECT_EQ(r.out[0].addr, 0x8000u);
+    EXPECT_EQ(r.out[1].addr, 0x8040u);
+    EXPECT_EQ(r.out[1].b.size(), 16u);
 }
 
 TEST(WcBuffer, StoreAcrossALineBoundaryIsTwoLines) {

@@ -285,7 +285,10 @@ struct TwoGuests {
                velo_core_grant(g[0].core, static_cast<unsigned>(vpid), 0, 1, static_cast<unsigned>(vpid), win) >= 0;
     }
     bool up() {
-        if (!f.start({"--topology", "pair", "--qemu", "0:" + f.dir + "/g0.sock", "--qemu", "1:" + f.dir + "/g1.sock"}))
+        // no write-combining timeout in practice: the test's messages complete, or a BAR0 access
+        // drains them; under load their stores may come far apart in wall time
+        if (!f.start({"--topology", "pair", "--wc-timeout-us", "30000000", "--qemu", "0:" + f.dir + "/g0.sock",
+                      "--qemu", "1:" + f.dir + "/g1.sock"}))
             return false;
         for (unsigned i = 0; i < 2; ++i) {
             if (!g[i].connect_to(f.dir + "/g" + std::to_string(i) + ".sock") || !g[i].share_ram()) return false;
