@@ -9,7 +9,8 @@
 #
 # test.conf: MODE (selftest: no VELO device; pair: the two-guest exchange), KREL, ROLE (a, b or
 # solo), NODE (this guest's node), PEER_NODE, VPID_A, VPID_B, COUNT, MAX_SIZE, SEED, MSG (absolute path of
-# cosim_msg), VELO_PARAMS (insmod parameters of velo.ko), STEP_TIMEOUT (s, one insmod/mount),
+# cosim_msg), VELO_RUN and MPI_COLLECTIVES (velo-run and mpi_collectives of the build tree; empty:
+# no MPI job), VELO_PARAMS (insmod parameters of velo.ko), STEP_TIMEOUT (s, one insmod/mount),
 # MSG_TIMEOUT (s, one program in the chroot), MODULES (files of /velo/modules in load order).
 export PATH=/bin
 /bin/busybox mkdir -p /proc /sys /dev /tmp /host
@@ -48,9 +49,14 @@ _bad=""
 for _d in proc sys dev; do
 	mount --bind /$_d /host/$_d 2>/dev/null || _bad="$_bad bind /$_d;"
 done
-for _d in tmp run; do
+mkdir -p /dev/shm
+for _d in tmp run dev/shm; do
 	mount -t tmpfs -o mode=1777 tmpfs /host/$_d 2>/dev/null || _bad="$_bad tmpfs /$_d;"
 done
+# the loopback interface and a host name (Open MPI's launcher talks to its ranks over TCP on it
+# and refuses the kernel's "(none)")
+ip link set lo up 2>/dev/null || _bad="$_bad lo up;"
+hostname "cosim-node$NODE"
 _e=$(in_chroot "$MSG_TIMEOUT" "$MSG" --version 2>&1)
 _r=$?
 check cosim.chroot "${_bad:-mounts ok}; $MSG --version: status $_r: $_e" [ -z "$_bad" -a $_r -eq 0 ]
@@ -71,6 +77,15 @@ if [ "$MODE" = selftest ]; then
 	case "$_m" in *hw:/dev/velo0*) _mm=1 ;; *) _mm=0 ;; esac
 	check velo.nodev "cosim_msg info: status $_r: ${_m:-no velo.info line}" [ $_r -eq 1 -a $_mm = 1 ]
 	echo "$_e" | grep -v '^VELO'
+	# Open MPI runs in the guest (over shared memory here: there is no VELO device)
+	if [ -n "$MPI_COLLECTIVES" ]; then
+		in_chroot "$MSG_TIMEOUT" mpirun --allow-run-as-root --oversubscribe -n 2 --mca pml ob1 --mca btl self,vader \
+			"$MPI_COLLECTIVES" >/tmp/mpi.out 2>&1
+		_r=$?
+		cat /tmp/mpi.out
+		_m=$(grep -E '^collectives: 2 ranks OK' /tmp/mpi.out)
+		check mpi.collectives "status $_r (btl self,vader); ${_m:-no 'collectives: 2 ranks OK' line}" [ $_r -eq 0 -a -n "$_m" ]
+	fi
 else
 	_nid=$(cat /sys/class/velo/velo0/node_id 2>/dev/null)
 	check velo.load "insmod ${_e:-ok}; device ${VELO_BDF:-none} bound to $(bound_to ${VELO_BDF:-none}); /dev/velo0 $([ -c /dev/velo0 ] && echo char device || echo missing); node_id ${_nid:-none} (want $NODE)" \
@@ -102,10 +117,22 @@ else
 		grep -v '^VELO' /tmp/pair.out
 		check pair.$ROLE.exit "status $_r" [ $_r -eq 0 ]
 	fi
+
+	# 7. (long mode) an MPI job on this guest's node: velo-run --mpi runs `mpirun -n 2`, whose
+	# ranks talk through the VELO BTL over /dev/velo0 (both on this node: the NIC delivers to
+	# itself)
+	if [ -n "$MPI_COLLECTIVES" ]; then
+		in_chroot "$MSG_TIMEOUT" "$VELO_RUN" --mpi -n 2 --device hw:/dev/velo0 --timeout $((MSG_TIMEOUT - 10)) \
+			-- "$MPI_COLLECTIVES" >/tmp/mpi.out 2>&1
+		_r=$?
+		cat /tmp/mpi.out
+		_m=$(grep -E '^collectives: 2 ranks OK' /tmp/mpi.out)
+		check mpi.collectives "status $_r; ${_m:-no 'collectives: 2 ranks OK' line}" [ $_r -eq 0 -a -n "$_m" ]
+	fi
 fi
 
 # 7. unload (the remove path with the device bound), then the kernel log must be clean
-for _d in proc sys dev tmp run; do
+for _d in dev/shm proc sys dev tmp run; do
 	umount /host/$_d 2>/dev/null
 done
 _e=$(t rmmod velo 2>&1)

@@ -61,11 +61,12 @@ def die(msg):
     sys.exit(1)
 
 
-def expected_checks(mode, role):
+def expected_checks(mode, role, mpi):
     if mode == "selftest":
-        return COMMON_CHECKS + ["velo.nodev"] + END_CHECKS
+        return COMMON_CHECKS + ["velo.nodev"] + (["mpi.collectives"] if mpi else []) + END_CHECKS
     return (COMMON_CHECKS + ["velo.irq", "velo.info", "velo.info_exit"] +
-            ["pair.%s.%s" % (role, c) for c in PAIR_CHECKS[role]] + END_CHECKS)
+            ["pair.%s.%s" % (role, c) for c in PAIR_CHECKS[role]] + (["mpi.collectives"] if mpi else []) +
+            END_CHECKS)
 
 
 class Procs:
@@ -161,6 +162,9 @@ def main():
     ap.add_argument("--fabric", help="velo-fabric (not for --mode selftest)")
     ap.add_argument("--msg", required=True, help="cosim_msg of the build tree (runs in the guests' chroot)")
     ap.add_argument("--workdir", required=True, help="where initramfs, sockets and logs go")
+    ap.add_argument("--mpi-app", help="mpi_collectives of the build tree: a 2-rank MPI job in each guest "
+                    "(selftest: over shared memory; long: over the VELO BTL, with --velo-run)")
+    ap.add_argument("--velo-run", help="velo-run of the build tree (long mode's MPI job)")
     ap.add_argument("--kernel", help="kernel image (default: /boot/vmlinuz-<release of velo.ko's vermagic>)")
     ap.add_argument("--moddir", help="its modules (default: /lib/modules/<release>)")
     ap.add_argument("--qemu", default="qemu-system-x86_64")
@@ -198,6 +202,11 @@ def main():
         die("%s is missing: build the cosim_msg target" % args.msg)
     if args.mode != "selftest" and not (args.fabric and os.access(args.fabric, os.X_OK)):
         die("velo-fabric %s is missing: build the velo-fabric target" % args.fabric)
+    mpi = bool(args.mpi_app) and args.mode != "pair"
+    if mpi and not os.access(args.mpi_app, os.X_OK):
+        die("%s is missing: build the mpi_collectives target" % args.mpi_app)
+    if mpi and args.mode == "long" and not (args.velo_run and os.access(args.velo_run, os.X_OK)):
+        die("the long mode's MPI job needs --velo-run (the velo-run target)")
 
     os.makedirs(args.workdir, exist_ok=True)
     try:
@@ -226,6 +235,8 @@ def main():
             "MAX_SIZE": max_size,
             "SEED": args.seed,
             "MSG": os.path.abspath(args.msg),
+            "MPI_COLLECTIVES": os.path.abspath(args.mpi_app) if mpi else "",
+            "VELO_RUN": os.path.abspath(args.velo_run) if mpi and args.velo_run else "",
             "VELO_PARAMS": "poll_interval_us=%d" % args.poll_us,
             "STEP_TIMEOUT": step_timeout,
             "MSG_TIMEOUT": msg_timeout,
@@ -291,7 +302,7 @@ def main():
         problems.append("velo-fabric exited with status %d while the guests ran" % fabric_died)
     for c in consoles:
         results, done, failed, splats = velo_qemu.parse_console(c.lines)
-        expect = expected_checks(args.mode, c.name)
+        expect = expected_checks(args.mode, c.name, mpi)
         missing = [n for n in expect if n not in results]
         unexpected = [n for n in results if n not in expect]
         mine = []
