@@ -4,7 +4,8 @@
 set(VELO_FABRIC_DIR ${CMAKE_CURRENT_SOURCE_DIR}/fabric)
 # one file per concern; fabric_private.hpp says which (setup and run loop, clients, stores, DMA, RMA)
 add_library(velo_fabric STATIC ${VELO_FABRIC_DIR}/fabric.cpp ${VELO_FABRIC_DIR}/clients.cpp ${VELO_FABRIC_DIR}/stores.cpp
-                               ${VELO_FABRIC_DIR}/dma.cpp ${VELO_FABRIC_DIR}/rma.cpp ${VELO_FABRIC_DIR}/options.cpp)
+                               ${VELO_FABRIC_DIR}/dma.cpp ${VELO_FABRIC_DIR}/rma.cpp ${VELO_FABRIC_DIR}/options.cpp
+                               ${VELO_FABRIC_DIR}/guest.cpp ${VELO_FABRIC_DIR}/pci_config.cpp ${VELO_FABRIC_DIR}/mpqemu.cpp)
 target_include_directories(velo_fabric PUBLIC ${VELO_FABRIC_DIR})
 # OpenSSL's SIPHASH keys the driver core's PRF (region keys) as siphash_2u64 does in velo.ko
 find_package(OpenSSL 3.0 REQUIRED COMPONENTS Crypto)
@@ -49,3 +50,8 @@ velo_fabric_tests(test_fabric_long FabricLong long_ random_mix crossover_overrid
 add_test(NAME fabric.tools COMMAND sh ${CMAKE_SOURCE_DIR}/sw/tools/tests/test_tools.sh $<TARGET_FILE_DIR:velo-run>
                                    $<TARGET_FILE:velo-fabric>)
 set_tests_properties(fabric.tools PROPERTIES TIMEOUT 300)
+# nodes served to QEMU guests, driven over QEMU's device channel by the test itself running the
+# driver core (as velo.ko does); the QEMU boots are driver.cosim.*
+velo_fabric_tests(test_fabric_guest FabricGuest guest_ ConfigSpaceAndBars TwoGuestsExchangeMessages
+                  InterruptedStoresArriveAsFragments NoBusMasterNoDmaAndBadMessagesCloseTheChannel)
+target_link_libraries(test_fabric_guest PRIVATE velo_core)

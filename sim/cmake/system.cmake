@@ -1,5 +1,5 @@
 # The simulated cluster: the NIC top level Verilated once per port count (NP = 1 for a pair,
-# 2 for rings, 4 for 2D tori; and the wide datapath for the pair), C++ link channels, topology
+# 2 for rings, 4 for 2D tori; the wide datapath for the pair; 16 nodes x 64 vpids for QEMU guests), C++ link channels, topology
 # from the route library (sw/route), and the host models on top (Cluster).
 add_library(velo_system STATIC system/system.cpp system/node_pool.cpp system/topology.cpp system/cluster.cpp
                                 system/rma_host.cpp)
@@ -11,6 +11,9 @@ velo_model(velo_system Vnic_p1 velo_nic PARAMS -GNP=1)
 velo_model(velo_system Vnic_p1w velo_nic PARAMS -GNP=1 -GTLP_W=128 -GLINK_W=32)
 velo_model(velo_system Vnic_p2 velo_nic PARAMS -GNP=2)
 velo_model(velo_system Vnic_p4 velo_nic PARAMS -GNP=4)
+# for QEMU guests (velo-fabric --qemu): a send window of 2^28 bytes, which a 32-bit BAR holds
+velo_model(velo_system Vnic_p1b velo_nic PARAMS -GNP=1 -GNODE_BITS=4 -GVPID_BITS=6)
+velo_model(velo_system Vnic_p2b velo_nic PARAMS -GNP=2 -GNODE_BITS=4 -GVPID_BITS=6)
 
 # system and network tests on the cluster
 velo_tb(tb_system tests/tb_system.cpp)

@@ -51,6 +51,12 @@ void Fabric::req_open(Client* c, velo_sim_msg& m) {
                       core_.size());
         return reply(c, m, nullptr, 0);
     }
+    if (!core_[node]) {
+        m.status = -EADDRNOTAVAIL;
+        std::snprintf(m.text, sizeof m.text, "node %lld is the NIC of a QEMU guest: run the program in the guest",
+                      static_cast<long long>(node));
+        return reply(c, m, nullptr, 0);
+    }
     if (log2 < VELO_RING_LOG2_MIN || log2 > VELO_MBOX_LOG2_MAX || ctl_log2 < VELO_RING_LOG2_MIN ||
         ctl_log2 > VELO_MBOX_LOG2_MAX || vpid < -1 || vpid > 255) {
         m.status = -EINVAL;
@@ -140,10 +146,11 @@ void Fabric::req_grant(Client* c, velo_sim_msg& m) {
         return reply(c, m, nullptr, 0);
     }
     // the fabric sees the whole cluster: refuse destinations where nobody listens (a real
-    // driver cannot know; there the connection request times out)
-    const unsigned vb = velo_core_caps(core_[dnode])->vpid_bits;
+    // driver cannot know; there the connection request times out). A QEMU guest's node is
+    // driven by the guest's own driver: there the fabric cannot know either.
+    const unsigned vb = velo_core_caps(core_[c->ep->node])->vpid_bits;
     const unsigned data_vpid = static_cast<unsigned>(dvpid) & ~VELO_CTL_VPID_BIT(vb);
-    if (!velo_core_ep_find(core_[dnode], data_vpid)) {
+    if (core_[dnode] && !velo_core_ep_find(core_[dnode], data_vpid)) {
         m.status = -ECONNREFUSED;
         std::snprintf(m.text, sizeof m.text, "no endpoint at node %lld vpid %u", static_cast<long long>(dnode),
                       data_vpid);

@@ -195,6 +195,12 @@ Fabric::~Fabric() {
         close(fd);
     }
     clients_.clear();
+    for (auto& g : guests_) {
+        for (int fd : {g->fd, g->listen_fd, g->irq_fd, g->resample_fd})
+            if (fd >= 0) close(fd);
+        if (g->listen_fd >= 0) unlink(g->path.c_str());
+        for (auto& r : g->ram) munmap(r.map, r.map_len);
+    }
     for (auto* c : core_)
         if (c) velo_core_remove(c);
     if (info_) munmap(info_, 4096);
@@ -269,6 +275,7 @@ bool Fabric::setup_system() {
     else
         sc.topology = "ring:" + std::to_string(opt_.nodes);
     sc.wide = opt_.wide;
+    sc.bar32 = !opt_.qemu.empty();  // QEMU's proxy device maps 32-bit BARs only
     sc.seed = opt_.seed;
     sc.sim_gate = opt_.sim_gate;
     sc.skip_idle = opt_.skip_idle;
@@ -288,6 +295,18 @@ bool Fabric::setup_system() {
         logf("links of %s did not come up", sc.topology.c_str());
         return false;
     }
+    for (const QemuOpt& q : opt_.qemu) {
+        if (q.node >= n) {
+            logf("--qemu %u:%s: the fabric's nodes are 0-%u", q.node, q.path.c_str(), n - 1);
+            return false;
+        }
+        guests_.emplace_back(new Guest);
+        guests_.back()->node = q.node;
+        guests_.back()->path = q.path;
+    }
+    const uint32_t caps = reg_read(0, VELO_REG_ID_CAPS);
+    node_bits_ = static_cast<unsigned>(VELO_FIELD_GET(VELO_REG_ID_CAPS_NODE_BITS, caps));
+    vpid_bits_ = static_cast<unsigned>(VELO_FIELD_GET(VELO_REG_ID_CAPS_VPID_BITS, caps));
     ops_ = velo_core_ops{op_rd, op_wr, op_alloc, op_free, op_zalloc, op_kfree, op_log, nullptr, op_prf};
     ctx_.resize(n);
     core_.assign(n, nullptr);
@@ -297,6 +316,7 @@ bool Fabric::setup_system() {
     rr_.assign(n, 0);
     for (unsigned i = 0; i < n; ++i) {
         ctx_[i] = NodeCtx{this, i, {}};
+        if (guest_of(i)) continue;  // the guest's velo.ko is its driver
         uint64_t probe_prf = 0;
         if (!draw_secret(ctx_[i].secret, sizeof ctx_[i].secret) || !siphash(ctx_[i].secret, 0, 0, &probe_prf)) {
             logf("node %u: no secret for the region keys (getrandom or OpenSSL's SIPHASH failed)", i);
@@ -317,13 +337,21 @@ bool Fabric::setup_system() {
         }
     }
     sys_->on_cycle = [this] { on_cycle(); };
-    sys_->on_dma_write = [this](unsigned node, const Tlp& t) { on_dma(node, t); };
+    sys_->on_dma_write = [this](unsigned node, const Tlp& t) {
+        if (Guest* g = guest_of(node)) return guest_dma_write(*g, t);
+        on_dma(node, t);
+    };
     // the NIC's DMA reads (RMA): answered by the host model's reader (20 cycles, completions
     // split at RCB boundaries, interleaved) from the clients' memory
     readers_.resize(n);
     for (unsigned i = 0; i < n; ++i) {
         readers_[i].reset(new HostReader(opt_.seed * 37 + i));
-        readers_[i]->source = [this, i](uint64_t a, uint8_t* p, size_t len) { return rma_read(i, a, p, len); };
+        if (Guest* g = guest_of(i))
+            readers_[i]->source = [this, g](uint64_t a, uint8_t* p, size_t len) {
+                return guest_dma_read(*g, a, p, len);
+            };
+        else
+            readers_[i]->source = [this, i](uint64_t a, uint8_t* p, size_t len) { return rma_read(i, a, p, len); };
         readers_[i]->source_fault = HostReader::Fault::UR;
     }
     sys_->on_dma_read = [this](unsigned node, const Tlp& t) {
@@ -338,8 +366,8 @@ bool Fabric::setup_system() {
     info_->magic = VELO_SIM_MAGIC;
     info_->version = VELO_SIM_VERSION;
     info_->nodes = n;
-    info_->node_bits = velo_core_caps(core_[0])->node_bits;
-    info_->vpid_bits = velo_core_caps(core_[0])->vpid_bits;
+    info_->node_bits = node_bits_;
+    info_->vpid_bits = vpid_bits_;
     info_->tlp_bits = sys_->tlp_bits();
     info_->link_bits = sys_->link_bits();
     info_->pid = static_cast<uint32_t>(getpid());
@@ -353,8 +381,9 @@ bool Fabric::setup_system() {
 // VELO_IOC_JOB_SET), before any client can connect. Values the NICs cannot hold are refused.
 bool Fabric::setup_jobs() {
     const unsigned n = static_cast<unsigned>(core_.size());
-    const unsigned half = VELO_CTL_VPID_BIT(velo_core_caps(core_[0])->vpid_bits);
+    const unsigned half = VELO_CTL_VPID_BIT(vpid_bits_);
     for (unsigned i = 0; i < n; ++i) {
+        if (!core_[i]) continue;
         const int r = velo_core_set_policy(core_[i], opt_.policy);
         if (r < 0) {
             logf("node %u: the driver core refuses policy %u (%d)", i, opt_.policy, r);
@@ -380,6 +409,7 @@ bool Fabric::setup_jobs() {
             return false;
         }
         for (unsigned i = 0; i < n; ++i) {
+            if (!core_[i]) continue;  // a guest's resource manager registers it there
             const int r = velo_core_job_set(core_[i], &cj);
             if (r < 0) {
                 logf("--job 0x%llx: node %u's driver core refuses it (%d, %s)", static_cast<unsigned long long>(j.key),
@@ -426,7 +456,7 @@ void Fabric::handle_events(int timeout_ms) {
                 if (opt_.verbose) logf("signal %u: exiting", si.ssi_signo);
                 stop_ = true;
             }
-        } else {
+        } else if (!guest_fd(fd)) {
             auto it = clients_.find(fd);
             if (it != clients_.end()) on_client(it->second.get());
         }
@@ -471,6 +501,9 @@ int Fabric::run() {
         ev.data.fd = fd;
         epoll_ctl(epfd_, EPOLL_CTL_ADD, fd, &ev);
     }
+    if (!setup_guests()) return 2;
+    // a guest's vCPU waits for every BAR access: look at its channel often while cycles run
+    const uint64_t poll_mask = guests_.empty() ? 255 : 15;
     logf("%u nodes (%s, TLP %u bits, link %u bits) at %s", sys_->nodes(), info_->topology, sys_->tlp_bits(),
          sys_->link_bits(), sock_path_.c_str());
     if (opt_.ready_fd >= 0) {
@@ -480,7 +513,7 @@ int Fabric::run() {
     }
     uint64_t iter = 0;
     while (!stop_) {
-        if ((++iter & 255) == 0) handle_events(0);
+        if ((++iter & poll_mask) == 0) handle_events(0);
         if (stop_) break;
         if (!reacting_.empty()) {
             if (!reacting_done()) sys_->park_threads();  // the cores to the clients that react
@@ -499,14 +532,15 @@ int Fabric::run() {
             }
             __atomic_store_n(&info_->frozen, 0, __ATOMIC_SEQ_CST);
         }
-        if (sys_->quiet() && !any_deferred() && !any_store_ready() &&
+        if (sys_->quiet() && !any_deferred() && !any_store_ready() && !guests_busy() &&
             std::all_of(readers_.begin(), readers_.end(), [](const auto& r) { return r->idle(); })) {
             // nothing moves: sleep until a store, a request or a signal (a store that comes within
             // the spin costs neither the client's doorbell nor our wake-up)
             sys_->park_threads();
             if (spin_until([this] { return any_store_ready(); })) continue;
             __atomic_store_n(&info_->sleeping, 1, __ATOMIC_SEQ_CST);
-            if (!any_store_ready()) handle_events(-1);
+            if (!any_store_ready()) handle_events(guest_sleep_ms());
+            guest_cycle();  // write-combining lines that timed out while it slept
             __atomic_store_n(&info_->sleeping, 0, __ATOMIC_SEQ_CST);
             continue;
         }
@@ -526,6 +560,7 @@ int Fabric::run() {
     if (opt_.verbose) {
         // what the NICs counted (drops by reason)
         for (unsigned n = 0; n < core_.size(); ++n) {
+            if (!core_[n]) continue;
             const uint32_t base = velo_core_caps(core_[n])->counters_base - VELO_BLK_COUNTERS_BASE;
             for (unsigned i = 0; i < VELO_CNT_NUM; ++i) {
                 uint32_t v = reg_read(n, VELO_REG_COUNTERS_COUNTER_BASE + base + 4 * i);

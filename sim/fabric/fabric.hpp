@@ -20,6 +20,12 @@ struct JobOpt {
     uint32_t uid = 0;
 };
 
+// A node served to a QEMU guest (--qemu NODE:PATH, docs/cosim.md).
+struct QemuOpt {
+    unsigned node = 0;
+    std::string path;  // the Unix socket QEMU's device channel connects through
+};
+
 struct Options {
     std::string socket;         // empty: velo_sim_default_socket()
     std::string topology;       // empty: "pair" for 2 nodes, else "ring:N"
@@ -37,6 +43,7 @@ struct Options {
     bool sim_gate = true;   // clock-gate idle RMA units and switches in the models (SystemConfig::sim_gate)
     unsigned policy = 1;    // grant policy, VELO_POLICY_* (velo/velo_uapi.h): 0 open, 1 job, 2 strict
     std::vector<JobOpt> jobs;
+    std::vector<QemuOpt> qemu;
 };
 
 // Parse argv (without argv[0]); false with a message in err.

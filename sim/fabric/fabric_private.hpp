@@ -7,6 +7,9 @@
 //   dma.cpp      node memory (the core's dma_alloc) and the NICs' DMA writes into it
 //   rma.cpp      RMA: pinning registered memory, the NICs' DMA to and from clients' memory
 //   options.cpp  the command line
+//   guest.cpp    nodes served to QEMU guests: the device channel, BAR accesses, guest RAM
+//                (pci_config.cpp: their configuration space; mpqemu.cpp: the channel's messages;
+//                sim/model/wc_buffer.cpp: the CPU's write combining)
 #pragma once
 
 #include <cstddef>
@@ -21,11 +24,14 @@
 
 #include "fabric.hpp"
 #include "host.hpp"
+#include "mpqemu.hpp"
+#include "pci_config.hpp"
 #include "system.hpp"
 #include "tlp.hpp"
 #include "velo/velo_hw.h"
 #include "velo/velo_sim_proto.h"
 #include "velo_core.h"
+#include "wc_buffer.hpp"
 
 namespace velo::fabric {
 
@@ -122,6 +128,32 @@ struct Client {
     std::unique_ptr<Endpoint> ep;
 };
 
+// A node whose NIC a QEMU guest drives (--qemu): its device channel, its configuration space,
+// the guest's RAM as QEMU shared it, the CPU's write-combining buffers and the BAR read the
+// guest's vCPU waits for.
+struct GuestRam {
+    uint64_t gpa = 0, size = 0;
+    uint8_t* p = nullptr;  // guest address gpa
+    void* map = nullptr;   // the mapping (from the page below p)
+    size_t map_len = 0;
+};
+struct Guest {
+    unsigned node = 0;
+    std::string path;
+    int listen_fd = -1, fd = -1;
+    mpqemu::Reader rd;
+    std::unique_ptr<PciConfig> cfg;
+    std::unique_ptr<velo::sim::WcBuffers> wc;
+    std::vector<GuestRam> ram;
+    int irq_fd = -1, resample_fd = -1;
+    // the BAR read in flight (the vCPU waits): one or two DW reads
+    bool reading = false;
+    unsigned parts = 0, got = 0, shift = 0, size = 0;
+    uint8_t tags[2] = {};
+    uint32_t vals[2] = {};
+    uint64_t bar_writes = 0, bar_reads = 0, cfg_accesses = 0, unclaimed = 0, dma_dropped = 0, resets = 0;
+};
+
 struct Stats {
     uint64_t stores = 0, bad_stores = 0, splits = 0, dma_writes = 0, dma_unknown = 0, wakeups = 0, freezes = 0,
              freeze_timeouts = 0, clients = 0, client_deaths = 0;
@@ -169,6 +201,21 @@ class Fabric {
     template <class Done>
     bool spin_until(Done done);
     void update_info();
+    // guest.cpp
+    Guest* guest_of(unsigned node) const;
+    bool setup_guests();
+    bool guest_fd(int fd);  // an event on a guest's socket: true if fd was one
+    void guest_msg(Guest& g, mpqemu::Msg& m);
+    void guest_close(Guest& g, const char* why);
+    void guest_sysmem(Guest& g, mpqemu::Msg& m);
+    void guest_bar_write(Guest& g, uint64_t addr, uint64_t val, unsigned size);
+    void guest_bar_read(Guest& g, uint64_t addr, unsigned size);
+    void guest_cycle();  // at the start of every cycle: BAR reads answered, WC timeouts
+    bool guests_busy() const;
+    int guest_sleep_ms() const;  // how long the loop may sleep for the guests (-1: for ever)
+    uint8_t* guest_ram(Guest& g, uint64_t a, size_t n);
+    void guest_dma_write(Guest& g, const Tlp& t);
+    bool guest_dma_read(Guest& g, uint64_t a, uint8_t* p, size_t n);
 
     Options opt_;
     std::unique_ptr<System> sys_;
@@ -194,7 +241,9 @@ class Fabric {
     bool stop_ = false;
     uint64_t next_client_ = 1;
     Stats st_;
-    static constexpr size_t kQueue = 2;  // TLPs queued at a node's CPU port at once
+    std::vector<std::unique_ptr<Guest>> guests_;
+    unsigned node_bits_ = 0, vpid_bits_ = 0;  // ID.CAPS of the NICs
+    static constexpr size_t kQueue = 2;       // TLPs queued at a node's CPU port at once
 };
 
 }  // namespace velo::fabric

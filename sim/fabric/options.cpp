@@ -81,6 +81,7 @@ const char* usage() {
            "                   [--spin-us US] [--threads T] [--ready-fd FD] [--no-sim-gate] [--no-skip-idle] "
            "[--verbose]\n"
            "                   [--policy open|job|strict] [--job KEY:VLO-VHI[:NLO-NHI[:UID]]]...\n"
+           "                   [--qemu NODE:PATH]...\n"
            "Serves a simulated VELO cluster (Verilated NICs) to programs using libvelo:\n"
            "  VELO_DEVICE=sim:PATH VELO_NODE=<node> ./program\n"
            "Default socket: $XDG_RUNTIME_DIR/velo-fabric.sock, else /tmp/velo-fabric-<uid>.sock.\n"
@@ -100,7 +101,11 @@ const char* usage() {
            "                        register a job on every node's driver core at start, as a resource\n"
            "                        manager's prolog does (VELO_IOC_JOB_SET): key (nonzero, 0x for hex),\n"
            "                        data vpids VLO..VHI, nodes NLO..NHI (default: all), only user UID;\n"
-           "                        repeatable. Clients join with VELO_JOB_KEY=KEY in their environment\n";
+           "                        repeatable. Clients join with VELO_JOB_KEY=KEY in their environment\n"
+           "  --qemu NODE:PATH      node NODE is the NIC of a QEMU guest: listen on the Unix socket PATH\n"
+           "                        for one connection, QEMU's multi-process device channel\n"
+           "                        (-device x-pci-proxy-dev,fd=N); the guest's velo.ko drives the NIC\n"
+           "                        (docs/cosim.md). Repeatable, one per guest node\n";
 }
 
 bool parse_options(int argc, char** argv, Options& o, std::string& err) {
@@ -182,6 +187,21 @@ bool parse_options(int argc, char** argv, Options& o, std::string& err) {
                 err = "bad value for --policy: " + p + " (open, job or strict)";
                 return false;
             }
+        } else if (a == "--qemu") {
+            if (!(v = val("--qemu"))) return false;
+            const std::string q = v;
+            const size_t c = q.find(':');
+            unsigned long long nd;
+            if (c == std::string::npos || !dec(q.substr(0, c), 255, nd) || c + 1 >= q.size()) {
+                err = "bad --qemu " + q + " (expected NODE:PATH, NODE a node number, PATH a socket path)";
+                return false;
+            }
+            for (const QemuOpt& g : o.qemu)
+                if (g.node == nd || g.path == q.substr(c + 1)) {
+                    err = "bad --qemu " + q + ": node or path given twice";
+                    return false;
+                }
+            o.qemu.push_back(QemuOpt{static_cast<unsigned>(nd), q.substr(c + 1)});
         } else if (a == "--split-bytes") {
             o.split_bytes = true;
         } else if (a == "--wide") {

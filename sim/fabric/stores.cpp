@@ -126,6 +126,7 @@ void Fabric::on_cycle() {
             if (!any) break;
         }
     }
+    if (!guests_.empty()) guest_cycle();
     __atomic_store_n(&info_->cycle, sys_->cycle(), __ATOMIC_RELAXED);
 }
 

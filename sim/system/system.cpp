@@ -18,10 +18,14 @@
 
 #include "Vnic_p1.h"
 #include "Vnic_p1___024root.h"
+#include "Vnic_p1b.h"
+#include "Vnic_p1b___024root.h"
 #include "Vnic_p1w.h"
 #include "Vnic_p1w___024root.h"
 #include "Vnic_p2.h"
 #include "Vnic_p2___024root.h"
+#include "Vnic_p2b.h"
+#include "Vnic_p2b___024root.h"
 #include "Vnic_p4.h"
 #include "Vnic_p4___024root.h"
 #include "channel.hpp"
@@ -330,7 +334,14 @@ System::System(const SystemConfig& c) : p_(new Impl) {
     for (unsigned i = 0; i < s.topo.nodes; ++i) {
         auto& n = s.nodes[i];
         std::string f = c.waves_prefix + "_node" + std::to_string(i) + ".fst";
-        if (c.wide && s.np == 1)
+        if (c.bar32 && (c.wide || s.np > 2))
+            throw std::invalid_argument(
+                "velo: the NICs whose send window fits a 32-bit BAR are built for a pair or a ring only");
+        else if (c.bar32 && s.np == 1)
+            n.nic.reset(new NicT<Vnic_p1b>(s.link_w, waves, f, c.sim_gate));
+        else if (c.bar32)
+            n.nic.reset(new NicT<Vnic_p2b>(s.link_w, waves, f, c.sim_gate));
+        else if (c.wide && s.np == 1)
             n.nic.reset(new NicT<Vnic_p1w>(s.link_w, waves, f, c.sim_gate));
         else if (c.wide)
             throw std::invalid_argument("velo: the wide configuration (TLP 128, LINK 32) is built for the pair only");
@@ -587,6 +598,14 @@ uint8_t System::reg_read_post(unsigned node, uint32_t off) {
     const uint8_t tag = nd.next_tag++;
     nd.cpl.erase(tag);
     cpu_post(node, Tlp::mrd(kBar0 + off, 1, tag, VELO_BAR_REGS));
+    return tag;
+}
+
+uint8_t System::mem_read_post(unsigned node, uint8_t bar, uint64_t addr, uint8_t be) {
+    auto& nd = p_->nodes.at(node);
+    const uint8_t tag = nd.next_tag++;
+    nd.cpl.erase(tag);
+    cpu_post(node, Tlp::mrd(addr & ~3ull, 1, tag, bar, be, 0));
     return tag;
 }
 

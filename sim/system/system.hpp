@@ -24,7 +24,10 @@ struct SystemConfig {
     // "pair" (two nodes, one link), "ring:N", "torus:XxY", or "links:<file>" (one link per
     // line: "<node>.<port> <node>.<port>", ports numbered from 1)
     std::string topology = "pair";
-    bool wide = false;          // TLP_W=128 and LINK_W=32 instead of 64 and 16
+    bool wide = false;  // TLP_W=128 and LINK_W=32 instead of 64 and 16
+    // NODE_BITS=4 and VPID_BITS=6 instead of 8 and 8: the send window is 2^28 bytes (the paper's
+    // 256 MiB) and fits the 32-bit BAR QEMU's proxy device maps (pair and ring)
+    bool bar32 = false;
     uint64_t seed = 1;          // fault injection and host-side randomness
     unsigned link_latency = 2;  // cycles a flit spends on a wire
     double ber = 0.0;           // bit error rate on every wire
@@ -77,6 +80,9 @@ class System {
     // reg_read_result() is true once its completion is in (the value in *v).
     uint8_t reg_read_post(unsigned node, uint32_t off);
     bool reg_read_result(unsigned node, uint8_t tag, uint32_t* v = nullptr);
+    // A one-DW memory read of any BAR at the host address addr with byte enables be (a QEMU
+    // guest's access): the tag, answered like reg_read_post (an unsupported request: all ones).
+    uint8_t mem_read_post(unsigned node, uint8_t bar, uint64_t addr, uint8_t be);
 
     // Called at the start of every cycle, before the pins are driven (host models advance here:
     // they may cpu_post, and they keep running while reg_read waits).
