@@ -89,6 +89,58 @@ static long mismatch(uint64_t seed, uint64_t i, const uint8_t* buf, size_t len) 
     return -1;
 }
 
+// Which message of the sequence the bytes are: the first index (< count) whose size and
+// pattern they have, or -1.
+static long identify(const struct opts* o, const size_t* sizes, unsigned nsizes, const uint8_t* b, size_t len) {
+    for (unsigned long j = 0; j < o->count; ++j)
+        if (sizes[j % nsizes] == len && mismatch(o->seed, j, b, len) < 0) return (long)j;
+    return -1;
+}
+
+// The bad messages seen so far: how many, and what the first few were.
+struct tally {
+    unsigned long bad;
+    char report[700];
+};
+
+// Check the message received at position pos (it must be message pos, from the peer); a bad one
+// is counted, described on stderr and, for the first four, in t->report.
+static void check_msg(const struct opts* o, const size_t* sizes, unsigned nsizes, unsigned long pos,
+                      const velo_msg_t* m, struct tally* t) {
+    const uint8_t* b = velo_msg_bytes(m);
+    size_t len = velo_msg_size(m), want = sizes[pos % nsizes];
+    long k = len == want ? mismatch(o->seed, pos, b, len) : 0;
+    if (len == want && k < 0 && m->src_node == o->peer_node && m->src_vpid == o->peer_vpid) return;
+    long j = identify(o, sizes, nsizes, b, len);
+    char d[200];
+    int n = snprintf(d, sizeof d, "#%lu from %u.%u: %zu bytes (want %zu), ", pos, m->src_node, m->src_vpid, len, want);
+    if (j >= 0)
+        snprintf(d + n, sizeof d - n, "is message %ld", j);
+    else
+        snprintf(d + n, sizeof d - n, "no message of the sequence (byte %ld differs; bytes %02x %02x %02x %02x ..)", k,
+                 len > 0 ? b[0] : 0, len > 1 ? b[1] : 0, len > 2 ? b[2] : 0, len > 3 ? b[3] : 0);
+    fprintf(stderr, "cosim_msg: %s: bad message %s\n", o->prefix, d);
+    if (t->bad++ < 4) {
+        size_t used = strlen(t->report);
+        snprintf(t->report + used, sizeof t->report - used, "; %s", d);
+    }
+}
+
+// The library's counters of the endpoint, for the console (what a failure looked like).
+static void print_stats(const struct opts* o, velo_ep_t* ep) {
+    velo_stats_t st;
+    if (velo_stats(ep, &st)) return;
+    fprintf(stderr,
+            "cosim_msg: %s: stats: frags_rx %llu credit_msgs_tx %llu credit_msgs_rx %llu send_eagain %llu ctl_bad %llu "
+            "trains_tx %llu trains_rx %llu large_tx %llu large_rx %llu large_eagain %llu rma_reissues %llu "
+            "rma_nq_bad %llu\n",
+            o->prefix, (unsigned long long)st.frags_rx, (unsigned long long)st.credit_msgs_tx,
+            (unsigned long long)st.credit_msgs_rx, (unsigned long long)st.send_eagain, (unsigned long long)st.ctl_bad,
+            (unsigned long long)st.trains_tx, (unsigned long long)st.trains_rx, (unsigned long long)st.large_tx,
+            (unsigned long long)st.large_rx, (unsigned long long)st.large_eagain, (unsigned long long)st.rma_reissues,
+            (unsigned long long)st.rma_nq_bad);
+}
+
 static int open_ep(const struct opts* o, const char* step, long vpid, velo_ep_t** ep) {
     velo_open_attr_t a;
     velo_open_attr_init(&a);
@@ -108,9 +160,10 @@ static int open_ep(const struct opts* o, const char* step, long vpid, velo_ep_t*
              o->device[strlen(inf.backend)] == ':' && (long)me.node == o->node && (vpid < 0 || (long)me.vpid == vpid);
     verdict(o, step, ok,
             "backend %s node %u (want %ld) vpid %u (want %ld) node_bits %u vpid_bits %u "
-            "ring_lines %u credit_lines %u send_max %u",
+            "ring_lines %u credit_lines %u send_max %u crossover %u train_max %u",
             ri ? "?" : inf.backend, ra ? 0 : me.node, o->node, ra ? 0 : me.vpid, vpid, ri ? 0 : inf.node_bits,
-            ri ? 0 : inf.vpid_bits, ri ? 0 : inf.ring_lines, ri ? 0 : inf.credit_lines, ri ? 0 : inf.send_max);
+            ri ? 0 : inf.vpid_bits, ri ? 0 : inf.ring_lines, ri ? 0 : inf.credit_lines, ri ? 0 : inf.send_max,
+            ri ? 0 : inf.crossover, ri ? 0 : inf.train_max);
     return ok ? 0 : -EPROTO;
 }
 
@@ -172,23 +225,15 @@ static int run_send(const struct opts* o, const size_t* sizes, unsigned nsizes, 
             r ? ": " : "", r ? velo_strerror(r) : "");
     if (r) return 1;
     // the echoes: the same messages, in the same order, from the peer
-    unsigned long got = 0, bad = 0;
-    char first[200] = "";
+    unsigned long got = 0;
+    struct tally t = {0, ""};
     for (; got < o->count; ++got) {
         velo_msg_t m;
         r = recv_msg(ep, &m, deadline);
         if (r < 0) break;
-        size_t len = velo_msg_size(&m), want = sizes[got % nsizes];
-        long k = len == want ? mismatch(o->seed, got, velo_msg_bytes(&m), len) : 0;
-        if (len != want || k >= 0 || m.src_node != o->peer_node || m.src_vpid != o->peer_vpid) {
-            if (!bad++)
-                snprintf(first, sizeof first,
-                         "; first bad: echo %lu from %u.%u, %zu bytes (want %zu), "
-                         "byte %ld differs",
-                         got, m.src_node, m.src_vpid, len, want, k);
-        }
+        check_msg(o, sizes, nsizes, got, &m, &t);
     }
-    verdict(o, "echo", r >= 0 && !bad, "%lu of %lu echoes received, %lu wrong%s%s%s", got, o->count, bad, first,
+    verdict(o, "echo", r >= 0 && !t.bad, "%lu of %lu echoes received, %lu wrong%s%s%s", got, o->count, t.bad, t.report,
             r < 0 ? "; velo_wait: " : "", r < 0 ? velo_strerror(r) : "");
     // the end: the peer keeps its endpoint open until this arrives (its last echoes are then
     // surely delivered before it closes)
@@ -196,6 +241,7 @@ static int run_send(const struct opts* o, const size_t* sizes, unsigned nsizes, 
         r = send_msg(ep, c, FIN, sizeof FIN, deadline);
         if (r) verdict(o, "fin", 0, "velo_send: %s", velo_strerror(r));
     }
+    print_stats(o, ep);
     velo_close(ep);
     return nfail ? 1 : 0;
 }
@@ -211,23 +257,16 @@ static int run_echo(const struct opts* o, const size_t* sizes, unsigned nsizes) 
         verdict(o, "recv", 0, "out of memory");
         return 1;
     }
-    unsigned long got = 0, bad = 0;
+    unsigned long got = 0;
+    struct tally t = {0, ""};
     uint64_t bytes = 0;
-    char first[200] = "";
     int r = 0;
     for (; got < o->count; ++got) {
         velo_msg_t m;
         r = recv_msg(ep, &m, deadline);
         if (r < 0) break;
-        size_t len = velo_msg_size(&m), want = sizes[got % nsizes];
-        long k = len == want ? mismatch(o->seed, got, velo_msg_bytes(&m), len) : 0;
-        if (len != want || k >= 0 || m.src_node != o->peer_node || m.src_vpid != o->peer_vpid) {
-            if (!bad++)
-                snprintf(first, sizeof first,
-                         "; first bad: message %lu from %u.%u (want %ld.%ld), %zu "
-                         "bytes (want %zu), byte %ld differs",
-                         got, m.src_node, m.src_vpid, o->peer_node, o->peer_vpid, len, want, k);
-        }
+        check_msg(o, sizes, nsizes, got, &m, &t);
+        size_t len = velo_msg_size(&m);
         kept[got] = malloc(len);
         if (!kept[got]) {
             r = -ENOMEM;
@@ -237,10 +276,14 @@ static int run_echo(const struct opts* o, const size_t* sizes, unsigned nsizes) 
         lens[got] = len;
         bytes += len;
     }
-    verdict(o, "recv", r >= 0 && !bad, "%lu of %lu messages received in order (%llu bytes), %lu wrong%s%s%s", got,
-            o->count, (unsigned long long)bytes, bad, first, r < 0 ? "; velo_wait: " : "",
+    verdict(o, "recv", r >= 0 && !t.bad, "%lu of %lu messages received in order (%llu bytes), %lu wrong%s%s%s", got,
+            o->count, (unsigned long long)bytes, t.bad, t.report, r < 0 ? "; velo_wait: " : "",
             r < 0 ? velo_strerror(r) : "");
-    if (r < 0 || bad) return 1;
+    // wrong messages are echoed as they came (the sender then reports its side too)
+    if (r < 0) {
+        print_stats(o, ep);
+        return 1;
+    }
     if (connect_peer(o, ep, deadline, &c)) return 1;
     unsigned long i;
     for (i = 0; i < o->count; ++i) {
@@ -257,6 +300,7 @@ static int run_echo(const struct opts* o, const size_t* sizes, unsigned nsizes) 
                  m.src_vpid == o->peer_vpid;
         verdict(o, "fin", ok, "%s", r < 0 ? velo_strerror(r) : ok ? "the end message" : "not the end message");
     }
+    print_stats(o, ep);
     velo_close(ep);
     free(kept);
     free(lens);

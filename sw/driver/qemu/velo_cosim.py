@@ -39,7 +39,7 @@ SKIP = 77
 MODES = {
     "selftest": dict(guests=[("solo", 0)], count=0, max_size=64, timeout=240),
     "pair": dict(guests=[("a", 0), ("b", 1)], count=128, max_size=64, timeout=540),
-    "long": dict(guests=[("a", 0), ("b", 1)], count=2048, max_size=1 << 20, timeout=3000),
+    "long": dict(guests=[("a", 0), ("b", 1)], count=400, max_size=1 << 18, timeout=1800),
 }
 VPID_A, VPID_B = 10, 11
 COMMON_CHECKS = ["kernel", "cosim.modules", "cosim.9p", "cosim.chroot", "velo.load"]
@@ -103,8 +103,8 @@ class Procs:
 class Console:
     """A guest's serial console: every line into a log file and a list, read by a thread."""
 
-    def __init__(self, name, proc, path):
-        self.name, self.proc, self.lines = name, proc, []
+    def __init__(self, name, proc, path, t0):
+        self.name, self.proc, self.lines, self.t0 = name, proc, [], t0
         self.f = open(path, "w")
         self.th = threading.Thread(target=self._read, daemon=True)
         self.th.start()
@@ -116,7 +116,7 @@ class Console:
             self.f.write(line + "\n")
             self.f.flush()
             if line.startswith("VELOTEST ") or line.startswith("VELOTEST-DONE"):
-                print("[%s] %s" % (self.name, line), flush=True)
+                print("[%s %6.1f s] %s" % (self.name, time.monotonic() - self.t0, line), flush=True)
 
     def close(self):
         self.th.join(5)
@@ -278,7 +278,7 @@ def main():
                             pass_fds=() if sock is None else (sock.fileno(),))
             if sock is not None:
                 sock.close()  # qemu holds its own copy
-            consoles.append(Console(name, p, os.path.join(args.workdir, "console-%s.log" % name)))
+            consoles.append(Console(name, p, os.path.join(args.workdir, "console-%s.log" % name), t0))
         timed_out = False
         fabric_died = None
         while any(c.proc.poll() is None for c in consoles):
