@@ -38,8 +38,8 @@ SKIP = 77
 # What each mode runs: guests (name, node), messages per direction, largest message, watchdog (s).
 MODES = {
     "selftest": dict(guests=[("solo", 0)], count=0, max_size=64, timeout=240),
-    "pair": dict(guests=[("a", 0), ("b", 1)], count=128, max_size=64, timeout=540),
-    "long": dict(guests=[("a", 0), ("b", 1)], count=400, max_size=1 << 18, timeout=1800),
+    "pair": dict(guests=[("a", 0), ("b", 1)], count=512, max_size=64, timeout=540),
+    "long": dict(guests=[("a", 0), ("b", 1)], count=400, max_size=1 << 20, timeout=1800),
 }
 VPID_A, VPID_B = 10, 11
 COMMON_CHECKS = ["kernel", "cosim.modules", "cosim.9p", "cosim.chroot", "velo.load"]
