@@ -18,6 +18,7 @@ Exit status: 0 all checks passed, 1 a check failed / is missing / timeout / setu
 skipped because qemu-system-x86_64, the kernel image or its modules directory is missing.
 """
 import argparse
+import ctypes
 import os
 import select
 import shutil
@@ -69,15 +70,21 @@ def expected_checks(mode, role, mpi):
             END_CHECKS)
 
 
+def die_with_parent():
+    """In a child before exec: SIGKILL when this script dies, even by SIGKILL (PR_SET_PDEATHSIG)."""
+    ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL, 0, 0, 0)
+
+
 class Procs:
     """The processes this run started, each in a session of its own: all are killed (the whole
-    process group) on every way out, including SIGTERM from ctest's timeout."""
+    process group) on every way out, including SIGTERM from ctest's timeout; the kernel kills
+    them if this script is killed outright."""
 
     def __init__(self):
         self.procs = []
 
     def start(self, cmd, **kw):
-        p = subprocess.Popen(cmd, start_new_session=True, stdin=subprocess.DEVNULL, **kw)
+        p = subprocess.Popen(cmd, start_new_session=True, stdin=subprocess.DEVNULL, preexec_fn=die_with_parent, **kw)
         self.procs.append(p)
         return p
 
@@ -270,7 +277,10 @@ def main():
             sock = None
             if name in socks:
                 sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-                sock.connect(socks[name])
+                try:
+                    sock.connect(socks[name])
+                except OSError as e:
+                    die("cannot connect to velo-fabric's node %d at %s: %s" % (node, socks[name], e))
             cmd = cosim_guest.qemu_command(qemu, boot, initrds[name], append, args.mem,
                                            None if sock is None else sock.fileno())
             log("guest %s (node %d): %s" % (name, node, " ".join(cmd)))
