@@ -68,12 +68,13 @@ def die(msg):
     sys.exit(1)
 
 
-def modinfo(ko):
-    """The .modinfo key=value strings of a .ko, parsed without kmod."""
-    with open(ko, "rb") as f:
-        data = f.read()
+def modinfo(ko, data=None):
+    """The .modinfo key=value strings of a .ko (or of its bytes, data), parsed without kmod."""
+    if data is None:
+        with open(ko, "rb") as f:
+            data = f.read()
     out = {}
-    for m in re.finditer(rb"(?<![\x21-\x7e])(vermagic|parmtype|parm|name|license)=([\x20-\x7e]*)\x00", data):
+    for m in re.finditer(rb"(?<![\x21-\x7e])(vermagic|parmtype|parm|name|license|depends)=([\x20-\x7e]*)\x00", data):
         out.setdefault(m.group(1).decode(), []).append(m.group(2).decode())
     return out
 
@@ -126,6 +127,8 @@ def build_initramfs(args, krel, params, path):
     c.add("bin/sh", stat.S_IFLNK | 0o777, b"busybox")
     with open(os.path.join(HERE, "guest_init.sh"), "rb") as f:
         c.file("init", f.read(), 0o755)
+    with open(os.path.join(HERE, "guest_lib.sh"), "rb") as f:
+        c.file("velo/guest_lib.sh", f.read())
     with open(args.ko, "rb") as f:
         c.file("velo/velo.ko", f.read())
     conf = {
@@ -192,6 +195,34 @@ def expected_checks(test, variants, append=""):
     names += ["probe.rmmod", "probe.gone", "probe.bo.gone"]
     names += ["probe.reload." + c for c in ("insmod", "vv", "bo", "node_id", "rmmod", "gone")]
     return names + ["probe.hold.unbound", "probe.dmesg", "probe.shutdown_armed", "probe.shutdown"]
+
+
+def parse_console(lines, echo=None):
+    """The guest's verdicts in its console lines: (results {name: (PASS|FAIL, detail)}, the
+    VELOTEST-DONE line or None, the names of failed checks, kernel splat lines outside the guest's
+    own dmesg dump). echo(line) is called for every VELOTEST line."""
+    results = {}
+    done = None
+    failed = []
+    in_dmesg = False
+    splats = []
+    for line in lines:
+        if line.startswith("VELOTEST-DMESG-BEGIN"):
+            in_dmesg = True
+        elif line.startswith("VELOTEST-DMESG-END"):
+            in_dmesg = False
+        m = re.match(r"VELOTEST (\S+) (PASS|FAIL) ?(.*)$", line)
+        if m:
+            results[m.group(1)] = (m.group(2), m.group(3))
+            if echo:
+                echo(line)
+            if m.group(2) == "FAIL":
+                failed.append(m.group(1))
+        elif line.startswith("VELOTEST-DONE"):
+            done = line
+        elif not in_dmesg and SPLAT.search(line):
+            splats.append(line)
+    return results, done, failed, splats
 
 
 def pvh_vmlinux(kernel, cachedir):
@@ -344,26 +375,7 @@ def main():
     with open(conlog, "w") as f:
         f.write("\n".join(lines) + "\n")
 
-    results = {}
-    done = None
-    failed = []
-    in_dmesg = False
-    splats = []
-    for line in lines:
-        if line.startswith("VELOTEST-DMESG-BEGIN"):
-            in_dmesg = True
-        elif line.startswith("VELOTEST-DMESG-END"):
-            in_dmesg = False
-        m = re.match(r"VELOTEST (\S+) (PASS|FAIL) ?(.*)$", line)
-        if m:
-            results[m.group(1)] = (m.group(2), m.group(3))
-            print(line, flush=True)
-            if m.group(2) == "FAIL":
-                failed.append(m.group(1))
-        elif line.startswith("VELOTEST-DONE"):
-            done = line
-        elif not in_dmesg and SPLAT.search(line):
-            splats.append(line)
+    results, done, failed, splats = parse_console(lines, lambda line: print(line, flush=True))
     if args.test == "probe" and done is not None:
         # after VELOTEST-DONE the guest powers off with velo bound to 00:06.0 and 00:07.0: the
         # driver's .shutdown must have run for both (its dev_dbg line, enabled by dyndbg)
