@@ -7,7 +7,7 @@ CMAKE_FLAGS ?=
 CCACHE := $(shell command -v ccache 2>/dev/null)
 CCACHE_FLAGS := $(if $(CCACHE),-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
 
-.PHONY: all deps gen configure build demo test bench lint synth-report format clean
+.PHONY: all deps gen configure build demo test bench cosim lint synth-report format clean
 
 all: build
 
@@ -53,6 +53,10 @@ bench: configure
 
 # the iCE40-HX8K bitstream (open flow, docs/board-guide.md): $(BUILD)/fpga/ice40/velo_ice40.bin
 .PHONY: bitstream
+# the co-simulation's long mode: two QEMU guests with the real velo.ko on the RTL (docs/cosim.md)
+cosim: configure
+	cmake --build $(BUILD) -j $(JOBS) --target cosim
+
 bitstream: deps
 	$(MAKE) -C fpga ice40 BUILD=$(abspath $(BUILD))/fpga
 

@@ -53,5 +53,6 @@ set_tests_properties(fabric.tools PROPERTIES TIMEOUT 300)
 # nodes served to QEMU guests, driven over QEMU's device channel by the test itself running the
 # driver core (as velo.ko does); the QEMU boots are driver.cosim.*
 velo_fabric_tests(test_fabric_guest FabricGuest guest_ ConfigSpaceAndBars TwoGuestsExchangeMessages
-                  InterruptedStoresArriveAsFragments NoBusMasterNoDmaAndBadMessagesCloseTheChannel)
+                  InterruptedStoresArriveAsFragments NoBusMasterNoDmaAndBadMessagesCloseTheChannel
+                  IncompleteLineLeavesAtTheTimeout)
 target_link_libraries(test_fabric_guest PRIVATE velo_core)

@@ -354,9 +354,10 @@ int main(int argc, char** argv) {
         return 2;
     }
     peer = (velo_addr_t){(uint32_t)((1 - rank) % nodes), (uint32_t)(BASE_VPID + 1 - rank)};
-    for (int k = 0; k < 1200; ++k) {  // the peer may not be open yet
-        r = velo_connect(ep, peer, 0, &conn);
-        if (r != -ECONNREFUSED) break;
+    // the peer may not be open yet (sim: refused; hw: no answer): retry for up to 5 minutes
+    const time_t give_up = time(NULL) + 300;
+    while ((r = velo_connect(ep, peer, 0, &conn)) == -ECONNREFUSED || r == -ETIMEDOUT) {
+        if (time(NULL) >= give_up) break;
         usleep(100000);
     }
     if (r) {

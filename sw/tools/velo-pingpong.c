@@ -306,9 +306,10 @@ int main(int argc, char** argv) {
     velo_addr_t me, peer = {(uint32_t)((1 - rank) % nodes), (uint32_t)(BASE_VPID + 1 - rank)};
     velo_addr(ep, &me);
     velo_conn_t* c = NULL;
-    for (int k = 0; k < 120000; ++k) {  // the peer may not be open yet
-        r = velo_connect(ep, peer, 0, &c);
-        if (r != -ECONNREFUSED) break;
+    // the peer may not be open yet (sim: refused; hw: no answer): retry for up to 5 minutes
+    const time_t give_up = time(NULL) + 300;
+    while ((r = velo_connect(ep, peer, 0, &c)) == -ECONNREFUSED || r == -ETIMEDOUT) {
+        if (time(NULL) >= give_up) break;
         usleep(1000);
     }
     if (r) die("velo_connect", r);
@@ -338,7 +339,15 @@ int main(int argc, char** argv) {
                 send_all(ep, c, buf, len);
                 int n = recv_one(ep, &m);
                 if ((unsigned)n != len || memcmp(velo_msg_bytes(&m), buf, len) != 0) {
-                    fprintf(stderr, "velo-pingpong: size %u round %u: wrong echo (%d bytes)\n", len, it, n);
+                    fprintf(stderr, "velo-pingpong: size %u round %u: wrong echo (%d bytes) from node %u vpid %u\n",
+                            len, it, n, m.src_node, m.src_vpid);
+                    const uint8_t* got = velo_msg_bytes(&m);
+                    for (unsigned k = 0; k < len && k < (unsigned)n && k < 128; ++k)
+                        if (got[k] != buf[k]) fprintf(stderr, "  byte %u: 0x%02x, sent 0x%02x\n", k, got[k], buf[k]);
+                    velo_stats_t vs;
+                    if (velo_stats(ep, &vs) == 0)
+                        fprintf(stderr, "  frags_rx %llu ctl_bad %llu\n", (unsigned long long)vs.frags_rx,
+                                (unsigned long long)vs.ctl_bad);
                     return 1;
                 }
             } else {

@@ -284,10 +284,11 @@ struct TwoGuests {
         return up() && open_eps(vpid, log2_lines) &&
                velo_core_grant(g[0].core, static_cast<unsigned>(vpid), 0, 1, static_cast<unsigned>(vpid), win) >= 0;
     }
+    std::string wc_timeout_us = "30000000";
     bool up() {
         // no write-combining timeout in practice: the test's messages complete, or a BAR0 access
         // drains them; under load their stores may come far apart in wall time
-        if (!f.start({"--topology", "pair", "--wc-timeout-us", "30000000", "--qemu", "0:" + f.dir + "/g0.sock",
+        if (!f.start({"--topology", "pair", "--wc-timeout-us", wc_timeout_us, "--qemu", "0:" + f.dir + "/g0.sock",
                       "--qemu", "1:" + f.dir + "/g1.sock"}))
             return false;
         for (unsigned i = 0; i < 2; ++i) {
@@ -442,4 +443,28 @@ TEST(FabricGuest, NoBusMasterNoDmaAndBadMessagesCloseTheChannel) {
     EXPECT_EQ(again.cfg_read(0x04, 2), 0u);
     EXPECT_EQ(again.cfg_read(0x00, 2), VELO_PCI_VENDOR_ID);
     EXPECT_TRUE(t.f.alive());
+}
+
+// A line the CPU never completes (the process died mid-message, or stores of another pattern)
+// leaves at the write-combining timeout, even when the guest makes no further access.
+TEST(FabricGuest, IncompleteLineLeavesAtTheTimeout) {
+    TwoGuests t;
+    t.wc_timeout_us = "20000";
+    uint64_t win = 0;
+    ASSERT_TRUE(t.up_one_way(4, 8, &win));
+    const velo_core_ep* const* ep = t.ep;
+    const auto msg = pattern(9, 0, 48);
+    const uint64_t line = kBar2 + win + (47ull << VELO_SEND_ADDR_LEN_M1_SHIFT);
+    for (unsigned o = 0; o < 24; o += 8) {
+        uint64_t q;
+        std::memcpy(&q, msg.data() + o, 8);
+        t.g[0].bar_write(line + o, q, 8);
+    }
+    uint32_t rp = 0;
+    Entry e;
+    ASSERT_TRUE(wait_ring(ep[1], rp, e)) << "the incomplete line never left";
+    EXPECT_TRUE(e.frag);
+    EXPECT_EQ(e.len, 48u);
+    EXPECT_EQ(e.off, 0u);
+    EXPECT_EQ(e.bytes, std::vector<uint8_t>(msg.begin(), msg.begin() + 24));
 }

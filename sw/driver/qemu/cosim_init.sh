@@ -10,7 +10,7 @@
 # test.conf: MODE (selftest: no VELO device; pair: the two-guest exchange), KREL, ROLE (a, b or
 # solo), NODE (this guest's node), PEER_NODE, VPID_A, VPID_B, COUNT, MAX_SIZE, SEED, MSG (absolute path of
 # cosim_msg), VELO_RUN and MPI_COLLECTIVES (velo-run and mpi_collectives of the build tree; empty:
-# no MPI job), VELO_PARAMS (insmod parameters of velo.ko), STEP_TIMEOUT (s, one insmod/mount),
+# no MPI job), TOOLS (directory of velo-check and velo-pingpong; empty: not run), LONG (1: long mode), VELO_PARAMS (insmod parameters of velo.ko), STEP_TIMEOUT (s, one insmod/mount),
 # MSG_TIMEOUT (s, one program in the chroot), MODULES (files of /velo/modules in load order).
 export PATH=/bin
 /bin/busybox mkdir -p /proc /sys /dev /tmp /host
@@ -23,6 +23,11 @@ mount -t devtmpfs devtmpfs /dev
 
 echo "VELOTEST-START $MODE $ROLE $(uname -r)"
 check kernel "uname -r=$(uname -r) vermagic=$KREL" [ "$(uname -r)" = "$KREL" ]
+
+# pids_of <program> <argument>: the processes running that program (its path) with that argument
+pids_of() {
+	ps -o pid,args | awk -v p="$1" -v a=" $2 " '$2 ~ ("/" p "$") && index($0 " ", a) { print $1 }'
+}
 
 # in_chroot <seconds> <command...>: run a program of the host's file system as root in the chroot
 in_chroot() {
@@ -114,6 +119,86 @@ else
 			--prefix "pair.$ROLE" 2>&1
 		_r=$?
 		check pair.$ROLE.exit "status $_r" [ $_r -eq 0 ]
+	fi
+
+	# 6b. (with TOOLS) velo-check between the guests (rank 0 in guest a on node 0): messages,
+	# long messages, velo_wait sleeping in the driver, RMA put/get of registered memory (real
+	# pinning), munmap of a registered buffer under a streaming put (the MMU notifier); then
+	# velo-pingpong (wall-clock figures: the hw backend has no simulated clock)
+	if [ -n "$TOOLS" ]; then
+		_rank=0
+		[ "$ROLE" = b ] && _rank=1
+		_hw="VELO_DEVICE=hw:/dev/velo0 VELO_NODES=2 VELO_RANK=$_rank"
+		in_chroot "$MSG_TIMEOUT" $_hw "$TOOLS/velo-check" --seed "$SEED" >/tmp/check.out 2>&1
+		_r=$?
+		cat /tmp/check.out
+		_n=$(grep -c '^velo-check: [a-z]* PASS ' /tmp/check.out)
+		check check "velo-check rank $_rank: status $_r, $_n of 5 checks passed" [ $_r -eq 0 -a "$_n" = 5 ]
+		if [ "$LONG" = 1 ]; then
+			_pp="--puts --iters 50 --stream 50"
+		else
+			_pp="--sizes 1,8,64,65,1000,4096 --iters 20 --stream 20 --puts --put-sizes 8,4096,65536 --put-iters 2"
+		fi
+		in_chroot "$MSG_TIMEOUT" $_hw "$TOOLS/velo-pingpong" $_pp >/tmp/pp.out 2>&1
+		_r=$?
+		cat /tmp/pp.out
+		_m=1
+		[ $_rank = 0 ] && _m=$(grep -c 'wall-clock times' /tmp/pp.out)
+		check pingpong "velo-pingpong rank $_rank: status $_r" [ $_r -eq 0 -a "$_m" = 1 ]
+
+		# 6c. a process killed mid-stream, on this node: a local pair (both ranks on this NIC)
+		# ping-pongs and the echoing rank is killed. The driver tears its endpoint down once the
+		# NIC is quiesced (page poisoning would catch DMA into freed rings: velo.dmesg); the vpids
+		# open again
+		_loc="VELO_DEVICE=hw:/dev/velo0 VELO_NODES=1"
+		_long="--sizes 64 --iters 100000000 --stream 2 --quiet"
+		in_chroot 300 $_loc "$TOOLS/velo-pingpong" --rank 1 $_long >/tmp/k1.out 2>&1 &
+		in_chroot 300 $_loc "$TOOLS/velo-pingpong" --rank 0 $_long >/tmp/k0.out 2>&1 &
+		sleep 3
+		_p=$(pids_of velo-pingpong "--rank 1")
+		_q=$(pids_of velo-pingpong "--rank 0")
+		[ -n "$_p" ] && kill -9 $_p
+		sleep 1
+		[ -n "$_q" ] && kill -9 $_q
+		wait
+		check kill.midstream "killed the echoing rank (pid ${_p:-none}) while rank 0 (pid ${_q:-none}) streamed" \
+			[ -n "$_p" -a -n "$_q" ]
+		# both vpids open again (their endpoints were torn down and their rings freed); a local
+		# pair's messages are not checked here: see docs/cosim.md, "Open findings"
+		_e=$(in_chroot 60 "$MSG" info --node "$NODE" --vpid 10 2>&1 | grep '^VELOTEST velo.info ')
+		_f=$(in_chroot 60 "$MSG" info --node "$NODE" --vpid 11 2>&1 | grep '^VELOTEST velo.info ')
+		_r=1
+		case "$_e$_f" in *" PASS "*" PASS "*) _r=0 ;; esac
+		check kill.reopen "vpids 10 and 11 open again: ${_e:-no line}; ${_f:-no line}" [ $_r -eq 0 ]
+
+		# 6d. hot removal under traffic: a local pair ping-pongs while the NIC is removed (sysfs);
+		# both processes must end (an error, or SIGBUS on the window), never hang, and /dev/velo0
+		# go; a rescan finds the NIC again, velo.ko binds it and an endpoint opens
+		in_chroot 300 $_loc "$TOOLS/velo-pingpong" --rank 1 $_long >/tmp/h1.out 2>&1 &
+		in_chroot 300 $_loc "$TOOLS/velo-pingpong" --rank 0 $_long >/tmp/h0.out 2>&1 &
+		sleep 3
+		_e=$(t sh -c "echo 1 > /sys/bus/pci/devices/$VELO_BDF/remove" 2>&1)
+		_left=""
+		for _i in $(seq 1 300); do
+			_left=$(pids_of velo-pingpong "--rank 0")$(pids_of velo-pingpong "--rank 1")
+			[ -z "$_left" ] && break
+			sleep 0.1
+		done
+		[ -n "$_left" ] && kill -9 $_left
+		wait
+		check hotplug.remove "remove: ${_e:-ok}; processes left after 30 s: ${_left:-none}; /dev/velo0 $([ -e /dev/velo0 ] && echo still there || echo gone); rank 0: $(tail -1 /tmp/h0.out)" \
+			[ -z "$_e" -a -z "$_left" -a ! -e /dev/velo0 ]
+		echo 1 >/sys/bus/pci/rescan
+		for _i in $(seq 1 100); do
+			[ -c /dev/velo0 ] && break
+			sleep 0.1
+		done
+		VELO_BDF=$(find_pci 0x10ee 0x7e10)
+		_e=$(in_chroot "$MSG_TIMEOUT" "$MSG" info --node "$NODE" 2>&1 | grep '^VELOTEST velo.info ')
+		_ok=0
+		case "$_e" in *" PASS "*) _ok=1 ;; esac
+		check hotplug.rescan "device ${VELO_BDF:-none} bound to $(bound_to ${VELO_BDF:-none}); ${_e:-no velo.info line}" \
+			[ -c /dev/velo0 -a "$(bound_to ${VELO_BDF:-none})" = velo -a $_ok = 1 ]
 	fi
 
 	# 7. (long mode) an MPI job on this guest's node: velo-run --mpi runs `mpirun -n 2`, whose

@@ -3,7 +3,7 @@
 // hw backend on /dev/velo0. Runs inside a guest, in the chroot of the host's root file system.
 //
 //   cosim_msg --version
-//   cosim_msg info --node N                  open an endpoint, check backend and node id
+//   cosim_msg info --node N [--vpid V]       open an endpoint (at vpid V), check backend and node id
 //   (every mode: --device DEV, libvelo's device string, default hw:/dev/velo0; its backend must be
 //   the endpoint's)
 //   cosim_msg send --node N --vpid V --peer-node P --peer-vpid W [--count C] [--seed S]
@@ -200,7 +200,7 @@ static int recv_msg(velo_ep_t* ep, velo_msg_t* m, int64_t deadline) {
 
 static int run_info(const struct opts* o) {
     velo_ep_t* ep;
-    int r = open_ep(o, "info", -1, &ep);
+    int r = open_ep(o, "info", o->vpid, &ep);  // --vpid: that one (default: any)
     if (r == 0) r = velo_close(ep);
     return r ? 1 : 0;
 }

@@ -46,6 +46,8 @@ VPID_A, VPID_B = 10, 11
 COMMON_CHECKS = ["kernel", "cosim.modules", "cosim.9p", "cosim.chroot", "velo.load"]
 END_CHECKS = ["velo.rmmod", "velo.gone", "velo.dmesg"]
 PAIR_CHECKS = {"a": ("open", "connect", "send", "echo", "exit"), "b": ("open", "recv", "connect", "send", "fin", "exit")}
+# with --tools (velo-check, velo-pingpong): between the guests, then in each guest on its own node
+TOOL_CHECKS = ["check", "pingpong", "kill.midstream", "kill.reopen", "hotplug.remove", "hotplug.rescan"]
 
 
 def log(msg):
@@ -62,12 +64,12 @@ def die(msg):
     sys.exit(1)
 
 
-def expected_checks(mode, role, mpi):
+def expected_checks(mode, role, mpi, tools=False):
     if mode == "selftest":
         return COMMON_CHECKS + ["velo.nodev"] + (["mpi.collectives"] if mpi else []) + END_CHECKS
     return (COMMON_CHECKS + ["velo.irq", "velo.info", "velo.info_exit"] +
-            ["pair.%s.%s" % (role, c) for c in PAIR_CHECKS[role]] + (["mpi.collectives"] if mpi else []) +
-            END_CHECKS)
+            ["pair.%s.%s" % (role, c) for c in PAIR_CHECKS[role]] + (TOOL_CHECKS if tools else []) +
+            (["mpi.collectives"] if mpi else []) + END_CHECKS)
 
 
 def die_with_parent():
@@ -172,6 +174,8 @@ def main():
     ap.add_argument("--mpi-app", help="mpi_collectives of the build tree: a 2-rank MPI job in each guest "
                     "(selftest: over shared memory; long: over the VELO BTL, with --velo-run)")
     ap.add_argument("--velo-run", help="velo-run of the build tree (long mode's MPI job)")
+    ap.add_argument("--tools", help="directory of velo-check and velo-pingpong (pair and long: run between the "
+                    "guests, then a process killed mid-stream and hot removal under traffic in each)")
     ap.add_argument("--kernel", help="kernel image (default: /boot/vmlinuz-<release of velo.ko's vermagic>)")
     ap.add_argument("--moddir", help="its modules (default: /lib/modules/<release>)")
     ap.add_argument("--qemu", default="qemu-system-x86_64")
@@ -215,6 +219,9 @@ def main():
     if mpi and args.mode == "long" and not (args.velo_run and os.access(args.velo_run, os.X_OK)):
         die("the long mode's MPI job needs --velo-run (the velo-run target)")
 
+    tools = bool(args.tools) and args.mode != "selftest"
+    if tools and not all(os.access(os.path.join(args.tools, t), os.X_OK) for t in ("velo-check", "velo-pingpong")):
+        die("--tools %s: velo-check and velo-pingpong are missing (build them)" % args.tools)
     os.makedirs(args.workdir, exist_ok=True)
     try:
         wanted = list(cosim_guest.NINEP_MODULES) + [d for d in mi.get("depends", [""])[0].split(",") if d]
@@ -244,6 +251,8 @@ def main():
             "MSG": os.path.abspath(args.msg),
             "MPI_COLLECTIVES": os.path.abspath(args.mpi_app) if mpi else "",
             "VELO_RUN": os.path.abspath(args.velo_run) if mpi and args.velo_run else "",
+            "TOOLS": os.path.abspath(args.tools) if tools else "",
+            "LONG": 1 if args.mode == "long" else 0,
             "VELO_PARAMS": "poll_interval_us=%d" % args.poll_us,
             "STEP_TIMEOUT": step_timeout,
             "MSG_TIMEOUT": msg_timeout,
@@ -312,7 +321,7 @@ def main():
         problems.append("velo-fabric exited with status %d while the guests ran" % fabric_died)
     for c in consoles:
         results, done, failed, splats = velo_qemu.parse_console(c.lines)
-        expect = expected_checks(args.mode, c.name, mpi)
+        expect = expected_checks(args.mode, c.name, mpi, tools)
         missing = [n for n in expect if n not in results]
         unexpected = [n for n in results if n not in expect]
         mine = []
