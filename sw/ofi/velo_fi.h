@@ -1,0 +1,200 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The libfabric provider `velo` (docs/ofi.md): internal objects shared by its files.
+ *   velo_fi_init.c  fi_prov_ini, fi_getinfo, fabric, domain
+ *   velo_fi_av.c    address vectors (FI_AV_MAP, FI_AV_TABLE), address strings
+ *   velo_fi_cq.c    completion queues
+ *   velo_fi_ep.c    endpoints: create, bind, enable, getname, close, progress (the receive path)
+ *   velo_fi_msg.c   FI_MSG and FI_TAGGED data transfer calls
+ *   velo_fi_match.c the tag matcher (velo_fi_match.h)
+ * Everything sits on libvelo's public API (velo/velo.h).
+ */
+#ifndef VELO_FI_H
+#define VELO_FI_H
+
+#include <pthread.h>
+#include <rdma/fabric.h>
+#include <rdma/fi_cm.h>
+#include <rdma/fi_domain.h>
+#include <rdma/fi_endpoint.h>
+#include <rdma/fi_eq.h>
+#include <rdma/fi_errno.h>
+#include <rdma/fi_tagged.h>
+#include <rdma/providers/fi_log.h>
+#include <rdma/providers/fi_prov.h>
+#include <stdbool.h>
+#include <velo/velo.h>
+
+#include "velo_fi_match.h"
+#include "velo_fi_wire.h"
+
+#define VFI_PROV_NAME "velo"
+#define VFI_FABRIC_NAME "velo"
+#define VFI_DOMAIN_NAME "velo0"
+#define VFI_PROV_VERSION FI_VERSION(0, 1)
+#define VFI_FI_VERSION FI_VERSION(1, 17)
+
+/* Longest message: libvelo's default send_max (1 MiB, the destination's $VELO_SEND_MAX) less the
+ * provider's header. No rendezvous yet: longer sends fail with -FI_EMSGSIZE. */
+#define VFI_SEND_MAX_DEFAULT (1u << 20)
+#define VFI_MAX_MSG (VFI_SEND_MAX_DEFAULT - VFI_HDR_MAX)
+/* fi_inject: what fits one VELO store burst with the tagged header and CQ data. */
+#define VFI_INJECT_MAX (VELO_MSG_MAX_BYTES - VFI_HDR_MAX)
+#define VFI_IOV_MAX 8
+#define VFI_CQ_SIZE_DEFAULT 1024
+#define VFI_QUEUE_SIZE 1024 /* tx/rx size reported: posted operations the provider takes */
+#define VFI_CQ_DATA_SIZE 8
+
+#define VFI_CAPS \
+    (FI_MSG | FI_TAGGED | FI_SEND | FI_RECV | FI_DIRECTED_RECV | FI_SOURCE | FI_LOCAL_COMM | FI_REMOTE_COMM)
+#define VFI_TX_CAPS (FI_MSG | FI_TAGGED | FI_SEND)
+#define VFI_RX_CAPS (FI_MSG | FI_TAGGED | FI_RECV | FI_DIRECTED_RECV | FI_SOURCE)
+#define VFI_TX_OP_FLAGS (FI_COMPLETION | FI_INJECT | FI_INJECT_COMPLETE | FI_TRANSMIT_COMPLETE | FI_REMOTE_CQ_DATA)
+#define VFI_RX_OP_FLAGS (FI_COMPLETION | FI_PEEK | FI_CLAIM | FI_DISCARD)
+
+extern struct fi_provider vfi_prov;
+
+#define VFI_WARN(subsys, ...) FI_WARN(&vfi_prov, subsys, __VA_ARGS__)
+
+struct vfi_fabric {
+    struct fid_fabric fabric;
+    int refs; /* domains open (atomic) */
+};
+
+struct vfi_domain {
+    struct fid_domain domain;
+    struct vfi_fabric* fab;
+    int refs; /* AVs, CQs, endpoints open (atomic) */
+    uint32_t addr_format;
+    enum fi_threading threading;
+};
+
+struct vfi_av_entry {
+    velo_addr_t addr;
+    bool valid;
+};
+
+struct vfi_av {
+    struct fid_av av;
+    struct vfi_domain* dom;
+    enum fi_av_type type;
+    pthread_mutex_t lock;
+    struct vfi_av_entry* tab;
+    size_t n, cap;
+    int refs; /* endpoints bound */
+};
+
+/* One completion as the CQ keeps it (tagged format with the source and the error fields). */
+struct vfi_cqe {
+    struct fi_cq_tagged_entry e;
+    fi_addr_t src;
+    int err; /* 0: a completion; else a positive FI_E* error for fi_cq_readerr */
+    size_t olen;
+};
+
+struct vfi_ep;
+
+#define VFI_CQ_MAX_EPS 64
+struct vfi_cq {
+    struct fid_cq cq;
+    struct vfi_domain* dom;
+    enum fi_cq_format format;
+    enum fi_wait_obj wait_obj;
+    pthread_mutex_t lock;
+    struct vfi_cqe* ring; /* grows: completions are never dropped */
+    size_t head, count, cap;
+    struct vfi_ep* eps[VFI_CQ_MAX_EPS]; /* endpoints bound: progressed by fi_cq_read */
+    int neps;
+};
+
+struct vfi_conn {
+    velo_addr_t addr;
+    velo_conn_t* conn;
+};
+
+/* A posted receive (FI_MSG or FI_TAGGED). */
+struct vfi_rx {
+    struct vfi_mrecv m; /* first: the matcher's node */
+    struct iovec iov[VFI_IOV_MAX];
+    size_t iov_count;
+    void* context;
+    uint64_t flags; /* FI_MSG or FI_TAGGED, FI_COMPLETION */
+    uint64_t tag;
+};
+
+/* An unexpected message: the header's fields and a copy of its payload. */
+struct vfi_ux {
+    struct vfi_munexp m; /* first: the matcher's node */
+    uint64_t data;
+    bool has_data;
+    velo_addr_t src_addr;
+    size_t len;
+    uint8_t payload[];
+};
+
+struct vfi_ep {
+    struct fid_ep ep;
+    struct vfi_domain* dom;
+    pthread_mutex_t lock; /* every call on the endpoint (FI_THREAD_SAFE) */
+    velo_ep_t* vep;
+    velo_addr_t addr;
+    uint32_t send_max; /* velo_info's send_max */
+    struct vfi_av* av;
+    struct vfi_cq *tx_cq, *rx_cq;
+    uint64_t tx_bind_flags, rx_bind_flags; /* FI_SELECTIVE_COMPLETION */
+    uint64_t tx_op_flags, rx_op_flags;
+    uint64_t caps;
+    bool enabled, closing;
+    struct vfi_matcher match_msg, match_tag;
+    struct vfi_conn* conns;
+    size_t nconns, capconns;
+    uint8_t* bounce; /* header + payload of one send longer than a store burst */
+    size_t bounce_cap;
+    uint64_t rx_posted; /* statistics for fi_info -v style debugging */
+};
+
+/* velo_fi_init.c */
+int vfi_errno(int velo_err); /* a negative errno from libvelo as a negative FI_E* */
+
+/* velo_fi_av.c */
+int vfi_av_open(struct fid_domain* domain, struct fi_av_attr* attr, struct fid_av** av, void* context);
+/* Destination of fi_addr (0, or -FI_EINVAL when the AV does not have it). */
+int vfi_av_resolve(struct vfi_av* av, fi_addr_t fa, velo_addr_t* out);
+/* fi_addr of a source (FI_ADDR_NOTAVAIL when the AV does not have it). */
+fi_addr_t vfi_av_reverse(struct vfi_av* av, velo_addr_t a);
+/* Parse a name (binary velo_addr_t of 8 bytes for FI_FORMAT_UNSPEC, or "fi_velo://node:vpid"). */
+int vfi_addr_parse(uint32_t format, const void* name, size_t len, velo_addr_t* out);
+/* Format a name in `format` into buf (at most *len bytes); *len = bytes needed. -FI_ETOOSMALL. */
+int vfi_addr_format(uint32_t format, velo_addr_t a, void* buf, size_t* len);
+
+/* velo_fi_cq.c */
+int vfi_cq_open(struct fid_domain* domain, struct fi_cq_attr* attr, struct fid_cq** cq, void* context);
+/* Queue a completion (err 0) or an error entry. -FI_ENOMEM. */
+int vfi_cq_push(struct vfi_cq* cq, const struct vfi_cqe* e);
+int vfi_cq_attach(struct vfi_cq* cq, struct vfi_ep* ep);
+void vfi_cq_detach(struct vfi_cq* cq, struct vfi_ep* ep);
+
+/* velo_fi_ep.c */
+int vfi_endpoint(struct fid_domain* domain, struct fi_info* info, struct fid_ep** ep, void* context);
+/* Read every message there is (ep lock held). */
+void vfi_ep_progress_locked(struct vfi_ep* ep);
+void vfi_ep_progress(struct vfi_ep* ep);
+/* The connection to dst, made on first use (ep lock held). */
+int vfi_ep_conn(struct vfi_ep* ep, velo_addr_t dst, velo_conn_t** conn);
+
+/* velo_fi_msg.c */
+extern struct fi_ops_msg vfi_msg_ops;
+extern struct fi_ops_tagged vfi_tagged_ops;
+/* An arrived message (ep lock held): match it or queue it as unexpected. */
+void vfi_msg_arrived(struct vfi_ep* ep, const velo_msg_t* m);
+/* Free the queues of an endpoint at close: posted receives complete with FI_ECANCELED. */
+void vfi_msg_teardown(struct vfi_ep* ep);
+/* fi_cancel of a posted receive. */
+ssize_t vfi_msg_cancel(struct vfi_ep* ep, void* context);
+
+/* Operations every object lacks: they return -FI_ENOSYS. */
+int vfi_no_bind(struct fid* fid, struct fid* bfid, uint64_t flags);
+int vfi_no_control(struct fid* fid, int command, void* arg);
+int vfi_no_ops_open(struct fid* fid, const char* name, uint64_t flags, void** ops, void* context);
+
+#endif /* VELO_FI_H */
