@@ -103,7 +103,10 @@ struct vfi_cq {
     pthread_mutex_t lock;
     struct vfi_cqe* ring; /* grows: completions are never dropped */
     size_t head, count, cap;
-    struct vfi_ep* eps[VFI_CQ_MAX_EPS]; /* endpoints bound: progressed by fi_cq_read */
+    /* endpoints bound: progressed by fi_cq_read. eps_lock (read: progress, write: bind and
+     * close) keeps an endpoint alive while another thread progresses it through this CQ. */
+    pthread_rwlock_t eps_lock;
+    struct vfi_ep* eps[VFI_CQ_MAX_EPS];
     int neps;
 };
 

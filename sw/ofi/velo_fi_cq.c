@@ -50,7 +50,7 @@ int vfi_cq_push(struct vfi_cq* cq, const struct vfi_cqe* e) {
 
 int vfi_cq_attach(struct vfi_cq* cq, struct vfi_ep* ep) {
     int rc = 0;
-    pthread_mutex_lock(&cq->lock);
+    pthread_rwlock_wrlock(&cq->eps_lock);
     bool have = false;
     for (int i = 0; i < cq->neps; i++) have |= cq->eps[i] == ep;
     if (!have) {
@@ -61,29 +61,27 @@ int vfi_cq_attach(struct vfi_cq* cq, struct vfi_ep* ep) {
             cq->eps[cq->neps++] = ep;
         }
     }
-    pthread_mutex_unlock(&cq->lock);
+    pthread_rwlock_unlock(&cq->eps_lock);
     return rc;
 }
 
 void vfi_cq_detach(struct vfi_cq* cq, struct vfi_ep* ep) {
-    pthread_mutex_lock(&cq->lock);
+    pthread_rwlock_wrlock(&cq->eps_lock); /* waits for progress through this CQ to end */
     for (int i = 0; i < cq->neps; i++)
         if (cq->eps[i] == ep) {
             cq->eps[i] = cq->eps[--cq->neps];
             break;
         }
-    pthread_mutex_unlock(&cq->lock);
+    pthread_rwlock_unlock(&cq->eps_lock);
 }
 
-/* Progress every bound endpoint. The CQ lock is not held while an endpoint lock is taken
- * (progress pushes completions: endpoint lock, then CQ lock). */
+/* Progress every bound endpoint. The CQ's queue lock is not held while an endpoint lock is
+ * taken (progress pushes completions: endpoint lock, then queue lock); the read side of eps_lock
+ * keeps the endpoints from being closed meanwhile. */
 static void cq_progress(struct vfi_cq* cq) {
-    struct vfi_ep* eps[VFI_CQ_MAX_EPS];
-    pthread_mutex_lock(&cq->lock);
-    int n = cq->neps;
-    memcpy(eps, cq->eps, (size_t)n * sizeof(eps[0]));
-    pthread_mutex_unlock(&cq->lock);
-    for (int i = 0; i < n; i++) vfi_ep_progress(eps[i]);
+    pthread_rwlock_rdlock(&cq->eps_lock);
+    for (int i = 0; i < cq->neps; i++) vfi_ep_progress(cq->eps[i]);
+    pthread_rwlock_unlock(&cq->eps_lock);
 }
 
 static ssize_t cq_take(struct vfi_cq* cq, void* buf, size_t count, fi_addr_t* src) {
@@ -173,15 +171,16 @@ static ssize_t cq_sreadfrom(struct fid_cq* fcq, void* buf, size_t count, fi_addr
             if (timeout - ms < slice) slice = (int)(timeout - ms);
         }
         /* sleep on the first bound endpoint's mailbox for a slice; the others are polled */
-        pthread_mutex_lock(&cq->lock);
-        struct vfi_ep* ep = cq->neps ? cq->eps[0] : NULL;
-        pthread_mutex_unlock(&cq->lock);
-        if (ep) {
+        pthread_rwlock_rdlock(&cq->eps_lock);
+        int neps = cq->neps;
+        if (neps) {
+            struct vfi_ep* ep = cq->eps[0];
             pthread_mutex_lock(&ep->lock);
-            if (ep->vep && !ep->closing) velo_idle(ep->vep, cq->neps > 1 ? 0 : slice);
+            if (ep->enabled && !ep->closing) velo_idle(ep->vep, neps > 1 ? 0 : slice);
             pthread_mutex_unlock(&ep->lock);
         }
-        if (!ep || cq->neps > 1) {
+        pthread_rwlock_unlock(&cq->eps_lock);
+        if (neps != 1) {
             struct timespec d = {0, 1000000L};
             nanosleep(&d, NULL);
         }
@@ -212,11 +211,15 @@ static const char* cq_strerror(struct fid_cq* fcq, int prov_errno, const void* e
 
 static int cq_close(struct fid* fid) {
     struct vfi_cq* cq = (struct vfi_cq*)fid;
-    if (cq->neps) {
-        VFI_WARN(FI_LOG_CQ, "velo: CQ still bound to %d endpoints (close them first)\n", cq->neps);
+    pthread_rwlock_rdlock(&cq->eps_lock);
+    int neps = cq->neps;
+    pthread_rwlock_unlock(&cq->eps_lock);
+    if (neps) {
+        VFI_WARN(FI_LOG_CQ, "velo: CQ still bound to %d endpoints (close them first)\n", neps);
         return -FI_EBUSY;
     }
     __atomic_fetch_sub(&cq->dom->refs, 1, __ATOMIC_ACQ_REL);
+    pthread_rwlock_destroy(&cq->eps_lock);
     pthread_mutex_destroy(&cq->lock);
     free(cq->ring);
     free(cq);
@@ -283,6 +286,7 @@ int vfi_cq_open(struct fid_domain* domain, struct fi_cq_attr* attr, struct fid_c
     cq->format = format;
     cq->wait_obj = attr->wait_obj;
     pthread_mutex_init(&cq->lock, NULL);
+    pthread_rwlock_init(&cq->eps_lock, NULL);
     __atomic_fetch_add(&cq->dom->refs, 1, __ATOMIC_ACQ_REL);
     *fcq = &cq->cq;
     return 0;

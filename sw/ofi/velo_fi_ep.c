@@ -143,7 +143,11 @@ static int ep_bind(struct fid* fid, struct fid* bfid, uint64_t flags) {
                 rc = -FI_EINVAL;
                 break;
             }
+            /* not under the endpoint lock: a thread progressing the CQ holds the CQ's eps_lock
+             * and takes endpoint locks */
+            pthread_mutex_unlock(&ep->lock);
             rc = vfi_cq_attach(cq, ep);
+            pthread_mutex_lock(&ep->lock);
             if (rc) break;
             if (flags & FI_TRANSMIT) {
                 ep->tx_cq = cq;

@@ -101,7 +101,8 @@ struct Pair {
     fi_addr_t addr[2] = {};  // ep[i]'s address in the AV
     std::string name[2];
 
-    explicit Pair(uint32_t addr_format = FI_FORMAT_UNSPEC, fi_av_type av_type = FI_AV_TABLE, uint64_t bind = 0) {
+    explicit Pair(uint32_t addr_format = FI_FORMAT_UNSPEC, fi_av_type av_type = FI_AV_TABLE, uint64_t bind = 0,
+                  fi_wait_obj wait = FI_WAIT_NONE) {
         fi_info* h = hints_rdm(FI_MSG | FI_TAGGED | FI_DIRECTED_RECV | FI_SOURCE);
         h->addr_format = addr_format;
         EXPECT_EQ(fi_getinfo(FI_VER, nullptr, nullptr, 0, h, &info), 0);
@@ -115,6 +116,7 @@ struct Pair {
             fi_cq_attr ca = {};
             ca.format = FI_CQ_FORMAT_TAGGED;
             ca.size = 4;  // small: the queue must grow rather than drop
+            ca.wait_obj = wait;
             EXPECT_EQ(fi_cq_open(domain, &ca, &cq[i], nullptr), 0);
             EXPECT_EQ(fi_endpoint(domain, info, &ep[i], nullptr), 0);
             EXPECT_EQ(fi_ep_bind(ep[i], &av->fid, 0), 0);
@@ -530,6 +532,18 @@ TEST(tagged, peek_claim_discard) {
     ASSERT_EQ(fi_trecvmsg(p.ep[1], &tm, FI_PEEK), 0);
     err = p.next_err(1);
     EXPECT_EQ(err.err, FI_ENOMSG);
+    // claim, then discard the claimed message
+    val = 14;
+    ASSERT_EQ(p.retry([&] { return fi_tinject(p.ep[0], &val, 8, p.addr[1], 0x5); }), 0);
+    tm.context = &cctx;
+    p.peek(&tm, FI_CLAIM, &e);
+    EXPECT_EQ(e.len, 8u);
+    ASSERT_EQ(fi_trecvmsg(p.ep[1], &tm, FI_CLAIM | FI_DISCARD), 0);
+    ASSERT_EQ(p.next(1, &e), 1);
+    EXPECT_EQ(e.op_context, &cctx);
+    EXPECT_EQ(e.len, 0u);
+    EXPECT_EQ(buf, 11u);                                         // untouched
+    ASSERT_EQ(fi_trecvmsg(p.ep[1], &tm, FI_CLAIM), -FI_EINVAL);  // gone
     // flags that do not go together
     EXPECT_EQ(fi_trecvmsg(p.ep[1], &tm, FI_DISCARD), -FI_EINVAL);
     tm.context = nullptr;
@@ -574,6 +588,27 @@ TEST(cq, formats_and_selective_completion) {
     EXPECT_EQ(r2, 6u);
     EXPECT_EQ(fi_cq_read(p.cq[0], &e, 1), -FI_EAGAIN);
     EXPECT_EQ(fi_cq_read(p.cq[1], &e, 1), -FI_EAGAIN);
+}
+
+TEST(cq, sread_sleeps_until_a_completion) {
+    Pair p(FI_FORMAT_UNSPEC, FI_AV_TABLE, 0, FI_WAIT_UNSPEC);
+    fi_cq_tagged_entry e;
+    EXPECT_EQ(fi_cq_sread(p.cq[1], &e, 1, nullptr, 0), -FI_EAGAIN);  // nothing, no wait
+    EXPECT_EQ(fi_cq_sread(p.cq[1], &e, 1, nullptr, 20), -FI_EAGAIN);
+    EXPECT_EQ(fi_cq_sread(p.cq[1], &e, 1, nullptr, -2), -FI_EINVAL);
+    EXPECT_EQ(fi_cq_sread(p.cq[1], nullptr, 1, nullptr, 0), -FI_EINVAL);
+    auto tx = pattern(3000, 4);
+    std::vector<uint8_t> rx(3000);
+    int rctx;
+    ASSERT_EQ(fi_trecv(p.ep[1], rx.data(), rx.size(), nullptr, FI_ADDR_UNSPEC, 9, 0, &rctx), 0);
+    ASSERT_EQ(p.retry([&] { return fi_tsend(p.ep[0], tx.data(), tx.size(), nullptr, p.addr[1], 9, nullptr); }), 0);
+    ASSERT_EQ(fi_cq_sread(p.cq[1], &e, 1, nullptr, -1), 1);  // sleeps in velo_idle until it is there
+    EXPECT_EQ(e.op_context, &rctx);
+    EXPECT_EQ(e.len, 3000u);
+    EXPECT_EQ(rx, tx);
+    fi_addr_t src = 0;
+    ASSERT_EQ(fi_cq_sreadfrom(p.cq[0], &e, 1, &src, nullptr, -1), 1);  // the send's
+    EXPECT_EQ(e.flags, uint64_t(FI_SEND | FI_TAGGED));
 }
 
 TEST(cq, context_format_and_growth) {
