@@ -34,10 +34,12 @@
 #define VFI_PROV_VERSION FI_VERSION(0, 1)
 #define VFI_FI_VERSION FI_VERSION(1, 17)
 
-/* Longest message: libvelo's default send_max (1 MiB, the destination's $VELO_SEND_MAX) less the
- * provider's header. No rendezvous yet: longer sends fail with -FI_EMSGSIZE. */
+/* Longest eager message: libvelo's default send_max (1 MiB, the destination's $VELO_SEND_MAX) less
+ * the provider's header. Longer ones (and those above $FI_VELO_RDV_THRESHOLD) go by rendezvous, up
+ * to VFI_MAX_MSG. */
 #define VFI_SEND_MAX_DEFAULT (1u << 20)
-#define VFI_MAX_MSG (VFI_SEND_MAX_DEFAULT - VFI_HDR_MAX)
+#define VFI_EAGER_MAX (VFI_SEND_MAX_DEFAULT - VFI_HDR_MAX)
+#define VFI_MAX_MSG (1ull << 30)
 /* fi_inject: what fits one VELO store burst with the tagged header and CQ data. */
 #define VFI_INJECT_MAX (VELO_MSG_MAX_BYTES - VFI_HDR_MAX)
 #define VFI_IOV_MAX 8
@@ -125,14 +127,40 @@ struct vfi_rx {
     uint64_t tag;
 };
 
-/* An unexpected message: the header's fields and a copy of its payload. */
+/* An unexpected message: the header's fields and a copy of its payload (an RTS: its fields). */
 struct vfi_ux {
     struct vfi_munexp m; /* first: the matcher's node */
     uint64_t data;
     bool has_data;
+    bool rdv;
+    struct vfi_wire_rts rts;
     velo_addr_t src_addr;
     size_t len;
     uint8_t payload[];
+};
+
+/* A rendezvous send waiting for its FIN. */
+struct vfi_tx_rdv {
+    struct vfi_tx_rdv* next;
+    uint32_t id;
+    velo_addr_t dst;
+    velo_region_t* region;
+    void* context;
+    uint64_t flags; /* FI_MSG or FI_TAGGED; FI_COMPLETION: write a completion */
+};
+
+/* A rendezvous receive: gets into the receive buffer, then the FIN. */
+struct vfi_rx_rdv {
+    struct vfi_rx_rdv* next;
+    struct vfi_rx* rx; /* owned */
+    velo_addr_t src;
+    struct vfi_wire_rts rts;
+    uint64_t tag, data;
+    bool has_data;
+    size_t want, issued; /* bytes to get (min of message and buffer), bytes asked for */
+    int outstanding;     /* velo_get calls without their completion */
+    int err;             /* positive FI_E* of a failed get */
+    bool fin_pending;    /* all done, the FIN still to send (no credit) */
 };
 
 struct vfi_ep {
@@ -153,7 +181,10 @@ struct vfi_ep {
     size_t nconns, capconns;
     uint8_t* bounce; /* header + payload of one send longer than a store burst */
     size_t bounce_cap;
-    uint64_t rx_posted; /* statistics for fi_info -v style debugging */
+    size_t rdv_threshold; /* longer messages go by rendezvous ($FI_VELO_RDV_THRESHOLD) */
+    uint32_t next_rdv_id;
+    struct vfi_tx_rdv* tx_rdv;
+    struct vfi_rx_rdv* rx_rdv;
 };
 
 /* velo_fi_init.c */
@@ -190,8 +221,30 @@ extern struct fi_ops_msg vfi_msg_ops;
 extern struct fi_ops_tagged vfi_tagged_ops;
 /* An arrived message (ep lock held): match it or queue it as unexpected. */
 void vfi_msg_arrived(struct vfi_ep* ep, const velo_msg_t* m);
-/* Free the queues of an endpoint at close: posted receives complete with FI_ECANCELED. */
+/* Free the queues of an endpoint at close (no completions). */
 void vfi_msg_teardown(struct vfi_ep* ep);
+/* Write receive r's completion: done bytes of a len-byte message (FI_ETRUNC when fewer), or an
+ * error entry with err (a positive FI_E*). */
+void vfi_rx_complete(struct vfi_ep* ep, struct vfi_rx* r, size_t done, size_t len, uint64_t tag, bool has_data,
+                     uint64_t data, velo_addr_t src, int err);
+size_t vfi_rx_capacity(const struct vfi_rx* r);
+static inline bool vfi_wants_completion(uint64_t bind_flags, uint64_t flags) {
+    return !(bind_flags & FI_SELECTIVE_COMPLETION) || (flags & FI_COMPLETION);
+}
+
+/* velo_fi_rdv.c (all with the ep lock held) */
+/* Send len bytes of iov by rendezvous: register, RTS; the completion comes with the FIN. */
+ssize_t vfi_rdv_send(struct vfi_ep* ep, velo_conn_t* conn, velo_addr_t dst, const struct iovec* iov, size_t count,
+                     size_t len, const struct vfi_wire_hdr* h, void* context, uint64_t flags);
+/* A matched RTS: get into r (owned from here on), complete, FIN. */
+void vfi_rdv_start(struct vfi_ep* ep, struct vfi_rx* r, velo_addr_t src, const struct vfi_wire_rts* rts, uint64_t tag,
+                   bool has_data, uint64_t data);
+/* A discarded RTS: FIN without a get. */
+void vfi_rdv_discard(struct vfi_ep* ep, velo_addr_t src, const struct vfi_wire_rts* rts);
+void vfi_rdv_fin_arrived(struct vfi_ep* ep, velo_addr_t src, uint32_t id, uint32_t status);
+/* RMA completions of rendezvous gets, gets and FINs still to issue. */
+void vfi_rdv_progress(struct vfi_ep* ep);
+void vfi_rdv_teardown(struct vfi_ep* ep);
 /* fi_cancel of a posted receive. */
 ssize_t vfi_msg_cancel(struct vfi_ep* ep, void* context);
 

@@ -38,6 +38,7 @@ int vfi_ep_conn(struct vfi_ep* ep, velo_addr_t dst, velo_conn_t** conn) {
 
 void vfi_ep_progress_locked(struct vfi_ep* ep) {
     if (!ep->enabled || ep->closing) return;
+    vfi_rdv_progress(ep); /* completions of rendezvous gets, and what is left to issue */
     /* bounded, so that one busy sender cannot hold the caller forever */
     bool idled = false;
     for (int i = 0; i < 256; i++) {
@@ -387,6 +388,12 @@ int vfi_endpoint(struct fid_domain* domain, struct fi_info* info, struct fid_ep*
         return -FI_EOTHER;
     }
     ep->send_max = vi.send_max;
+    /* eager up to $FI_VELO_RDV_THRESHOLD, at most what one velo_send carries */
+    size_t eager = vi.send_max > VFI_HDR_MAX ? vi.send_max - VFI_HDR_MAX : VFI_INJECT_MAX;
+    if (eager > VFI_EAGER_MAX) eager = VFI_EAGER_MAX;
+    size_t thr = 0;
+    if (fi_param_get_size_t(&vfi_prov, "rdv_threshold", &thr) == FI_SUCCESS && thr < eager) eager = thr;
+    ep->rdv_threshold = eager;
     ep->ep.fid.fclass = FI_CLASS_EP;
     ep->ep.fid.context = context;
     ep->ep.fid.ops = &ep_fi_ops;

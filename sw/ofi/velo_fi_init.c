@@ -97,8 +97,7 @@ static int check_hints(const struct fi_info* h) {
         if (h->ep_attr->type != FI_EP_UNSPEC && h->ep_attr->type != FI_EP_RDM)
             NODATA("velo: only FI_EP_RDM endpoints\n");
         if (h->ep_attr->max_msg_size > VFI_MAX_MSG)
-            NODATA("velo: max_msg_size %zu above %u (no rendezvous yet)\n", h->ep_attr->max_msg_size,
-                   (unsigned)VFI_MAX_MSG);
+            NODATA("velo: max_msg_size %zu above %llu\n", h->ep_attr->max_msg_size, (unsigned long long)VFI_MAX_MSG);
         if (h->ep_attr->tx_ctx_cnt > 1 || h->ep_attr->rx_ctx_cnt > 1)
             NODATA("velo: one transmit and one receive context per endpoint\n");
     }
@@ -495,5 +494,9 @@ struct fi_provider vfi_prov = {
 };
 
 FI_EXT_INI {
+    fi_param_define(&vfi_prov, "rdv_threshold", FI_PARAM_SIZE_T,
+                    "Messages longer than this go by rendezvous (RMA get into the receive buffer); shorter ones "
+                    "eagerly in one velo_send (default and maximum: libvelo's send_max less the 17-byte header, "
+                    "1048559)");
     return &vfi_prov;
 }

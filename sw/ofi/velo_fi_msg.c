@@ -39,10 +39,6 @@ static bool iov_ok(const struct iovec* iov, size_t count, const char* call) {
     return true;
 }
 
-static bool wants_completion(uint64_t bind_flags, uint64_t flags) {
-    return !(bind_flags & FI_SELECTIVE_COMPLETION) || (flags & FI_COMPLETION);
-}
-
 /* ---- send ---- */
 
 struct send_args {
@@ -64,9 +60,8 @@ static ssize_t do_send(struct vfi_ep* ep, const struct send_args* a) {
         return -FI_EBADFLAGS;
     }
     size_t len = iov_total(a->iov, a->count);
-    if (len > VFI_MAX_MSG || (len + VFI_HDR_MAX > ep->send_max && len + VFI_HDR_MAX > VELO_MSG_MAX_BYTES)) {
-        VFI_WARN(FI_LOG_EP_DATA, "velo: %s: %zu bytes, at most %u (eager only, no rendezvous yet)\n", a->call, len,
-                 (unsigned)(ep->send_max < VFI_SEND_MAX_DEFAULT ? ep->send_max - VFI_HDR_MAX : VFI_MAX_MSG));
+    if (len > VFI_MAX_MSG) {
+        VFI_WARN(FI_LOG_EP_DATA, "velo: %s: %zu bytes, at most %llu\n", a->call, len, (unsigned long long)VFI_MAX_MSG);
         return -FI_EMSGSIZE;
     }
     if ((a->flags & FI_INJECT) && len > VFI_INJECT_MAX) {
@@ -95,7 +90,13 @@ static ssize_t do_send(struct vfi_ep* ep, const struct send_args* a) {
     velo_conn_t* conn;
     rc = vfi_ep_conn(ep, dst, &conn);
     if (rc) goto out;
-    struct vfi_wire_hdr h = {a->kind, (a->flags & FI_REMOTE_CQ_DATA) != 0, a->tag, a->data};
+    struct vfi_wire_hdr h = {a->kind, (a->flags & FI_REMOTE_CQ_DATA) != 0, 0, a->tag, a->data};
+    if (len > ep->rdv_threshold) {
+        uint64_t f = (a->kind == VFI_WIRE_TAGGED ? FI_TAGGED : FI_MSG) |
+                     (vfi_wants_completion(ep->tx_bind_flags, a->flags) ? FI_COMPLETION : 0);
+        rc = vfi_rdv_send(ep, conn, dst, a->iov, a->count, len, &h, a->context, f);
+        goto out;
+    }
     uint8_t small[VELO_MSG_MAX_BYTES];
     uint8_t* buf = small;
     size_t need = VFI_HDR_MAX + len;
@@ -127,7 +128,7 @@ static ssize_t do_send(struct vfi_ep* ep, const struct send_args* a) {
         rc = vfi_errno(vr);
         goto out;
     }
-    if (!(a->flags & FI_INJECT) && wants_completion(ep->tx_bind_flags, a->flags)) {
+    if (!(a->flags & FI_INJECT) && vfi_wants_completion(ep->tx_bind_flags, a->flags)) {
         struct vfi_cqe e = {0};
         e.e.op_context = a->context;
         e.e.flags = FI_SEND | (a->kind == VFI_WIRE_TAGGED ? FI_TAGGED : FI_MSG);
@@ -226,6 +227,32 @@ static ssize_t tag_injectdata(struct fid_ep* fep, const void* buf, size_t len, u
 
 /* ---- receive ---- */
 
+void vfi_rx_complete(struct vfi_ep* ep, struct vfi_rx* r, size_t done, size_t len, uint64_t tag, bool has_data,
+                     uint64_t data, velo_addr_t src, int err) {
+    struct vfi_cqe e = {0};
+    e.e.op_context = r->context;
+    e.e.flags = FI_RECV | (r->flags & (FI_MSG | FI_TAGGED)) | (has_data ? FI_REMOTE_CQ_DATA : 0);
+    e.e.len = done;
+    e.e.buf = r->iov_count ? r->iov[0].iov_base : NULL;
+    e.e.data = has_data ? data : 0;
+    e.e.tag = (r->flags & FI_TAGGED) ? tag : 0;
+    e.src = (ep->caps & FI_SOURCE) ? vfi_av_reverse(ep->av, src) : FI_ADDR_NOTAVAIL;
+    if (err) {
+        e.err = err;
+    } else if (done < len) {
+        VFI_WARN(FI_LOG_EP_DATA, "velo: a message of %zu bytes truncated to the receive buffer's %zu\n", len, done);
+        e.err = FI_ETRUNC;
+        e.olen = len - done;
+    }
+    if (e.err || vfi_wants_completion(ep->rx_bind_flags, r->flags)) vfi_cq_push(ep->rx_cq, &e);
+}
+
+size_t vfi_rx_capacity(const struct vfi_rx* r) {
+    size_t n = 0;
+    for (size_t i = 0; i < r->iov_count; i++) n += r->iov[i].iov_len;
+    return n;
+}
+
 /* Complete receive r with a message's payload (ep lock held). */
 static void deliver(struct vfi_ep* ep, struct vfi_rx* r, const uint8_t* p, size_t len, uint64_t tag, bool has_data,
                     uint64_t data, velo_addr_t src) {
@@ -235,28 +262,21 @@ static void deliver(struct vfi_ep* ep, struct vfi_rx* r, const uint8_t* p, size_
         if (c) memcpy(r->iov[i].iov_base, p + done, c);
         done += c;
     }
-    struct vfi_cqe e = {0};
-    e.e.op_context = r->context;
-    e.e.flags = FI_RECV | (r->flags & (FI_MSG | FI_TAGGED)) | (has_data ? FI_REMOTE_CQ_DATA : 0);
-    e.e.len = done;
-    e.e.buf = r->iov_count ? r->iov[0].iov_base : NULL;
-    e.e.data = has_data ? data : 0;
-    e.e.tag = (r->flags & FI_TAGGED) ? tag : 0;
-    e.src = (ep->caps & FI_SOURCE) ? vfi_av_reverse(ep->av, src) : FI_ADDR_NOTAVAIL;
-    if (done < len) {
-        VFI_WARN(FI_LOG_EP_DATA, "velo: a message of %zu bytes truncated to the receive buffer's %zu\n", len, done);
-        e.err = FI_ETRUNC;
-        e.olen = len - done;
-    }
-    if (e.err || wants_completion(ep->rx_bind_flags, r->flags)) vfi_cq_push(ep->rx_cq, &e);
+    vfi_rx_complete(ep, r, done, len, tag, has_data, data, src, 0);
 }
 
 void vfi_msg_arrived(struct vfi_ep* ep, const velo_msg_t* m) {
     const uint8_t* p = velo_msg_bytes(m);
     size_t len = velo_msg_size(m);
     struct vfi_wire_hdr h;
-    size_t hl = vfi_wire_get(p, len, &h);
     velo_addr_t src = {m->src_node, m->src_vpid};
+    uint32_t fin_id, fin_status;
+    if (vfi_wire_get_fin(p, len, &fin_id, &fin_status)) {
+        vfi_rdv_fin_arrived(ep, src, fin_id, fin_status);
+        return;
+    }
+    size_t hl = vfi_wire_get(p, len, &h);
+    if (hl && h.rts && len - hl != VFI_RTS_BYTES) hl = 0;
     if (!hl) {
         FI_WARN_SPARSE(&vfi_prov, FI_LOG_EP_DATA, "velo: malformed message of %zu bytes from node %u vpid %u dropped\n",
                        len, src.node, src.vpid);
@@ -264,14 +284,21 @@ void vfi_msg_arrived(struct vfi_ep* ep, const velo_msg_t* m) {
     }
     p += hl;
     len -= hl;
+    struct vfi_wire_rts rts = {0, 0, 0, 0};
+    if (h.rts) vfi_wire_get_rts(p, &rts);
     struct vfi_matcher* mt = h.kind == VFI_WIRE_TAGGED ? &ep->match_tag : &ep->match_msg;
     struct vfi_mrecv* hit = vfi_match_arrival(mt, h.tag, src_key(src));
     if (hit) {
         struct vfi_rx* r = (struct vfi_rx*)hit;
+        if (h.rts) {
+            vfi_rdv_start(ep, r, src, &rts, h.tag, h.has_data, h.data);
+            return;
+        }
         deliver(ep, r, p, len, h.tag, h.has_data, h.data, src);
         free(r);
         return;
     }
+    if (h.rts) len = 0; /* the unexpected entry keeps the RTS, not a payload */
     struct vfi_ux* u = malloc(sizeof(*u) + len);
     if (!u) {
         VFI_WARN(FI_LOG_EP_DATA, "velo: out of memory: an unexpected message of %zu bytes dropped\n", len);
@@ -282,8 +309,10 @@ void vfi_msg_arrived(struct vfi_ep* ep, const velo_msg_t* m) {
     u->m.claim = NULL;
     u->data = h.data;
     u->has_data = h.has_data;
+    u->rdv = h.rts;
+    u->rts = rts;
     u->src_addr = src;
-    u->len = len;
+    u->len = h.rts ? (size_t)rts.len : len;
     if (len) memcpy(u->payload, p, len);
     vfi_match_add_unexp(mt, &u->m);
 }
@@ -371,7 +400,10 @@ static ssize_t do_recv(struct vfi_ep* ep, const struct recv_args* a) {
         struct vfi_ux* u = (struct vfi_ux*)um;
         peek_completion(ep, u, a->context, a->flags, true);
         if (a->flags & FI_CLAIM) u->m.claim = a->context;
-        if (take) free(u);
+        if (take) {
+            if (u->rdv) vfi_rdv_discard(ep, u->src_addr, &u->rts);
+            free(u);
+        }
         goto out;
     }
     struct vfi_munexp* um = (a->flags & FI_CLAIM) ? vfi_match_take_claimed(mt, a->context)
@@ -383,10 +415,21 @@ static ssize_t do_recv(struct vfi_ep* ep, const struct recv_args* a) {
     }
     if (um) {
         struct vfi_ux* u = (struct vfi_ux*)um;
-        if (a->flags & FI_DISCARD)
+        if (a->flags & FI_DISCARD) {
             peek_completion(ep, u, a->context, a->flags, false);
-        else
+            if (u->rdv) vfi_rdv_discard(ep, u->src_addr, &u->rts);
+        } else if (u->rdv) {
+            struct vfi_rx* r = malloc(sizeof(*r));
+            if (!r) {
+                vfi_match_add_unexp(mt, &u->m); /* keep it for a later receive */
+                rc = -FI_ENOMEM;
+                goto out;
+            }
+            *r = tmp;
+            vfi_rdv_start(ep, r, u->src_addr, &u->rts, u->m.tag, u->has_data, u->data);
+        } else {
             deliver(ep, &tmp, u->payload, u->len, u->m.tag, u->has_data, u->data, u->src_addr);
+        }
         free(u);
         goto out;
     }
@@ -507,6 +550,7 @@ ssize_t vfi_msg_cancel(struct vfi_ep* ep, void* context) {
 }
 
 void vfi_msg_teardown(struct vfi_ep* ep) {
+    vfi_rdv_teardown(ep);
     struct vfi_matcher* ms[2] = {&ep->match_msg, &ep->match_tag};
     for (int i = 0; i < 2; i++) {
         struct vfi_mrecv* r;

@@ -45,8 +45,8 @@ TEST(getinfo, lists_rdm_with_msg_and_tagged) {
     EXPECT_EQ(info->caps & (FI_MSG | FI_TAGGED), uint64_t(FI_MSG | FI_TAGGED));
     EXPECT_EQ(info->domain_attr->data_progress, FI_PROGRESS_MANUAL);
     EXPECT_EQ(info->domain_attr->mr_mode, 0);
-    EXPECT_EQ(info->tx_attr->inject_size, 47u);        // one store burst less the tagged header and data
-    EXPECT_EQ(info->ep_attr->max_msg_size, 1048559u);  // 1 MiB less the header
+    EXPECT_EQ(info->tx_attr->inject_size, 47u);               // one store burst less the tagged header and data
+    EXPECT_EQ(info->ep_attr->max_msg_size, size_t(1) << 30);  // rendezvous above 1 MiB less the header
     EXPECT_EQ(info->next, nullptr);
     fi_freeinfo(info);
 }
@@ -59,7 +59,7 @@ TEST(getinfo, refuses_what_it_lacks) {
     EXPECT_EQ(getinfo(hints_rdm(FI_MSG | FI_RMA), &info), -FI_ENODATA);
     EXPECT_EQ(getinfo(hints_rdm(FI_ATOMIC), &info), -FI_ENODATA);
     h = hints_rdm();
-    h->ep_attr->max_msg_size = 2u << 20;
+    h->ep_attr->max_msg_size = (size_t(1) << 30) + 1;
     EXPECT_EQ(getinfo(h, &info), -FI_ENODATA);
     h = hints_rdm();
     h->domain_attr->data_progress = FI_PROGRESS_AUTO;
@@ -380,8 +380,9 @@ TEST(msg, sizes_byte_exact_with_completions) {
         EXPECT_EQ(std::memcmp(rx.data(), tx.data(), n), 0);
         EXPECT_EQ(rx[n], 0xEE);  // nothing beyond the message
     }
-    std::vector<uint8_t> big(1048560);
-    EXPECT_EQ(fi_send(p.ep[0], big.data(), big.size(), nullptr, p.addr[1], nullptr), -FI_EMSGSIZE);
+    std::vector<uint8_t> big(64);
+    // above max_msg_size (1 GiB): refused before the buffer is touched
+    EXPECT_EQ(fi_send(p.ep[0], big.data(), (size_t(1) << 30) + 1, nullptr, p.addr[1], nullptr), -FI_EMSGSIZE);
     EXPECT_EQ(fi_inject(p.ep[0], big.data(), 48, p.addr[1]), -FI_EMSGSIZE);
 }
 
@@ -431,6 +432,66 @@ TEST(msg, iov_inject_data_truncation) {
     fi_msg m = {};
     m.addr = p.addr[1];
     EXPECT_EQ(fi_sendmsg(p.ep[0], &m, FI_MULTICAST), -FI_EBADFLAGS);
+}
+
+// Messages above the eager limit (1 MiB less the header; lower with FI_VELO_RDV_THRESHOLD, as in
+// ofi.calls_rdv) go by rendezvous: the send completes only when the receiver has taken the data.
+TEST(rdv, completion_after_the_get_truncation_discard_iov) {
+    Pair p;
+    const size_t n = 3u << 19;  // 1.5 MiB: above the eager limit
+    auto tx = pattern(n, 5);
+    int sctx;
+    ASSERT_EQ(p.retry([&] { return fi_tsend(p.ep[0], tx.data(), n, nullptr, p.addr[1], 0x77, &sctx); }), 0);
+    fi_cq_tagged_entry e;
+    for (int k = 0; k < 50; ++k) p.progress();
+    EXPECT_EQ(fi_cq_read(p.cq[0], &e, 1), -FI_EAGAIN);  // no receive yet: the send is not complete
+    // the receive takes it in two iovecs
+    std::vector<uint8_t> r1(n / 3), r2(n);
+    iovec riov[2] = {{r1.data(), r1.size()}, {r2.data(), r2.size()}};
+    int rctx;
+    ASSERT_EQ(fi_trecvv(p.ep[1], riov, nullptr, 2, FI_ADDR_UNSPEC, 0x77, 0, &rctx), 0);
+    fi_addr_t src;
+    ASSERT_EQ(p.next(1, &e, &src), 1);
+    EXPECT_EQ(e.op_context, &rctx);
+    EXPECT_EQ(e.len, n);
+    EXPECT_EQ(e.tag, 0x77u);
+    EXPECT_EQ(src, p.addr[0]);
+    EXPECT_EQ(std::memcmp(r1.data(), tx.data(), r1.size()), 0);
+    EXPECT_EQ(std::memcmp(r2.data(), tx.data() + r1.size(), n - r1.size()), 0);
+    ASSERT_EQ(p.next(0, &e), 1);
+    EXPECT_EQ(e.op_context, &sctx);
+    EXPECT_EQ(e.flags, uint64_t(FI_SEND | FI_TAGGED));
+
+    // truncation: the receive buffer gets what fits, the error entry says how much was cut
+    std::vector<uint8_t> small(n / 2);
+    ASSERT_EQ(fi_trecv(p.ep[1], small.data(), small.size(), nullptr, FI_ADDR_UNSPEC, 0x78, 0, &rctx), 0);
+    ASSERT_EQ(p.retry([&] { return fi_tsenddata(p.ep[0], tx.data(), n, nullptr, 42, p.addr[1], 0x78, &sctx); }), 0);
+    fi_cq_err_entry err = p.next_err(1);
+    EXPECT_EQ(err.err, FI_ETRUNC);
+    EXPECT_EQ(err.olen, n - small.size());
+    EXPECT_EQ(err.data, 42u);
+    EXPECT_EQ(std::memcmp(small.data(), tx.data(), small.size()), 0);
+    ASSERT_EQ(p.next(0, &e), 1);  // the sender completes normally
+
+    // peek + discard of a rendezvous message: the sender completes, nothing is transferred
+    ASSERT_EQ(p.retry([&] { return fi_tsend(p.ep[0], tx.data(), n, nullptr, p.addr[1], 0x79, &sctx); }), 0);
+    uint64_t dummy = 0;
+    iovec div = {&dummy, 8};
+    fi_msg_tagged tm = {};
+    tm.msg_iov = &div;
+    tm.iov_count = 1;
+    tm.addr = FI_ADDR_UNSPEC;
+    tm.tag = 0x79;
+    tm.context = &rctx;
+    p.peek(&tm, FI_DISCARD, &e);
+    EXPECT_EQ(e.len, n);  // the message's length, from the RTS
+    ASSERT_EQ(p.next(0, &e), 1);
+    EXPECT_EQ(e.op_context, &sctx);
+    EXPECT_EQ(dummy, 0u);
+
+    // a rendezvous send takes one iovec with data
+    iovec two[2] = {{tx.data(), n / 2}, {tx.data() + n / 2, n / 2}};
+    EXPECT_EQ(fi_sendv(p.ep[0], two, nullptr, 2, p.addr[1], nullptr), -FI_EMSGSIZE);
 }
 
 TEST(tagged, order_ignore_directed_source) {

@@ -19,12 +19,15 @@ grep -q '^    type: FI_EP_RDM$' "$tmp/out" || fail "endpoint type"
 
 fi_info -p velo -v > "$tmp/out" 2>&1 || fail "fi_info -p velo -v"
 grep -q 'FI_TAGGED' "$tmp/out" || fail "no FI_TAGGED"
-grep -q 'max_msg_size: 1048559$' "$tmp/out" || fail "max_msg_size"
+grep -q 'max_msg_size: 1073741824$' "$tmp/out" || fail "max_msg_size"
 grep -q 'inject_size: 47$' "$tmp/out" || fail "inject_size"
 grep -q 'data_progress: FI_PROGRESS_MANUAL$' "$tmp/out" || fail "progress"
 grep -q 'threading: FI_THREAD_SAFE$' "$tmp/out" || fail "threading"
 ! grep -q 'FI_RMA\|FI_ATOMIC' "$tmp/out" || fail "claims RMA or atomics"
 
+# the provider's parameter
+fi_info -g VELO_ > "$tmp/out" 2>&1 || fail "fi_info -g"
+grep -q '^# FI_VELO_RDV_THRESHOLD: size_t' "$tmp/out" || fail "no FI_VELO_RDV_THRESHOLD"
 # what it lacks: no entry
 if fi_info -p velo -t FI_EP_MSG > "$tmp/out" 2>&1; then fail "an FI_EP_MSG entry"; fi
 if fi_info -p velo -c FI_RMA > "$tmp/out" 2>&1; then fail "an FI_RMA entry"; fi

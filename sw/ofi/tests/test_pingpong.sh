@@ -1,11 +1,13 @@
 #!/bin/sh
 # Debian's fi_pingpong between two processes on two nodes of a fabric of velo-run's own, through
 # the provider `velo` (ofi.pingpong): FI_EP_RDM, untagged and tagged (-m tagged), sizes from 1 B to
-# the largest message (1 MiB less the provider's header), data checked by fi_pingpong (-c).
+# 2 MiB, data checked by fi_pingpong (-c). Rendezvous (RMA get into the receive buffer) above
+# 16 KiB here (FI_VELO_RDV_THRESHOLD), eager below.
 # fi_pingpong exchanges the endpoints' names (fi_getname) over a TCP control connection of its
 # own on 127.0.0.1; rank 0 is the server, rank 1 the client.
 #   test_pingpong.sh <directory of libvelo-fi.so> <velo-run> <velo-fabric> [max]
-# With `max`: only the largest message, once (about 20 s of simulation: ofi.pingpong_max).
+# With `max`: the largest eager message (1 MiB less the 17-byte header) and a 2 MiB one (rendezvous,
+# the default threshold), once each (ofi.pingpong_max: about a minute of simulation).
 set -eu
 export FI_PROVIDER_PATH=$1
 run=$2
@@ -37,8 +39,9 @@ for c in $PP_CASES; do
 done
 RANK
 if [ "${4:-}" = max ]; then
-    export PP_CASES="1048559:1:tagged"
+    export PP_CASES="1048559:1:tagged 2097152:1:msg"
 else
+    export FI_VELO_RDV_THRESHOLD=16384
     export PP_CASES="1:20:msg 47:20:msg 48:20:msg 64:20:msg 1000:10:msg 65536:2:msg 8:20:tagged 55:10:tagged 4096:5:tagged"
 fi
 "$run" -n 2 --timeout 240 -- sh "$tmp/rank.sh" > "$tmp/out" 2>&1 || { echo "FAIL: fi_pingpong"; grep -v 'fi_getinfo_\|mrail' "$tmp/out" | tail -40; exit 1; }
@@ -54,5 +57,6 @@ awk '/^\[[01]\] [0-9.]+[kmg]? +[0-9]+ +=[0-9]+/ { sent = $3; ack = substr($4, 2)
      END { exit bad || rows == 0 }' "$tmp/out" || { echo "FAIL: #sent != #ack"; grep "^\[[01]\] [0-9]" "$tmp/out"; exit 1; }
 if [ "${4:-}" = max ]; then
     grep -q "^\[1\] 1023k *1 *=1 " "$tmp/out" || { echo "FAIL: no 1 MiB row"; grep "^\[[01]\] [0-9]" "$tmp/out"; exit 1; }
+    grep -q "^\[1\] 2m *1 *=1 " "$tmp/out" || { echo "FAIL: no 2 MiB row"; grep "^\[[01]\] [0-9]" "$tmp/out"; exit 1; }
 fi
 echo "ofi pingpong: OK ($n cases)"
