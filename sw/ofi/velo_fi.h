@@ -112,6 +112,16 @@ struct vfi_cq {
     int neps;
 };
 
+struct vfi_cntr {
+    struct fid_cntr cntr;
+    struct vfi_domain* dom;
+    enum fi_wait_obj wait_obj;
+    uint64_t value, err;       /* atomics */
+    pthread_rwlock_t eps_lock; /* as the CQ's: endpoints bound, progressed by fi_cntr_read */
+    struct vfi_ep* eps[VFI_CQ_MAX_EPS];
+    int neps;
+};
+
 struct vfi_conn {
     velo_addr_t addr;
     velo_conn_t* conn;
@@ -172,7 +182,8 @@ struct vfi_ep {
     uint32_t send_max; /* velo_info's send_max */
     struct vfi_av* av;
     struct vfi_cq *tx_cq, *rx_cq;
-    uint64_t tx_bind_flags, rx_bind_flags; /* FI_SELECTIVE_COMPLETION */
+    struct vfi_cntr *send_cntr, *recv_cntr; /* FI_SEND, FI_RECV counters (may be NULL) */
+    uint64_t tx_bind_flags, rx_bind_flags;  /* FI_SELECTIVE_COMPLETION */
     uint64_t tx_op_flags, rx_op_flags;
     uint64_t caps;
     bool enabled, closing;
@@ -207,6 +218,12 @@ int vfi_cq_open(struct fid_domain* domain, struct fi_cq_attr* attr, struct fid_c
 int vfi_cq_push(struct vfi_cq* cq, const struct vfi_cqe* e);
 int vfi_cq_attach(struct vfi_cq* cq, struct vfi_ep* ep);
 void vfi_cq_detach(struct vfi_cq* cq, struct vfi_ep* ep);
+
+/* velo_fi_cntr.c */
+int vfi_cntr_open(struct fid_domain* domain, struct fi_cntr_attr* attr, struct fid_cntr** cntr, void* context);
+void vfi_cntr_inc(struct vfi_cntr* c, bool err); /* c may be NULL */
+int vfi_cntr_attach(struct vfi_cntr* c, struct vfi_ep* ep);
+void vfi_cntr_detach(struct vfi_cntr* c, struct vfi_ep* ep);
 
 /* velo_fi_ep.c */
 int vfi_endpoint(struct fid_domain* domain, struct fi_info* info, struct fid_ep** ep, void* context);

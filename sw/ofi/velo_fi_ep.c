@@ -79,6 +79,8 @@ static int ep_close(struct fid* fid) {
     pthread_mutex_unlock(&ep->lock);
     if (ep->tx_cq) vfi_cq_detach(ep->tx_cq, ep);
     if (ep->rx_cq && ep->rx_cq != ep->tx_cq) vfi_cq_detach(ep->rx_cq, ep);
+    if (ep->send_cntr) vfi_cntr_detach(ep->send_cntr, ep);
+    if (ep->recv_cntr && ep->recv_cntr != ep->send_cntr) vfi_cntr_detach(ep->recv_cntr, ep);
     if (ep->av) __atomic_fetch_sub(&ep->av->refs, 1, __ATOMIC_ACQ_REL);
     vfi_msg_teardown(ep);
     int rc = velo_close(ep->vep);
@@ -162,10 +164,34 @@ static int ep_bind(struct fid* fid, struct fid* bfid, uint64_t flags) {
         }
         case FI_CLASS_EQ:
             break; /* an RDM endpoint of this provider raises no events: nothing to report there */
-        case FI_CLASS_CNTR:
-            VFI_WARN(FI_LOG_EP_CTRL, "velo: no counters yet\n");
-            rc = -FI_ENOSYS;
+        case FI_CLASS_CNTR: {
+            struct vfi_cntr* c = (struct vfi_cntr*)bfid;
+            if (!(flags & (FI_SEND | FI_RECV)) || (flags & ~(uint64_t)(FI_SEND | FI_RECV))) {
+                VFI_WARN(FI_LOG_EP_CTRL,
+                         "velo: counter binding flags 0x%llx: FI_SEND and/or FI_RECV only (no "
+                         "FI_RMA)\n",
+                         (unsigned long long)flags);
+                rc = -FI_EINVAL;
+                break;
+            }
+            if (c->dom != ep->dom) {
+                VFI_WARN(FI_LOG_EP_CTRL, "velo: counter of another domain\n");
+                rc = -FI_EINVAL;
+                break;
+            }
+            if (((flags & FI_SEND) && ep->send_cntr) || ((flags & FI_RECV) && ep->recv_cntr)) {
+                VFI_WARN(FI_LOG_EP_CTRL, "velo: the endpoint already has a counter for this direction\n");
+                rc = -FI_EINVAL;
+                break;
+            }
+            pthread_mutex_unlock(&ep->lock); /* as for CQs */
+            rc = vfi_cntr_attach(c, ep);
+            pthread_mutex_lock(&ep->lock);
+            if (rc) break;
+            if (flags & FI_SEND) ep->send_cntr = c;
+            if (flags & FI_RECV) ep->recv_cntr = c;
             break;
+        }
         default:
             VFI_WARN(FI_LOG_EP_CTRL, "velo: cannot bind an object of class %d to an endpoint\n", (int)bfid->fclass);
             rc = -FI_EINVAL;

@@ -231,7 +231,7 @@ static int vfi_getinfo(uint32_t version, const char* node, const char* service, 
     d->max_ep_rx_ctx = 1;
     d->max_ep_stx_ctx = 0;
     d->max_ep_srx_ctx = 0;
-    d->cntr_cnt = 0;
+    d->cntr_cnt = 1024;
     d->mr_iov_limit = 0;
     d->caps = FI_LOCAL_COMM | FI_REMOTE_COMM;
     d->mode = 0;
@@ -298,11 +298,6 @@ static int no_scalable_ep(struct fid_domain* d, struct fi_info* i, struct fid_ep
     VFI_WARN(FI_LOG_DOMAIN, "velo: no scalable endpoints\n");
     return -FI_ENOSYS;
 }
-static int no_cntr(struct fid_domain* d, struct fi_cntr_attr* a, struct fid_cntr** c, void* x) {
-    (void)d, (void)a, (void)c, (void)x;
-    VFI_WARN(FI_LOG_DOMAIN, "velo: no counters yet (docs/ofi.md)\n");
-    return -FI_ENOSYS;
-}
 static int no_poll(struct fid_domain* d, struct fi_poll_attr* a, struct fid_poll** p) {
     (void)d, (void)a, (void)p;
     VFI_WARN(FI_LOG_DOMAIN, "velo: no poll sets\n");
@@ -341,7 +336,7 @@ static struct fi_ops_domain domain_ops = {
     .cq_open = vfi_cq_open,
     .endpoint = vfi_endpoint,
     .scalable_ep = no_scalable_ep,
-    .cntr_open = no_cntr,
+    .cntr_open = vfi_cntr_open,
     .poll_open = no_poll,
     .stx_ctx = no_stx,
     .srx_ctx = no_srx,

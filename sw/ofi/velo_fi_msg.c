@@ -128,6 +128,7 @@ static ssize_t do_send(struct vfi_ep* ep, const struct send_args* a) {
         rc = vfi_errno(vr);
         goto out;
     }
+    vfi_cntr_inc(ep->send_cntr, false);
     if (!(a->flags & FI_INJECT) && vfi_wants_completion(ep->tx_bind_flags, a->flags)) {
         struct vfi_cqe e = {0};
         e.e.op_context = a->context;
@@ -244,6 +245,7 @@ void vfi_rx_complete(struct vfi_ep* ep, struct vfi_rx* r, size_t done, size_t le
         e.err = FI_ETRUNC;
         e.olen = len - done;
     }
+    vfi_cntr_inc(ep->recv_cntr, e.err != 0);
     if (e.err || vfi_wants_completion(ep->rx_bind_flags, r->flags)) vfi_cq_push(ep->rx_cq, &e);
 }
 

@@ -90,6 +90,7 @@ void vfi_rdv_fin_arrived(struct vfi_ep* ep, velo_addr_t src, uint32_t id, uint32
                      src.vpid, fi_strerror((int)status));
             e.err = status > 0 && status < 4096 ? (int)status : FI_EIO;
         }
+        vfi_cntr_inc(ep->send_cntr, e.err != 0);
         if (e.err || (t->flags & FI_COMPLETION)) vfi_cq_push(ep->tx_cq, &e);
         free(t);
         return;

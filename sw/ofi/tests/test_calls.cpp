@@ -239,7 +239,14 @@ TEST(objects, error_paths) {
 
     fid_cntr* cntr;
     fi_cntr_attr cta = {};
+    cta.wait_obj = FI_WAIT_FD;
     EXPECT_EQ(fi_cntr_open(domain, &cta, &cntr, nullptr), -FI_ENOSYS);
+    cta.wait_obj = FI_WAIT_NONE;
+    cta.flags = 1;
+    EXPECT_EQ(fi_cntr_open(domain, &cta, &cntr, nullptr), -FI_EINVAL);
+    cta.flags = 0;
+    ASSERT_EQ(fi_cntr_open(domain, &cta, &cntr, nullptr), 0);
+    EXPECT_EQ(fi_cntr_wait(cntr, 1, 0), -FI_EINVAL);  // FI_WAIT_NONE
     fid_mr* mr;
     char buf[64];
     EXPECT_EQ(fi_mr_reg(domain, buf, sizeof(buf), FI_SEND, 0, 0, 0, &mr, nullptr), -FI_ENOSYS);
@@ -255,7 +262,10 @@ TEST(objects, error_paths) {
     EXPECT_EQ(fi_send(ep, buf, 8, nullptr, 0, nullptr), -FI_EOPBADSTATE);  // not enabled
     EXPECT_EQ(fi_recv(ep, buf, 8, nullptr, 0, nullptr), -FI_EOPBADSTATE);
     EXPECT_EQ(fi_ep_bind(ep, &cq->fid, FI_TRANSMIT | FI_RECV), 0);
-    EXPECT_EQ(fi_ep_bind(ep, &cq->fid, FI_RECV), -FI_EINVAL);  // already has one
+    EXPECT_EQ(fi_ep_bind(ep, &cq->fid, FI_RECV), -FI_EINVAL);     // already has one
+    EXPECT_EQ(fi_ep_bind(ep, &cntr->fid, FI_WRITE), -FI_EINVAL);  // no RMA
+    EXPECT_EQ(fi_ep_bind(ep, &cntr->fid, FI_SEND), 0);
+    EXPECT_EQ(fi_ep_bind(ep, &cntr->fid, FI_SEND), -FI_EINVAL);  // already has one
     EXPECT_EQ(fi_enable(ep), 0);
     EXPECT_EQ(fi_ep_bind(ep, &cq->fid, FI_TRANSMIT), -FI_EOPBADSTATE);  // after enable
     EXPECT_EQ(fi_connect(ep, buf, nullptr, 0), -FI_ENOSYS);
@@ -275,9 +285,11 @@ TEST(objects, error_paths) {
     EXPECT_EQ(fi_cancel(&ep->fid, nullptr), -FI_EINVAL);
 
     EXPECT_EQ(fi_close(&cq->fid), -FI_EBUSY);  // bound to ep
+    EXPECT_EQ(fi_close(&cntr->fid), -FI_EBUSY);
     EXPECT_EQ(fi_close(&av->fid), -FI_EBUSY);
     EXPECT_EQ(fi_close(&domain->fid), -FI_EBUSY);
     EXPECT_EQ(fi_close(&ep->fid), 0);
+    EXPECT_EQ(fi_close(&cntr->fid), 0);
     EXPECT_EQ(fi_close(&cq->fid), 0);
     EXPECT_EQ(fi_close(&av->fid), 0);
     EXPECT_EQ(fi_close(&domain->fid), 0);
@@ -670,6 +682,72 @@ TEST(cq, sread_sleeps_until_a_completion) {
     fi_addr_t src = 0;
     ASSERT_EQ(fi_cq_sreadfrom(p.cq[0], &e, 1, &src, nullptr, -1), 1);  // the send's
     EXPECT_EQ(e.flags, uint64_t(FI_SEND | FI_TAGGED));
+}
+
+TEST(cntr, counts_completions_and_errors) {
+    Pair p;
+    fid_cntr *sc, *rc;
+    fi_cntr_attr ca = {};
+    ca.events = FI_CNTR_EVENTS_COMP;
+    ca.wait_obj = FI_WAIT_UNSPEC;
+    ASSERT_EQ(fi_cntr_open(p.domain, &ca, &sc, nullptr), 0);
+    ASSERT_EQ(fi_cntr_open(p.domain, &ca, &rc, nullptr), 0);
+    // bound after enable is refused: counters go on a fresh pair of endpoints
+    EXPECT_EQ(fi_ep_bind(p.ep[0], &sc->fid, FI_SEND), -FI_EOPBADSTATE);
+    fid_ep *a, *b;
+    fid_cq *qa, *qb;
+    fi_cq_attr qattr = {};
+    qattr.format = FI_CQ_FORMAT_TAGGED;
+    ASSERT_EQ(fi_cq_open(p.domain, &qattr, &qa, nullptr), 0);
+    ASSERT_EQ(fi_cq_open(p.domain, &qattr, &qb, nullptr), 0);
+    ASSERT_EQ(fi_endpoint(p.domain, p.info, &a, nullptr), 0);
+    ASSERT_EQ(fi_endpoint(p.domain, p.info, &b, nullptr), 0);
+    for (auto [ep, cq] : {std::pair{a, qa}, std::pair{b, qb}}) {
+        ASSERT_EQ(fi_ep_bind(ep, &p.av->fid, 0), 0);
+        ASSERT_EQ(fi_ep_bind(ep, &cq->fid, FI_TRANSMIT | FI_RECV), 0);
+    }
+    ASSERT_EQ(fi_ep_bind(a, &sc->fid, FI_SEND), 0);
+    ASSERT_EQ(fi_ep_bind(b, &rc->fid, FI_RECV), 0);
+    ASSERT_EQ(fi_enable(a), 0);
+    ASSERT_EQ(fi_enable(b), 0);
+    char name[16];
+    size_t len = sizeof(name);
+    ASSERT_EQ(fi_getname(&b->fid, name, &len), 0);
+    fi_addr_t to_b;
+    ASSERT_EQ(fi_av_insert(p.av, name, 1, &to_b, 0, nullptr), 1);
+    // 5 sends (2 injects) and 5 receives, one of them truncated (an error)
+    uint64_t v = 1, r[5] = {};
+    for (int i = 0; i < 5; ++i)
+        ASSERT_EQ(fi_trecv(b, &r[i], i == 4 ? 4 : 8, nullptr, FI_ADDR_UNSPEC, 3, 0, nullptr), 0);
+    for (int i = 0; i < 5; ++i) {
+        ssize_t s;
+        while ((s = i < 2 ? fi_tinject(a, &v, 8, to_b, 3) : fi_tsend(a, &v, 8, nullptr, to_b, 3, nullptr)) ==
+               -FI_EAGAIN) {
+            fi_cntr_read(sc);
+            fi_cntr_read(rc);
+        }
+        ASSERT_EQ(s, 0);
+    }
+    EXPECT_EQ(fi_cntr_read(sc), 5u);  // injects count too
+    EXPECT_EQ(fi_cntr_readerr(sc), 0u);
+    EXPECT_EQ(fi_cntr_wait(rc, 4, -1), 0);  // progresses b until 4 receives completed
+    while (fi_cntr_readerr(rc) == 0) {
+    }
+    EXPECT_EQ(fi_cntr_read(rc), 4u);
+    EXPECT_EQ(fi_cntr_readerr(rc), 1u);                // the truncated one
+    EXPECT_EQ(fi_cntr_wait(rc, 5, 0), -FI_ETIMEDOUT);  // 4 of 5, no new error
+    EXPECT_EQ(fi_cntr_add(rc, 10), 0);
+    EXPECT_EQ(fi_cntr_read(rc), 14u);
+    EXPECT_EQ(fi_cntr_set(rc, 2), 0);
+    EXPECT_EQ(fi_cntr_seterr(rc, 0), 0);
+    EXPECT_EQ(fi_cntr_read(rc), 2u);
+    EXPECT_EQ(fi_cntr_readerr(rc), 0u);
+    EXPECT_EQ(fi_cntr_wait(rc, 3, 20), -FI_ETIMEDOUT);
+    EXPECT_EQ(fi_close(&sc->fid), -FI_EBUSY);
+    for (fid_ep* ep : {a, b}) EXPECT_EQ(fi_close(&ep->fid), 0);
+    for (fid_cq* cq : {qa, qb}) EXPECT_EQ(fi_close(&cq->fid), 0);
+    EXPECT_EQ(fi_close(&sc->fid), 0);
+    EXPECT_EQ(fi_close(&rc->fid), 0);
 }
 
 TEST(cq, context_format_and_growth) {
