@@ -1,6 +1,7 @@
 // The provider's matcher (velo_fi_match.h) alone: fixed cases for each rule, then seeded random
 // operations against a reference model (std::vector, searched front to back) compared after every
-// step: which receive / message each operation took, and both queues in order at the end.
+// step: which receive / message each operation took, and both queues in order at the end. Also the
+// wire format (velo_fi_wire.h): round trips and every possible first byte from the network.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -251,5 +252,61 @@ TEST_P(RandomOps, agree_with_model) {
 }
 
 INSTANTIATE_TEST_SUITE_P(seeds, RandomOps, ::testing::Values(1u, 2u, 3u, 42u, 1234u, 99991u));
+
+}  // namespace
+
+// ---- the wire format (velo_fi_wire.h): round trips, and hostile bytes from the network refused
+#include "velo_fi_wire.h"
+
+namespace {
+
+TEST(wire, round_trips) {
+    for (unsigned kind : {VFI_WIRE_MSG, VFI_WIRE_TAGGED})
+        for (int data : {0, 1})
+            for (int rts : {0, 1}) {
+                vfi_wire_hdr h = {kind, data, rts, UINT64_C(0x0123456789ABCDEF), UINT64_C(0xFEDCBA9876543210)};
+                uint8_t b[VFI_HDR_MAX + VFI_RTS_BYTES];
+                size_t n = vfi_wire_put(b, &h);
+                EXPECT_EQ(n, 1u + (kind == VFI_WIRE_TAGGED ? 8u : 0u) + (data ? 8u : 0u));
+                vfi_wire_hdr g;
+                ASSERT_EQ(vfi_wire_get(b, n, &g), n);
+                EXPECT_EQ(g.kind, kind);
+                EXPECT_EQ(g.has_data, data);
+                EXPECT_EQ(g.rts, rts);
+                EXPECT_EQ(g.tag, kind == VFI_WIRE_TAGGED ? h.tag : 0u);
+                EXPECT_EQ(g.data, data ? h.data : 0u);
+                EXPECT_EQ(vfi_wire_get(b, n - 1, &g), 0u);  // one byte short
+            }
+    vfi_wire_rts r = {UINT64_C(1) << 35, UINT64_C(0xABCDEF0123), 0xDEADBEEF, 77}, q;
+    uint8_t b[VFI_RTS_BYTES];
+    vfi_wire_put_rts(b, &r);
+    vfi_wire_get_rts(b, &q);
+    EXPECT_EQ(q.len, r.len);
+    EXPECT_EQ(q.nla, r.nla);
+    EXPECT_EQ(q.key, r.key);
+    EXPECT_EQ(q.id, r.id);
+    uint8_t f[VFI_FIN_BYTES];
+    ASSERT_EQ(vfi_wire_put_fin(f, 0x01020304, 265), VFI_FIN_BYTES);
+    uint32_t id, st;
+    ASSERT_EQ(vfi_wire_get_fin(f, sizeof(f), &id, &st), 1);
+    EXPECT_EQ(id, 0x01020304u);
+    EXPECT_EQ(st, 265u);
+    EXPECT_EQ(vfi_wire_get_fin(f, sizeof(f) - 1, &id, &st), 0);
+    vfi_wire_hdr g;
+    EXPECT_EQ(vfi_wire_get(f, sizeof(f), &g), 0u);  // a FIN is no data header
+}
+
+TEST(wire, hostile_first_bytes) {
+    // every first byte: accepted only with a known kind and known flag bits, and enough bytes
+    for (unsigned b0 = 0; b0 < 256; ++b0) {
+        uint8_t b[32] = {static_cast<uint8_t>(b0)};
+        vfi_wire_hdr g;
+        const unsigned kind = b0 & VFI_WIRE_KIND_MASK;
+        const bool ok = (b0 & ~VFI_WIRE_KNOWN) == 0 && (kind == VFI_WIRE_MSG || kind == VFI_WIRE_TAGGED);
+        const size_t want = ok ? 1u + (kind == VFI_WIRE_TAGGED ? 8u : 0u) + ((b0 & VFI_WIRE_DATA) ? 8u : 0u) : 0u;
+        EXPECT_EQ(vfi_wire_get(b, sizeof(b), &g), want) << b0;
+        EXPECT_EQ(vfi_wire_get(b, 0, &g), 0u);
+    }
+}
 
 }  // namespace
