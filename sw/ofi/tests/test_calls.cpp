@@ -11,6 +11,7 @@
 #include <rdma/fi_errno.h>
 #include <rdma/fi_tagged.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <string>
@@ -389,7 +390,7 @@ TEST(msg, sizes_byte_exact_with_completions) {
         EXPECT_EQ(e.flags, uint64_t(FI_RECV | FI_MSG));
         EXPECT_EQ(e.len, n);
         EXPECT_EQ(src, p.addr[0]);  // FI_SOURCE
-        EXPECT_EQ(std::memcmp(rx.data(), tx.data(), n), 0);
+        EXPECT_TRUE(std::equal(tx.begin(), tx.end(), rx.begin()));
         EXPECT_EQ(rx[n], 0xEE);  // nothing beyond the message
     }
     std::vector<uint8_t> big(64);
