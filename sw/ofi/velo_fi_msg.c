@@ -384,7 +384,7 @@ static ssize_t do_recv(struct vfi_ep* ep, const struct recv_args* a) {
     struct vfi_matcher* mt = a->tagged ? &ep->match_tag : &ep->match_msg;
     vfi_ep_progress_locked(ep); /* the unexpected queue as of now */
     struct vfi_rx tmp = {.iov_count = a->count, .context = a->context, .flags = a->flags, .tag = tag};
-    memcpy(tmp.iov, a->iov, a->count * sizeof(struct iovec));
+    if (a->count) memcpy(tmp.iov, a->iov, a->count * sizeof(struct iovec));
     tmp.flags |= a->tagged ? FI_TAGGED : FI_MSG;
     if (a->flags & FI_PEEK) {
         bool take = (a->flags & FI_DISCARD) && !(a->flags & FI_CLAIM);
