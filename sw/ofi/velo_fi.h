@@ -193,6 +193,8 @@ struct vfi_ep {
     uint8_t* bounce; /* header + payload of one send longer than a store burst */
     size_t bounce_cap;
     size_t rdv_threshold; /* longer messages go by rendezvous ($FI_VELO_RDV_THRESHOLD) */
+    size_t eager_max;     /* what one velo_send carries less the header */
+    bool recv_area;       /* connections with libvelo receive areas ($FI_VELO_RECV_AREA) */
     uint32_t next_rdv_id;
     struct vfi_tx_rdv* tx_rdv;
     struct vfi_rx_rdv* rx_rdv;

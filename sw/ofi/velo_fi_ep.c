@@ -25,7 +25,9 @@ int vfi_ep_conn(struct vfi_ep* ep, velo_addr_t dst, velo_conn_t** conn) {
         ep->capconns = cap;
     }
     velo_conn_t* c;
-    int rc = velo_connect(ep->vep, dst, VELO_CONNECT_NOWAIT, &c);
+    /* without a receive area (the default) the destination pins nothing for this sender: longer
+     * messages go by rendezvous, registered only while they are in flight */
+    int rc = velo_connect(ep->vep, dst, VELO_CONNECT_NOWAIT | (ep->recv_area ? 0u : VELO_CONNECT_SMALL), &c);
     if (rc) {
         VFI_WARN(FI_LOG_EP_DATA, "velo: cannot connect to node %u vpid %u: %s\n", dst.node, dst.vpid,
                  velo_strerror(rc));
@@ -414,9 +416,14 @@ int vfi_endpoint(struct fid_domain* domain, struct fi_info* info, struct fid_ep*
         return -FI_EOTHER;
     }
     ep->send_max = vi.send_max;
-    /* eager up to $FI_VELO_RDV_THRESHOLD, at most what one velo_send carries */
-    size_t eager = vi.send_max > VFI_HDR_MAX ? vi.send_max - VFI_HDR_MAX : VFI_INJECT_MAX;
+    /* eager up to $FI_VELO_RDV_THRESHOLD, at most what one velo_send carries: a train without
+     * receive areas, send_max with them ($FI_VELO_RECV_AREA) */
+    int area = 0;
+    if (fi_param_get_bool(&vfi_prov, "recv_area", &area) == FI_SUCCESS) ep->recv_area = area != 0;
+    size_t carry = ep->recv_area ? vi.send_max : vi.train_max;
+    size_t eager = carry > VFI_HDR_MAX + VFI_INJECT_MAX ? carry - VFI_HDR_MAX : VFI_INJECT_MAX;
     if (eager > VFI_EAGER_MAX) eager = VFI_EAGER_MAX;
+    ep->eager_max = eager;
     size_t thr = 0;
     if (fi_param_get_size_t(&vfi_prov, "rdv_threshold", &thr) == FI_SUCCESS && thr < eager) eager = thr;
     ep->rdv_threshold = eager;

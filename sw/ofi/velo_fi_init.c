@@ -207,7 +207,7 @@ static int vfi_getinfo(uint32_t version, const char* node, const char* service, 
     fi->ep_attr->protocol_version = 1;
     fi->ep_attr->max_msg_size = VFI_MAX_MSG;
     fi->ep_attr->msg_prefix_size = 0;
-    fi->ep_attr->mem_tag_format = 0;
+    fi->ep_attr->mem_tag_format = UINT64_MAX; /* all 64 tag bits are matched */
     fi->ep_attr->tx_ctx_cnt = 1;
     fi->ep_attr->rx_ctx_cnt = 1;
 
@@ -491,7 +491,10 @@ struct fi_provider vfi_prov = {
 FI_EXT_INI {
     fi_param_define(&vfi_prov, "rdv_threshold", FI_PARAM_SIZE_T,
                     "Messages longer than this go by rendezvous (RMA get into the receive buffer); shorter ones "
-                    "eagerly in one velo_send (default and maximum: libvelo's send_max less the 17-byte header, "
-                    "1048559)");
+                    "eagerly in one velo_send (default and maximum: what one velo_send carries less the 17-byte "
+                    "header: a VELO train, about 1.7 KiB, or with FI_VELO_RECV_AREA libvelo's send_max, 1 MiB)");
+    fi_param_define(&vfi_prov, "recv_area", FI_PARAM_BOOL,
+                    "Connect with libvelo receive areas (the destination pins 2 x send_max for every sender): eager "
+                    "messages up to send_max. Default no: eager up to a train, rendezvous above");
     return &vfi_prov;
 }

@@ -91,7 +91,11 @@ static ssize_t do_send(struct vfi_ep* ep, const struct send_args* a) {
     rc = vfi_ep_conn(ep, dst, &conn);
     if (rc) goto out;
     struct vfi_wire_hdr h = {a->kind, (a->flags & FI_REMOTE_CQ_DATA) != 0, 0, a->tag, a->data};
-    if (len > ep->rdv_threshold) {
+    size_t with_data = 0;
+    for (size_t i = 0; i < a->count; i++) with_data += a->iov[i].iov_len != 0;
+    /* rendezvous above the threshold; a message in several iovecs goes eagerly while one velo_send
+     * carries it (a rendezvous send takes one iovec) */
+    if (len > ep->rdv_threshold && (with_data <= 1 || len > ep->eager_max)) {
         uint64_t f = (a->kind == VFI_WIRE_TAGGED ? FI_TAGGED : FI_MSG) |
                      (vfi_wants_completion(ep->tx_bind_flags, a->flags) ? FI_COMPLETION : 0);
         rc = vfi_rdv_send(ep, conn, dst, a->iov, a->count, len, &h, a->context, f);
@@ -118,6 +122,14 @@ static ssize_t do_send(struct vfi_ep* ep, const struct send_args* a) {
         n += a->iov[i].iov_len;
     }
     int vr = velo_send(conn, buf, n);
+    if (vr == -EMSGSIZE && len > VFI_INJECT_MAX) {
+        /* more than this connection carries (the destination granted a smaller window or has no
+         * receive area): by rendezvous instead */
+        uint64_t f = (a->kind == VFI_WIRE_TAGGED ? FI_TAGGED : FI_MSG) |
+                     (vfi_wants_completion(ep->tx_bind_flags, a->flags) ? FI_COMPLETION : 0);
+        rc = vfi_rdv_send(ep, conn, dst, a->iov, a->count, len, &h, a->context, f);
+        goto out;
+    }
     if (vr == -EAGAIN) { /* no credit (or the connection's answer not in yet): progress, then retry */
         vfi_ep_progress_locked(ep);
         rc = -FI_EAGAIN;

@@ -22,7 +22,7 @@ ssize_t vfi_rdv_send(struct vfi_ep* ep, velo_conn_t* conn, velo_addr_t dst, cons
         }
     if (with_data != 1) {
         VFI_WARN(FI_LOG_EP_DATA, "velo: a rendezvous send (above %zu bytes) takes its data in one iovec, not %zu\n",
-                 ep->rdv_threshold, with_data);
+                 ep->eager_max, with_data);
         return -FI_EMSGSIZE;
     }
     velo_scope_t scope;

@@ -447,8 +447,9 @@ TEST(msg, iov_inject_data_truncation) {
     EXPECT_EQ(fi_sendmsg(p.ep[0], &m, FI_MULTICAST), -FI_EBADFLAGS);
 }
 
-// Messages above the eager limit (1 MiB less the header; lower with FI_VELO_RDV_THRESHOLD, as in
-// ofi.calls_rdv) go by rendezvous: the send completes only when the receiver has taken the data.
+// Messages above the eager limit (a VELO train, about 1.7 KiB, by default; 1 MiB less the header
+// with FI_VELO_RECV_AREA as in ofi.calls_area; lower with FI_VELO_RDV_THRESHOLD as in
+// ofi.calls_asan) go by rendezvous: the send completes only when the receiver has taken the data.
 TEST(rdv, completion_after_the_get_truncation_discard_iov) {
     Pair p;
     const size_t n = 3u << 19;  // 1.5 MiB: above the eager limit
@@ -676,12 +677,14 @@ TEST(cq, sread_sleeps_until_a_completion) {
     int rctx;
     ASSERT_EQ(fi_trecv(p.ep[1], rx.data(), rx.size(), nullptr, FI_ADDR_UNSPEC, 9, 0, &rctx), 0);
     ASSERT_EQ(p.retry([&] { return fi_tsend(p.ep[0], tx.data(), tx.size(), nullptr, p.addr[1], 9, nullptr); }), 0);
-    ASSERT_EQ(fi_cq_sread(p.cq[1], &e, 1, nullptr, -1), 1);  // sleeps in velo_idle until it is there
+    fi_addr_t src = 0;
+    ASSERT_EQ(fi_cq_sreadfrom(p.cq[1], &e, 1, &src, nullptr, -1), 1);  // sleeps in velo_idle until it is there
     EXPECT_EQ(e.op_context, &rctx);
     EXPECT_EQ(e.len, 3000u);
+    EXPECT_EQ(src, p.addr[0]);
     EXPECT_EQ(rx, tx);
-    fi_addr_t src = 0;
-    ASSERT_EQ(fi_cq_sreadfrom(p.cq[0], &e, 1, &src, nullptr, -1), 1);  // the send's
+    // the send's completion (a rendezvous send's needs the receiver's progress too: p.next)
+    ASSERT_EQ(p.next(0, &e), 1);
     EXPECT_EQ(e.flags, uint64_t(FI_SEND | FI_TAGGED));
 }
 

@@ -28,6 +28,7 @@ grep -q 'threading: FI_THREAD_SAFE$' "$tmp/out" || fail "threading"
 # the provider's parameter
 fi_info -g VELO_ > "$tmp/out" 2>&1 || fail "fi_info -g"
 grep -q '^# FI_VELO_RDV_THRESHOLD: size_t' "$tmp/out" || fail "no FI_VELO_RDV_THRESHOLD"
+grep -q '^# FI_VELO_RECV_AREA: Boolean' "$tmp/out" || fail "no FI_VELO_RECV_AREA"
 # what it lacks: no entry
 if fi_info -p velo -t FI_EP_MSG > "$tmp/out" 2>&1; then fail "an FI_EP_MSG entry"; fi
 if fi_info -p velo -c FI_RMA > "$tmp/out" 2>&1; then fail "an FI_RMA entry"; fi

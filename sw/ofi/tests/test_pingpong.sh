@@ -1,18 +1,18 @@
 #!/bin/sh
 # Debian's fi_pingpong between two processes on two nodes of a fabric of velo-run's own, through
 # the provider `velo` (ofi.pingpong): FI_EP_RDM, untagged and tagged (-m tagged), sizes from 1 B to
-# 2 MiB, data checked by fi_pingpong (-c). Rendezvous (RMA get into the receive buffer) above
-# 16 KiB here (FI_VELO_RDV_THRESHOLD), eager below.
+# 2 MiB, data checked by fi_pingpong (-c). By default eager up to a VELO train (about 1.7 KiB) and
+# rendezvous (RMA get into the receive buffer) above.
 # fi_pingpong exchanges the endpoints' names (fi_getname) over a TCP control connection of its
 # own on 127.0.0.1; rank 0 is the server, rank 1 the client.
 #   test_pingpong.sh <directory of libvelo-fi.so> <velo-run> <velo-fabric> [max]
-# With `max`: the largest eager message (1 MiB less the 17-byte header) and a 2 MiB one (rendezvous,
-# the default threshold), once each (ofi.pingpong_max: about a minute of simulation).
+# With `max`: with libvelo receive areas (FI_VELO_RECV_AREA=1), the largest eager message (1 MiB
+# less the 17-byte header) and a 2 MiB one (rendezvous), once each (ofi.pingpong_max: ~30 s).
 set -eu
 export FI_PROVIDER_PATH=$1
 run=$2
 export VELO_FABRIC=$3
-unset FI_PROVIDER VELO_DEVICE || true
+unset FI_PROVIDER VELO_DEVICE FI_VELO_RECV_AREA FI_VELO_RDV_THRESHOLD || true
 tmp=$(mktemp -d /tmp/velo-ofi-pp-XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
 export PP_TMP=$tmp
@@ -39,9 +39,8 @@ for c in $PP_CASES; do
 done
 RANK
 if [ "${4:-}" = max ]; then
-    export PP_CASES="1048559:1:tagged 2097152:1:msg"
+    export PP_CASES="1048559:1:tagged 2097152:1:msg" FI_VELO_RECV_AREA=1
 else
-    export FI_VELO_RDV_THRESHOLD=16384
     export PP_CASES="1:20:msg 47:20:msg 48:20:msg 64:20:msg 1000:10:msg 65536:2:msg 8:20:tagged 55:10:tagged 4096:5:tagged"
 fi
 "$run" -n 2 --timeout 240 -- sh "$tmp/rank.sh" > "$tmp/out" 2>&1 || { echo "FAIL: fi_pingpong"; grep -v 'fi_getinfo_\|mrail' "$tmp/out" | tail -40; exit 1; }
