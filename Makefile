@@ -32,6 +32,9 @@ demo: configure
 	$(BUILD)/sw/tools/velo-run -n 2 -- $(BUILD)/sw/tools/velo-pingpong \
 	    --csv $(BUILD)/demo/pingpong.csv --png $(BUILD)/demo/pingpong.png
 	$(BUILD)/sw/tools/velo-run --mpi -n 4 --topology ring:4 -- $(BUILD)/sw/btl/mpi_collectives
+	@# COSIM=1: then the real velo.ko in two QEMU guests whose NIC is the RTL (docs/cosim.md)
+	$(if $(COSIM),cmake --build $(BUILD) -j $(JOBS) --target velo-cosim && \
+	    ctest --test-dir $(BUILD) -R driver.cosim.pair --output-on-failure -V)
 
 # every test: spec/header agreement, RTL lint, Yosys synthesis, unit and system benches
 test: build
