@@ -33,7 +33,7 @@ pids_of() {
 in_chroot() {
 	_s=$1
 	shift
-	timeout -s KILL "$_s" chroot /host /usr/bin/env -i PATH=/usr/bin:/bin HOME=/tmp "$@"
+	timeout -s KILL "$_s" chroot /host /usr/bin/env -i PATH=/usr/bin:/bin HOME=/run TMPDIR=/run "$@"
 }
 
 # 1. the 9p modules, each after what it depends on
@@ -49,13 +49,15 @@ _e=$(t mount -t 9p -o ro,trans=virtio,version=9p2000.L,msize=262144,cache=loose 
 _r=$?
 check cosim.9p "${_e:-mounted}; $MSG $([ -x /host$MSG ] && echo present || echo missing)" [ $_r -eq 0 -a -x /host$MSG ]
 
-# 3. the chroot: the guest's own /proc, /sys and /dev, and writable /tmp and /run
+# 3. the chroot: the guest's own /proc, /sys and /dev, and writable /run and /dev/shm. The host's
+# /tmp stays visible (read-only): the build tree may live there (a CI clone in /tmp); programs get
+# TMPDIR=/run instead (in_chroot)
 _bad=""
 for _d in proc sys dev; do
 	mount --bind /$_d /host/$_d 2>/dev/null || _bad="$_bad bind /$_d;"
 done
 mkdir -p /dev/shm
-for _d in tmp run dev/shm; do
+for _d in run dev/shm; do
 	mount -t tmpfs -o mode=1777 tmpfs /host/$_d 2>/dev/null || _bad="$_bad tmpfs /$_d;"
 done
 # the loopback interface and a host name (Open MPI's launcher talks to its ranks over TCP on it
