@@ -197,6 +197,8 @@ static void usage(FILE* f) {
             "  --put-sizes LIST  sizes of the put sweep (1..1048576; implies --puts)\n"
             "  --put-iters N     rounds per put size (default: 50 up to 4 KiB, 8 up to 64 KiB, else 2)\n"
             "  --puts-only  only the put sweep\n"
+            "  --peer-node N  the other rank's node (default (1 - rank) %% VELO_NODES; a pair on one node\n"
+            "               other than 0: its own node)\n"
             "  --wall       wall-clock ns of this machine instead of the fabric's NIC cycles (the only\n"
             "               clock on hardware: the hw backend has no simulated clock)\n");
 }
@@ -206,7 +208,7 @@ int main(int argc, char** argv) {
     unsigned sizes[MAXSIZES];
     unsigned nsizes = 0;
     const char *csv = NULL, *png = NULL;
-    int rank = -1, bench = 0, quiet = 0, puts = 0, puts_only = 0;
+    int rank = -1, bench = 0, quiet = 0, puts = 0, puts_only = 0, peer_node = -1;
     unsigned put_sizes[MAXSIZES], nput = 0, put_iters = 0;
     for (int i = 1; i < argc; ++i) {
         const char* a = argv[i];
@@ -227,6 +229,8 @@ int main(int argc, char** argv) {
             png = argv[++i];
         } else if (!strcmp(a, "--rank") && has) {
             rank = atoi(argv[++i]);
+        } else if (!strcmp(a, "--peer-node") && has) {
+            peer_node = atoi(argv[++i]);
         } else if (!strcmp(a, "--puts")) {
             puts = 1;
         } else if (!strcmp(a, "--puts-only")) {
@@ -303,7 +307,8 @@ int main(int argc, char** argv) {
     else if (r)
         die("velo_clock", r);
     if (wall) bench = 0;  // BENCH lines are simulated cycles
-    velo_addr_t me, peer = {(uint32_t)((1 - rank) % nodes), (uint32_t)(BASE_VPID + 1 - rank)};
+    velo_addr_t me,
+        peer = {(uint32_t)(peer_node >= 0 ? peer_node : (1 - rank) % nodes), (uint32_t)(BASE_VPID + 1 - rank)};
     velo_addr(ep, &me);
     velo_conn_t* c = NULL;
     // the peer may not be open yet (sim: refused; hw: no answer): retry for up to 5 minutes
