@@ -594,11 +594,7 @@ void System::reg_write(unsigned node, uint32_t off, uint32_t v) {
 }
 
 uint8_t System::reg_read_post(unsigned node, uint32_t off) {
-    auto& nd = p_->nodes.at(node);
-    const uint8_t tag = nd.next_tag++;
-    nd.cpl.erase(tag);
-    cpu_post(node, Tlp::mrd(kBar0 + off, 1, tag, VELO_BAR_REGS));
-    return tag;
+    return mem_read_post(node, VELO_BAR_REGS, kBar0 + off, 0xF);
 }
 
 uint8_t System::mem_read_post(unsigned node, uint8_t bar, uint64_t addr, uint8_t be) {
